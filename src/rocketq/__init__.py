@@ -1,0 +1,35 @@
+"""rocketq: Apache RocketMQ's messaging model in pure Python.
+
+Wire-compatible name server, broker and clients, RocketMQ's six queue-allocation strategies (and
+better ones), the seed experiments as runnable lab scenarios, and a Spark pipeline that shows what
+rebalancing did. The names below are the curated public API; ``__all__`` is kept sorted.
+"""
+
+from __future__ import annotations
+
+from rocketq.errors import (
+    BrokerError,
+    ClientStateError,
+    ConfigError,
+    RemoteProtocolError,
+    RemotingError,
+    RemotingTimeoutError,
+    RocketQError,
+    StoreError,
+)
+from rocketq.models import MessageQueue
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BrokerError",
+    "ClientStateError",
+    "ConfigError",
+    "MessageQueue",
+    "RemoteProtocolError",
+    "RemotingError",
+    "RemotingTimeoutError",
+    "RocketQError",
+    "StoreError",
+    "__version__",
+]

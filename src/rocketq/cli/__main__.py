@@ -1,0 +1,3 @@
+from rocketq.cli.main import run
+
+run()

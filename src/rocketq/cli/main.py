@@ -1,0 +1,75 @@
+"""Entry point of the ``rocketq`` console script.
+
+Each subcommand lives in its own module of this package and exposes
+``register(subparsers) -> None``, which adds its parser and sets ``handler`` (a function of the
+parsed arguments returning an exit code). User mistakes end as one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from rocketq import __version__
+from rocketq.errors import RocketQError
+
+__all__ = ["CliError", "main"]
+
+# Subcommand modules, in the order ``--help`` lists them.
+COMMANDS: tuple[str, ...] = ()
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user mistake on the command line: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage dump) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rocketq",
+        description="RocketMQ's messaging model in pure Python: servers, clients, rebalance lab, Spark.",
+    )
+    parser.add_argument("--version", action="version", version=f"rocketq {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more to stderr (-v INFO, -vv DEBUG)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMANDS:
+        module = importlib.import_module(f"rocketq.cli.{name.replace('-', '_')}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``rocketq`` command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        code: int = args.handler(args)
+    except (CliError, RocketQError) as exc:
+        print(f"rocketq {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+def run() -> NoReturn:
+    sys.exit(main())

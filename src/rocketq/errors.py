@@ -1,0 +1,221 @@
+"""The one exception tree of rocketq.
+
+Every error rocketq raises on purpose derives from :class:`RocketQError`. Foreign exceptions
+(``OSError``, ``asyncio.TimeoutError``, ``json.JSONDecodeError`` ...) are translated at the layer
+that meets them, so callers catch rocketq's classes only. ``retriable`` says whether trying the
+same call again (perhaps elsewhere) can succeed.
+
+::
+
+    RocketQError
+    ├── ConfigError                 bad configuration or argument (also a ValueError)
+    ├── RemoteProtocolError         bytes that are not RocketMQ remoting frames / headers / bodies
+    ├── RemotingError               the transport failed
+    │   ├── RemotingConnectError        could not connect               (retriable)
+    │   ├── RemotingTimeoutError        no response in time              (retriable)
+    │   └── RemotingClosedError         connection or client closed      (retriable)
+    ├── BrokerError                 a peer answered with a non-success response code
+    │   ├── BrokerSystemError                SYSTEM_ERROR (1)
+    │   ├── SystemBusyError             SYSTEM_BUSY (2)                  (retriable)
+    │   ├── RequestCodeNotSupportedError REQUEST_CODE_NOT_SUPPORTED (3)
+    │   ├── FlushDiskTimeoutError       FLUSH_DISK_TIMEOUT (10)          (retriable)
+    │   ├── MessageIllegalError         MESSAGE_ILLEGAL (13)
+    │   ├── ServiceNotAvailableError    SERVICE_NOT_AVAILABLE (14)       (retriable)
+    │   ├── NoPermissionError           NO_PERMISSION (16)
+    │   ├── TopicNotExistError          TOPIC_NOT_EXIST (17)
+    │   ├── TopicExistAlreadyError      TOPIC_EXIST_ALREADY (18)
+    │   ├── SubscriptionError           SUBSCRIPTION_* (23, 24, 25, 26)
+    │   ├── ConsumerNotOnlineError      CONSUMER_NOT_ONLINE (206)
+    │   └── ConsumeTimeoutError         CONSUME_MSG_TIMEOUT (207)        (retriable)
+    ├── ClientStateError            a client used in the wrong state (not started, shut down)
+    └── StoreError                  the message store cannot do what was asked
+        ├── StoreCorruptError           data on disk failed its checks
+        └── StoreFullError              the disk or a segment has no room (retriable)
+
+``BrokerError.for_code(code, remark)`` picks the class for a response code, as aiokafka's
+``for_code`` does for Kafka error codes.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BrokerError",
+    "BrokerSystemError",
+    "ClientStateError",
+    "ConfigError",
+    "ConsumeTimeoutError",
+    "ConsumerNotOnlineError",
+    "FlushDiskTimeoutError",
+    "MessageIllegalError",
+    "NoPermissionError",
+    "RemoteProtocolError",
+    "RemotingClosedError",
+    "RemotingConnectError",
+    "RemotingError",
+    "RemotingTimeoutError",
+    "RequestCodeNotSupportedError",
+    "RocketQError",
+    "ServiceNotAvailableError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreFullError",
+    "SubscriptionError",
+    "SystemBusyError",
+    "TopicExistAlreadyError",
+    "TopicNotExistError",
+]
+
+
+class RocketQError(Exception):
+    """Root of every error rocketq raises on purpose."""
+
+    retriable: ClassVar[bool] = False
+
+
+class ConfigError(RocketQError, ValueError):
+    """A configuration value or argument is not acceptable."""
+
+
+class RemoteProtocolError(RocketQError):
+    """Bytes received are not a valid RocketMQ remoting frame, header or body."""
+
+
+class RemotingError(RocketQError):
+    """The transport failed: connect, send, receive, or close."""
+
+
+class RemotingConnectError(RemotingError):
+    """A connection to the peer could not be made."""
+
+    retriable = True
+
+
+class RemotingTimeoutError(RemotingError):
+    """The peer did not answer in time."""
+
+    retriable = True
+
+
+class RemotingClosedError(RemotingError):
+    """The connection (or the whole client) was closed while a request was pending."""
+
+    retriable = True
+
+
+class BrokerError(RocketQError):
+    """A name server or broker answered with a response code other than SUCCESS."""
+
+    codes: ClassVar[tuple[int, ...]] = ()
+    _by_code: ClassVar[dict[int, type[BrokerError]]] = {}
+
+    def __init__(self, code: int, remark: str | None = None) -> None:
+        self.code = code
+        self.remark = remark or ""
+        super().__init__(f"CODE: {code} DESC: {self.remark}" if remark else f"CODE: {code}")
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        for code in cls.codes:
+            BrokerError._by_code[code] = cls
+
+    @staticmethod
+    def for_code(code: int, remark: str | None = None) -> BrokerError:
+        """The exception for a response ``code`` (a plain :class:`BrokerError` when unmapped)."""
+        cls = BrokerError._by_code.get(code, BrokerError)
+        return cls(code, remark)
+
+
+class BrokerSystemError(BrokerError):
+    """SYSTEM_ERROR: the peer failed while handling the request."""
+
+    codes = (1,)
+
+
+class SystemBusyError(BrokerError):
+    """SYSTEM_BUSY: the peer is overloaded; try again shortly."""
+
+    codes = (2,)
+    retriable = True
+
+
+class RequestCodeNotSupportedError(BrokerError):
+    """REQUEST_CODE_NOT_SUPPORTED: the peer does not implement this request."""
+
+    codes = (3,)
+
+
+class FlushDiskTimeoutError(BrokerError):
+    """FLUSH_DISK_TIMEOUT: stored but not flushed in time under sync flush."""
+
+    codes = (10,)
+    retriable = True
+
+
+class MessageIllegalError(BrokerError):
+    """MESSAGE_ILLEGAL: too large, bad topic name, bad properties."""
+
+    codes = (13,)
+
+
+class ServiceNotAvailableError(BrokerError):
+    """SERVICE_NOT_AVAILABLE: the broker is starting, stopping or not writable."""
+
+    codes = (14,)
+    retriable = True
+
+
+class NoPermissionError(BrokerError):
+    """NO_PERMISSION: the topic or broker forbids this read or write."""
+
+    codes = (16,)
+
+
+class TopicNotExistError(BrokerError):
+    """TOPIC_NOT_EXIST: no such topic (and auto-creation is off)."""
+
+    codes = (17,)
+
+
+class TopicExistAlreadyError(BrokerError):
+    """TOPIC_EXIST_ALREADY."""
+
+    codes = (18,)
+
+
+class SubscriptionError(BrokerError):
+    """A subscription could not be parsed, does not exist, or is stale."""
+
+    codes = (23, 24, 25, 26)
+
+
+class ConsumerNotOnlineError(BrokerError):
+    """CONSUMER_NOT_ONLINE: the consumer asked about is not connected."""
+
+    codes = (206,)
+
+
+class ConsumeTimeoutError(BrokerError):
+    """CONSUME_MSG_TIMEOUT."""
+
+    codes = (207,)
+    retriable = True
+
+
+class ClientStateError(RocketQError):
+    """A client was used in a state that does not allow the call (not started, shut down)."""
+
+
+class StoreError(RocketQError):
+    """The message store could not do what was asked."""
+
+
+class StoreCorruptError(StoreError):
+    """Data on disk failed its checks (magic code, CRC, size)."""
+
+
+class StoreFullError(StoreError):
+    """The disk or the current segment has no room for the write."""
+
+    retriable = True
