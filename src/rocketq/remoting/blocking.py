@@ -1,0 +1,245 @@
+"""A blocking remoting client over a plain socket, for code without an event loop.
+
+The Spark reader's executors and short CLI calls want one request at a time with no event loop;
+the sans-I/O codec makes that a few lines of socket code::
+
+    with BlockingRemotingClient("127.0.0.1:9876") as client:
+        response = client.invoke(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}))
+
+One connection, made on first use and remade after it fails. Calls from several threads are
+serialised by a lock. Requests the server sends on this connection (a broker's
+``NOTIFY_CONSUMER_IDS_CHANGED``) are handled only while a call is reading its response: with a
+registered handler, else answered ``REQUEST_CODE_NOT_SUPPORTED`` (oneway ones are ignored).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from rocketq.errors import (
+    BrokerError,
+    RemoteProtocolError,
+    RemotingClosedError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+)
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
+from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from rocketq.remoting.client import parse_address
+from rocketq.remoting.connection import describe_exception
+
+__all__ = ["BlockingHandler", "BlockingRemotingClient"]
+
+logger = logging.getLogger(__name__)
+
+#: ``handler(client, request)`` for a server-initiated request: the response, or ``None``.
+BlockingHandler = Callable[["BlockingRemotingClient", RemotingCommand], RemotingCommand | None]
+
+_RECV_SIZE = 256 * 1024
+
+
+class BlockingRemotingClient:
+    """Send requests to one RocketMQ peer over a blocking socket.
+
+    Errors are those of :class:`~rocketq.remoting.RemotingClient`: ``RemotingConnectError``,
+    ``RemotingTimeoutError`` (the connection stays usable; a late response is skipped) and
+    ``RemotingClosedError`` (the peer closed or the stream broke; the next call reconnects).
+    """
+
+    def __init__(
+        self,
+        addr: str,
+        *,
+        connect_timeout: float = 3.0,
+        request_timeout: float = 3.0,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self.addr = addr
+        self._host, self._port = parse_address(addr)
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self._max_frame_size = max_frame_size
+        self._opaques = OpaqueSequence()
+        self._handlers: dict[int, BlockingHandler] = {}
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._decoder = FrameDecoder(max_frame_size)
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("connected" if self._sock is not None else "idle")
+        return f"<BlockingRemotingClient {self.addr} {state}>"
+
+    def register_handler(self, code: int, handler: BlockingHandler) -> None:
+        """Answer server-initiated requests with ``code`` by ``handler(client, request)``."""
+        self._handlers[int(code)] = handler
+
+    @property
+    def is_connected(self) -> bool:
+        return self._sock is not None
+
+    # ------------------------------------------------------------------ connection
+
+    def connect(self) -> None:
+        """Connect now (calls connect on demand anyway)."""
+        with self._lock:
+            self._ensure_connected()
+
+    def _ensure_connected(self) -> socket.socket:
+        if self._closed:
+            raise RemotingClosedError(f"cannot send to {self.addr}: the client is closed")
+        sock = self._sock
+        if sock is not None:
+            return sock
+        try:
+            sock = socket.create_connection((self._host, self._port), timeout=self.connect_timeout)
+        except TimeoutError:
+            raise RemotingConnectError(
+                f"cannot connect to {self.addr}: no answer within {self.connect_timeout:g}s"
+            ) from None
+        except OSError as exc:
+            raise RemotingConnectError(f"cannot connect to {self.addr}: {exc.strerror or exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
+        self._decoder = FrameDecoder(self._max_frame_size)
+        return sock
+
+    def _drop(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:  # pragma: no cover - close on a broken socket
+                pass
+
+    def close(self) -> None:
+        """Close the connection; later calls raise RemotingClosedError."""
+        with self._lock:
+            self._closed = True
+            self._drop()
+
+    def __enter__(self) -> BlockingRemotingClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def invoke(self, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        """Send ``request`` and return its response (waiting at most ``timeout`` seconds)."""
+        if timeout is None:
+            timeout = self.request_timeout
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            sock = self._ensure_connected()
+            opaque = next(self._opaques)
+            request.opaque = opaque
+            request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+            self._sendall(sock, encode_frame(request), deadline, request.code)
+            while True:
+                cmd = self._next_command(sock, deadline, request.code, opaque, timeout)
+                if cmd.flag & FLAG_RESPONSE:
+                    if cmd.opaque == opaque:
+                        return cmd
+                    logger.debug("%r: skipped a late response (opaque %d)", self, cmd.opaque)
+                else:
+                    self._serve(sock, cmd, deadline)
+
+    def invoke_oneway(self, request: RemotingCommand, timeout: float | None = None) -> None:
+        """Send ``request`` marked oneway; returns once it is written."""
+        deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        with self._lock:
+            sock = self._ensure_connected()
+            request.opaque = next(self._opaques)
+            request.flag = (request.flag & ~FLAG_RESPONSE) | FLAG_ONEWAY
+            self._sendall(sock, encode_frame(request), deadline, request.code)
+
+    def _sendall(self, sock: socket.socket, data: bytes, deadline: float, code: int) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise RemotingTimeoutError(f"request code {code} to {self.addr}: no time left to send it")
+        sock.settimeout(remaining)
+        try:
+            sock.sendall(data)
+        except TimeoutError:
+            # part of the frame may be out: the stream cannot be trusted any more
+            self._drop()
+            raise RemotingTimeoutError(f"request code {code} to {self.addr}: not sent in time") from None
+        except OSError as exc:
+            self._drop()
+            raise RemotingClosedError(f"cannot send request code {code} to {self.addr}: {exc}") from exc
+
+    def _next_command(
+        self, sock: socket.socket, deadline: float, code: int, opaque: int, timeout: float
+    ) -> RemotingCommand:
+        decoder = self._decoder
+        while True:
+            try:
+                cmd = decoder.next_command()
+            except RemoteProtocolError as exc:
+                self._drop()
+                raise RemotingClosedError(f"{self.addr} sent bytes that are not a frame: {exc}") from exc
+            if cmd is not None:
+                return cmd
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RemotingTimeoutError(
+                    f"no response from {self.addr} to request code {code} (opaque {opaque}) "
+                    f"within {timeout:.3f}s"
+                )
+            sock.settimeout(remaining)
+            try:
+                data = sock.recv(_RECV_SIZE)
+            except TimeoutError:
+                continue  # the deadline check above raises
+            except OSError as exc:
+                self._drop()
+                raise RemotingClosedError(
+                    f"no response to request code {code} (opaque {opaque}) from {self.addr}: {exc}"
+                ) from exc
+            if not data:
+                self._drop()
+                raise RemotingClosedError(
+                    f"no response to request code {code} (opaque {opaque}) from {self.addr}: "
+                    "the peer closed the connection"
+                )
+            try:
+                decoder.receive_data(data)
+            except RemoteProtocolError as exc:
+                self._drop()
+                raise RemotingClosedError(f"{self.addr} sent bytes that are not a frame: {exc}") from exc
+
+    def _serve(self, sock: socket.socket, request: RemotingCommand, deadline: float) -> None:
+        """Answer a request the server sent while we waited for our response."""
+        handler = self._handlers.get(request.code)
+        response: RemotingCommand | None
+        if handler is None:
+            remark = f" request type {request.code} not supported"
+            logger.warning("%r:%s", self, remark)
+            response = request.response(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=remark)
+        else:
+            try:
+                response = handler(self, request)
+            except BrokerError as exc:
+                response = request.response(code=exc.code, remark=exc.remark)
+            except Exception as exc:
+                logger.error("%r: handler for request code %d failed", self, request.code, exc_info=exc)
+                response = request.response(code=ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
+        if response is None or request.flag & FLAG_ONEWAY:
+            return
+        response.opaque = request.opaque
+        response.flag |= FLAG_RESPONSE
+        response.serialize_type = request.serialize_type
+        self._sendall(sock, encode_frame(response), max(deadline, time.monotonic() + 1.0), request.code)

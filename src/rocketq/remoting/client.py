@@ -1,0 +1,269 @@
+"""The asyncio remoting client: one connection per ``"host:port"``, requests matched by opaque.
+
+::
+
+    async with RemotingClient() as client:
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"})
+        response = await client.invoke("127.0.0.1:9876", request, timeout=3.0)
+
+Connections are made on first use and remade on the next call after they drop; callers asking for
+the same address at the same time share one connection attempt. The server may send requests
+over the client's connection (a broker's ``NOTIFY_CONSUMER_IDS_CHANGED`` and
+``GET_CONSUMER_RUNNING_INFO``): register handlers for them as on a server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from types import TracebackType
+
+from rocketq.errors import ConfigError, RemotingClosedError, RemotingConnectError, RemotingTimeoutError
+from rocketq.protocol.command import OpaqueSequence, RemotingCommand
+from rocketq.remoting.config import ClientConfig
+from rocketq.remoting.connection import (
+    ConnectionListener,
+    Handler,
+    HandlerTable,
+    RemotingConnection,
+)
+
+__all__ = ["RemotingClient", "parse_address"]
+
+logger = logging.getLogger(__name__)
+
+
+def parse_address(addr: str) -> tuple[str, int]:
+    """Split RocketMQ's ``"host:port"`` (IPv6 as ``"[::1]:9876"`` or by the last colon).
+
+    >>> parse_address("127.0.0.1:10911")
+    ('127.0.0.1', 10911)
+    >>> parse_address("[::1]:9876")
+    ('::1', 9876)
+    """
+    host, sep, port_text = addr.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise ConfigError(f"address must look like host:port, got {addr!r}")
+    port = int(port_text)
+    if not 0 < port < 65536:
+        raise ConfigError(f"port out of range in address {addr!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, port
+
+
+class RemotingClient:
+    """Send requests to RocketMQ name servers and brokers and handle what they send back.
+
+    ``invoke`` raises :class:`~rocketq.errors.RemotingConnectError` when it cannot connect,
+    :class:`~rocketq.errors.RemotingTimeoutError` when no response comes in time, and
+    :class:`~rocketq.errors.RemotingClosedError` when the connection or the client closes while
+    it waits (a dropped connection fails its waiting requests at once, not at their timeouts).
+    A response with an error code is returned as it is; mapping codes to exceptions is the
+    caller's business (:meth:`rocketq.errors.BrokerError.for_code`).
+
+    Listeners (:class:`ConnectionListener`) hear about every connection the client opens and
+    loses; ``conn.remote_address`` is then the address as dialled.
+    """
+
+    def __init__(
+        self, *, config: ClientConfig | None = None, listener: ConnectionListener | None = None
+    ) -> None:
+        self.config = config if config is not None else ClientConfig()
+        self.handlers = HandlerTable()
+        self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
+        self._opaques = OpaqueSequence()
+        self._connections: dict[str, RemotingConnection] = {}
+        self._connecting: dict[str, asyncio.Task[RemotingConnection]] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<RemotingClient {state} connections={sorted(self._connections)}>"
+
+    # ------------------------------------------------------------------ configuration
+
+    def register_handler(self, code: int, handler: Handler) -> None:
+        """Handle server-initiated requests with ``code`` by ``handler(conn, request)``."""
+        self.handlers.register(code, handler)
+
+    def set_default_handler(self, handler: Handler | None) -> None:
+        self.handlers.default = handler
+
+    def add_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.remove(listener)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    @property
+    def connections(self) -> dict[str, RemotingConnection]:
+        """Open connections by the address they were dialled with (a copy)."""
+        return {addr: conn for addr, conn in self._connections.items() if not conn.is_closed}
+
+    async def start(self) -> None:
+        """Nothing to start: connections are made on demand. Present for symmetry and ``async with``."""
+        if self._closed:
+            raise RemotingClosedError("this RemotingClient is closed; make a new one")
+
+    async def close(self) -> None:
+        """Close every connection; every waiting request fails with RemotingClosedError at once."""
+        if self._closed:
+            return
+        self._closed = True
+        connecting = list(self._connecting.values())
+        for task in connecting:
+            task.cancel()
+        if connecting:
+            await asyncio.gather(*connecting, return_exceptions=True)
+        connections = list(self._connections.items())
+        handlers: list[asyncio.Task[None]] = []
+        for addr, conn in connections:
+            handlers.extend(conn.cancel_handlers())
+            conn.close(f"client closed (connection to {addr})")
+        if handlers:
+            await asyncio.gather(*handlers, return_exceptions=True)
+        for _, conn in connections:
+            await conn.wait_closed()
+
+    async def __aenter__(self) -> RemotingClient:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ connections
+
+    async def get_connection(self, addr: str) -> RemotingConnection:
+        """The open connection to ``addr``, connecting (within ``config.connect_timeout``) if needed."""
+        conn = self._connections.get(addr)
+        if conn is not None and not conn.is_closed:
+            return conn
+        if self._closed:
+            raise RemotingClosedError(f"cannot connect to {addr}: the client is closed")
+        task = self._connecting.get(addr)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._connect(addr))
+            self._connecting[addr] = task
+            task.add_done_callback(lambda t: self._connect_done(addr, t))
+        # shield: one caller giving up must not cancel the attempt the others share
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if self._cancelled_by_close(task):
+                raise RemotingClosedError(f"cannot connect to {addr}: the client was closed") from None
+            raise
+
+    def _cancelled_by_close(self, task: asyncio.Task[RemotingConnection]) -> bool:
+        """Whether a connect attempt was cancelled by :meth:`close` (not the waiting caller)."""
+        current = asyncio.current_task()
+        return task.cancelled() and self._closed and (current is None or not current.cancelling())
+
+    def _connect_done(self, addr: str, task: asyncio.Task[RemotingConnection]) -> None:
+        if self._connecting.get(addr) is task:
+            del self._connecting[addr]
+        if not task.cancelled():
+            task.exception()  # retrieved here so that an attempt nobody awaits any more is not reported
+
+    async def _connect(self, addr: str) -> RemotingConnection:
+        host, port = parse_address(addr)
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+
+        def factory() -> RemotingConnection:
+            return RemotingConnection(
+                handlers=self.handlers,
+                opaques=self._opaques,
+                max_frame_size=cfg.max_frame_size,
+                max_in_flight=cfg.max_in_flight,
+                write_buffer_high=cfg.write_buffer_high,
+                write_buffer_low=cfg.write_buffer_low,
+                max_write_buffer=cfg.max_write_buffer,
+                idle_timeout=cfg.idle_timeout,
+                close_idle=True,
+                close_on_timeout=cfg.close_on_timeout,
+                pause_reads_on_write_pressure=False,
+                remote_address=addr,
+                on_open=self._connection_opened,
+                on_close=self._connection_closed,
+                on_idle=self._connection_idle,
+            )
+
+        try:
+            _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), cfg.connect_timeout)
+        except TimeoutError:
+            raise RemotingConnectError(
+                f"cannot connect to {addr}: no answer within {cfg.connect_timeout:g}s"
+            ) from None
+        except OSError as exc:
+            raise RemotingConnectError(f"cannot connect to {addr}: {exc.strerror or exc}") from exc
+        if self._closed:
+            conn.close("client closed while connecting")
+            raise RemotingClosedError(f"cannot connect to {addr}: the client was closed meanwhile")
+        self._connections[addr] = conn
+        return conn
+
+    def close_connection(self, addr: str) -> None:
+        """Close the connection to ``addr`` (if any); its waiting requests fail, the next call reconnects."""
+        conn = self._connections.pop(addr, None)
+        if conn is not None:
+            conn.close(f"connection to {addr} closed by the client")
+
+    def _connection_opened(self, conn: RemotingConnection) -> None:
+        logger.info("connected to %s (local %s)", conn.remote_address, conn.local_address)
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_connect, "on_connect")
+
+    def _connection_closed(self, conn: RemotingConnection) -> None:
+        if self._connections.get(conn.remote_address) is conn:
+            del self._connections[conn.remote_address]
+        logger.info("%s", conn.close_reason)
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_close, "on_close")
+
+    def _connection_idle(self, conn: RemotingConnection) -> None:
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_idle, "on_idle")
+
+    # ------------------------------------------------------------------ requests
+
+    async def invoke(
+        self, addr: str, request: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        """Send ``request`` to ``addr`` and return the response.
+
+        ``timeout`` (default ``config.request_timeout``) covers connecting too, as in RocketMQ.
+        """
+        if timeout is None:
+            timeout = self.config.request_timeout
+        conn = self._connections.get(addr)
+        if conn is None or conn.is_closed:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            try:
+                conn = await asyncio.wait_for(self.get_connection(addr), timeout)
+            except TimeoutError:
+                raise RemotingTimeoutError(
+                    f"request code {request.code} to {addr}: not connected within {timeout:.3f}s"
+                ) from None
+            timeout = max(deadline - loop.time(), 0.0)
+        return await conn.invoke(request, timeout)
+
+    async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        """Send ``request`` to ``addr`` marked oneway (no response is sent)."""
+        conn = self._connections.get(addr)
+        if conn is None or conn.is_closed:
+            conn = await self.get_connection(addr)
+        await conn.invoke_oneway(request)

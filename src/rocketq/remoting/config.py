@@ -1,0 +1,105 @@
+"""Settings of the asyncio transport: frozen, keyword-only, durations in float seconds.
+
+Defaults are RocketMQ 4.9.4's own where RocketMQ has one (``NettyServerConfig``,
+``NettyClientConfig``, ``NettySystemConfig``), and the docstrings say so; the others are ours and
+say why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rocketq.errors import ConfigError
+from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE
+
+__all__ = ["ClientConfig", "ServerConfig"]
+
+
+def _check_positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if value is None or value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value!r}")
+
+
+def _check_buffers(low: int, high: int, hard: int) -> None:
+    if not 0 <= low <= high:
+        raise ConfigError(f"need 0 <= write_buffer_low <= write_buffer_high, got {low} and {high}")
+    if hard < high:
+        raise ConfigError(f"max_write_buffer ({hard}) must not be below write_buffer_high ({high})")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    """How a :class:`~rocketq.remoting.RemotingServer` treats its connections.
+
+    Back-pressure, in two steps. When a connection's unsent output grows past
+    ``write_buffer_high`` bytes (the peer is not reading), the server stops reading that
+    connection's requests until the output drains below ``write_buffer_low``; the requests wait
+    in the peer's socket, so the peer's own writes block. Output can still grow while paused (the
+    responses of handlers already running), and if it passes ``max_write_buffer`` bytes the
+    connection is closed and the event logged. ``max_in_flight`` bounds the handlers running at once
+    for one connection (coroutine handlers such as long-polling pulls): at the bound, reading
+    pauses until one finishes.
+    """
+
+    #: Largest frame accepted, in bytes (RocketMQ: 16 MiB).
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    #: Seconds without a byte read or written before ``on_idle`` fires
+    #: (RocketMQ ``serverChannelMaxIdleTimeSeconds`` = 120); ``None`` disables idle detection.
+    idle_timeout: float | None = 120.0
+    #: Close a connection once it is idle, as RocketMQ's server does.
+    close_idle: bool = True
+    #: Handlers running at once per connection (ours: room for a consumer long-polling 1024 queues).
+    max_in_flight: int = 1024
+    #: Unsent bytes above which reading pauses (ours; Netty's default high-water mark is 64 KiB,
+    #: we allow one typical pull response more).
+    write_buffer_high: int = 1024 * 1024
+    #: Unsent bytes below which reading resumes.
+    write_buffer_low: int = 256 * 1024
+    #: Unsent bytes above which the connection is closed as a peer that does not read.
+    max_write_buffer: int = 64 * 1024 * 1024
+    #: Listen backlog (RocketMQ ``com.rocketmq.remoting.socket.backlog`` = 1024).
+    backlog: int = 1024
+
+    def __post_init__(self) -> None:
+        _check_positive("max_frame_size", self.max_frame_size)
+        _check_positive("idle_timeout", self.idle_timeout, allow_none=True)
+        _check_positive("max_in_flight", self.max_in_flight)
+        _check_positive("backlog", self.backlog)
+        _check_buffers(self.write_buffer_low, self.write_buffer_high, self.max_write_buffer)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientConfig:
+    """How a :class:`~rocketq.remoting.RemotingClient` connects and waits."""
+
+    #: Seconds to establish a TCP connection (RocketMQ ``connectTimeoutMillis`` = 3000).
+    connect_timeout: float = 3.0
+    #: Seconds ``invoke`` waits when the caller gives no timeout (RocketMQ's usual 3000 ms).
+    request_timeout: float = 3.0
+    #: Seconds without traffic before an unused connection is closed (RocketMQ
+    #: ``clientChannelMaxIdleTimeSeconds`` = 120); the next call reconnects. ``None`` keeps it open.
+    idle_timeout: float | None = 120.0
+    #: Close the connection when a request times out. RocketMQ's client does
+    #: (``clientCloseSocketIfTimeout`` = true); ours does not by default, because one slow request
+    #: would then fail every other request sharing the connection.
+    close_on_timeout: bool = False
+    #: Largest frame accepted, in bytes (RocketMQ: 16 MiB).
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    #: Server-initiated requests handled at once per connection.
+    max_in_flight: int = 64
+    #: Unsent bytes above which ``invoke`` waits for the socket to drain before writing.
+    write_buffer_high: int = 1024 * 1024
+    #: Unsent bytes below which waiting writers go on.
+    write_buffer_low: int = 256 * 1024
+    #: Unsent bytes above which the connection is closed (the peer stopped reading).
+    max_write_buffer: int = 64 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        _check_positive("connect_timeout", self.connect_timeout)
+        _check_positive("request_timeout", self.request_timeout)
+        _check_positive("idle_timeout", self.idle_timeout, allow_none=True)
+        _check_positive("max_frame_size", self.max_frame_size)
+        _check_positive("max_in_flight", self.max_in_flight)
+        _check_buffers(self.write_buffer_low, self.write_buffer_high, self.max_write_buffer)

@@ -1,0 +1,691 @@
+"""One remoting connection: an :class:`asyncio.Protocol` around the sans-I/O frame codec.
+
+RocketMQ's remoting protocol is symmetric: either end of a TCP connection may send requests, and
+each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` and asks
+``GET_CONSUMER_RUNNING_INFO`` over the connection its client opened. So one class,
+:class:`RemotingConnection`, serves both :class:`~rocketq.remoting.RemotingClient` and
+:class:`~rocketq.remoting.RemotingServer`:
+
+* bytes from the socket go into a :class:`~rocketq.protocol.frame.FrameDecoder`; every complete
+  command that comes out is either a **response** (flag bit 0), matched to its waiting
+  :meth:`invoke` by opaque, or a **request**, dispatched by code to a handler;
+* a handler is called as ``handler(connection, request)`` and returns a response, ``None``, or an
+  awaitable of either. A plain function runs right in the read loop and its response is written at
+  once (responses of one read are written with one ``write`` call); an awaitable becomes a task of
+  its own, so a long-polling handler never holds up the requests behind it, and responses go out
+  in whatever order the handlers finish;
+* an unknown code is answered ``REQUEST_CODE_NOT_SUPPORTED`` with RocketMQ's remark
+  ``" request type N not supported"``; a handler that raises a :class:`~rocketq.errors.BrokerError`
+  answers with that error's code and remark, any other exception answers ``SYSTEM_ERROR`` with the
+  exception's text (and is logged) — the connection lives on; oneway requests are never answered;
+* bytes that are not a frame close this connection only, logged once;
+* when the connection is lost, every request waiting on it fails at once with
+  :class:`~rocketq.errors.RemotingClosedError` naming the peer and the request code.
+
+Flow control: when unsent output passes the high-water mark, writers (:meth:`invoke`,
+:meth:`invoke_oneway`) wait for it to drain; a server-side connection (``pause_reads_on_write_pressure``)
+also stops reading requests, so a peer that does not read cannot make us buffer its responses
+without bound. Output beyond ``max_write_buffer`` closes the connection. Handlers running at once
+are bounded by ``max_in_flight``: at the bound, reading pauses until one finishes.
+
+Handlers still running when their connection drops run to completion and their responses are
+dropped; a long-polling handler may watch :attr:`RemotingConnection.is_closed` or await
+:meth:`RemotingConnection.wait_closed` to give up early. Closing the owning client or server
+cancels them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from typing import TypeAlias, cast
+
+from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
+from rocketq.protocol.frame import FrameDecoder, encode_frame_parts
+
+__all__ = [
+    "ConnectionListener",
+    "Handler",
+    "HandlerResult",
+    "HandlerTable",
+    "RemotingConnection",
+    "describe_exception",
+    "format_address",
+]
+
+logger = logging.getLogger(__name__)
+
+_RESPONSE: int = FLAG_RESPONSE
+_ONEWAY: int = FLAG_ONEWAY
+_SMALL_BODY = 16 * 1024  # bodies up to this size are joined to their header before writing
+
+HandlerResult: TypeAlias = RemotingCommand | None
+#: ``handler(connection, request)``: returns the response (or ``None`` to send none), either
+#: directly or as an awaitable.
+Handler: TypeAlias = Callable[
+    ["RemotingConnection", RemotingCommand], HandlerResult | Awaitable[HandlerResult]
+]
+
+_connection_ids = itertools.count(1)
+
+
+class HandlerTable:
+    """Request handlers by request code, with an optional fallback for codes not registered."""
+
+    __slots__ = ("_by_code", "default")
+
+    def __init__(self) -> None:
+        self._by_code: dict[int, Handler] = {}
+        self.default: Handler | None = None
+
+    def register(self, code: int, handler: Handler) -> None:
+        """Handle requests with ``code`` by ``handler`` (replacing any handler it had)."""
+        self._by_code[int(code)] = handler
+
+    def unregister(self, code: int) -> None:
+        self._by_code.pop(int(code), None)
+
+    def get(self, code: int) -> Handler | None:
+        """The handler for ``code``: its own, else the default, else ``None``."""
+        return self._by_code.get(code, self.default)
+
+    def __contains__(self, code: object) -> bool:
+        return code in self._by_code
+
+
+class ConnectionListener:
+    """Connection events for the layers above, as RocketMQ's ``ChannelEventListener``.
+
+    Subclass and override what you need; every method is called on the event loop, must not
+    block, and any exception it raises is logged and ignored. ``on_close`` is called once for
+    every connection, whatever closed it (the peer, an error, idleness, ``close()``).
+    """
+
+    def on_connect(self, conn: RemotingConnection) -> None:
+        """A connection was established."""
+
+    def on_close(self, conn: RemotingConnection) -> None:
+        """A connection is gone; :attr:`RemotingConnection.close_reason` says why."""
+
+    def on_idle(self, conn: RemotingConnection) -> None:
+        """Nothing was read or written on ``conn`` for the configured idle time."""
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The remark of a ``SYSTEM_ERROR`` response: the exception and where it was raised.
+
+    Like RocketMQ's ``RemotingHelper.exceptionSimpleDesc`` (the exception, then its innermost
+    frame), in Python's terms: ``"ValueError: bad queue id, at handle_pull (broker.py:88)"``.
+    """
+    text = f"{type(exc).__name__}: {exc}"
+    tb = exc.__traceback__
+    if tb is None:
+        return text
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return f"{text}, at {code.co_name} ({os.path.basename(code.co_filename)}:{tb.tb_lineno})"
+
+
+def format_address(sockaddr: object) -> str:
+    """``"host:port"`` for a socket address tuple (IPv6 hosts in brackets)."""
+    if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
+        host, port = sockaddr[0], sockaddr[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(sockaddr)
+
+
+class RemotingConnection(asyncio.Protocol):
+    """One TCP connection speaking RocketMQ remoting, on either side.
+
+    Use it as a dict key to keep per-connection state (it hashes by identity). ``remote_address``
+    is the address that was dialled (client side) or the peer's ``"ip:port"`` (server side);
+    ``id`` is a process-wide serial number for logs.
+    """
+
+    def __init__(
+        self,
+        *,
+        handlers: HandlerTable,
+        opaques: OpaqueSequence,
+        max_frame_size: int,
+        max_in_flight: int,
+        write_buffer_high: int,
+        write_buffer_low: int,
+        max_write_buffer: int,
+        idle_timeout: float | None,
+        close_idle: bool,
+        close_on_timeout: bool = False,
+        pause_reads_on_write_pressure: bool,
+        remote_address: str | None = None,
+        on_open: Callable[[RemotingConnection], None] | None = None,
+        on_close: Callable[[RemotingConnection], None] | None = None,
+        on_idle: Callable[[RemotingConnection], None] | None = None,
+    ) -> None:
+        self.id = next(_connection_ids)
+        self.remote_address = remote_address or "?"
+        self.local_address = "?"
+        #: Why the connection closed (``None`` while open): a sentence for logs and errors.
+        self.close_reason: str | None = None
+        self._loop = asyncio.get_running_loop()
+        self._handlers = handlers
+        self._opaques = opaques
+        self._decoder = FrameDecoder(max_frame_size=max_frame_size)
+        self._max_in_flight = max_in_flight
+        self._write_buffer_high = write_buffer_high
+        self._write_buffer_low = write_buffer_low
+        self._max_write_buffer = max_write_buffer
+        self._idle_timeout = idle_timeout
+        self._close_idle = close_idle
+        self._close_on_timeout = close_on_timeout
+        self._pause_reads_on_write_pressure = pause_reads_on_write_pressure
+        self._on_open = on_open
+        self._on_close = on_close
+        self._on_idle = on_idle
+
+        self._transport: asyncio.Transport | None = None
+        self._closed = False
+        self._closed_future: asyncio.Future[None] = self._loop.create_future()
+        # opaque -> (future of the response, request code): requests waiting for their answer
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], int]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        # responses made while processing one read are collected here and written with one call
+        self._cork: list[bytes] | None = None
+        self._cork_bytes = 0
+        self._writes_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._reading_paused = False
+        self._processing = False
+        self._last_activity = 0.0
+        self._idle_handle: asyncio.TimerHandle | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<RemotingConnection #{self.id} {self.remote_address} {state}>"
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def is_closed(self) -> bool:
+        """True once the connection is closed or lost (it is never reopened)."""
+        return self._closed
+
+    @property
+    def pending_count(self) -> int:
+        """Requests sent on this connection that still wait for their response."""
+        return len(self._pending)
+
+    @property
+    def in_flight(self) -> int:
+        """Coroutine handlers of this connection's requests still running."""
+        return len(self._tasks)
+
+    @property
+    def write_buffer_size(self) -> int:
+        """Bytes written but not yet handed to the kernel."""
+        transport = self._transport
+        return 0 if transport is None or transport.is_closing() else transport.get_write_buffer_size()
+
+    @property
+    def reading_paused(self) -> bool:
+        """True while reading is paused for back-pressure or the in-flight bound."""
+        return self._reading_paused
+
+    async def wait_closed(self) -> None:
+        """Return once the connection is closed."""
+        await asyncio.shield(self._closed_future)
+
+    # ------------------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it
+        transport = cast(asyncio.Transport, transport)
+        self._transport = transport
+        transport.set_write_buffer_limits(high=self._write_buffer_high, low=self._write_buffer_low)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:  # pragma: no cover - platform without TCP_NODELAY
+                pass
+        if self.remote_address == "?":
+            self.remote_address = format_address(transport.get_extra_info("peername"))
+        self.local_address = format_address(transport.get_extra_info("sockname"))
+        self._last_activity = self._loop.time()
+        if self._idle_timeout is not None:
+            self._idle_handle = self._loop.call_at(self._last_activity + self._idle_timeout, self._check_idle)
+        logger.debug("%r: connected (local %s)", self, self.local_address)
+        if self._on_open is not None:
+            self._call_event(self._on_open, "open")
+
+    def data_received(self, data: bytes) -> None:
+        self._last_activity = self._loop.time()
+        self._decoder.receive_data(data)
+        if not self._reading_paused and not self._processing:
+            self._process()
+
+    def eof_received(self) -> bool | None:
+        self._set_reason(f"{self.remote_address} closed the connection")
+        return None  # let the transport close itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            self._set_reason(f"connection to {self.remote_address} lost: {exc}")
+        else:
+            self._set_reason(f"connection to {self.remote_address} closed")
+        self._mark_closed()
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+        logger.debug("%r: %s", self, self.close_reason)
+        if not self._closed_future.done():
+            self._closed_future.set_result(None)
+        if self._on_close is not None:
+            self._call_event(self._on_close, "close")
+
+    def pause_writing(self) -> None:
+        self._writes_paused = True
+        if self._pause_reads_on_write_pressure:
+            self._pause_reading()
+
+    def resume_writing(self) -> None:
+        self._writes_paused = False
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._maybe_resume_reading()
+
+    # ------------------------------------------------------------------ reading and dispatch
+
+    def _process(self) -> None:
+        """Take every complete command out of the decoder (until reading has to pause)."""
+        decoder = self._decoder
+        self._processing = True
+        self._cork = cork = list[bytes]()
+        self._cork_bytes = 0
+        try:
+            while not self._reading_paused and not self._closed:
+                try:
+                    cmd = decoder.next_command()
+                except RemoteProtocolError as exc:
+                    self._protocol_error(exc)
+                    return
+                if cmd is None:
+                    return
+                if cmd.flag & _RESPONSE:
+                    self._on_response(cmd)
+                else:
+                    self._on_request(cmd)
+        finally:
+            self._cork = None
+            self._processing = False
+            if cork and not self._closed:
+                self._write_now(cork[0] if len(cork) == 1 else b"".join(cork))
+
+    def _flush_cork(self, cork: list[bytes]) -> None:
+        """Write collected responses now: they reached the high-water mark. Writing may pause reading."""
+        data = b"".join(cork)
+        cork.clear()
+        self._cork_bytes = 0
+        self._write_now(data)
+
+    def _on_response(self, cmd: RemotingCommand) -> None:
+        entry = self._pending.pop(cmd.opaque, None)
+        if entry is None:
+            logger.warning(
+                "%r: response (code %d) to opaque %d matches no pending request; "
+                "it may have timed out already - dropped",
+                self,
+                cmd.code,
+                cmd.opaque,
+            )
+            return
+        future = entry[0]
+        if not future.done():
+            future.set_result(cmd)
+
+    def _on_request(self, request: RemotingCommand) -> None:
+        handler = self._handlers.get(request.code)
+        if handler is None:
+            self._not_supported(request)
+            return
+        try:
+            result: object = handler(self, request)
+        except Exception as exc:
+            self._handler_failed(request, exc)
+            return
+        if result is None or isinstance(result, RemotingCommand):
+            self._reply(request, result)
+        elif inspect.isawaitable(result):
+            task = self._loop.create_task(self._finish_handler(request, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+            if len(self._tasks) >= self._max_in_flight:
+                self._pause_reading()
+        else:
+            error = TypeError(
+                f"handler for request code {request.code} returned {type(result).__name__}, "
+                "not a RemotingCommand, None or an awaitable"
+            )
+            self._handler_failed(request, error)
+
+    async def _finish_handler(self, request: RemotingCommand, result: Awaitable[HandlerResult]) -> None:
+        try:
+            response: object = await result
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._handler_failed(request, exc)
+            return
+        if isinstance(response, RemotingCommand) or response is None:
+            self._reply(request, response)
+        else:
+            self._handler_failed(
+                request,
+                TypeError(
+                    f"handler for request code {request.code} produced {type(response).__name__}, "
+                    "not a RemotingCommand or None"
+                ),
+            )
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._reading_paused and len(self._tasks) < self._max_in_flight:
+            self._maybe_resume_reading()
+
+    def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        if request.flag & _ONEWAY:
+            if response is not None:
+                logger.debug("%r: response to oneway request code %d dropped", self, request.code)
+            return
+        if response is None:
+            logger.debug("%r: handler for request code %d gave no response", self, request.code)
+            return
+        if self._closed:
+            logger.debug(
+                "%r: response to request code %d (opaque %d) dropped: %s",
+                self,
+                request.code,
+                request.opaque,
+                self.close_reason,
+            )
+            return
+        self.send_response(request, response)
+
+    def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Write ``response`` as the answer to ``request`` (for handlers that answer later).
+
+        As RocketMQ does, the response gets the request's opaque and serialization type and the
+        response flag, whatever the handler set.
+        """
+        response.opaque = request.opaque
+        response.flag |= _RESPONSE
+        response.serialize_type = request.serialize_type
+        try:
+            head, body = encode_frame_parts(response)
+        except RemoteProtocolError as exc:
+            logger.error("%r: response to request code %d cannot be encoded: %s", self, request.code, exc)
+            if response.code == ResponseCode.SYSTEM_ERROR and not response.ext_fields and not response.body:
+                return  # even the bare error response failed; nothing more to try
+            remark = f"response not encodable: {exc}"
+            fallback = request.response(code=ResponseCode.SYSTEM_ERROR, remark=remark)
+            head, body = encode_frame_parts(fallback)
+        self._send(head, body)
+
+    def _not_supported(self, request: RemotingCommand) -> None:
+        remark = f" request type {request.code} not supported"
+        logger.warning("%r:%s", self, remark)
+        if not request.flag & _ONEWAY:
+            response = request.response(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=remark)
+            self._reply(request, response)
+
+    def _handler_failed(self, request: RemotingCommand, exc: Exception) -> None:
+        if isinstance(exc, BrokerError):
+            logger.debug("%r: request code %d answered %d: %s", self, request.code, exc.code, exc.remark)
+            code, remark = exc.code, exc.remark
+        else:
+            logger.error(
+                "%r: handler for request code %d (opaque %d) failed",
+                self,
+                request.code,
+                request.opaque,
+                exc_info=exc,
+            )
+            code, remark = ResponseCode.SYSTEM_ERROR, describe_exception(exc)
+        self._reply(request, request.response(code=code, remark=remark))
+
+    def _protocol_error(self, exc: RemoteProtocolError) -> None:
+        logger.warning("%r: closing the connection, its peer sent bytes that are not a frame: %s", self, exc)
+        self._set_reason(f"protocol error from {self.remote_address}: {exc}")
+        self.close()
+
+    # ------------------------------------------------------------------ flow control
+
+    def _pause_reading(self) -> None:
+        if not self._reading_paused and not self._closed:
+            self._reading_paused = True
+            assert self._transport is not None
+            self._transport.pause_reading()
+
+    def _maybe_resume_reading(self) -> None:
+        if not self._reading_paused or self._closed:
+            return
+        if len(self._tasks) >= self._max_in_flight:
+            return
+        if self._writes_paused and self._pause_reads_on_write_pressure:
+            return
+        self._reading_paused = False
+        assert self._transport is not None
+        self._transport.resume_reading()
+        if not self._processing:
+            # frames that arrived before the pause may wait in the decoder
+            self._loop.call_soon(self._process_if_reading)
+
+    def _process_if_reading(self) -> None:
+        if not self._reading_paused and not self._processing and not self._closed:
+            self._process()
+
+    async def _drain(self) -> None:
+        """Wait until unsent output is below the low-water mark (or fail if the connection closes)."""
+        if self._closed:
+            raise self._closed_error("a write")
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    # ------------------------------------------------------------------ writing
+
+    def _send(self, head: bytes, body: bytes) -> None:
+        cork = self._cork
+        if cork is not None:
+            cork.append(head)
+            if body:
+                cork.append(body)
+            self._cork_bytes += len(head) + len(body)
+            if self._cork_bytes >= self._write_buffer_high:
+                self._flush_cork(cork)
+        elif not body:
+            self._write_now(head)
+        elif len(body) <= _SMALL_BODY:
+            self._write_now(head + body)
+        else:  # do not copy a large body just to prefix it
+            self._write_now(head)
+            self._write_now(body)
+
+    def _write_now(self, data: bytes) -> None:
+        transport = self._transport
+        if transport is None or self._closed:
+            return
+        transport.write(data)
+        self._last_activity = self._loop.time()
+        if self._writes_paused and transport.get_write_buffer_size() > self._max_write_buffer:
+            logger.warning(
+                "%r: closing the connection: %d bytes of output unsent (bound %d), the peer does not read",
+                self,
+                transport.get_write_buffer_size(),
+                self._max_write_buffer,
+            )
+            bound = self._max_write_buffer
+            self._set_reason(f"{self.remote_address} stopped reading (output above {bound} bytes)")
+            self.abort()
+
+    def _next_opaque(self) -> int:
+        opaques = self._opaques
+        opaque = next(opaques)
+        pending = self._pending
+        while opaque in pending:  # only after 2**32 requests, with one still waiting
+            opaque = next(opaques)
+        return opaque
+
+    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send ``request`` and return its response, waiting at most ``timeout`` seconds.
+
+        The request gets a fresh opaque (its ``opaque`` attribute is set). Raises
+        :class:`~rocketq.errors.RemotingTimeoutError` when no response comes in time (the request is
+        forgotten: a late response is dropped) and :class:`~rocketq.errors.RemotingClosedError` when
+        the connection closes first. A response with an error code is returned, not raised.
+        """
+        if self._closed:
+            raise self._closed_error(f"request code {request.code}")
+        loop = self._loop
+        if self._writes_paused:
+            deadline = loop.time() + timeout
+            try:
+                await asyncio.wait_for(self._drain(), timeout)
+            except TimeoutError:
+                raise RemotingTimeoutError(
+                    f"request code {request.code} to {self.remote_address} not sent within {timeout:.3f}s: "
+                    "the connection's output did not drain"
+                ) from None
+            timeout = max(deadline - loop.time(), 0.0)
+        opaque = self._next_opaque()
+        request.opaque = opaque
+        request.flag &= ~(_RESPONSE | _ONEWAY)
+        head, body = encode_frame_parts(request)  # may raise RemoteProtocolError: nothing sent then
+        future: asyncio.Future[RemotingCommand] = loop.create_future()
+        self._pending[opaque] = (future, request.code)
+        self._send(head, body)
+        timer = loop.call_at(loop.time() + timeout, self._expire, opaque, timeout)
+        try:
+            return await future
+        finally:
+            timer.cancel()
+            self._pending.pop(opaque, None)
+
+    def _expire(self, opaque: int, timeout: float) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry is None:
+            return
+        future, code = entry
+        if not future.done():
+            future.set_exception(
+                RemotingTimeoutError(
+                    f"no response from {self.remote_address} to request code {code} "
+                    f"(opaque {opaque}) within {timeout:.3f}s"
+                )
+            )
+        if self._close_on_timeout:
+            self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
+            self.close()
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send ``request`` marked oneway: the peer sends no response.
+
+        Returns once the frame is handed to the transport (after waiting for the output to drain
+        below the high-water mark, if it was above).
+        """
+        if self._closed:
+            raise self._closed_error(f"oneway request code {request.code}")
+        if self._writes_paused:
+            await self._drain()
+        request.opaque = self._next_opaque()
+        request.flag = (request.flag & ~_RESPONSE) | _ONEWAY
+        head, body = encode_frame_parts(request)
+        self._send(head, body)
+
+    # ------------------------------------------------------------------ closing
+
+    def _set_reason(self, reason: str) -> None:
+        if self.close_reason is None:
+            self.close_reason = reason
+
+    def _closed_error(self, what: str) -> RemotingClosedError:
+        return RemotingClosedError(f"cannot send {what} to {self.remote_address}: {self.close_reason}")
+
+    def _mark_closed(self) -> None:
+        """Enter the closed state: fail waiting requests and writers (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        reason = self.close_reason or f"connection to {self.remote_address} closed"
+        pending, self._pending = self._pending, {}
+        for opaque, (future, code) in pending.items():
+            if not future.done():
+                future.set_exception(
+                    RemotingClosedError(
+                        f"no response to request code {code} (opaque {opaque}) "
+                        f"from {self.remote_address}: {reason}"
+                    )
+                )
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(RemotingClosedError(f"cannot write to {self.remote_address}: {reason}"))
+
+    def close(self, reason: str | None = None) -> None:
+        """Close the connection after writing what is buffered; pending requests fail at once."""
+        if reason is not None:
+            self._set_reason(reason)
+        self._set_reason(f"connection to {self.remote_address} closed locally")
+        self._mark_closed()
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self, reason: str | None = None) -> None:
+        """Close the connection at once, discarding unsent output."""
+        if reason is not None:
+            self._set_reason(reason)
+        self._set_reason(f"connection to {self.remote_address} aborted locally")
+        self._mark_closed()
+        if self._transport is not None:
+            self._transport.abort()
+
+    def cancel_handlers(self) -> list[asyncio.Task[None]]:
+        """Cancel the coroutine handlers still running; returns them (to await)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        return tasks
+
+    # ------------------------------------------------------------------ idleness and events
+
+    def _check_idle(self) -> None:
+        self._idle_handle = None
+        if self._closed or self._idle_timeout is None:
+            return
+        due = self._last_activity + self._idle_timeout
+        now = self._loop.time()
+        if now < due:
+            self._idle_handle = self._loop.call_at(due, self._check_idle)
+            return
+        logger.info("%r: idle for %.1fs", self, now - self._last_activity)
+        if self._on_idle is not None:
+            self._call_event(self._on_idle, "idle")
+        if self._close_idle:
+            self.close(f"connection to {self.remote_address} idle for {self._idle_timeout:g}s")
+        elif not self._closed:
+            self._idle_handle = self._loop.call_at(now + self._idle_timeout, self._check_idle)
+
+    def _call_event(self, callback: Callable[[RemotingConnection], None], event: str) -> None:
+        try:
+            callback(self)
+        except Exception:
+            logger.exception("%r: %s listener failed", self, event)

@@ -1,0 +1,217 @@
+"""The asyncio remoting server: accepts connections and dispatches their requests by code.
+
+A thin owner of an :class:`asyncio.Server` and its :class:`~rocketq.remoting.connection.RemotingConnection`
+objects; the protocol work (decoding, dispatch, responses, flow control) lives in the connection.
+
+::
+
+    async with RemotingServer() as server:          # 127.0.0.1, a free port
+        server.register_handler(RequestCode.HEART_BEAT, lambda conn, req: req.response(code=0))
+        print(server.address)                       # e.g. 127.0.0.1:40123
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from types import TracebackType
+
+from rocketq.errors import ClientStateError, RemotingError
+from rocketq.protocol.command import OpaqueSequence
+from rocketq.remoting.config import ServerConfig
+from rocketq.remoting.connection import (
+    ConnectionListener,
+    Handler,
+    HandlerTable,
+    RemotingConnection,
+)
+
+__all__ = ["RemotingServer"]
+
+logger = logging.getLogger(__name__)
+
+
+class RemotingServer:
+    """Serve RocketMQ remoting requests on ``host:port`` (port 0: any free port).
+
+    Handlers are registered by request code (:meth:`register_handler`), with an optional fallback
+    (:meth:`set_default_handler`); a handler gets the :class:`RemotingConnection` the request came
+    on (its ``remote_address``, ``invoke``/``invoke_oneway`` to send requests to that client over
+    the same connection, and identity usable as a dict key) and the request. See
+    :mod:`rocketq.remoting.connection` for how requests, errors and back-pressure are handled.
+
+    Connection events go to :class:`ConnectionListener` objects (:meth:`add_listener`):
+    ``on_connect``, ``on_close`` (once per connection, whatever closed it) and ``on_idle`` (after
+    ``config.idle_timeout`` seconds without traffic; the server then closes the connection unless
+    ``config.close_idle`` is false, as RocketMQ's server does).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        config: ServerConfig | None = None,
+        listener: ConnectionListener | None = None,
+    ) -> None:
+        self.host = host
+        self._requested_port = port
+        self.config = config if config is not None else ServerConfig()
+        self.handlers = HandlerTable()
+        self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
+        self._opaques = OpaqueSequence()
+        self._server: asyncio.Server | None = None
+        self._connections: set[RemotingConnection] = set()
+        self._port: int | None = None
+        self._closing = False
+
+    def __repr__(self) -> str:
+        if self._port is None:
+            return f"<RemotingServer {self.host}:{self._requested_port} (not started)>"
+        return f"<RemotingServer {self.address} connections={len(self._connections)}>"
+
+    # ------------------------------------------------------------------ configuration
+
+    def register_handler(self, code: int, handler: Handler) -> None:
+        """Handle requests with ``code`` by ``handler(conn, request)`` (sync or async)."""
+        self.handlers.register(code, handler)
+
+    def set_default_handler(self, handler: Handler | None) -> None:
+        """Handle requests whose code has no handler of its own (``None``: answer NOT_SUPPORTED)."""
+        self.handlers.default = handler
+
+    def add_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.remove(listener)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def port(self) -> int:
+        """The bound port (known after :meth:`start`)."""
+        if self._port is None:
+            raise ClientStateError("RemotingServer.port is known only after start()")
+        return self._port
+
+    @property
+    def address(self) -> str:
+        """``"host:port"`` as bound, the form RocketMQ addresses take."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def connections(self) -> frozenset[RemotingConnection]:
+        """The connections open now."""
+        return frozenset(self._connections)
+
+    @property
+    def is_serving(self) -> bool:
+        return self._server is not None and self._server.is_serving()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Bind and start accepting connections."""
+        if self._server is not None:
+            raise ClientStateError(f"{self!r} is already started")
+        if self._closing:
+            raise ClientStateError(f"{self!r} is closed; make a new one")
+        loop = asyncio.get_running_loop()
+        try:
+            self._server = await loop.create_server(
+                self._new_connection,
+                self.host,
+                self._requested_port,
+                backlog=self.config.backlog,
+                reuse_address=True,
+            )
+        except OSError as exc:
+            raise RemotingError(f"cannot listen on {self.host}:{self._requested_port}: {exc}") from exc
+        self._port = self._server.sockets[0].getsockname()[1]
+        logger.info("remoting server listening on %s", self.address)
+
+    async def close(self, grace: float = 0.0) -> None:
+        """Stop accepting, close every connection and stop every running handler.
+
+        With ``grace`` > 0, reading stops first and handlers already running get up to ``grace``
+        seconds to finish and answer before they are cancelled.
+        """
+        if self._closing:
+            return
+        self._closing = True
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        connections = list(self._connections)
+        if grace > 0:
+            running: list[asyncio.Task[None]] = []
+            for conn in connections:
+                conn._pause_reading()
+                running.extend(conn._tasks)
+            if running:
+                await asyncio.wait(running, timeout=grace)
+        tasks: list[asyncio.Task[None]] = []
+        for conn in connections:
+            tasks.extend(conn.cancel_handlers())
+            conn.close("server closed")
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for conn in connections:
+            await conn.wait_closed()
+        if server is not None:
+            await server.wait_closed()
+        logger.info("remoting server on %s closed", self.address if self._port is not None else self.host)
+
+    async def __aenter__(self) -> RemotingServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ connections
+
+    def _new_connection(self) -> RemotingConnection:
+        cfg = self.config
+        return RemotingConnection(
+            handlers=self.handlers,
+            opaques=self._opaques,
+            max_frame_size=cfg.max_frame_size,
+            max_in_flight=cfg.max_in_flight,
+            write_buffer_high=cfg.write_buffer_high,
+            write_buffer_low=cfg.write_buffer_low,
+            max_write_buffer=cfg.max_write_buffer,
+            idle_timeout=cfg.idle_timeout,
+            close_idle=cfg.close_idle,
+            pause_reads_on_write_pressure=True,
+            on_open=self._connection_opened,
+            on_close=self._connection_closed,
+            on_idle=self._connection_idle,
+        )
+
+    def _connection_opened(self, conn: RemotingConnection) -> None:
+        if self._closing:
+            conn.close("server closing")
+            return
+        self._connections.add(conn)
+        logger.debug("%r: accepted", conn)
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_connect, "on_connect")
+
+    def _connection_closed(self, conn: RemotingConnection) -> None:
+        if conn not in self._connections:
+            return  # refused while closing: its on_connect never ran
+        self._connections.discard(conn)
+        logger.debug("%r: %s", conn, conn.close_reason)
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_close, "on_close")
+
+    def _connection_idle(self, conn: RemotingConnection) -> None:
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_idle, "on_idle")
