@@ -20,7 +20,7 @@ from rocketq.errors import RocketQError
 __all__ = ["CliError", "main"]
 
 # Subcommand modules, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ()
+COMMANDS: tuple[str, ...] = ("allocate",)
 
 EXIT_USAGE = 2
 
