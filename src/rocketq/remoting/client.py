@@ -249,17 +249,17 @@ class RemotingClient:
         if timeout is None:
             timeout = self.config.request_timeout
         conn = self._connections.get(addr)
-        if conn is None or conn.is_closed:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            try:
-                conn = await asyncio.wait_for(self.get_connection(addr), timeout)
-            except TimeoutError:
-                raise RemotingTimeoutError(
-                    f"request code {request.code} to {addr}: not connected within {timeout:.3f}s"
-                ) from None
-            timeout = max(deadline - loop.time(), 0.0)
-        return await conn.invoke(request, timeout)
+        if conn is not None and not conn.is_closed:
+            return await conn.invoke(request, timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            conn = await asyncio.wait_for(self.get_connection(addr), timeout)
+        except TimeoutError:
+            raise RemotingTimeoutError(
+                f"request code {request.code} to {addr}: not connected within {timeout:.3f}s"
+            ) from None
+        return await conn.invoke(request, max(deadline - loop.time(), 0.0), stated_timeout=timeout)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send ``request`` to ``addr`` marked oneway (no response is sent)."""

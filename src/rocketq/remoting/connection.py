@@ -267,7 +267,13 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_activity = self._loop.time()
-        self._decoder.receive_data(data)
+        if self._closed:
+            return
+        try:
+            self._decoder.receive_data(data)
+        except Exception as exc:  # the decoder checks a frame's length word as soon as it arrives
+            self._protocol_error(exc)
+            return
         if not self._reading_paused and not self._processing:
             self._process()
 
@@ -315,7 +321,7 @@ class RemotingConnection(asyncio.Protocol):
             while not self._reading_paused and not self._closed:
                 try:
                     cmd = decoder.next_command()
-                except RemoteProtocolError as exc:
+                except Exception as exc:
                     self._protocol_error(exc)
                     return
                 if cmd is None:
@@ -462,8 +468,17 @@ class RemotingConnection(asyncio.Protocol):
             code, remark = ResponseCode.SYSTEM_ERROR, describe_exception(exc)
         self._reply(request, request.response(code=code, remark=remark))
 
-    def _protocol_error(self, exc: RemoteProtocolError) -> None:
-        logger.warning("%r: closing the connection, its peer sent bytes that are not a frame: %s", self, exc)
+    def _protocol_error(self, exc: Exception) -> None:
+        """The peer's bytes cannot be decoded: close this connection (the stream cannot resynchronise)."""
+        if self._closed:
+            return
+        # anything but RemoteProtocolError is a decoder bug: keep its traceback
+        logger.warning(
+            "%r: closing the connection, its peer sent bytes that are not a frame: %s",
+            self,
+            exc,
+            exc_info=None if isinstance(exc, RemoteProtocolError) else exc,
+        )
         self._set_reason(f"protocol error from {self.remote_address}: {exc}")
         self.close()
 
@@ -545,14 +560,19 @@ class RemotingConnection(asyncio.Protocol):
             opaque = next(opaques)
         return opaque
 
-    async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+    async def invoke(
+        self, request: RemotingCommand, timeout: float, *, stated_timeout: float | None = None
+    ) -> RemotingCommand:
         """Send ``request`` and return its response, waiting at most ``timeout`` seconds.
 
         The request gets a fresh opaque (its ``opaque`` attribute is set). Raises
         :class:`~rocketq.errors.RemotingTimeoutError` when no response comes in time (the request is
         forgotten: a late response is dropped) and :class:`~rocketq.errors.RemotingClosedError` when
         the connection closes first. A response with an error code is returned, not raised.
+        ``stated_timeout`` is the timeout to name in the error when ``timeout`` is what remains of
+        a longer one (the client's, after connecting).
         """
+        stated = timeout if stated_timeout is None else stated_timeout
         if self._closed:
             raise self._closed_error(f"request code {request.code}")
         loop = self._loop
@@ -562,7 +582,7 @@ class RemotingConnection(asyncio.Protocol):
                 await asyncio.wait_for(self._drain(), timeout)
             except TimeoutError:
                 raise RemotingTimeoutError(
-                    f"request code {request.code} to {self.remote_address} not sent within {timeout:.3f}s: "
+                    f"request code {request.code} to {self.remote_address} not sent within {stated:.3f}s: "
                     "the connection's output did not drain"
                 ) from None
             timeout = max(deadline - loop.time(), 0.0)
@@ -573,7 +593,7 @@ class RemotingConnection(asyncio.Protocol):
         future: asyncio.Future[RemotingCommand] = loop.create_future()
         self._pending[opaque] = (future, request.code)
         self._send(head, body)
-        timer = loop.call_at(loop.time() + timeout, self._expire, opaque, timeout)
+        timer = loop.call_at(loop.time() + timeout, self._expire, opaque, stated)
         try:
             return await future
         finally:
