@@ -1,0 +1,527 @@
+"""Read and write the JSON dialect RocketMQ speaks: what fastjson 1.2.x writes and reads.
+
+RocketMQ serializes every JSON body with fastjson (``JSON.toJSONString`` with default features),
+which is *almost* JSON. The differences that reach the wire:
+
+* map keys that are not strings are written bare: ``{0:"127.0.0.1:10911"}`` for a
+  ``HashMap<Long, String>``, and a map keyed by a bean writes the bean itself as the key,
+  ``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``;
+* bean fields come out sorted by name, ``null`` fields and ``null`` map values are left out;
+* doubles are printed as Java prints them (``0.0``, ``0.2``, ``1.0E7``), NaN and infinities as ``null``;
+* strings are UTF-8 with non-ASCII characters raw; control characters, DEL..U+009F and
+  U+2028/U+2029 are escaped (``\\u0001``, ``\\n``), ``/`` is not.
+
+fastjson also *reads* more than JSON: unquoted and single-quoted names, single-quoted strings,
+trailing commas, ``\\x41`` and ``\\v`` escapes, number suffixes such as ``1L``.
+
+:func:`loads` hands the text to the standard library's C parser first and only falls back to
+the pure-Python parser here when that refuses it; the fallback itself gives every value it can
+back to the C scanner, so only the non-standard parts are parsed in Python. An object used as a
+map key comes back as a :class:`FrozenObject`, a hashable, ordered view of its fields.
+
+:func:`dumps` writes Python values the way fastjson writes the corresponding Java values: dicts
+in their insertion order (callers put bean fields in fastjson's order), ``int``/``FrozenObject``
+keys bare, ``None`` map values skipped, lists/tuples/sets as arrays, enums by name.
+``browser_compatible=True`` gives what the name server sends to 4.9.4+ clients
+(``BrowserCompatible, MapSortField``): every key quoted, maps sorted by key, everything outside
+printable ASCII escaped.
+
+>>> loads('{"brokerAddrs":{0:"127.0.0.1:10911"}}')
+{'brokerAddrs': {0: '127.0.0.1:10911'}}
+>>> key = FrozenObject.of({"brokerName": "b", "queueId": 0, "topic": "T"})
+>>> dumps({key: 5, 7: [1.0, None, True]})
+'{{"brokerName":"b","queueId":0,"topic":"T"}:5,7:[1.0,null,true]}'
+>>> dumps({7: "x"}, browser_compatible=True)
+'{"7":"x"}'
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import json.scanner
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from typing import Any, cast, overload
+
+from rocketq.errors import RemoteProtocolError
+
+__all__ = ["FrozenObject", "dumps", "dumps_bytes", "freeze", "java_double_str", "loads"]
+
+#: Deepest nesting the fallback parser accepts (RocketMQ's bodies nest at most six deep); deeper
+#: input is rejected well before Python's recursion limit.
+MAX_DEPTH = 128
+
+
+class FrozenObject(tuple[tuple[Any, Any], ...]):
+    """A JSON object made hashable so that it can be a map key: its ``(name, value)`` pairs in order.
+
+    fastjson writes a map keyed by a bean (``HashMap<MessageQueue, Long>``) with each key object
+    inline; :func:`loads` returns those keys as ``FrozenObject`` (nested objects and arrays inside
+    become ``FrozenObject`` and tuples). Two frozen objects are equal when they hold the same pairs
+    in the same order; a ``FrozenObject`` never equals a plain tuple.
+
+    >>> k = FrozenObject.of({"topic": "T", "queueId": 1})
+    >>> k["queueId"], k.get("missing", 0), k.to_dict()
+    (1, 0, {'topic': 'T', 'queueId': 1})
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, mapping: Mapping[Any, Any]) -> FrozenObject:
+        """Freeze a mapping (recursively), keeping its key order."""
+        return cls((k, freeze(v)) for k, v in mapping.items())
+
+    def __getitem__(self, name: Any) -> Any:
+        if isinstance(name, (int, slice)) and not isinstance(name, bool):
+            return tuple.__getitem__(self, name)
+        for k, v in tuple.__iter__(self):
+            if k == name:
+                return v
+        raise KeyError(name)
+
+    def get(self, name: Any, default: Any = None) -> Any:
+        """The value of field ``name``, or ``default`` when the object has no such field."""
+        for k, v in tuple.__iter__(self):
+            if k == name:
+                return v
+        return default
+
+    def to_dict(self) -> dict[Any, Any]:
+        """The fields as a plain (shallow) dict, in order."""
+        return dict(tuple.__iter__(self))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FrozenObject) and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash((FrozenObject, tuple.__hash__(self)))
+
+    def __repr__(self) -> str:
+        return f"FrozenObject({self.to_dict()!r})"
+
+
+def freeze(value: Any) -> Any:
+    """A hashable equivalent of a parsed JSON value: dicts become :class:`FrozenObject`, lists tuples."""
+    if isinstance(value, dict):
+        return FrozenObject((k, freeze(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+_scan_once = cast(
+    Callable[[str, int], tuple[Any, int]],
+    json.scanner.make_scanner(json.JSONDecoder()),  # type: ignore[arg-type]
+)
+_scanstring = cast(Callable[[str, int, bool], tuple[str, int]], json.decoder.scanstring)  # type: ignore[attr-defined]
+
+# fastjson skips ' ', \t, \n, \r, \f and \b between tokens.
+_WS = re.compile(r"[ \t\n\r\f\b]*")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?([LSBFD]?)")
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_SQ_PLAIN = re.compile(r"[^'\\]*")
+_DQ_PLAIN = re.compile(r'[^"\\]*')
+_SIMPLE_ESCAPES = {
+    "0": "\0", "1": "\1", "2": "\2", "3": "\3", "4": "\4", "5": "\5", "6": "\6", "7": "\7",
+    "b": "\b", "t": "\t", "n": "\n", "v": "\x0b", "f": "\f", "F": "\f", "r": "\r",
+    '"': '"', "'": "'", "/": "/", "\\": "\\",
+}  # fmt: skip
+_LITERALS = {"true": True, "false": False, "null": None, "undefined": None}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+@overload
+def loads(data: bytes | bytearray | memoryview) -> Any: ...
+@overload
+def loads(data: str) -> Any: ...
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse a RocketMQ (fastjson) JSON text, from UTF-8 bytes or a str.
+
+    Raises :class:`~rocketq.errors.RemoteProtocolError` with the offset and a short excerpt when
+    the text is neither JSON nor something fastjson would accept.
+    """
+    if isinstance(data, str):
+        text = data
+    else:
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RemoteProtocolError(f"JSON body is not valid UTF-8 at byte {exc.start}") from None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return _Parser(text).document()
+    except RecursionError:  # only reachable when the caller is already deep in its own stack
+        raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
+
+
+def _loads_fallback(text: str) -> Any:
+    """The pure-Python parser alone (for tests comparing it with the standard library)."""
+    return _Parser(text).document()
+
+
+class _Parser:
+    """Recursive-descent parser for fastjson's dialect, delegating standard subtrees to C."""
+
+    __slots__ = ("depth", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.depth = 0
+
+    def fail(self, pos: int, what: str) -> RemoteProtocolError:
+        text = self.text
+        excerpt = text[max(0, pos - 20) : pos + 20]
+        found = repr(text[pos]) if pos < len(text) else "end of text"
+        return RemoteProtocolError(
+            f"invalid JSON body at offset {pos}: {what}, found {found} near {excerpt!r}"
+        )
+
+    def document(self) -> Any:
+        text = self.text
+        pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
+        if pos == len(text):
+            raise self.fail(pos, "expected a value")
+        value, pos = self.value(pos)
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+        if pos != len(text):
+            raise self.fail(pos, "expected end of text")
+        return value
+
+    def value(self, pos: int) -> tuple[Any, int]:
+        """Parse the value starting exactly at ``pos`` (no leading whitespace)."""
+        text = self.text
+        if pos >= len(text):
+            raise self.fail(pos, "expected a value")
+        ch = text[pos]
+        if ch in '{["':
+            try:
+                return _scan_once(text, pos)
+            except (StopIteration, ValueError, RecursionError):
+                pass
+            if ch == "{":
+                return self.object(pos)
+            if ch == "[":
+                return self.array(pos)
+            return self.string(pos)
+        if ch == "'":
+            return self.string(pos)
+        m = _NUMBER.match(text, pos)
+        if m is not None:
+            return self.number(m)
+        m = _IDENT.match(text, pos)
+        if m is not None and m.group() in _LITERALS:
+            return _LITERALS[m.group()], m.end()
+        raise self.fail(pos, "expected a value")
+
+    @staticmethod
+    def number(m: re.Match[str]) -> tuple[Any, int]:
+        token = m.group()
+        if m.group(1):
+            token = token[:-1]
+        suffix = m.group(1)
+        if suffix in ("F", "D") or "." in token or "e" in token or "E" in token:
+            return float(token), m.end()
+        return int(token), m.end()
+
+    def enter(self, pos: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(pos, f"nesting deeper than {MAX_DEPTH}")
+
+    def object(self, pos: int) -> tuple[dict[Any, Any], int]:
+        text = self.text
+        ws = _WS.match
+        self.enter(pos)
+        result: dict[Any, Any] = {}
+        pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+        if text.startswith("}", pos):
+            self.depth -= 1
+            return result, pos + 1
+        while True:
+            key, pos = self.key(pos)
+            pos = ws(text, pos).end()  # type: ignore[union-attr]
+            if not text.startswith(":", pos):
+                raise self.fail(pos, "expected ':' after an object key")
+            pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+            result[key], pos = self.value(pos)
+            pos = ws(text, pos).end()  # type: ignore[union-attr]
+            if text.startswith(",", pos):
+                pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+                if text.startswith("}", pos):  # a trailing comma, which fastjson tolerates
+                    break
+                continue
+            if text.startswith("}", pos):
+                break
+            raise self.fail(pos, "expected ',' or '}' in an object")
+        self.depth -= 1
+        return result, pos + 1
+
+    def key(self, pos: int) -> tuple[Any, int]:
+        text = self.text
+        if pos >= len(text):
+            raise self.fail(pos, "expected an object key")
+        ch = text[pos]
+        if ch in "\"'":
+            return self.string(pos)
+        if ch in "{[":
+            value, end = self.value(pos)
+            return freeze(value), end
+        m = _NUMBER.match(text, pos)
+        if m is not None:
+            return self.number(m)
+        m = _IDENT.match(text, pos)
+        if m is not None:
+            word = m.group()
+            if word in ("true", "false", "null"):
+                return _LITERALS[word], m.end()
+            return word, m.end()
+        raise self.fail(pos, "expected an object key")
+
+    def array(self, pos: int) -> tuple[list[Any], int]:
+        text = self.text
+        ws = _WS.match
+        self.enter(pos)
+        result: list[Any] = []
+        pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+        if text.startswith("]", pos):
+            self.depth -= 1
+            return result, pos + 1
+        while True:
+            item, pos = self.value(pos)
+            result.append(item)
+            pos = ws(text, pos).end()  # type: ignore[union-attr]
+            if text.startswith(",", pos):
+                pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+                if text.startswith("]", pos):
+                    break
+                continue
+            if text.startswith("]", pos):
+                break
+            raise self.fail(pos, "expected ',' or ']' in an array")
+        self.depth -= 1
+        return result, pos + 1
+
+    def string(self, pos: int) -> tuple[str, int]:
+        text = self.text
+        quote = text[pos]
+        if quote == '"':
+            try:
+                return _scanstring(text, pos + 1, False)
+            except ValueError:
+                pass  # an escape only fastjson knows (\x41, \v, \'): decode it ourselves
+        plain = _DQ_PLAIN if quote == '"' else _SQ_PLAIN
+        parts: list[str] = []
+        pos += 1
+        while True:
+            m = plain.match(text, pos)
+            assert m is not None  # the pattern matches the empty string
+            parts.append(m.group())
+            pos = m.end()
+            if pos >= len(text):
+                raise self.fail(pos, "unterminated string")
+            if text[pos] == quote:
+                return "".join(parts), pos + 1
+            # a backslash escape
+            esc = text[pos + 1 : pos + 2]
+            if esc in _SIMPLE_ESCAPES:
+                parts.append(_SIMPLE_ESCAPES[esc])
+                pos += 2
+            elif esc == "u":
+                digits = text[pos + 2 : pos + 6]
+                if len(digits) != 4 or not _HEX.issuperset(digits):
+                    raise self.fail(pos, "bad \\u escape")
+                parts.append(chr(int(digits, 16)))
+                pos += 6
+            elif esc == "x":
+                digits = text[pos + 2 : pos + 4]
+                if len(digits) != 2 or not _HEX.issuperset(digits):
+                    raise self.fail(pos, "bad \\x escape")
+                parts.append(chr(int(digits, 16)))
+                pos += 4
+            else:
+                raise self.fail(pos, "bad escape in a string")
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def _hex_escape(code: int) -> str:
+    return f"\\u{code:04X}"
+
+
+# fastjson's default escaping (SerializeWriter.writeStringWithDoubleQuote without BrowserCompatible).
+_ESCAPE_DEFAULT: dict[int, str] = {c: _hex_escape(c) for c in range(0x20)}
+_ESCAPE_DEFAULT.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"})
+_ESCAPE_DEFAULT.update({ord('"'): '\\"', ord("\\"): "\\\\", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+_ESCAPE_DEFAULT.update({c: _hex_escape(c) for c in range(0x7F, 0xA0)})
+_NEEDS_ESCAPE_DEFAULT = re.compile('[\\x00-\\x1f"\\\\\\x7f-\\x9f\\u2028\\u2029]')
+
+# BrowserCompatible: also '/' and everything from DEL upwards, as UTF-16 code units.
+_ESCAPE_BROWSER: dict[int, str] = {c: _hex_escape(c) for c in range(0x20)}
+_ESCAPE_BROWSER.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"})
+_ESCAPE_BROWSER.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("/"): "\\/"})
+_NEEDS_ESCAPE_BROWSER = re.compile('[\\x00-\\x1f"/\\\\\\x7f-\\U0010ffff]')
+
+
+def _quote(text: str) -> str:
+    if _NEEDS_ESCAPE_DEFAULT.search(text) is None:
+        return f'"{text}"'
+    return f'"{text.translate(_ESCAPE_DEFAULT)}"'
+
+
+def _browser_escape(m: re.Match[str]) -> str:
+    ch = m.group()
+    code = ord(ch)
+    if code < 0x7F:
+        return _ESCAPE_BROWSER[code]
+    if code < 0x10000:
+        return _hex_escape(code)
+    code -= 0x10000
+    return _hex_escape(0xD800 + (code >> 10)) + _hex_escape(0xDC00 + (code & 0x3FF))
+
+
+def _quote_browser(text: str) -> str:
+    return '"' + _NEEDS_ESCAPE_BROWSER.sub(_browser_escape, text) + '"'
+
+
+def java_double_str(value: float) -> str:
+    """``value`` as fastjson prints a Java ``double`` (shortest digits, Java's layout); NaN/inf → ``null``.
+
+    Digits are Python's shortest round-trip repr, which is what fastjson's Ryu printer gives for
+    every normal double (subnormals below 2.2E-308 may differ in the last digit).
+
+    >>> [java_double_str(v) for v in (0.0, 0.2, 12.75, 1e7, 0.0001, -1.5e-10, float("nan"))]
+    ['0.0', '0.2', '12.75', '1.0E7', '1.0E-4', '-1.5E-10', 'null']
+    """
+    if math.isnan(value) or math.isinf(value):
+        return "null"
+    text = repr(value)
+    magnitude = abs(value)
+    if magnitude == 0.0 or 1e-3 <= magnitude < 1e7:
+        return text  # Python's repr and Java agree on plain decimals in this range
+    sign, digits, exponent = Decimal(text).as_tuple()
+    assert isinstance(exponent, int)
+    while len(digits) > 1 and digits[-1] == 0:
+        digits = digits[:-1]
+        exponent += 1
+    exp10 = len(digits) - 1 + exponent
+    mantissa = "".join(map(str, digits))
+    frac = mantissa[1:] or "0"
+    return f"{'-' if sign else ''}{mantissa[0]}.{frac}E{exp10}"
+
+
+def _sort_key(key: Any) -> Any:
+    if isinstance(key, str):  # Java compares strings by UTF-16 code units
+        return key.encode("utf-16-be", "surrogatepass")
+    return key
+
+
+def _sorted_items(mapping: Mapping[Any, Any]) -> Iterable[tuple[Any, Any]]:
+    """Entries in ``TreeMap`` order (MapSortField); the original order when keys do not compare."""
+    try:
+        return sorted(mapping.items(), key=lambda kv: _sort_key(kv[0]))
+    except TypeError:
+        return mapping.items()
+
+
+class _Writer:
+    __slots__ = ("browser", "out")
+
+    def __init__(self, browser: bool) -> None:
+        self.out: list[str] = []
+        self.browser = browser
+
+    def value(self, v: Any) -> None:
+        out = self.out
+        t = type(v)
+        if t is str:
+            out.append(_quote_browser(v) if self.browser else _quote(v))
+        elif t is int:
+            out.append(repr(v))
+        elif v is None:
+            out.append("null")
+        elif t is bool:
+            out.append("true" if v else "false")
+        elif t is float:
+            out.append(java_double_str(v))
+        elif isinstance(v, enum.Enum):  # fastjson writes an enum constant by name
+            self.value(v.name)
+        elif isinstance(v, FrozenObject):
+            self.mapping(FrozenObject.to_dict(v))
+        elif isinstance(v, Mapping):
+            self.mapping(v)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            self.array(v)
+        elif isinstance(v, str):
+            self.value(str(v))
+        elif isinstance(v, int):
+            out.append(repr(int(v)))
+        elif isinstance(v, float):
+            out.append(java_double_str(float(v)))
+        else:
+            raise TypeError(f"cannot write {type(v).__name__} as fastjson JSON")
+
+    def array(self, items: Iterable[Any]) -> None:
+        out = self.out
+        out.append("[")
+        first = True
+        for item in items:
+            if not first:
+                out.append(",")
+            first = False
+            self.value(item)
+        out.append("]")
+
+    def mapping(self, mapping: Mapping[Any, Any]) -> None:
+        out = self.out
+        browser = self.browser
+        out.append("{")
+        first = True
+        for key, val in _sorted_items(mapping) if browser else mapping.items():
+            if val is None:
+                continue  # fastjson leaves out null map values and null bean fields
+            if not first:
+                out.append(",")
+            first = False
+            if isinstance(key, str):
+                out.append(_quote_browser(key) if browser else _quote(key))
+            elif browser:
+                # WriteNonStringKeyAsString: the key's own JSON text, as a string
+                out.append(_quote_browser(_dumps(key, True)))
+            else:
+                self.value(key)
+            out.append(":")
+            self.value(val)
+        out.append("}")
+
+
+def _dumps(value: Any, browser: bool) -> str:
+    writer = _Writer(browser)
+    writer.value(value)
+    return "".join(writer.out)
+
+
+def dumps(value: Any, *, browser_compatible: bool = False) -> str:
+    """Write ``value`` as fastjson would write the Java value it stands for (see the module doc)."""
+    return _dumps(value, browser_compatible)
+
+
+def dumps_bytes(value: Any, *, browser_compatible: bool = False) -> bytes:
+    """:func:`dumps` encoded as UTF-8, as ``RemotingSerializable.encode`` sends it."""
+    return _dumps(value, browser_compatible).encode("utf-8")
