@@ -1,0 +1,279 @@
+"""Broker tables persisted as JSON files, written atomically with a backup.
+
+``config/topics.json``, ``config/subscriptionGroup.json`` and ``config/consumerOffset.json``
+(:mod:`rocketq.store.offsets`) hold fastjson text in RocketMQ's own shapes
+(:class:`~rocketq.protocol.bodies.TopicConfigSerializeWrapper` and friends), so a data directory
+can be read by RocketMQ's tools and the other way round.
+
+Writing (:func:`write_atomically`) is safer than RocketMQ's ``MixAll.string2File``: the new text
+goes to ``<file>.tmp``, is fsynced, the previous content is kept as ``<file>.bak`` (as RocketMQ
+keeps it), the temp file is renamed over the file and the directory fsynced. A crash at any point
+leaves either the old or the new file whole. Reading (:func:`read_with_backup`) falls back to the
+``.bak`` when the file is missing, empty or does not parse, as RocketMQ's ``ConfigManager.load``.
+
+The tables are thread-safe and remember whether they changed; the store's periodic service calls
+:meth:`ConfigTable.persist_if_dirty` every ``config_flush_interval`` (5 s, the broker's
+``flushConsumerOffsetInterval``) and :meth:`ConfigTable.persist` at shutdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from rocketq.errors import RocketQError, StoreCorruptError
+from rocketq.protocol.bodies import (
+    DataVersion,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
+from rocketq.store.segments import fsync_dir
+
+__all__ = [
+    "ConfigTable",
+    "SubscriptionGroupTable",
+    "TopicConfigTable",
+    "read_with_backup",
+    "write_atomically",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new content whole,
+    keeping the previous content in ``<path>.bak``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    bak = path.with_name(path.name + ".bak")
+    _write_file(tmp, data)
+    try:
+        previous = path.read_bytes()
+    except FileNotFoundError:
+        previous = None
+    if previous:
+        bak_tmp = path.with_name(path.name + ".bak.tmp")
+        _write_file(bak_tmp, previous)
+        os.replace(bak_tmp, bak)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def read_with_backup(path: Path, parse: Callable[[bytes], T]) -> T | None:
+    """Parse ``path``, or ``<path>.bak`` when the file is missing, empty or unparsable.
+
+    Returns ``None`` when neither file exists (a fresh data directory); raises
+    :class:`~rocketq.errors.StoreCorruptError` when a file exists but neither parses.
+    """
+    problems: list[str] = []
+    for candidate in (path, path.with_name(path.name + ".bak")):
+        try:
+            data = candidate.read_bytes()
+        except FileNotFoundError:
+            continue
+        if not data.strip():
+            problems.append(f"{candidate.name} is empty")
+            continue
+        try:
+            return parse(data)
+        except (RocketQError, ValueError, TypeError, KeyError) as exc:
+            log.error("cannot parse %s (%s); trying its backup", candidate, exc)
+            problems.append(f"{candidate.name}: {exc}")
+    if problems:
+        if all(p.endswith("is empty") for p in problems):
+            return None
+        raise StoreCorruptError(f"neither {path} nor its backup can be read: {'; '.join(problems)}")
+    return None
+
+
+class ConfigTable(ABC):
+    """A table kept in memory and persisted to one JSON file (RocketMQ's ``ConfigManager``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._dirty = False
+
+    @abstractmethod
+    def encode(self) -> bytes:
+        """The file content for the current table (called with the lock held)."""
+
+    @abstractmethod
+    def decode(self, data: bytes) -> None:
+        """Replace the table with the file content ``data``; raise on bad data."""
+
+    def load(self) -> None:
+        """Read the file (or its backup); a missing file leaves the table empty."""
+        with self._lock:
+            read_with_backup(self.path, self.decode)
+            self._dirty = False
+
+    def persist(self) -> None:
+        """Write the table now (atomically, keeping a backup)."""
+        with self._lock:
+            data = self.encode()
+            self._dirty = False
+        try:
+            write_atomically(self.path, data)
+        except OSError:
+            with self._lock:
+                self._dirty = True
+            raise
+
+    def persist_if_dirty(self) -> bool:
+        """Write the table if it changed since the last write; returns whether it wrote."""
+        if not self._dirty:
+            return False
+        self.persist()
+        return True
+
+    def _changed(self) -> None:
+        self._dirty = True
+
+
+class TopicConfigTable(ConfigTable):
+    """``config/topics.json``: topic name → :class:`TopicConfig`, with a data version."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._table: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion()
+
+    def encode(self) -> bytes:
+        return TopicConfigSerializeWrapper(
+            topic_config_table=dict(self._table), data_version=self.data_version
+        ).encode()
+
+    def decode(self, data: bytes) -> None:
+        wrapper = TopicConfigSerializeWrapper.decode(data)
+        self._table = dict(wrapper.topic_config_table)
+        self.data_version = wrapper.data_version
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self._table.get(topic)
+
+    def all(self) -> dict[str, TopicConfig]:
+        """A snapshot of the whole table."""
+        with self._lock:
+            return dict(self._table)
+
+    def put(self, config: TopicConfig, *, now_ms: int) -> None:
+        """Add or replace a topic's config and bump the data version."""
+        if not config.topic_name:
+            raise ValueError("a topic config needs a topic name")
+        with self._lock:
+            self._table[config.topic_name] = config
+            self.data_version = self.data_version.next_version(now_ms)
+            self._changed()
+
+    def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None:
+        """Add or replace several configs with one version bump."""
+        with self._lock:
+            for config in configs:
+                if not config.topic_name:
+                    raise ValueError("a topic config needs a topic name")
+                self._table[config.topic_name] = config
+            self.data_version = self.data_version.next_version(now_ms)
+            self._changed()
+
+    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None:
+        """Remove a topic's config; returns it (``None`` if there was none)."""
+        with self._lock:
+            old = self._table.pop(topic, None)
+            if old is not None:
+                self.data_version = self.data_version.next_version(now_ms)
+                self._changed()
+            return old
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        """The table as the broker registers it with name servers."""
+        with self._lock:
+            return TopicConfigSerializeWrapper(
+                topic_config_table=dict(self._table), data_version=self.data_version
+            )
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._table
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+class SubscriptionGroupTable(ConfigTable):
+    """``config/subscriptionGroup.json``: group name → :class:`SubscriptionGroupConfig`."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._table: dict[str, SubscriptionGroupConfig] = {}
+        self.data_version = DataVersion()
+
+    def encode(self) -> bytes:
+        return SubscriptionGroupWrapper(
+            subscription_group_table=dict(self._table), data_version=self.data_version
+        ).encode()
+
+    def decode(self, data: bytes) -> None:
+        wrapper = SubscriptionGroupWrapper.decode(data)
+        self._table = dict(wrapper.subscription_group_table)
+        self.data_version = wrapper.data_version
+
+    def get(self, group: str) -> SubscriptionGroupConfig | None:
+        return self._table.get(group)
+
+    def all(self) -> dict[str, SubscriptionGroupConfig]:
+        with self._lock:
+            return dict(self._table)
+
+    def put(self, config: SubscriptionGroupConfig, *, now_ms: int) -> None:
+        """Add or replace a group's settings and bump the data version."""
+        if not config.group_name:
+            raise ValueError("a subscription group config needs a group name")
+        with self._lock:
+            self._table[config.group_name] = config
+            self.data_version = self.data_version.next_version(now_ms)
+            self._changed()
+
+    def delete(self, group: str, *, now_ms: int) -> SubscriptionGroupConfig | None:
+        with self._lock:
+            old = self._table.pop(group, None)
+            if old is not None:
+                self.data_version = self.data_version.next_version(now_ms)
+                self._changed()
+            return old
+
+    def __contains__(self, group: object) -> bool:
+        return group in self._table
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+def remove_stale_temp_files(directory: Path) -> None:
+    """Delete ``*.tmp`` leftovers of writes interrupted by a crash."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in directory.iterdir():
+            if entry.name.endswith(".tmp"):
+                with contextlib.suppress(OSError):
+                    entry.unlink()

@@ -1,0 +1,816 @@
+"""The message store facade (RocketMQ's ``DefaultMessageStore``): what the broker calls.
+
+Layout of a data directory (RocketMQ's, so its tools recognise it)::
+
+    <root>/commitlog/00000000000000000000            segments of every message
+    <root>/consumequeue/<topic>/<queueId>/0000...   20-byte entries per queue
+    <root>/checkpoint                               flushed-message timestamps
+    <root>/abort                                    present while the store is open
+    <root>/lock                                     flock: one store per directory
+    <root>/config/consumerOffset.json, topics.json, subscriptionGroup.json
+
+**Appending.** :meth:`MessageStore.put_messages` takes records already encoded by
+:func:`rocketq.protocol.message.encode_message` (outside any lock) and, under one lock
+acquisition, stamps their queue offsets, commit-log offsets and store time, writes them with one
+``pwrite`` and writes their consume-queue entries (one ``pwrite`` per queue file touched). The
+consume queue is thus built *synchronously*: a message is readable by a pull as soon as
+``put_messages`` returns. RocketMQ instead dispatches asynchronously (its ``ReputMessageService``
+re-reads the commit log every millisecond); doing it in line costs one small write and removes
+the lag and the thread. Arrival listeners (:meth:`MessageStore.add_arrival_listener`) are then
+called in the appending thread, outside the lock - the broker's long polling wakes its waiters
+there.
+
+**Durability.** Under ``flush="sync"`` the :class:`PutResult` carries ``durable``, a
+``concurrent.futures.Future`` completed once an fsync covered the records (group commit, see
+:mod:`rocketq.store.flush`); the broker awaits it with ``asyncio.wrap_future`` and answers
+FLUSH_DISK_TIMEOUT after ``sync_flush_timeout``. Under ``flush="async"`` ``durable`` is ``None``
+and a background thread fsyncs every ``flush_interval``. Like RocketMQ, a consumer may read a
+message before it is durable.
+
+**Failures.** If a write fails (``ENOSPC``, ``EIO`` ...) the append raises
+:class:`~rocketq.errors.StoreFullError` / :class:`~rocketq.errors.StoreError` and nothing moves:
+offsets stay where they were, what was acknowledged is untouched, and the next append (once
+space returns) writes over the failed attempt. If an fsync fails the store stops accepting
+appends (the kernel may have dropped the unwritten pages; only a restart's recovery can tell what
+is on disk).
+
+**Reading.** :meth:`MessageStore.get_messages` walks consume-queue entries with
+``struct.iter_unpack`` over a slice of the mapped file and returns the stored records as they are
+in the commit log, joined once into one ``bytes``: no message is decoded.
+
+Thread safety: every public method may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import errno
+import fcntl
+import logging
+import os
+import shutil
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocketq.errors import ConfigError, StoreError, StoreFullError
+from rocketq.protocol.message import (
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    QUEUE_OFFSET_POSITION,
+    STORE_OFFSETS,
+    SYS_FLAG_POSITION,
+    MessageExt,
+    decode_message,
+    store_timestamp_position,
+)
+from rocketq.protocol.properties import MessageConst, tags_code
+from rocketq.store.checkpoint import AbortMarker, Checkpoint
+from rocketq.store.commitlog import CommitLog
+from rocketq.store.config import CQ_ENTRY_SIZE, StoreConfig
+from rocketq.store.configfiles import SubscriptionGroupTable, TopicConfigTable, remove_stale_temp_files
+from rocketq.store.consumequeue import CQ_ENTRY, ConsumeQueue
+from rocketq.store.flush import GroupCommitService, PeriodicService
+from rocketq.store.offsets import ConsumerOffsetTable
+from rocketq.store.recovery import StoredRecord, find_valid_end, iter_records, pick_abnormal_start
+from rocketq.store.segments import FileIO
+
+__all__ = [
+    "ArrivalListener",
+    "GetMessageResult",
+    "GetMessageStatus",
+    "MessageStore",
+    "PutResult",
+    "TagsCodeFunction",
+    "default_tags_code",
+]
+
+log = logging.getLogger(__name__)
+
+_I32 = struct.Struct(">i")
+_MAGICS = frozenset({MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2})
+_I64 = struct.Struct(">q")
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+#: Most consume-queue bytes one pull scans while filtering (RocketMQ's ``maxFilterMessageCount``
+#: is ``max(16000, maxMsgNums * 20)``, compared against a byte position).
+_MAX_FILTER_BYTES = 16000
+
+#: ``(topic, queue_id, max_offset)`` after messages were appended to that queue.
+ArrivalListener = Callable[[str, int, int], None]
+#: ``(topic, properties, store_timestamp_ms) -> tag code`` used when recovery re-dispatches.
+TagsCodeFunction = Callable[[str, Mapping[str, str], int], int]
+
+
+def default_tags_code(topic: str, properties: Mapping[str, str], store_timestamp: int) -> int:
+    """The consume-queue tag code of a message: the Java hash of its ``TAGS`` property (0 without).
+
+    The broker passes its own function when some topic needs another code (RocketMQ's schedule
+    topic stores the delivery time there); recovery uses it to rebuild lost entries.
+    """
+    return tags_code(properties.get(MessageConst.TAGS))
+
+
+class GetMessageStatus(enum.Enum):
+    """Outcome of a pull read (RocketMQ's ``GetMessageStatus``)."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(frozen=True, slots=True)
+class GetMessageResult:
+    """A pull read: ``data`` is the stored records back to back (a FOUND pull body as is)."""
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    data: bytes = b""
+    message_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    """Where an append went. ``commit_log_offsets`` has one entry per record (for offset
+    message ids); ``durable`` is the group-commit future under sync flush, else ``None``."""
+
+    commit_log_offset: int
+    queue_offset: int
+    message_count: int
+    wrote_bytes: int
+    store_timestamp: int
+    commit_log_offsets: tuple[int, ...]
+    durable: Future[None] | None = None
+
+
+def _check_name(topic: str) -> None:
+    if not topic or topic in (".", "..") or "/" in topic or "\0" in topic or os.sep in topic:
+        raise ConfigError(f"topic name {topic!r} cannot name a consume-queue directory")
+
+
+class MessageStore:
+    """Commit log + consume queues + checkpoint + config tables in one directory.
+
+    >>> import tempfile
+    >>> from rocketq.protocol.message import encode_message
+    >>> with tempfile.TemporaryDirectory() as d, MessageStore(d) as store:
+    ...     put = store.put_messages("T", 0, [encode_message(topic="T", body=b"hi")])
+    ...     store.get_messages("T", 0, 0, 32).message_count
+    1
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        config: StoreConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        io: FileIO | None = None,
+        tags_code_function: TagsCodeFunction = default_tags_code,
+        start_services: bool = True,
+    ) -> None:
+        """Open (creating if needed) and recover the store in ``root``.
+
+        ``clock`` gives wall-clock seconds (store timestamps, retention); ``io`` lets tests inject
+        write faults; ``start_services=False`` runs no background thread at all (tests then call
+        :meth:`flush`, :meth:`clean_expired_files` ... themselves; sync appends still complete
+        their ``durable`` future through the group-commit thread, which always runs under sync
+        flush).
+        """
+        self.root = Path(root)
+        self.config = config or StoreConfig()
+        self._clock = clock
+        self._io = io or FileIO()
+        self._tags_code = tags_code_function
+        self._lock = threading.Lock()
+        self._writable = True
+        self._closed = False
+        self._listeners: list[ArrivalListener] = []
+        self._queues: dict[str, dict[int, ConsumeQueue]] = {}
+        self._last_dispatch_timestamp = 0
+        self._last_cq_min_physic = 0
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(
+            self.root / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._lock_fd)
+            raise StoreError(f"another process has the message store in {self.root} open") from None
+
+        try:
+            self.commit_log = CommitLog(
+                self.root / "commitlog", self.config.commit_log_segment_size, self._io
+            )
+            self.checkpoint = Checkpoint(self.root / "checkpoint")
+            self._abort = AbortMarker(self.root / "abort")
+            config_dir = self.root / "config"
+            config_dir.mkdir(exist_ok=True)
+            remove_stale_temp_files(config_dir)
+            self.consumer_offsets = ConsumerOffsetTable(config_dir / "consumerOffset.json")
+            self.topic_configs = TopicConfigTable(config_dir / "topics.json")
+            self.subscription_groups = SubscriptionGroupTable(config_dir / "subscriptionGroup.json")
+            for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
+                table.load()
+            crashed = self._abort.exists()
+            self._recover(crashed)
+            self._abort.create()
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+
+        self._group_commit: GroupCommitService | None = None
+        if self.config.flush == "sync":
+            self._group_commit = GroupCommitService(self.commit_log.flush, self._flush_failed)
+            self._group_commit.start()
+        self._service: PeriodicService | None = None
+        if start_services:
+            cfg = self.config
+            tasks: list[tuple[str, float, Callable[[], object]]] = [
+                ("flush-consume-queues", cfg.flush_consume_queue_interval, self.flush_consume_queues),
+                ("persist-config", cfg.config_flush_interval, self.persist_config),
+                ("clean-expired-files", cfg.clean_resource_interval, self.clean_expired_files),
+            ]
+            if cfg.flush == "async":
+                tasks.insert(0, ("flush-commit-log", cfg.flush_interval, self._flush_commit_log_task))
+            self._service = PeriodicService(tasks)
+            self._service.start()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> MessageStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush everything, write the checkpoint and config files, remove the abort marker."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._service is not None:
+            self._service.stop()
+        if self._group_commit is not None:
+            self._group_commit.stop()
+        clean = True
+        try:
+            with self._lock:
+                self._writable = False
+            self.commit_log.flush()
+            self.flush_consume_queues()
+        except OSError as exc:
+            clean = False
+            log.error("final flush of %s failed: %s; the next start will run crash recovery", self.root, exc)
+        try:
+            self.persist_config(force=True)
+        except OSError as exc:
+            log.error("could not persist config files of %s: %s", self.root, exc)
+        for queues in list(self._queues.values()):
+            for cq in queues.values():
+                cq.close()
+        self.commit_log.close()
+        self.checkpoint.close()
+        if clean:
+            self._abort.remove()
+        os.close(self._lock_fd)
+
+    # -- recovery -------------------------------------------------------------------------------
+
+    def _recover(self, crashed: bool) -> None:
+        cq_root = self.root / "consumequeue"
+        cq_root.mkdir(exist_ok=True)
+        for topic_dir in sorted(cq_root.iterdir()):
+            if not topic_dir.is_dir():
+                continue
+            for queue_dir in sorted(topic_dir.iterdir()):
+                if not (queue_dir.is_dir() and queue_dir.name.isdigit()):
+                    continue
+                cq = self._new_queue(topic_dir.name, int(queue_dir.name))
+                cq.load_and_recover()
+        self.commit_log.files.load()
+        segs = self.commit_log.files.segments
+        if not segs:
+            if any(self._queues.values()):
+                log.warning("the commit log of %s is empty: deleting every consume queue", self.root)
+                for queues in self._queues.values():
+                    for cq in queues.values():
+                        cq.destroy()
+            self._queues.clear()
+            return
+        if crashed:
+            start = pick_abnormal_start(self.commit_log, self.checkpoint.min_timestamp)
+            log.warning(
+                "%s was not closed cleanly: recovering from commit-log segment %s",
+                self.root,
+                segs[start].path.name,
+            )
+        else:
+            start = max(0, len(segs) - 3)
+        end = find_valid_end(self.commit_log, start, self.config.check_crc_on_recover)
+        self.commit_log.files.truncate(end)
+        self.commit_log.max_offset = self.commit_log.flushed_offset = end
+        for queues in self._queues.values():
+            for cq in queues.values():
+                cq.truncate_dirty(end)
+        # Dispatch what the queues miss: after a crash everything from the safe segment on, after
+        # a clean stop whatever lies past the furthest point any queue reached.
+        if crashed:
+            begin = segs[start].start
+        else:
+            reached = [cq.max_physic_offset for qs in self._queues.values() for cq in qs.values()]
+            begin = max([self.commit_log.min_offset, *reached])
+        last_timestamp = 0
+        dispatched = 0
+        if begin < end:
+            for record in iter_records(self.commit_log, begin, end):
+                last_timestamp = record.store_timestamp
+                if self._redispatch(record):
+                    dispatched += 1
+        if dispatched:
+            log.warning("rebuilt %s consume-queue entries of %s from the commit log", dispatched, self.root)
+        min_physic = self.commit_log.min_offset
+        for queues in self._queues.values():
+            for cq in queues.values():
+                cq.correct_min_offset(min_physic)
+                cq.flush()
+        self.commit_log.files.sync_range(self.commit_log.min_offset, end)
+        if last_timestamp == 0 and end > 0:
+            last_timestamp = self._last_record_timestamp(end)
+        self.commit_log.tail = (end, last_timestamp)
+        self.commit_log.flushed_timestamp = last_timestamp
+        self._last_dispatch_timestamp = last_timestamp
+        self.checkpoint.physic_msg_timestamp = max(self.checkpoint.physic_msg_timestamp, last_timestamp)
+        self.checkpoint.logics_msg_timestamp = max(self.checkpoint.logics_msg_timestamp, last_timestamp)
+        self.checkpoint.flush()
+
+    def _last_record_timestamp(self, end: int) -> int:
+        # The newest queue entry names the last dispatched record; good enough for the checkpoint.
+        best = (-1, 0)
+        for queues in self._queues.values():
+            for cq in queues.values():
+                entry = cq.entry(cq.max_index - 1)
+                if entry is not None and entry[0] > best[0] and entry[0] + entry[1] <= end:
+                    best = (entry[0], entry[1])
+        if best[0] < 0:
+            return 0
+        return max(self.commit_log.store_timestamp(best[0], best[1]), 0)
+
+    def _redispatch(self, record: StoredRecord) -> bool:
+        try:
+            _check_name(record.topic)
+        except ConfigError:
+            log.error("skipping a record with topic %r at offset %s", record.topic, record.offset)
+            return False
+        cq = self._queue(record.topic, record.queue_id, create=True)
+        assert cq is not None
+        if record.offset + record.size <= cq.max_physic_offset:
+            return False
+        if cq.max_index == 0 and not cq.files.segments and record.queue_offset > 0:
+            cq.min_index = cq.max_index = cq.flushed_index = record.queue_offset
+        elif record.queue_offset != cq.max_index:
+            log.warning(
+                "queue %s-%s: record at %s has queue offset %s but the queue is at %s",
+                record.topic, record.queue_id, record.offset, record.queue_offset, cq.max_index,
+            )  # fmt: skip
+        code = self._tags_code(record.topic, record.properties(), record.store_timestamp)
+        cq.prepare(1)
+        cq.write(CQ_ENTRY.pack(record.offset, record.size, code), record.offset + record.size)
+        return True
+
+    # -- consume-queue table --------------------------------------------------------------------
+
+    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = ConsumeQueue(
+            self.root / "consumequeue" / topic / str(queue_id),
+            topic,
+            queue_id,
+            self.config.consume_queue_entries_per_file,
+            self._io,
+        )
+        queues = self._queues.get(topic)
+        if queues is None:
+            queues = self._queues[topic] = {}
+        queues[queue_id] = cq
+        return cq
+
+    def _queue(self, topic: str, queue_id: int, *, create: bool = False) -> ConsumeQueue | None:
+        queues = self._queues.get(topic)
+        if queues is not None:
+            cq = queues.get(queue_id)
+            if cq is not None:
+                return cq
+        if not create:
+            return None
+        if queue_id < 0:
+            raise ConfigError(f"queue id must not be negative, got {queue_id}")
+        _check_name(topic)
+        return self._new_queue(topic, queue_id)
+
+    # -- appending ------------------------------------------------------------------------------
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Call ``listener(topic, queue_id, max_offset)`` after every append to a queue.
+
+        It runs in the appending thread right after the store lock is released: keep it short
+        and thread-safe (an asyncio broker hands over with ``loop.call_soon_threadsafe``).
+        """
+        self._listeners.append(listener)
+
+    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    def put_message(
+        self, topic: str, queue_id: int, record: bytes | bytearray, tags_code: int = 0
+    ) -> PutResult:
+        """Append one record (see :meth:`put_messages`)."""
+        return self.put_messages(topic, queue_id, (record,), (tags_code,))
+
+    def put_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        records: Sequence[bytes | bytearray],
+        tags_codes: Sequence[int] | None = None,
+    ) -> PutResult:
+        """Append records for one queue as one unit: one lock, one commit-log write.
+
+        ``records`` are stored records from :func:`~rocketq.protocol.message.encode_message` for
+        this ``topic`` and ``queue_id`` (their offset fields and store timestamp are overwritten
+        here); ``tags_codes`` their consume-queue tag codes (default: all 0, "no tags"). A
+        batch always lands in one segment with consecutive queue offsets, as RocketMQ stores a
+        ``SEND_BATCH_MESSAGE``.
+
+        Raises :class:`~rocketq.errors.ConfigError` for an empty, malformed or oversized batch
+        (over ``max_message_size``), :class:`~rocketq.errors.StoreFullError` when the disk is
+        full, :class:`~rocketq.errors.StoreError` for other write failures or a closed store.
+        """
+        count = len(records)
+        if count == 0:
+            raise ConfigError("nothing to append")
+        if tags_codes is None:
+            tags_codes = (0,) * count
+        elif len(tags_codes) != count:
+            raise ConfigError(f"{count} records but {len(tags_codes)} tag codes")
+        buf = records[0] if count == 1 and type(records[0]) is bytearray else bytearray().join(records)
+        total = len(buf)
+        if total > self.config.effective_max_message_size:
+            raise ConfigError(
+                f"{total} bytes exceed the maximum message size of {self.config.effective_max_message_size}"
+            )
+        # Record boundaries and stamp positions are computed before taking the lock.
+        starts: list[int] = []
+        sizes: list[int] = []
+        ts_positions: list[int] = []
+        pos = 0
+        unpack_i32 = _I32.unpack_from
+        for _ in range(count):
+            if total - pos < 92:
+                raise ConfigError(f"record {len(starts)} of the batch is truncated")
+            size, magic = struct.unpack_from(">ii", buf, pos)
+            if magic not in _MAGICS or size < 92 or pos + size > total:
+                raise ConfigError(f"record {len(starts)} of the batch is not a stored message")
+            starts.append(pos)
+            sizes.append(size)
+            ts_positions.append(pos + store_timestamp_position(unpack_i32(buf, pos + SYS_FLAG_POSITION)[0]))
+            pos += size
+        if pos != total:
+            raise ConfigError("the records' sizes do not add up to their length")
+        cq = self._queue(topic, queue_id, create=True)
+        assert cq is not None
+        pack_offsets = STORE_OFFSETS.pack_into
+        pack_ts = _I64.pack_into
+        commit_log = self.commit_log
+        with self._lock:
+            if not self._writable:
+                raise StoreError("the message store is closed or stopped accepting writes after a failure")
+            now_ms = int(self._clock() * 1000)
+            try:
+                cq.prepare(count)
+                phys = commit_log.reserve(total)
+            except OSError as exc:
+                raise self._write_error(exc) from exc
+            queue_offset = cq.max_index
+            if count == 1:
+                pack_offsets(buf, QUEUE_OFFSET_POSITION, queue_offset, phys)
+                pack_ts(buf, ts_positions[0], now_ms)
+                offsets: tuple[int, ...] = (phys,)
+                entries = CQ_ENTRY.pack(phys, total, tags_codes[0])
+            else:
+                offsets = tuple(phys + s for s in starts)
+                for i in range(count):
+                    pack_offsets(buf, starts[i] + QUEUE_OFFSET_POSITION, queue_offset + i, offsets[i])
+                    pack_ts(buf, ts_positions[i], now_ms)
+                entries = b"".join([CQ_ENTRY.pack(offsets[i], sizes[i], tags_codes[i]) for i in range(count)])
+            try:
+                commit_log.write(phys, buf)
+            except OSError as exc:
+                commit_log.discard_unwritten(phys)
+                raise self._write_error(exc) from exc
+            try:
+                cq.write(entries, phys + total)
+            except OSError as exc:
+                commit_log.discard_unwritten(phys)
+                cq.discard_unwritten()
+                raise self._write_error(exc) from exc
+            commit_log.commit(phys + total, now_ms)
+            self._last_dispatch_timestamp = now_ms
+            max_offset = cq.max_index
+        for listener in self._listeners:
+            try:
+                listener(topic, queue_id, max_offset)
+            except Exception:
+                log.exception("arrival listener %r failed", listener)
+        durable = self._group_commit.request() if self._group_commit is not None else None
+        return PutResult(phys, queue_offset, count, total, now_ms, offsets, durable)
+
+    def _write_error(self, exc: OSError) -> StoreError:
+        if exc.errno in _NO_SPACE:
+            log.error("message store %s is out of space: %s", self.root, exc)
+            return StoreFullError(f"no space left for the message store in {self.root}: {exc}")
+        log.error("message store %s failed to write: %s", self.root, exc)
+        return StoreError(f"the message store in {self.root} failed to write: {exc}")
+
+    def _flush_failed(self, exc: BaseException) -> None:
+        with self._lock:
+            self._writable = False
+        log.critical("fsync failed in %s: the store no longer accepts writes (%s)", self.root, exc)
+
+    # -- flushing -------------------------------------------------------------------------------
+
+    def flush(self) -> int:
+        """fsync the commit log now; returns the offset durable on disk."""
+        try:
+            return self.commit_log.flush()
+        except OSError as exc:
+            self._flush_failed(exc)
+            raise StoreError(f"fsync of the commit log failed: {exc}") from exc
+
+    def _flush_commit_log_task(self) -> None:
+        self.flush()
+
+    def flush_consume_queues(self) -> None:
+        """fsync the consume queues and write the checkpoint (RocketMQ's ``FlushConsumeQueueService``)."""
+        logics_timestamp = self._last_dispatch_timestamp
+        for queues in list(self._queues.values()):
+            for cq in list(queues.values()):
+                cq.flush()
+        self.checkpoint.logics_msg_timestamp = logics_timestamp
+        self.checkpoint.physic_msg_timestamp = self.commit_log.flushed_timestamp
+        self.checkpoint.flush()
+
+    def persist_config(self, *, force: bool = False) -> None:
+        """Write the consumer offsets, topic configs and subscription groups that changed."""
+        for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
+            if force:
+                table.persist()
+            else:
+                table.persist_if_dirty()
+
+    @property
+    def group_commit_fsyncs(self) -> int:
+        """fsync rounds done by the group-commit thread (0 under async flush)."""
+        return self._group_commit.fsync_count if self._group_commit is not None else 0
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        tags_codes: frozenset[int] | set[int] | None = None,
+        max_bytes: int | None = None,
+        *,
+        group: str | None = None,
+    ) -> GetMessageResult:
+        """Up to ``max_count`` stored records of a queue from queue offset ``offset``.
+
+        Only messages whose tag code is in ``tags_codes`` are returned (``None``: all). At most
+        ``max_transfer_count`` messages and about ``max_bytes`` (default
+        ``max_transfer_bytes``) are returned, but always at least one. ``next_begin_offset``
+        follows the last entry examined (RocketMQ's rules, including the suggested offsets for
+        the OFFSET_* statuses); ``group`` is accepted for symmetry with RocketMQ and unused.
+        """
+        cq = self._queue(topic, queue_id)
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        min_offset = cq.min_index
+        max_offset = cq.max_index
+        if max_offset == 0:
+            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if offset < min_offset:
+            return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        if offset == max_offset:
+            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
+        if offset > max_offset:
+            return GetMessageResult(
+                GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
+            )
+        cfg = self.config
+        max_count = max(1, min(max_count, cfg.max_transfer_count))
+        limit_bytes = cfg.max_transfer_bytes if max_bytes is None else max_bytes
+        scan = max(_MAX_FILTER_BYTES, max_count * CQ_ENTRY_SIZE) // CQ_ENTRY_SIZE
+        view = cq.read_from(offset, scan)
+        if view is None:
+            nxt = cq.roll_next_file(offset)
+            return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
+        files = self.commit_log.files
+        segs = files.segments
+        seg_size = files.segment_size
+        base = segs[0].start if segs else 0
+        nsegs = len(segs)
+        log_end = self.commit_log.max_offset
+        parts: list[memoryview] = []
+        total = 0
+        count = 0
+        examined = 0
+        removed = False
+        try:
+            for phys, size, tag in CQ_ENTRY.iter_unpack(view):
+                if count and (count >= max_count or total + size > limit_bytes):
+                    break
+                examined += 1
+                if tags_codes is not None and tag not in tags_codes:
+                    continue
+                index = (phys - base) // seg_size
+                if phys < base or index >= nsegs or phys + size > log_end:
+                    removed = True
+                    continue
+                seg = segs[index]
+                start = phys - seg.start
+                try:
+                    parts.append(seg.view[start : start + size])
+                except ValueError:  # segment deleted by retention while we read
+                    removed = True
+                    continue
+                total += size
+                count += 1
+            data = b"".join(parts)
+        finally:
+            for part in parts:
+                part.release()
+            view.release()
+        if count:
+            status = GetMessageStatus.FOUND
+        elif removed:
+            status = GetMessageStatus.MESSAGE_WAS_REMOVING
+        else:
+            status = GetMessageStatus.NO_MATCHED_MESSAGE
+        return GetMessageResult(status, offset + examined, min_offset, max_offset, data, count)
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """Next queue offset to be written (0 for an unknown queue)."""
+        cq = self._queue(topic, queue_id)
+        return cq.max_index if cq is not None else 0
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """First queue offset still readable (0 for an unknown queue)."""
+        cq = self._queue(topic, queue_id)
+        return cq.min_index if cq is not None else 0
+
+    def message_count(self, topic: str, queue_id: int) -> int:
+        """Messages currently readable in a queue (max - min offset)."""
+        cq = self._queue(topic, queue_id)
+        return cq.max_index - cq.min_index if cq is not None else 0
+
+    @property
+    def commit_log_min_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def commit_log_max_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """Queue offset of the message stored at (or nearest to) ``timestamp_ms``
+        (``SEARCH_OFFSET_BY_TIMESTAMP``; RocketMQ's ``getOffsetInQueueByTime``)."""
+        cq = self._queue(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(timestamp_ms, self.commit_log.store_timestamp, self.commit_log.min_offset)
+
+    def store_time_at(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """Store timestamp (ms) of the message at ``queue_offset``, -1 if there is none."""
+        cq = self._queue(topic, queue_id)
+        entry = cq.entry(queue_offset) if cq is not None else None
+        if entry is None:
+            return -1
+        return self.commit_log.store_timestamp(entry[0], entry[1])
+
+    def earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """Store timestamp of the oldest readable message of a queue, -1 if none
+        (``GET_EARLIEST_MSG_STORETIME``)."""
+        cq = self._queue(topic, queue_id)
+        if cq is None:
+            return -1
+        return self.store_time_at(topic, queue_id, cq.min_index)
+
+    def earliest_store_time(self) -> int:
+        """Store timestamp of the oldest message in the commit log, -1 if it is empty."""
+        return self.commit_log.store_timestamp(self.commit_log.min_offset)
+
+    def read_message_bytes(self, commit_log_offset: int) -> bytes | None:
+        """The stored record at a commit-log offset (from an offset message id), or ``None``
+        (``VIEW_MESSAGE_BY_ID`` answers with these bytes)."""
+        size = self.commit_log.record_size(commit_log_offset)
+        if size < 0:
+            return None
+        return self.commit_log.read(commit_log_offset, size)
+
+    def look_message(self, commit_log_offset: int) -> MessageExt | None:
+        """The decoded message at a commit-log offset (RocketMQ's ``lookMessageByOffset``)."""
+        data = self.read_message_bytes(commit_log_offset)
+        if data is None:
+            return None
+        return decode_message(data)[0]
+
+    def topics(self) -> list[str]:
+        """Topics that have consume queues."""
+        return list(self._queues)
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids of ``topic`` that have consume queues."""
+        return sorted(self._queues.get(topic, {}))
+
+    def delete_topics(self, topics: Iterable[str]) -> None:
+        """Delete the consume queues of ``topics`` (their messages stay in the commit log until
+        retention removes them; offsets restart at 0 if the topic is created again)."""
+        with self._lock:
+            for topic in topics:
+                queues = self._queues.pop(topic, None)
+                if not queues:
+                    continue
+                for cq in queues.values():
+                    cq.destroy()
+                with contextlib.suppress(OSError):
+                    (self.root / "consumequeue" / topic).rmdir()
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def disk_used_ratio(self) -> float:
+        """Used fraction (0..1) of the partition holding the commit log."""
+        usage = shutil.disk_usage(self.commit_log.files.directory)
+        return usage.used / usage.total if usage.total else 1.0
+
+    def clean_expired_files(
+        self, *, now: float | None = None, disk_used_ratio: float | None = None, force: bool = False
+    ) -> int:
+        """Delete expired commit-log segments, then the consume-queue files left pointing only
+        at deleted data (RocketMQ's ``CleanCommitLogService`` + ``CleanConsumeQueueService``).
+
+        Segments are deleted oldest first while their last modification is older than
+        ``file_reserved_time`` - only when it is one of the ``delete_when`` hours, the disk is
+        fuller than ``disk_max_used_space_ratio`` or ``force`` is given, never the segment being
+        written, at most ``max_deleted_files_per_run`` per call. ``now`` defaults to the store
+        clock, ``disk_used_ratio`` to the real disk usage. Returns the segments deleted.
+        """
+        cfg = self.config
+        now = self._clock() if now is None else now
+        ratio = self.disk_used_ratio() if disk_used_ratio is None else disk_used_ratio
+        time_up = time.localtime(now).tm_hour in cfg.delete_hours()
+        space_full = ratio * 100 > cfg.disk_max_used_space_ratio
+        deleted = 0
+        if time_up or space_full or force:
+            files = self.commit_log.files
+            while deleted < cfg.max_deleted_files_per_run:
+                segs = files.segments
+                if len(segs) < 2:
+                    break
+                first = segs[0]
+                if now < first.mtime() + cfg.file_reserved_time:
+                    break
+                with self._lock:
+                    files.delete_first(1)
+                deleted += 1
+                log.info(
+                    "deleted expired commit-log segment %s (time %s, disk %.0f%%)",
+                    first.path.name,
+                    time_up,
+                    ratio * 100,
+                )
+            files.close_deferred()
+        min_physic = self.commit_log.min_offset
+        if min_physic > self._last_cq_min_physic:
+            self._last_cq_min_physic = min_physic
+            for queues in list(self._queues.values()):
+                for cq in list(queues.values()):
+                    cq.delete_expired(min_physic)
+                    cq.files.close_deferred()
+        return deleted
