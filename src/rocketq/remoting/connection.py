@@ -64,7 +64,6 @@ logger = logging.getLogger(__name__)
 
 _RESPONSE: int = FLAG_RESPONSE
 _ONEWAY: int = FLAG_ONEWAY
-_SMALL_BODY = 16 * 1024  # bodies up to this size are joined to their header before writing
 
 HandlerResult: TypeAlias = RemotingCommand | None
 #: ``handler(connection, request)``: returns the response (or ``None`` to send none), either
@@ -196,9 +195,11 @@ class RemotingConnection(asyncio.Protocol):
         # opaque -> (future of the response, request code): requests waiting for their answer
         self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], int]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        # responses made while processing one read are collected here and written with one call
-        self._cork: list[bytes] | None = None
-        self._cork_bytes = 0
+        # frames written during one loop iteration are collected here and handed to the transport
+        # with one call: at the end of processing a read, or by a flush scheduled with call_soon
+        self._outbox: list[bytes] = []
+        self._outbox_bytes = 0
+        self._flush_scheduled = False
         self._writes_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._reading_paused = False
@@ -315,8 +316,6 @@ class RemotingConnection(asyncio.Protocol):
         """Take every complete command out of the decoder (until reading has to pause)."""
         decoder = self._decoder
         self._processing = True
-        self._cork = cork = list[bytes]()
-        self._cork_bytes = 0
         try:
             while not self._reading_paused and not self._closed:
                 try:
@@ -331,17 +330,9 @@ class RemotingConnection(asyncio.Protocol):
                 else:
                     self._on_request(cmd)
         finally:
-            self._cork = None
             self._processing = False
-            if cork and not self._closed:
-                self._write_now(cork[0] if len(cork) == 1 else b"".join(cork))
-
-    def _flush_cork(self, cork: list[bytes]) -> None:
-        """Write collected responses now: they reached the high-water mark. Writing may pause reading."""
-        data = b"".join(cork)
-        cork.clear()
-        self._cork_bytes = 0
-        self._write_now(data)
+            if self._outbox:
+                self._flush()
 
     def _on_response(self, cmd: RemotingCommand) -> None:
         entry = self._pending.pop(cmd.opaque, None)
@@ -519,27 +510,32 @@ class RemotingConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ writing
 
     def _send(self, head: bytes, body: bytes) -> None:
-        cork = self._cork
-        if cork is not None:
-            cork.append(head)
-            if body:
-                cork.append(body)
-            self._cork_bytes += len(head) + len(body)
-            if self._cork_bytes >= self._write_buffer_high:
-                self._flush_cork(cork)
-        elif not body:
-            self._write_now(head)
-        elif len(body) <= _SMALL_BODY:
-            self._write_now(head + body)
-        else:  # do not copy a large body just to prefix it
-            self._write_now(head)
-            self._write_now(body)
+        """Queue one frame; frames queued in one loop iteration go to the transport together."""
+        outbox = self._outbox
+        outbox.append(head)
+        if body:
+            outbox.append(body)
+        self._outbox_bytes += len(head) + len(body)
+        if self._outbox_bytes >= self._write_buffer_high:
+            self._flush()  # may pause reading, which stops _process taking more requests
+        elif not self._flush_scheduled and not self._processing:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
 
-    def _write_now(self, data: bytes) -> None:
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        outbox = self._outbox
+        if not outbox:
+            return
+        self._outbox = []
+        self._outbox_bytes = 0
         transport = self._transport
         if transport is None or self._closed:
             return
-        transport.write(data)
+        if len(outbox) == 1:
+            transport.write(outbox[0])
+        else:  # uvloop sends the list with one writev; asyncio joins it
+            transport.writelines(outbox)
         self._last_activity = self._loop.time()
         if self._writes_paused and transport.get_write_buffer_size() > self._max_write_buffer:
             logger.warning(
@@ -665,6 +661,8 @@ class RemotingConnection(asyncio.Protocol):
         if reason is not None:
             self._set_reason(reason)
         self._set_reason(f"connection to {self.remote_address} closed locally")
+        if not self._closed:
+            self._flush()
         self._mark_closed()
         if self._transport is not None:
             self._transport.close()
