@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from rocketq.errors import RemoteProtocolError
 from rocketq.models import MessageQueue
 from rocketq.protocol import bodies as b
+from rocketq.protocol.properties import java_string_hash
 from tests.wirecaps import all_frames, frame_bytes
 
 # (request code, "req" | "resp") -> the body class a Java peer put there
@@ -146,7 +147,7 @@ def test_heartbeat_tag_codes_are_java_hash_codes() -> None:
     for body in _only(34, "req"):
         for consumer in b.HeartbeatData.decode(body).consumer_data_set:
             for sub in consumer.subscription_data_set:
-                assert sub.code_set == tuple(b.java_string_hash(tag) for tag in sub.tags_set)
+                assert sub.code_set == tuple(java_string_hash(tag) for tag in sub.tags_set)
                 found = found or bool(sub.tags_set)
     assert found
 
@@ -323,11 +324,11 @@ def test_java_hash_order_matches_captured_hash_maps() -> None:
 
 
 def test_java_hash_codes() -> None:
-    assert b.java_string_hash("broker-a") == _java_hash_reference("broker-a")
-    assert b.java_string_hash("a") == 97
-    assert b.java_string_hash("ab") == 97 * 31 + 98
-    assert b.java_string_hash("😀") == 0xD83D * 31 + 0xDE00
-    assert b.java_string_hash("x" * 20) == _java_hash_reference("x" * 20)
+    assert java_string_hash("broker-a") == _java_hash_reference("broker-a")
+    assert java_string_hash("a") == 97
+    assert java_string_hash("ab") == 97 * 31 + 98
+    assert java_string_hash("😀") == 0xD83D * 31 + 0xDE00
+    assert java_string_hash("x" * 20) == _java_hash_reference("x" * 20)
     assert b.java_hash_order([3, 1 << 40, 2], long_keys=True) == [1 << 40, 2, 3]
     with pytest.raises(TypeError):
         b.java_hash_order([object()])

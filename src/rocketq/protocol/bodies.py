@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from rocketq.errors import RemoteProtocolError
 from rocketq.models import MessageQueue
 from rocketq.protocol.fastjson import FrozenObject, dumps, dumps_bytes, loads
+from rocketq.protocol.properties import java_string_hash
 
 __all__ = [
     "BrokerData",
@@ -83,7 +84,6 @@ __all__ = [
     "TopicStatsTable",
     "UnlockBatchRequestBody",
     "java_hash_order",
-    "java_string_hash",
 ]
 
 T = TypeVar("T")
@@ -1233,23 +1233,6 @@ class SubscriptionGroupWrapper(JsonBody):
 # --------------------------------------------------------------------------------------------
 # Java hash order
 # --------------------------------------------------------------------------------------------
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode()`` (over UTF-16 code units, as a signed 32-bit int).
-
-    >>> java_string_hash("TagA"), java_string_hash("")
-    (2598919, 0)
-    """
-    h = 0
-    if text.isascii():
-        for ch in text.encode("ascii"):
-            h = (31 * h + ch) & 0xFFFFFFFF
-    else:
-        units = text.encode("utf-16-be", "surrogatepass")
-        for i in range(0, len(units), 2):
-            h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def _java_hash(key: object) -> int:
