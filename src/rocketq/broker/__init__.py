@@ -1,0 +1,75 @@
+"""rocketq's broker: the state machines at its heart, and (later) the server around them.
+
+The modules here are pure state driven by ``now`` and return what should happen instead of
+doing I/O; the broker's server is a thin adapter that feeds them requests and connection events
+and carries out their answers:
+
+* :mod:`~rocketq.broker.consumers`: consumer groups, their members and subscriptions, and when to
+  send NOTIFY_CONSUMER_IDS_CHANGED (:class:`ConsumerRegistry`);
+* :mod:`~rocketq.broker.producers`: producer groups and their connections (:class:`ProducerRegistry`);
+* :mod:`~rocketq.broker.locks`: LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (:class:`QueueLockTable`);
+* :mod:`~rocketq.broker.topics`: topic configs, auto-creation, retry and DLQ topics
+  (:class:`TopicConfigManager`);
+* :mod:`~rocketq.broker.subscriptions`: subscription group configs (:class:`SubscriptionGroupManager`);
+* :mod:`~rocketq.broker.longpoll`: pulls held until a message arrives (:class:`PullHoldTable`).
+"""
+
+from rocketq.broker.consumers import (
+    CHANNEL_EXPIRED_TIMEOUT,
+    CLIENT_HOUSEKEEPING_INTERVAL,
+    Changes,
+    ClientChannelInfo,
+    ConsumerGroupEvent,
+    ConsumerGroupView,
+    ConsumerRegistry,
+    ConsumerRegistryConfig,
+    DuplicateClientId,
+    GroupEvent,
+    tag_filter,
+)
+from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME, LockInfo, QueueLockConfig, QueueLockTable
+from rocketq.broker.longpoll import HeldPull, LongPollingConfig, PullHoldTable
+from rocketq.broker.producers import ProducerRegistry
+from rocketq.broker.subscriptions import SubscriptionGroupChange, SubscriptionGroupManager
+from rocketq.broker.topics import (
+    PermName,
+    TopicChange,
+    TopicConfigManager,
+    TopicManagerConfig,
+    TopicSysFlag,
+    dlq_topic,
+    retry_topic,
+    validate_topic,
+)
+
+__all__ = [
+    "CHANNEL_EXPIRED_TIMEOUT",
+    "CLIENT_HOUSEKEEPING_INTERVAL",
+    "REBALANCE_LOCK_MAX_LIVE_TIME",
+    "Changes",
+    "ClientChannelInfo",
+    "ConsumerGroupEvent",
+    "ConsumerGroupView",
+    "ConsumerRegistry",
+    "ConsumerRegistryConfig",
+    "DuplicateClientId",
+    "GroupEvent",
+    "HeldPull",
+    "LockInfo",
+    "LongPollingConfig",
+    "PermName",
+    "ProducerRegistry",
+    "PullHoldTable",
+    "QueueLockConfig",
+    "QueueLockTable",
+    "SubscriptionGroupChange",
+    "SubscriptionGroupManager",
+    "TopicChange",
+    "TopicConfigManager",
+    "TopicManagerConfig",
+    "TopicSysFlag",
+    "dlq_topic",
+    "retry_topic",
+    "tag_filter",
+    "validate_topic",
+]

@@ -1,0 +1,516 @@
+"""The broker's topic configs: built-in system topics, auto-creation, retry/DLQ topics, admin edits.
+
+A broker knows a topic by its ``TopicConfig`` (read and write queue numbers, permission bits, filter
+type, system flag, order flag). It reports the whole table, with a ``DataVersion``, to every
+name server; clients learn routes from there. This module is RocketMQ 4.9.4's
+``TopicConfigManager`` as in-memory state; the facts it follows:
+
+* **Built-in topics** at start: ``SELF_TEST_TOPIC`` (1/1), ``TBW102`` (only with
+  ``autoCreateTopicEnable``: ``defaultTopicQueueNums`` = 8 queues, perm ``RW`` + ``INHERIT``),
+  ``BenchmarkTest`` (1024/1024), the cluster name (16/16, ``INHERIT`` + ``RW`` if
+  ``clusterTopicEnable``), the broker name (1/1, ``INHERIT`` + ``RW`` if ``brokerTopicEnable``),
+  ``OFFSET_MOVED_EVENT`` (1/1), ``SCHEDULE_TOPIC_XXXX`` (18/18, one queue per delay level),
+  ``RMQ_SYS_TRACE_TOPIC`` (1/1, only with ``traceTopicEnable``) and ``<cluster>_REPLY_TOPIC`` (1/1).
+  A ``TopicConfig`` made from a bare name has 16/16 queues and perm ``RW``.
+* **Auto-creation on send** (``createTopicInSendMessageMethod``): a send to an unknown topic names
+  a default topic (``TBW102``) and a queue count (the Java producer's ``defaultTopicQueueNums`` is
+  4). If the default topic exists and has ``PERM_INHERIT``, the new topic gets
+  ``min(requested, default topic's write queues)`` read and write queues, the default's perm
+  without ``INHERIT`` and its filter type. With ``autoCreateTopicEnable`` off, ``TBW102`` (if it
+  exists, e.g. loaded from disk) loses ``INHERIT``, so nothing is created: TOPIC_NOT_EXIST. A send
+  to an unknown ``%RETRY%`` topic that could not be auto-created creates it with 1 queue, ``RW``.
+* **Retry and dead-letter topics** (``createTopicInSendMessageBackMethod``): a consumer heartbeat
+  creates ``%RETRY%<group>`` with the group's ``retryQueueNums`` (1) queues, perm ``RW`` (system
+  flag ``UNIT_SUB`` for unit-mode consumers); the first message sent to the dead-letter queue
+  creates ``%DLQ%<group>`` with 1 queue, perm ``RW`` in 4.9.4 (not write-only). An existing topic is
+  returned unchanged. The transaction half topic is created the same way (1 queue, ``RW``) on use.
+* **Every change** (creation, admin create/update/delete, order flags) advances the
+  ``DataVersion`` (time stamp in ms, counter + 1) and calls the ``on_change`` listener with a
+  :class:`TopicChange`, which the broker wires to persistence (the store's config files) and to an
+  immediate re-registration with the name servers.
+
+Values are the protocol's bodies (``TopicConfig``, ``DataVersion``). Persistence seam:
+:meth:`TopicConfigManager.wrapper` gives the table as RocketMQ's ``TopicConfigSerializeWrapper``
+(the content of ``topics.json`` and the topic part of REGISTER_BROKER) and
+:meth:`TopicConfigManager.load` takes one back, persisted entries overriding the built-in ones.
+
+Time: ``now`` is float seconds on the wall clock (``time.time()``): it becomes the data version's
+millisecond time stamp, which name servers compare. Single-threaded: one asyncio loop drives it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from enum import IntFlag
+
+from rocketq.errors import ConfigError
+from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+
+__all__ = [
+    "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "DLQ_GROUP_TOPIC_PREFIX",
+    "DLQ_NUMS_PER_GROUP",
+    "REPLY_TOPIC_POSTFIX",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "RMQ_SYS_BENCHMARK_TOPIC",
+    "RMQ_SYS_OFFSET_MOVED_EVENT",
+    "RMQ_SYS_SCHEDULE_TOPIC",
+    "RMQ_SYS_SELF_TEST_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "SCHEDULE_TOPIC_QUEUE_NUM",
+    "SYSTEM_TOPIC_PREFIX",
+    "TOPIC_MAX_LENGTH",
+    "PermName",
+    "TopicChange",
+    "TopicConfigManager",
+    "TopicManagerConfig",
+    "TopicSysFlag",
+    "dlq_topic",
+    "is_inherited",
+    "is_not_allowed_send_topic",
+    "is_readable",
+    "is_writeable",
+    "perm_to_string",
+    "retry_topic",
+    "validate_topic",
+]
+
+log = logging.getLogger(__name__)
+
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+TOPIC_MAX_LENGTH = 127
+SCHEDULE_TOPIC_QUEUE_NUM = 18
+"""Queues of ``SCHEDULE_TOPIC_XXXX``: one per delay level."""
+DLQ_NUMS_PER_GROUP = 1
+
+_STATIC_SYSTEM_TOPICS = frozenset(
+    {
+        AUTO_CREATE_TOPIC_KEY_TOPIC,
+        RMQ_SYS_SCHEDULE_TOPIC,
+        RMQ_SYS_BENCHMARK_TOPIC,
+        RMQ_SYS_TRANS_HALF_TOPIC,
+        RMQ_SYS_TRACE_TOPIC,
+        RMQ_SYS_TRANS_OP_HALF_TOPIC,
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+        RMQ_SYS_SELF_TEST_TOPIC,
+        RMQ_SYS_OFFSET_MOVED_EVENT,
+    }
+)
+_NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {
+        RMQ_SYS_SCHEDULE_TOPIC,
+        RMQ_SYS_TRANS_HALF_TOPIC,
+        RMQ_SYS_TRANS_OP_HALF_TOPIC,
+        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+        RMQ_SYS_SELF_TEST_TOPIC,
+        RMQ_SYS_OFFSET_MOVED_EVENT,
+    }
+)
+_VALID_TOPIC_CHARS = frozenset("%|-_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+class PermName(IntFlag):
+    """RocketMQ's ``PermName`` bits: a topic's (or broker's) permissions."""
+
+    PERM_INHERIT = 0x1
+    """New topics may be auto-created from this one (``TBW102``)."""
+    PERM_WRITE = 0x2
+    PERM_READ = 0x4
+    PERM_PRIORITY = 0x8
+
+
+class TopicSysFlag(IntFlag):
+    """RocketMQ's ``TopicSysFlag`` bits."""
+
+    FLAG_UNIT = 0x1
+    FLAG_UNIT_SUB = 0x2
+
+
+_RW = PermName.PERM_READ | PermName.PERM_WRITE
+
+
+def perm_to_string(perm: int) -> str:
+    """``PermName.perm2String``: ``R``/``W``/``X`` (inherit) or ``-`` in three places.
+
+    >>> perm_to_string(6), perm_to_string(7), perm_to_string(2)
+    ('RW-', 'RWX', '-W-')
+    """
+    return (
+        ("R" if perm & PermName.PERM_READ else "-")
+        + ("W" if perm & PermName.PERM_WRITE else "-")
+        + ("X" if perm & PermName.PERM_INHERIT else "-")
+    )
+
+
+def retry_topic(group: str) -> str:
+    """``%RETRY%<group>``: where a group's failed messages wait for redelivery."""
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    """``%DLQ%<group>``: where a group's messages go after the maximum number of retries."""
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def validate_topic(topic: str) -> str | None:
+    """``TopicValidator.validateTopic``: ``None`` if ``topic`` is acceptable, else the error remark
+    RocketMQ answers with (response code SYSTEM_ERROR).
+
+    >>> validate_topic("Topic-A_1%|x") is None
+    True
+    >>> validate_topic("bad topic")
+    'The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$'
+    """
+    if not topic or topic.isspace():
+        return "The specified topic is blank."
+    if not _VALID_TOPIC_CHARS.issuperset(topic):
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return "The specified topic is longer than topic max length."
+    return None
+
+
+def is_not_allowed_send_topic(topic: str) -> bool:
+    """Whether clients may not send to ``topic`` (schedule, transaction, self-test, offset-moved)."""
+    return topic in _NOT_ALLOWED_SEND_TOPICS
+
+
+def is_readable(perm: int) -> bool:
+    """``PermName.isReadable``."""
+    return bool(perm & PermName.PERM_READ)
+
+
+def is_writeable(perm: int) -> bool:
+    """``PermName.isWriteable``."""
+    return bool(perm & PermName.PERM_WRITE)
+
+
+def is_inherited(perm: int) -> bool:
+    """``PermName.isInherited``: whether topics may be auto-created from one with this perm."""
+    return bool(perm & PermName.PERM_INHERIT)
+
+
+def _ms(now: float) -> int:
+    return int(now * 1000)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicManagerConfig:
+    """The ``BrokerConfig`` settings the topic table depends on, with RocketMQ's defaults.
+
+    ``broker_name`` defaults to ``broker-a`` (rocketq's CLI default; RocketMQ's is the host name).
+    """
+
+    broker_name: str = "broker-a"
+    broker_cluster_name: str = "DefaultCluster"
+    default_topic_queue_nums: int = 8
+    """``defaultTopicQueueNums``: the queues of ``TBW102``, which caps auto-created topics."""
+    auto_create_topic_enable: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC
+
+    def __post_init__(self) -> None:
+        for name in (self.broker_name, self.broker_cluster_name, self.msg_trace_topic_name):
+            problem = validate_topic(name)
+            if problem is not None:
+                raise ConfigError(f"{name!r} cannot name a topic: {problem}")
+        if self.default_topic_queue_nums < 1:
+            raise ConfigError(f"default_topic_queue_nums must be >= 1, got {self.default_topic_queue_nums}")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    """A change of the topic table, as passed to the ``on_change`` listener.
+
+    ``kind`` is ``"auto-create"`` (send to an unknown topic), ``"create"`` (retry, DLQ or
+    system topic on use), ``"update"`` (admin create or update), ``"delete"`` or ``"order"``.
+    ``config`` is the new config (the removed one for ``"delete"``, ``None`` for ``"order"``).
+    RocketMQ re-registers with the name servers at once for the first three; rocketq's broker
+    may do so for every kind.
+    """
+
+    kind: str
+    topic: str
+    config: TopicConfig | None
+    data_version: DataVersion
+
+
+TopicListener = Callable[[TopicChange], None]
+
+
+class TopicConfigManager:
+    """RocketMQ's ``TopicConfigManager``: the broker's topic table (see the module docstring)."""
+
+    __slots__ = ("_config", "_listener", "_system_topics", "_table", "_version")
+
+    def __init__(
+        self, config: TopicManagerConfig | None = None, *, now: float, on_change: TopicListener | None = None
+    ) -> None:
+        self._config = cfg = config or TopicManagerConfig()
+        self._listener = on_change
+        self._version = DataVersion(timestamp=_ms(now), counter=0)
+        self._table: dict[str, TopicConfig] = {}
+        self._system_topics: set[str] = set(_STATIC_SYSTEM_TOPICS)
+        inherit = int(PermName.PERM_INHERIT)
+        self._builtin(RMQ_SYS_SELF_TEST_TOPIC, 1)
+        if cfg.auto_create_topic_enable:
+            self._builtin(AUTO_CREATE_TOPIC_KEY_TOPIC, cfg.default_topic_queue_nums, inherit | _RW)
+        self._builtin(RMQ_SYS_BENCHMARK_TOPIC, 1024)
+        self._builtin(cfg.broker_cluster_name, 16, inherit | (_RW if cfg.cluster_topic_enable else 0))
+        self._builtin(cfg.broker_name, 1, inherit | (_RW if cfg.broker_topic_enable else 0))
+        self._builtin(RMQ_SYS_OFFSET_MOVED_EVENT, 1)
+        self._builtin(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM)
+        if cfg.trace_topic_enable:
+            self._builtin(cfg.msg_trace_topic_name, 1)
+        self._builtin(f"{cfg.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1)
+
+    def _builtin(self, topic: str, queue_nums: int, perm: int = _RW) -> None:
+        self._system_topics.add(topic)
+        self._table[topic] = TopicConfig(topic, queue_nums, queue_nums, perm)
+
+    # ---------------------------------------------------------------- queries
+
+    @property
+    def config(self) -> TopicManagerConfig:
+        return self._config
+
+    @property
+    def data_version(self) -> DataVersion:
+        return self._version
+
+    def select(self, topic: str) -> TopicConfig | None:
+        """The topic's config, or ``None`` (``selectTopicConfig``)."""
+        return self._table.get(topic)
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._table
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def topics(self) -> list[str]:
+        """Every topic name (GET_ALL_TOPIC_LIST / the topic list of admin tools)."""
+        return list(self._table)
+
+    def table(self) -> dict[str, TopicConfig]:
+        """A copy of the table, topic to config."""
+        return dict(self._table)
+
+    def is_system_topic(self, topic: str) -> bool:
+        """``TopicValidator.isSystemTopic``: built-in topics (this broker's included) and ``rmq_sys_*``."""
+        return topic in self._system_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+    def is_order_topic(self, topic: str) -> bool:
+        config = self._table.get(topic)
+        return config is not None and config.order
+
+    # ---------------------------------------------------------------- creation on use
+
+    def resolve_for_send(
+        self,
+        topic: str,
+        default_topic: str,
+        default_topic_queue_nums: int,
+        now: float,
+        *,
+        unit_mode: bool = False,
+        remote_addr: str = "",
+    ) -> TopicConfig | None:
+        """The topic part of a send's checks (``msgCheck``): the config to store under, or ``None``.
+
+        An existing topic is returned; an unknown one is auto-created from ``default_topic``
+        (:meth:`create_in_send`), and an unknown ``%RETRY%`` topic that could not be is created
+        with 1 queue, perm ``RW``. ``None`` means TOPIC_NOT_EXIST. Topic validation and the
+        not-allowed-send check come first and are the caller's (:func:`validate_topic`).
+        """
+        config = self._table.get(topic)
+        if config is not None:
+            return config
+        sys_flag = 0
+        if unit_mode:
+            is_retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            sys_flag = TopicSysFlag.FLAG_UNIT_SUB if is_retry else TopicSysFlag.FLAG_UNIT
+        log.warning("send to unknown topic %s from %s", topic, remote_addr or "?")
+        config = self.create_in_send(
+            topic, default_topic, default_topic_queue_nums, int(sys_flag), now, remote_addr
+        )
+        if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            config = self.ensure_topic(topic, 1, _RW, int(sys_flag), now)
+        return config
+
+    def create_in_send(
+        self,
+        topic: str,
+        default_topic: str,
+        client_default_topic_queue_nums: int,
+        topic_sys_flag: int,
+        now: float,
+        remote_addr: str = "",
+    ) -> TopicConfig | None:
+        """``createTopicInSendMessageMethod``: auto-create ``topic`` from ``default_topic``.
+
+        Returns the existing or new config, or ``None`` when the default topic is missing or
+        lacks ``PERM_INHERIT`` (which ``TBW102`` loses here when auto-creation is disabled).
+        """
+        existing = self._table.get(topic)
+        if existing is not None:
+            return existing
+        template = self._table.get(default_topic)
+        if template is None:
+            log.warning(
+                "cannot create topic %s for %s: default topic %s does not exist",
+                topic,
+                remote_addr,
+                default_topic,
+            )
+            return None
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self._config.auto_create_topic_enable:
+            # As RocketMQ: the template is stripped of INHERIT in place, without a version change.
+            template = replace(template, perm=_RW)
+            self._table[default_topic] = template
+        if not is_inherited(template.perm):
+            log.warning(
+                "cannot create topic %s for %s: default topic %s has perm %s",
+                topic,
+                remote_addr,
+                default_topic,
+                perm_to_string(template.perm),
+            )
+            return None
+        queue_nums = max(0, min(client_default_topic_queue_nums, template.write_queue_nums))
+        config = TopicConfig(
+            topic,
+            queue_nums,
+            queue_nums,
+            template.perm & ~PermName.PERM_INHERIT,
+            template.topic_filter_type,
+            topic_sys_flag,
+        )
+        log.info("auto-created topic %s from %s for %s", config, default_topic, remote_addr)
+        self._put(topic, config, "auto-create", now)
+        return config
+
+    def ensure_topic(
+        self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int, now: float
+    ) -> TopicConfig:
+        """``createTopicInSendMessageBackMethod``: the topic's config, created with these values
+        (read = write = ``queue_nums``) if it does not exist yet."""
+        existing = self._table.get(topic)
+        if existing is not None:
+            return existing
+        config = TopicConfig(
+            topic, queue_nums, queue_nums, int(perm), TopicFilterType.SINGLE_TAG, topic_sys_flag
+        )
+        log.info("created topic %s", config)
+        self._put(topic, config, "create", now)
+        return config
+
+    def ensure_retry_topic(
+        self, group: str, retry_queue_nums: int, now: float, *, unit_mode: bool = False
+    ) -> TopicConfig:
+        """``%RETRY%<group>`` as a heartbeat or a send-back creates it: perm ``RW``, the group's
+        ``retryQueueNums`` queues, system flag ``UNIT_SUB`` for unit-mode consumers."""
+        sys_flag = TopicSysFlag.FLAG_UNIT_SUB if unit_mode else 0
+        return self.ensure_topic(retry_topic(group), retry_queue_nums, _RW, int(sys_flag), now)
+
+    def ensure_dlq_topic(self, group: str, now: float) -> TopicConfig:
+        """``%DLQ%<group>`` as the first dead letter creates it: 1 queue, perm ``RW``, flag 0."""
+        return self.ensure_topic(dlq_topic(group), DLQ_NUMS_PER_GROUP, _RW, 0, now)
+
+    # ---------------------------------------------------------------- admin
+
+    def update(self, config: TopicConfig, now: float) -> TopicConfig | None:
+        """``updateTopicConfig`` (admin create or update): store ``config``; return the old one.
+
+        Name checks (:func:`validate_topic`, :meth:`is_system_topic`) are the caller's, as in
+        RocketMQ's admin processor.
+        """
+        if not config.topic_name:
+            raise ConfigError(f"topic config without a topic name: {config!r}")
+        old = self._table.get(config.topic_name)
+        if old is None:
+            log.info("created topic %s", config)
+        else:
+            log.info("updated topic %s (was %s)", config, old)
+        self._put(config.topic_name, config, "update", now)
+        return old
+
+    def delete(self, topic: str, now: float) -> TopicConfig | None:
+        """``deleteTopicConfig``: remove ``topic``; return its config, or ``None`` if unknown."""
+        old = self._table.pop(topic, None)
+        if old is None:
+            log.warning("cannot delete topic %s: it does not exist", topic)
+            return None
+        log.info("deleted topic %s", old)
+        self._changed("delete", topic, old, now)
+        return old
+
+    def update_order_topics(self, order_topics: Iterable[str], now: float) -> bool:
+        """``updateOrderTopicConfig``: set ``order`` exactly on the listed topics (the name
+        server's ``ORDER_TOPIC_CONFIG`` namespace); return whether anything changed."""
+        wanted = set(order_topics)
+        changed = False
+        for name, config in self._table.items():
+            order = name in wanted
+            if config.order != order:
+                self._table[name] = replace(config, order=order)
+                changed = True
+                log.info("topic %s order=%s", name, order)
+        if changed:
+            self._changed("order", "", None, now)
+        return changed
+
+    # ---------------------------------------------------------------- persistence seam
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        """The table and its version as RocketMQ's ``TopicConfigSerializeWrapper``: the body of
+        ``topics.json`` and the topic part of REGISTER_BROKER (``.encode()`` gives the bytes)."""
+        return TopicConfigSerializeWrapper(topic_config_table=dict(self._table), data_version=self._version)
+
+    def load(self, wrapper: TopicConfigSerializeWrapper) -> None:
+        """Merge a persisted :meth:`wrapper` (``TopicConfigSerializeWrapper.decode(bytes)``): its
+        topics replace same-named ones and its data version becomes ours (RocketMQ's ``decode``).
+        A config without a topic name is taken under its table key."""
+        for name, config in wrapper.topic_config_table.items():
+            if config.topic_name and config.topic_name != name:
+                raise ConfigError(f"topic config under {name!r} names {config.topic_name!r}")
+        loaded = {
+            name: config if config.topic_name == name else replace(config, topic_name=name)
+            for name, config in wrapper.topic_config_table.items()
+        }
+        self._table.update(loaded)
+        self._version = wrapper.data_version
+        log.info("loaded %d topic configs, %s", len(loaded), self._version)
+
+    # ---------------------------------------------------------------- internals
+
+    def _put(self, topic: str, config: TopicConfig, kind: str, now: float) -> None:
+        self._table[topic] = config
+        self._changed(kind, topic, config, now)
+
+    def _changed(self, kind: str, topic: str, config: TopicConfig | None, now: float) -> None:
+        self._version = self._version.next_version(_ms(now))
+        if self._listener is not None:
+            try:
+                self._listener(TopicChange(kind, topic, config, self._version))
+            except Exception:
+                log.exception("topic change listener failed on %s of %s (the change stands)", kind, topic)
