@@ -61,11 +61,13 @@ def test_append_and_read_one_message(store: MessageStore) -> None:
     assert (got.message_count, got.next_begin_offset, got.min_offset, got.max_offset) == (1, 1, 0, 1)
     (msg,) = decode_messages(got.data)
     assert (msg.topic, msg.queue_id, msg.queue_offset, msg.commit_log_offset) == ("T", 3, 0, 0)
-    assert msg.body == b"hello" and msg.tags == "TagA"
+    assert msg.body == b"hello"
+    assert msg.tags == "TagA"
     assert msg.store_timestamp == result.store_timestamp
     assert got.data == store.read_message_bytes(0)
     looked = store.look_message(0)
-    assert looked is not None and looked.body == b"hello"
+    assert looked is not None
+    assert looked.body == b"hello"
 
 
 def test_batch_is_one_unit_with_consecutive_offsets(store: MessageStore) -> None:
@@ -73,7 +75,8 @@ def test_batch_is_one_unit_with_consecutive_offsets(store: MessageStore) -> None
     recs = [record("T", 0, f"m{i}".encode(), "A" if i % 2 else "B") for i in range(5)]
     codes = [tags_code("A" if i % 2 else "B") for i in range(5)]
     result = store.put_messages("T", 0, recs, codes)
-    assert result.queue_offset == 1 and result.message_count == 5
+    assert result.queue_offset == 1
+    assert result.message_count == 5
     assert result.commit_log_offsets[0] == result.commit_log_offset
     assert list(result.commit_log_offsets) == [
         result.commit_log_offset + sum(map(len, recs[:i])) for i in range(5)
@@ -97,7 +100,8 @@ def test_records_cross_segments_with_a_blank_end_marker(tmp_path: Path) -> None:
         per_segment = (8192 - 8) // size
         raw = (tmp_path / "commitlog" / files[0]).read_bytes()
         left, magic = struct.unpack_from(">ii", raw, per_segment * size)
-        assert magic == BLANK_MAGIC_CODE and left == 8192 - per_segment * size
+        assert magic == BLANK_MAGIC_CODE
+        assert left == 8192 - per_segment * size
         seen = []
         for q in (0, 1):
             offset = 0
@@ -130,7 +134,8 @@ def test_tag_filter_skips_unmatched_and_reports_no_match(store: MessageStore) ->
     assert bodies(only_a.data) == [b"0", b"3", b"6", b"9"]
     assert only_a.next_begin_offset == 10
     none = store.get_messages("T", 0, 0, 32, {tags_code("C")})
-    assert none.status is GetMessageStatus.NO_MATCHED_MESSAGE and none.data == b""
+    assert none.status is GetMessageStatus.NO_MATCHED_MESSAGE
+    assert none.data == b""
     assert none.next_begin_offset == 10  # every entry examined, the consumer moves past them
 
 
@@ -140,7 +145,8 @@ def test_pull_limits_count_and_bytes_but_returns_at_least_one(tmp_path: Path) ->
         for i in range(10):
             put(store, "T", 0, bytes([i]) * 200)
         got = store.get_messages("T", 0, 0, 32)
-        assert got.message_count == 2 and got.next_begin_offset == 2  # 2 x ~300 bytes
+        assert got.message_count == 2
+        assert got.next_begin_offset == 2
         assert store.get_messages("T", 0, 0, 32, max_bytes=10_000).message_count == 4
         assert store.get_messages("T", 0, 0, 32, max_bytes=1).message_count == 1
 
@@ -245,7 +251,8 @@ def test_full_disk_fails_the_append_and_loses_nothing(tmp_path: Path) -> None:
             store.put_messages("T", 0, [record("T", 0, b"lost-batch")] * 3)
         with pytest.raises(StoreFullError):
             put(store, "Fresh", 0, b"lost")  # a queue that never got a message
-        assert store.commit_log_max_offset == end and store.max_offset("T", 0) == 5
+        assert store.commit_log_max_offset == end
+        assert store.max_offset("T", 0) == 5
         assert store.get_messages("Fresh", 0, 0, 32).status is GetMessageStatus.NO_MESSAGE_IN_QUEUE
         io.fail = errno.EIO
         with pytest.raises(StoreError) as info:
@@ -283,7 +290,8 @@ def test_sync_flush_shares_fsyncs_between_concurrent_appenders(tmp_path: Path) -
         for w in workers:
             w.join()
         total = threads * per_thread
-        assert len(durable_ok) == total and all(durable_ok)
+        assert len(durable_ok) == total
+        assert all(durable_ok)
         # every append waited for an fsync covering it, yet far fewer fsyncs than appends ran
         assert 0 < store.group_commit_fsyncs <= total // 4
 
@@ -294,7 +302,8 @@ def test_sync_flush_future_for_a_single_appender(tmp_path: Path) -> None:
         futures = [r.durable for r in results if r.durable is not None]
         assert len(futures) == 5
         _, not_done = wait(futures, timeout=10)
-        assert not not_done and all(f.exception() is None for f in futures)
+        assert not not_done
+        assert all(f.exception() is None for f in futures)
         # appends that asked before the same fsync share its future
         assert len({id(f) for f in futures}) <= 5
 
@@ -343,7 +352,8 @@ def test_retention_deletes_expired_segments_and_queue_files(tmp_path: Path) -> N
         assert first.commit_log_offset >= store.commit_log_min_offset
         assert put(store, "T", 0, b"still writable") == 60
     with MessageStore(tmp_path, cfg, clock=clock, start_services=False) as store:
-        assert store.min_offset("T", 0) == low and store.max_offset("T", 0) == 61
+        assert store.min_offset("T", 0) == low
+        assert store.max_offset("T", 0) == 61
 
 
 def test_retention_at_the_delete_hour(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ __all__ = ["StoredRecord", "find_valid_end", "iter_records", "pick_abnormal_star
 
 log = logging.getLogger(__name__)
 
-_HEAD = struct.Struct(">iiii")  # size, magic, body crc, queue id
+_HEAD = struct.Struct(">ii")  # size, magic
 _MAGICS = frozenset({MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2})
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -116,9 +116,10 @@ def iter_records(commitlog: CommitLog, begin: int, end: int) -> Iterator[StoredR
         rel = pos - seg.start
         stop = min(end, seg.end) - seg.start
         while rel < stop:
-            size, magic, _crc, queue_id = _HEAD.unpack_from(view, rel)
+            size, magic = _HEAD.unpack_from(view, rel)
             if magic not in _MAGICS:
                 break  # blank record: the rest of this segment is padding
+            (queue_id,) = _I32.unpack_from(view, rel + 12)
             (sys_flag,) = _I32.unpack_from(view, rel + SYS_FLAG_POSITION)
             (queue_offset,) = _I64.unpack_from(view, rel + QUEUE_OFFSET_POSITION)
             (timestamp,) = _I64.unpack_from(view, rel + store_timestamp_position(sys_flag))

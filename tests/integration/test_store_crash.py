@@ -1,0 +1,103 @@
+"""A process appending under sync flush is killed with SIGKILL; every acknowledged message survives."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rocketq.protocol.message import decode_messages, encode_message
+from rocketq.store import GetMessageStatus, MessageStore, StoreConfig
+
+pytestmark = pytest.mark.integration
+
+SEGMENT = 64 * 1024
+
+CHILD = textwrap.dedent(
+    """
+    import sys, threading
+    from rocketq.protocol.message import encode_message
+    from rocketq.store import MessageStore, StoreConfig
+
+    root, segment = sys.argv[1], int(sys.argv[2])
+    store = MessageStore(root, StoreConfig(flush="sync", commit_log_segment_size=segment))
+    out = threading.Lock()
+
+    def run(t: int) -> None:
+        for i in range(20_000):  # bounded: the parent kills us long before
+            body = b"t%d-i%d-" % (t, i) + bytes(200)
+            if i % 5 == 0:  # some batches too
+                recs = [encode_message(topic="T", body=body + bytes([k]), queue_id=t) for k in range(3)]
+                result = store.put_messages("T", t, recs)
+            else:
+                result = store.put_message("T", t, encode_message(topic="T", body=body, queue_id=t))
+            result.durable.result()
+            with out:
+                for k in range(result.message_count):
+                    sys.stdout.write(f"{t} {result.queue_offset + k} {result.commit_log_offsets[k]} {i}\\n")
+                sys.stdout.flush()
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_sigkill_during_sync_flush_appends_loses_no_acknowledged_message(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    acked: list[tuple[int, int, int, int]] = []
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(root), str(SEGMENT)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as child:
+        try:
+            assert child.stdout is not None
+            for line in child.stdout:
+                queue, queue_offset, commit_offset, i = map(int, line.split())
+                acked.append((queue, queue_offset, commit_offset, i))
+                if len(acked) >= 1500:
+                    break
+            else:
+                pytest.fail(f"the child stopped early: {child.stderr.read() if child.stderr else ''}")
+            os.kill(child.pid, signal.SIGKILL)  # in the middle of its appends
+        finally:
+            child.kill()
+            child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+    assert (root / "abort").exists()  # it really died without closing
+    assert len(os.listdir(root / "commitlog")) > 2  # and crossed segment boundaries
+
+    with MessageStore(root, StoreConfig(commit_log_segment_size=SEGMENT), start_services=False) as store:
+        for queue, queue_offset, commit_offset, i in acked:
+            got = store.get_messages("T", queue, queue_offset, 1)
+            assert got.status is GetMessageStatus.FOUND, (queue, queue_offset, got.status)
+            (msg,) = decode_messages(got.data)
+            assert msg.commit_log_offset == commit_offset
+            assert msg.body.startswith(b"t%d-i%d-" % (queue, i))
+        # the queues are dense and consistent after recovery: every offset up to the max reads back
+        for queue in range(4):
+            offset = 0
+            while offset < store.max_offset("T", queue):
+                got = store.get_messages("T", queue, offset, 32)
+                assert got.status is GetMessageStatus.FOUND
+                assert [m.queue_offset for m in decode_messages(got.data)] == list(
+                    range(offset, got.next_begin_offset)
+                )
+                offset = got.next_begin_offset
+        # and the store takes new appends where the recovered log ends
+        end = store.commit_log_max_offset
+        assert end > max(c for _, _, c, _ in acked)
+        result = store.put_message("T", 0, encode_message(topic="T", body=b"after", queue_id=0))
+        assert result.queue_offset == store.max_offset("T", 0) - 1
+        assert result.commit_log_offset >= end
