@@ -35,6 +35,7 @@ from rocketq.protocol.message import (
     encode_batch,
     encode_message,
     encode_message_ext,
+    encode_stored_batch,
     maybe_compress,
     scan_stored,
     store_timestamp_position,
@@ -513,3 +514,61 @@ def test_scan_reports_where_the_valid_prefix_ends() -> None:
     window = scan_stored(log, 2 * size, 4 * size)
     assert (window.end, window.count, window.stop) == (4 * size, 2, ScanStop.END)
     assert len(decode_messages(memoryview(log)[: full.end])) == 5
+
+
+def test_stored_batch_appends_batch_properties_as_java_does() -> None:
+    def props_of(body: bytes) -> list[str]:
+        records = encode_stored_batch(
+            body,
+            topic="T",
+            queue_id=2,
+            sys_flag=0,
+            born_timestamp=1,
+            born_host=BORN4,
+            store_timestamp=2,
+            store_host=STORE6,
+            batch_properties="CLUSTER\x01c",
+        )
+        return [m.stored_properties for m in decode_messages(b"".join(records))]
+
+    def raw_record(props: bytes, body: bytes = b"b", flag: int = 3) -> bytes:
+        size = 22 + len(body) + len(props)
+        return (
+            struct.pack(">iiiii", size, 0, 0, flag, len(body)) + body + struct.pack(">h", len(props)) + props
+        )
+
+    body = (
+        raw_record(b"a\x011") + raw_record(b"a\x011\x02") + raw_record(b"") + raw_record(b"x\x01y\x02a\x012")
+    )
+    assert props_of(body) == [
+        "a\x011\x02CLUSTER\x01c",
+        "a\x011\x02CLUSTER\x01c",  # no doubled separator
+        "CLUSTER\x01c",
+        "x\x01y\x02a\x012\x02CLUSTER\x01c",
+    ]
+    records = encode_stored_batch(
+        raw_record(b"k\x01v", b"xyz", 9),
+        topic="T",
+        queue_id=2,
+        sys_flag=0,
+        born_timestamp=1,
+        born_host=BORN4,
+        store_timestamp=2,
+        store_host=STORE6,
+        reconsume_times=4,
+    )
+    (msg,) = decode_messages(records[0])
+    assert (msg.body, msg.flag, msg.queue_id, msg.reconsume_times, msg.sys_flag) == (b"xyz", 9, 2, 4, 0x20)
+    assert msg.properties == {"k": "v"}
+    assert msg.body_crc == body_crc(b"xyz")
+    with pytest.raises(RemoteProtocolError):
+        encode_stored_batch(
+            raw_record(b"k\x01v")[:-1],
+            topic="T",
+            queue_id=0,
+            sys_flag=0,
+            born_timestamp=0,
+            born_host=BORN4,
+            store_timestamp=0,
+            store_host=STORE4,
+        )

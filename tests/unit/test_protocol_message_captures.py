@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from rocketq.protocol.message import (
+    QUEUE_OFFSET_POSITION,
+    STORE_OFFSETS,
     MessageExt,
     ScanStop,
     decode_batch,
@@ -19,10 +21,16 @@ from rocketq.protocol.message import (
     decode_messages,
     encode_batch,
     encode_message_ext,
+    encode_stored_batch,
     scan_stored,
 )
 from rocketq.protocol.message_id import parse_offset_msg_id, parse_uniq_id
-from rocketq.protocol.properties import MessageConst, java_string_hash, string_to_properties
+from rocketq.protocol.properties import (
+    MessageConst,
+    java_hashmap_order,
+    java_string_hash,
+    string_to_properties,
+)
 from tests import wirecaps
 
 RECORDS = wirecaps.load("messages.jsonl")
@@ -222,3 +230,38 @@ def test_stored_property_string_is_what_string_to_properties_reads() -> None:
     body = frame_body(record["file"], record["seq"])
     for msg in decode_messages(body):
         assert string_to_properties(msg.stored_properties) == msg.properties
+
+
+def test_stored_batch_records_are_what_the_broker_stored() -> None:
+    """produce.jsonl #19 (SEND_BATCH_MESSAGE) came back from the store in push-consume.jsonl #25."""
+    batch = frame_body("produce.jsonl", 19)
+    header = _frame("produce.jsonl", 19)["header"]["extFields"]
+    pulled = frame_body("push-consume.jsonl", 25)
+    stored: list[tuple[MessageExt, bytes]] = []
+    pos = 0
+    for msg in decode_messages(pulled):
+        if "batchIndex" in msg.properties:
+            stored.append((msg, pulled[pos : pos + msg.store_size]))
+        pos += msg.store_size
+    assert len(stored) == 3
+    first = stored[0][0]
+    # the broker's batch properties: the header's, plus CLUSTER, written in Java HashMap order
+    batch_props = string_to_properties(header["i"]) | {MessageConst.CLUSTER: "DefaultCluster"}
+    ordered = {k: batch_props[k] for k in java_hashmap_order(batch_props)}
+    records = encode_stored_batch(
+        batch,
+        topic=header["b"],
+        queue_id=int(header["e"]),
+        sys_flag=int(header["h"]),
+        born_timestamp=int(header["g"]),
+        born_host=first.born_host,
+        store_timestamp=first.store_timestamp,
+        store_host=first.store_host,
+        reconsume_times=int(header["j"]),
+        batch_properties=ordered,
+    )
+    assert len(records) == 3
+    for record, (msg, want) in zip(records, stored, strict=True):
+        patched = bytearray(record)
+        STORE_OFFSETS.pack_into(patched, QUEUE_OFFSET_POSITION, msg.queue_offset, msg.commit_log_offset)
+        assert bytes(patched) == want

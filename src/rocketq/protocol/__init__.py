@@ -162,6 +162,7 @@ from rocketq.protocol.message import (
     encode_batch,
     encode_message,
     encode_message_ext,
+    encode_stored_batch,
     scan_stored,
 )
 from rocketq.protocol.message_id import (
@@ -323,6 +324,7 @@ __all__ = [
     "encode_header",
     "encode_message",
     "encode_message_ext",
+    "encode_stored_batch",
     "java_hash_order",
     "java_hashmap_order",
     "java_ordered",

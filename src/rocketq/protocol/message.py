@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum, IntFlag
 from typing import Final
@@ -93,6 +93,7 @@ __all__ = [
     "encode_batch",
     "encode_message",
     "encode_message_ext",
+    "encode_stored_batch",
     "maybe_compress",
     "scan_stored",
     "store_timestamp_position",
@@ -604,16 +605,11 @@ def encode_batch(messages: Iterable[Message]) -> bytes:
     return b"".join(parts)
 
 
-def decode_batch(body: bytes | bytearray | memoryview, topic: str = "") -> list[Message]:
-    """The messages of a ``SEND_BATCH_MESSAGE`` body, each with ``topic`` (from the request header).
-
-    Raises :class:`~rocketq.errors.RemoteProtocolError` when a record's lengths do not add up to
-    its total size or run past the end.
-    """
-    buf = body if type(body) is bytes else bytes(body)
+def _batch_records(buf: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """``(record start, flag, body end, record end)`` for each record of a batch body, checked;
+    the body starts at ``record start + 20``, the properties at ``body end + 2``."""
     end = len(buf)
     pos = 0
-    out: list[Message] = []
     while pos < end:
         if end - pos < BATCH_RECORD_OVERHEAD:
             raise RemoteProtocolError(f"batch record at byte {pos} truncated: {end - pos} bytes left")
@@ -627,15 +623,80 @@ def decode_batch(body: bytes | bytearray | memoryview, topic: str = "") -> list[
         (props_len,) = _I16.unpack_from(buf, body_end)
         if body_end + 2 + props_len != rec_end:
             raise RemoteProtocolError(f"batch record at byte {pos}: fields do not add up to its size {total}")
+        yield pos, flag, body_end, rec_end
+        pos = rec_end
+
+
+def decode_batch(body: bytes | bytearray | memoryview, topic: str = "") -> list[Message]:
+    """The messages of a ``SEND_BATCH_MESSAGE`` body, each with ``topic`` (from the request header).
+
+    Raises :class:`~rocketq.errors.RemoteProtocolError` when a record's lengths do not add up to
+    its total size or run past the end, or its properties are not UTF-8.
+    """
+    buf = body if type(body) is bytes else bytes(body)
+    out: list[Message] = []
+    for pos, flag, body_end, rec_end in _batch_records(buf):
         try:
-            properties = string_to_properties(buf[body_end + 2 : rec_end].decode()) if props_len else {}
+            properties = string_to_properties(buf[body_end + 2 : rec_end].decode())
         except UnicodeDecodeError as exc:
             raise RemoteProtocolError(
                 f"batch record at byte {pos}: invalid UTF-8 in properties ({exc})"
             ) from None
         out.append(Message(topic, buf[pos + 20 : body_end], flag, properties))
-        pos = rec_end
     return out
+
+
+def encode_stored_batch(
+    batch_body: bytes | bytearray | memoryview,
+    *,
+    topic: str,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: HostPort,
+    store_timestamp: int,
+    store_host: HostPort,
+    reconsume_times: int = 0,
+    batch_properties: Mapping[str, str] | str = "",
+) -> list[bytes]:
+    """The stored records of a ``SEND_BATCH_MESSAGE`` body, as RocketMQ's store turns a batch
+    into commit-log records (``CommitLog.MessageExtEncoder.encode(MessageExtBatch)``).
+
+    Each record keeps its own flag, body and property bytes *verbatim*; the batch's properties
+    (the request header's properties plus the ``CLUSTER`` the broker adds - Java writes that map
+    in ``HashMap`` order, see :func:`~rocketq.protocol.properties.java_hashmap_order`) are
+    appended after a ``\\x02`` (unless the record's own string already ends with one). Topic,
+    queue id, sys flag, timestamps, hosts and reconsume times are the batch's; the prepared
+    transaction offset is 0 (batches are never transactional). Offsets are left 0: the store
+    patches ``STORE_OFFSETS`` in each record at append time. Raises
+    :class:`~rocketq.errors.RemoteProtocolError` for a malformed batch body and
+    :class:`~rocketq.errors.ConfigError` when a record's properties grow too long.
+    """
+    buf = batch_body if type(batch_body) is bytes else bytes(batch_body)
+    extra = _properties_bytes(batch_properties)
+    records: list[bytes] = []
+    for pos, flag, body_end, rec_end in _batch_records(buf):
+        own = buf[body_end + 2 : rec_end]
+        if own and extra:
+            props = own + extra if own.endswith(b"\x02") else b"\x02".join((own, extra))
+        else:
+            props = own or extra
+        records.append(
+            encode_message(
+                topic=topic,
+                body=buf[pos + 20 : body_end],
+                properties=props,
+                queue_id=queue_id,
+                flag=flag,
+                sys_flag=sys_flag,
+                born_timestamp=born_timestamp,
+                born_host=born_host,
+                store_timestamp=store_timestamp,
+                store_host=store_host,
+                reconsume_times=reconsume_times,
+            )
+        )
+    return records
 
 
 # ------------------------------------------------------------------------------- recovery scan
