@@ -245,6 +245,18 @@ def test_message_ext_accessors() -> None:
     assert isinstance(msg, Message)
 
 
+def test_message_delay_and_wait_accessors() -> None:
+    msg = Message("T")
+    assert msg.delay_time_level == 0
+    assert msg.wait_store_msg_ok is True  # absent means wait, as in Java
+    msg.delay_time_level = 3
+    msg.wait_store_msg_ok = False
+    assert msg.properties == {"DELAY": "3", "WAIT": "false"}
+    assert (msg.delay_time_level, msg.wait_store_msg_ok) == (3, False)
+    msg.properties["DELAY"] = "x"
+    assert msg.delay_time_level == 0
+
+
 # -------------------------------------------------------------------------------- round trips
 
 topics = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40).filter(

@@ -239,6 +239,33 @@ class Message:
         keys = self.properties.get(MessageConst.KEYS)
         return [k for k in keys.split(KEY_SEPARATOR) if k] if keys else []
 
+    @property
+    def delay_time_level(self) -> int:
+        """The ``DELAY`` property as an int (0 = not delayed; RocketMQ's levels start at 1).
+
+        A value that is not a number reads as 0 rather than failing (Java would throw)."""
+        value = self.properties.get(MessageConst.DELAY)
+        if value is None:
+            return 0
+        try:
+            return int(value)
+        except ValueError:
+            return 0
+
+    @delay_time_level.setter
+    def delay_time_level(self, level: int) -> None:
+        self.properties[MessageConst.DELAY] = str(level)
+
+    @property
+    def wait_store_msg_ok(self) -> bool:
+        """The ``WAIT`` property: whether the producer waits for the store; ``True`` when absent,
+        as in Java (``isWaitStoreMsgOK``)."""
+        return self.properties.get(MessageConst.WAIT) != "false"
+
+    @wait_store_msg_ok.setter
+    def wait_store_msg_ok(self, wait: bool) -> None:
+        self.properties[MessageConst.WAIT] = "true" if wait else "false"
+
     def _set(self, name: str, value: str | None) -> None:
         if value is None:
             self.properties.pop(name, None)
