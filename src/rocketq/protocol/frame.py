@@ -432,7 +432,8 @@ class FrameDecoder:
 
     def _fail(self, exc: RemoteProtocolError) -> None:
         self._error = exc
-        self._buffer.clear()
+        # Drop the bytes by replacing the buffer: views of it may live on in the traceback.
+        self._buffer = bytearray()
         raise exc
 
     def next_command(self) -> RemotingCommand | None:
