@@ -45,7 +45,7 @@ class ServerConfig:
 
     #: Largest frame accepted, in bytes (RocketMQ: 16 MiB).
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
-    #: Seconds without a byte read or written before ``on_idle`` fires
+    #: Seconds without a byte read or written (and no handler running) before ``on_idle`` fires
     #: (RocketMQ ``serverChannelMaxIdleTimeSeconds`` = 120); ``None`` disables idle detection.
     idle_timeout: float | None = 120.0
     #: Close a connection once it is idle, as RocketMQ's server does.
@@ -78,7 +78,7 @@ class ClientConfig:
     connect_timeout: float = 3.0
     #: Seconds ``invoke`` waits when the caller gives no timeout (RocketMQ's usual 3000 ms).
     request_timeout: float = 3.0
-    #: Seconds without traffic before an unused connection is closed (RocketMQ
+    #: Seconds without traffic (and no request waiting) before a connection is closed (RocketMQ
     #: ``clientChannelMaxIdleTimeSeconds`` = 120); the next call reconnects. ``None`` keeps it open.
     idle_timeout: float | None = 120.0
     #: Close the connection when a request times out. RocketMQ's client does

@@ -689,8 +689,11 @@ class RemotingConnection(asyncio.Protocol):
         self._idle_handle = None
         if self._closed or self._idle_timeout is None:
             return
-        due = self._last_activity + self._idle_timeout
         now = self._loop.time()
+        if self._pending or self._tasks:
+            # waiting for a response or running a (long-polling) handler is not idleness
+            self._last_activity = now
+        due = self._last_activity + self._idle_timeout
         if now < due:
             self._idle_handle = self._loop.call_at(due, self._check_idle)
             return
