@@ -31,6 +31,8 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from functools import lru_cache
 from typing import TypeVar
 
+from rocketq.protocol.properties import java_string_hash as _string_hash
+
 __all__ = [
     "JavaHashMap",
     "JavaHashSet",
@@ -49,22 +51,8 @@ _DEFAULT_CAPACITY = 16
 _MAX_CAPACITY = 1 << 30
 
 
-@lru_cache(maxsize=65536)
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode()`` as a signed 32-bit int (over UTF-16 code units).
-
-    >>> java_string_hash("broker-a"), java_string_hash("")
-    (372697965, 0)
-    """
-    h = 0
-    if text.isascii():
-        for byte in text.encode("ascii"):
-            h = (31 * h + byte) & 0xFFFFFFFF
-    else:
-        units = text.encode("utf-16-be", "surrogatepass")
-        for i in range(0, len(units), 2):
-            h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
+#: ``String.hashCode()``, memoised: the name server hashes the same few hundred names over and over.
+java_string_hash = lru_cache(maxsize=65536)(_string_hash)
 
 
 def java_long_hash(value: int) -> int:
