@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from rocketq.models import MessageQueue
 
@@ -108,26 +109,44 @@ def java_sorted(strings: Iterable[str]) -> list[str]:
     items = list(strings)
     if all(s.isascii() for s in items):
         return sorted(items)
-    return sorted(items, key=lambda s: s.encode("utf-16-be", "surrogatepass"))
+    return sorted(items, key=_utf16)
+
+
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+_queue_id = attrgetter("queue_id")
 
 
 def sorted_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
     """``queues`` sorted by ``MessageQueue.compareTo``: topic, broker name (as Java strings), queue id.
 
-    Equal to ``sorted(queues)``, computed with a precomputed key instead of pairwise ``__lt__``.
+    Equal to ``sorted(queues)``, but computed by grouping on (topic, broker name), of which there
+    are few, and sorting each group by queue id: no per-queue string comparisons.
+
+    >>> [q.short for q in sorted_queues([MessageQueue("t", "b", 1), MessageQueue("t", "a", 9)])]
+    ['a:9', 'b:1']
     """
-    items = list(queues)
-    if all(q.topic.isascii() and q.broker_name.isascii() for q in items):
-        return sorted(items, key=lambda q: (q.topic, q.broker_name, q.queue_id))
-
-    def key(q: MessageQueue) -> tuple[bytes, bytes, int]:
-        return (
-            q.topic.encode("utf-16-be", "surrogatepass"),
-            q.broker_name.encode("utf-16-be", "surrogatepass"),
-            q.queue_id,
-        )
-
-    return sorted(items, key=key)
+    groups: dict[tuple[str, str], list[MessageQueue]] = {}
+    for mq in queues:
+        key = (mq.topic, mq.broker_name)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [mq]
+        else:
+            group.append(mq)
+    keys = list(groups)
+    if all(topic.isascii() and broker.isascii() for topic, broker in keys):
+        keys.sort()
+    else:
+        keys.sort(key=lambda k: (_utf16(k[0]), _utf16(k[1])))
+    result: list[MessageQueue] = []
+    for key in keys:
+        group = groups[key]
+        group.sort(key=_queue_id)
+        result += group
+    return result
 
 
 class AllocationStrategy(ABC):

@@ -17,6 +17,7 @@ Facts reproduced from RocketMQ 4.9.4 (``common/.../consistenthash``):
 from __future__ import annotations
 
 import hashlib
+import struct
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 
@@ -61,13 +62,19 @@ def _java_bytes(key: str) -> bytes:
     return joined.encode("utf-8", "replace")
 
 
+_md5 = hashlib.md5
+_first_u32 = struct.Struct(">I").unpack_from
+
+
 def md5_hash(key: str) -> int:
     """RocketMQ's default ring hash: the first 4 bytes of MD5(key), big-endian, unsigned.
 
     >>> md5_hash("CID-0-0")
     1900518137
     """
-    return int.from_bytes(hashlib.md5(_java_bytes(key)).digest()[:4], "big")
+    data = key.encode("ascii") if key.isascii() else _java_bytes(key)
+    value: int = _first_u32(_md5(data).digest())[0]
+    return value
 
 
 class HashRing:

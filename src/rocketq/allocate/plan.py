@@ -57,27 +57,36 @@ class _Ownership(dict[str, list[MessageQueue]]):
         self.group = group
         self.queues: tuple[MessageQueue, ...] = tuple(queues)
         self.consumers: tuple[str, ...] = tuple(consumers)
-        multiplicity = Counter(self.consumers)
-        owners: dict[MessageQueue, list[str]] = {mq: [] for mq in self.queues}
-        for cid, share in assignment.items():
-            for mq in dict.fromkeys(share):  # a consumer holds a queue once (RocketMQ keeps a set)
-                owners.setdefault(mq, []).extend([cid] * multiplicity.get(cid, 1))
-        self._owners = owners
+        self._owners: dict[MessageQueue, list[str]] | None = None  # computed when first asked
+
+    def _owner_table(self) -> dict[MessageQueue, list[str]]:
+        if self._owners is None:
+            multiplicity = Counter(self.consumers)
+            owners: dict[MessageQueue, list[str]] = {mq: [] for mq in self.queues}
+            for cid, share in self.items():
+                times = multiplicity.get(cid, 1)
+                for mq in dict.fromkeys(share):  # a consumer holds a queue once (RocketMQ keeps a set)
+                    holders = owners.get(mq)
+                    if holders is None:
+                        owners[mq] = holders = []
+                    holders += [cid] * times
+            self._owners = owners
+        return self._owners
 
     @property
     def owners(self) -> dict[MessageQueue, tuple[str, ...]]:
         """Every queue (offered ones first) → the processes taking it, one entry per process."""
-        return {mq: tuple(cids) for mq, cids in self._owners.items()}
+        return {mq: tuple(cids) for mq, cids in self._owner_table().items()}
 
     @property
     def unowned(self) -> tuple[MessageQueue, ...]:
         """Offered queues nobody consumes: their messages pile up."""
-        return tuple(mq for mq, cids in self._owners.items() if not cids)
+        return tuple(mq for mq, cids in self._owner_table().items() if not cids)
 
     @property
     def shared(self) -> dict[MessageQueue, tuple[str, ...]]:
         """Queues taken by more than one process (duplicated ids count twice): consumed twice."""
-        return {mq: tuple(cids) for mq, cids in self._owners.items() if len(cids) > 1}
+        return {mq: tuple(cids) for mq, cids in self._owner_table().items() if len(cids) > 1}
 
     @property
     def duplicate_ids(self) -> dict[str, int]:
@@ -103,7 +112,7 @@ class _Ownership(dict[str, list[MessageQueue]]):
     @property
     def ok(self) -> bool:
         """True when every offered queue has exactly one consuming process."""
-        return all(len(cids) == 1 for cids in self._owners.values())
+        return all(len(cids) == 1 for cids in self._owner_table().values())
 
 
 class Plan(_Ownership):
