@@ -29,6 +29,7 @@ from rocketq.protocol.properties import (
     MessageConst,
     java_hashmap_order,
     java_string_hash,
+    properties_to_string,
     string_to_properties,
 )
 from tests import wirecaps
@@ -265,3 +266,31 @@ def test_stored_batch_records_are_what_the_broker_stored() -> None:
         patched = bytearray(record)
         STORE_OFFSETS.pack_into(patched, QUEUE_OFFSET_POSITION, msg.queue_offset, msg.commit_log_offset)
         assert bytes(patched) == want
+
+
+def test_broker_stored_property_order_recipe() -> None:
+    """How a 4.9.4 broker turns a single send's properties into the stored string: read them into
+    a HashMap, put ``CLUSTER``, remove ``WAIT``, write in HashMap order (the table keeps the size it
+    reached). Checked on every plain send whose message the captures show stored."""
+    stored: dict[str, MessageExt] = {}
+    for record in STORE_RECORDS:
+        for msg in decode_messages(frame_body(record["file"], record["seq"])):
+            stored.setdefault(msg.properties.get(MessageConst.UNIQ_KEY, ""), msg)
+    checked = 0
+    for _name, line in wirecaps.all_frames():
+        header = line["header"]
+        ext = header.get("extFields") or {}
+        text = ext.get("i") if header.get("code") == 310 else ext.get("properties")
+        if header.get("code") not in (10, 310) or text is None:
+            continue
+        props = string_to_properties(text)
+        msg = stored.get(props.get(MessageConst.UNIQ_KEY, "-"))
+        if msg is None or MessageConst.DELAY in props or MessageConst.TRAN_MSG in props:
+            continue  # delayed and half messages are rewritten by the broker before they show up
+        props[MessageConst.CLUSTER] = "DefaultCluster"
+        most = len(props)
+        props.pop(MessageConst.WAIT, None)
+        order = java_hashmap_order(props, max_entries=most)
+        assert properties_to_string({k: props[k] for k in order}) == msg.stored_properties
+        checked += 1
+    assert checked >= 30
