@@ -371,3 +371,42 @@ def test_loop_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
         finally:
             loop.close()
     assert os.environ.get("ROCKETQ_NO_UVLOOP") is None
+
+
+def test_cancelled_invoke_forgets_its_request() -> None:
+    async def scenario() -> None:
+        conn, _transport = make_connection(server=False)
+        call = asyncio.ensure_future(conn.invoke(RemotingCommand.request(RequestCode.PULL_MESSAGE), 30.0))
+        await asyncio.sleep(0)
+        assert conn.pending_count == 1
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert conn.pending_count == 0
+
+    arun(scenario())
+
+
+def test_handler_may_answer_later_with_send_response() -> None:
+    """The Java broker's pattern: return nothing now, write the response when data arrives."""
+
+    async def scenario() -> None:
+        parked: list[tuple[RemotingConnection, RemotingCommand]] = []
+
+        def park(conn: RemotingConnection, request: RemotingCommand) -> None:
+            parked.append((conn, request))
+
+        handlers = HandlerTable()
+        handlers.register(RequestCode.PULL_MESSAGE, park)
+        conn, transport = make_connection(handlers)
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, opaque=41)
+        conn.data_received(encode_frame(request))
+        assert transport.writes == []
+        ((held_conn, held_request),) = parked
+        # a response built without the request's opaque still goes out as its answer
+        held_conn.send_response(held_request, RemotingCommand(code=0, remark="found"))
+        await asyncio.sleep(0)
+        (response,) = transport.frames()
+        assert (response.opaque, response.is_response, response.remark) == (41, True, "found")
+
+    arun(scenario())
