@@ -445,3 +445,12 @@ def test_any_chunking_gives_the_same_commands(batch: list[RemotingCommand], cuts
         i += 1
     assert got == batch
     assert decoder.buffered == 0
+
+
+def test_a_good_frame_before_a_bad_one_is_still_returned() -> None:
+    good = encode_frame(RemotingCommand(code=7))
+    decoder = FrameDecoder()
+    decoder.receive_data(good + struct.pack(">i", -5))
+    assert decoder.next_command() == RemotingCommand(code=7)
+    with pytest.raises(RemoteProtocolError, match="below the minimum"):
+        decoder.next_command()

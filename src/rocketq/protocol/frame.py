@@ -457,9 +457,8 @@ class FrameDecoder:
         except RemoteProtocolError as exc:
             self._fail(exc)
         # CPython drops bytes from a bytearray's front by moving its start, without copying.
+        # The next frame's length is checked by the next call, so this command is never lost.
         del buffer[: length + 4]
-        if len(buffer) >= 4:
-            self._check_front()
         return cmd
 
     def __iter__(self) -> Iterator[RemotingCommand]:
