@@ -153,19 +153,39 @@ def _kind(raw: object) -> str:
     return type(raw).__name__
 
 
-def _bad(path: str, expected: str, raw: object) -> RemoteProtocolError:
+# Where a value sits in a body, built cheaply while decoding and rendered only for an error:
+# a class name, or (parent, step, kind) with kind "." (field), "[]" (index or map key) or "key".
+_Path = str | tuple[Any, Any, str]
+
+
+def _render(path: _Path) -> str:
+    if isinstance(path, str):
+        return path
+    parent, step, kind = path
+    if kind == ".":
+        return f"{_render(parent)}.{step}"
+    if kind == "[]":
+        return f"{_render(parent)}[{step!r}]"
+    return f"{_render(parent)} key"
+
+
+def _bad(path: _Path, expected: str, raw: object) -> RemoteProtocolError:
     shown = repr(raw)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return RemoteProtocolError(f"{path}: expected {expected}, got {_kind(raw)} {shown}")
+    return RemoteProtocolError(f"{_render(path)}: expected {expected}, got {_kind(raw)} {shown}")
 
 
 class _Codec(Generic[T]):
-    """Converts one field between its parsed-JSON form and its Python form."""
+    """Converts one field between its parsed-JSON form and its Python form.
+
+    ``exact`` names the parsed type that needs no conversion at all (``str`` for strings ...).
+    """
 
     __slots__ = ()
+    exact: ClassVar[type | None] = None
 
-    def load(self, raw: Any, path: str) -> T:
+    def load(self, raw: Any, path: _Path) -> T:
         raise NotImplementedError
 
     def dump(self, value: T) -> Any:
@@ -174,8 +194,9 @@ class _Codec(Generic[T]):
 
 class _Str(_Codec[str]):
     __slots__ = ()
+    exact = str
 
-    def load(self, raw: Any, path: str) -> str:
+    def load(self, raw: Any, path: _Path) -> str:
         if isinstance(raw, str):
             return raw
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
@@ -185,8 +206,9 @@ class _Str(_Codec[str]):
 
 class _Int(_Codec[int]):
     __slots__ = ()
+    exact = int
 
-    def load(self, raw: Any, path: str) -> int:
+    def load(self, raw: Any, path: _Path) -> int:
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
         if isinstance(raw, str):
@@ -199,8 +221,9 @@ class _Int(_Codec[int]):
 
 class _Float(_Codec[float]):
     __slots__ = ()
+    exact = float
 
-    def load(self, raw: Any, path: str) -> float:
+    def load(self, raw: Any, path: _Path) -> float:
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
             return float(raw)
         if isinstance(raw, str):
@@ -216,8 +239,9 @@ class _Float(_Codec[float]):
 
 class _Bool(_Codec[bool]):
     __slots__ = ()
+    exact = bool
 
-    def load(self, raw: Any, path: str) -> bool:
+    def load(self, raw: Any, path: _Path) -> bool:
         if isinstance(raw, bool):
             return raw
         if raw in ("true", 1):
@@ -233,7 +257,7 @@ class _Enum(_Codec[E]):
     def __init__(self, cls: type[E]) -> None:
         self.cls = cls
 
-    def load(self, raw: Any, path: str) -> E:
+    def load(self, raw: Any, path: _Path) -> E:
         if isinstance(raw, str):
             try:
                 return self.cls[raw]
@@ -256,11 +280,11 @@ class _List(_Codec[tuple[T, ...]]):
     def __init__(self, item: _Codec[T]) -> None:
         self.item = item
 
-    def load(self, raw: Any, path: str) -> tuple[T, ...]:
+    def load(self, raw: Any, path: _Path) -> tuple[T, ...]:
         if not isinstance(raw, (list, tuple)):
             raise _bad(path, "an array", raw)
         load = self.item.load
-        return tuple(load(v, f"{path}[{i}]") for i, v in enumerate(raw))
+        return tuple([load(v, (path, i, "[]")) for i, v in enumerate(raw)])
 
     def dump(self, value: tuple[T, ...]) -> Any:
         dump = self.item.dump
@@ -274,15 +298,14 @@ class _Map(_Codec[dict[K, V]]):
         self.key = key
         self.value = value
 
-    def load(self, raw: Any, path: str) -> dict[K, V]:
+    def load(self, raw: Any, path: _Path) -> dict[K, V]:
         if not isinstance(raw, dict):
             raise _bad(path, "an object", raw)
         kload = self.key.load
         vload = self.value.load
         result: dict[K, V] = {}
         for k, v in raw.items():
-            key = kload(k, f"{path} key")
-            result[key] = vload(v, f"{path}[{k!r}]")
+            result[kload(k, (path, k, "key"))] = vload(v, (path, k, "[]"))
         return result
 
     def dump(self, value: dict[K, V]) -> Any:
@@ -296,7 +319,7 @@ class _LongKey(_Codec[int]):
 
     __slots__ = ()
 
-    def load(self, raw: Any, path: str) -> int:
+    def load(self, raw: Any, path: _Path) -> int:
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
         if isinstance(raw, str) and raw.lstrip("-").isdigit():
@@ -309,14 +332,16 @@ class _Queue(_Codec[MessageQueue]):
 
     __slots__ = ()
 
-    def load(self, raw: Any, path: str) -> MessageQueue:
+    def load(self, raw: Any, path: _Path) -> MessageQueue:
         if isinstance(raw, str) and raw.startswith("{"):
             # a key written as a JSON string (WriteNonStringKeyAsString / BrowserCompatible)
             try:
                 raw = loads(raw)
             except RemoteProtocolError:
                 pass
-        if isinstance(raw, (dict, FrozenObject)):
+        if type(raw) is FrozenObject:
+            raw = dict(raw)
+        if isinstance(raw, dict):
             get = raw.get
             topic = get("topic")
             broker = get("brokerName")
@@ -337,7 +362,7 @@ class _Bean(_Codec[B]):
     def __init__(self, cls: type[B]) -> None:
         self.cls = cls
 
-    def load(self, raw: Any, path: str) -> B:
+    def load(self, raw: Any, path: _Path) -> B:
         return self.cls._from_json(raw, path)
 
     def dump(self, value: B) -> Any:
@@ -393,15 +418,20 @@ class JsonBody:
         return cls._from_json(raw, cls.__name__)
 
     @classmethod
-    def _from_json(cls, raw: Any, path: str) -> Self:
+    def _from_json(cls, raw: Any, path: _Path) -> Self:
         if not isinstance(raw, (dict, FrozenObject)):
             raise _bad(path, "an object", raw)
         get = raw.get
         kwargs: dict[str, Any] = {}
         for prop in cls._PROPS:
             value = get(prop.name)
-            if value is not None:
-                kwargs[prop.attr] = prop.codec.load(value, f"{path}.{prop.name}")
+            if value is None:
+                continue
+            codec = prop.codec
+            if type(value) is codec.exact:
+                kwargs[prop.attr] = value  # already the Python type: no conversion, no check needed
+            else:
+                kwargs[prop.attr] = codec.load(value, (path, prop.name, "."))
         return cls(**kwargs)
 
     def encode(self, *, browser_compatible: bool = False) -> bytes:

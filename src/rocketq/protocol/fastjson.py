@@ -109,11 +109,15 @@ class FrozenObject(tuple[tuple[Any, Any], ...]):
 
 def freeze(value: Any) -> Any:
     """A hashable equivalent of a parsed JSON value: dicts become :class:`FrozenObject`, lists tuples."""
-    if isinstance(value, dict):
-        return FrozenObject((k, freeze(v)) for k, v in value.items())
-    if isinstance(value, list):
-        return tuple(freeze(v) for v in value)
+    kind = type(value)
+    if kind is dict:
+        return FrozenObject([(k, v if type(v) not in _CONTAINERS else freeze(v)) for k, v in value.items()])
+    if kind is list:
+        return tuple([v if type(v) not in _CONTAINERS else freeze(v) for v in value])
     return value
+
+
+_CONTAINERS = frozenset({dict, list})
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,7 +131,13 @@ _scan_once = cast(
 _scanstring = cast(Callable[[str, int, bool], tuple[str, int]], json.decoder.scanstring)  # type: ignore[attr-defined]
 
 # fastjson skips ' ', \t, \n, \r, \f and \b between tokens.
-_WS = re.compile(r"[ \t\n\r\f\b]*")
+_BLANKS = r"[ \t\n\r\f\b]*"
+_WS = re.compile(_BLANKS)
+_COLON = re.compile(f"{_BLANKS}:{_BLANKS}")
+_OBJ_OPEN = re.compile(f"\\{{{_BLANKS}(\\}})?")
+_OBJ_NEXT = re.compile(f"{_BLANKS}(?:,{_BLANKS}(\\}})?|(\\}}))")
+_ARR_OPEN = re.compile(f"\\[{_BLANKS}(\\])?")
+_ARR_NEXT = re.compile(f"{_BLANKS}(?:,{_BLANKS}(\\])?|(\\]))")
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?([LSBFD]?)")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _SQ_PLAIN = re.compile(r"[^'\\]*")
@@ -204,19 +214,27 @@ class _Parser:
     def value(self, pos: int) -> tuple[Any, int]:
         """Parse the value starting exactly at ``pos`` (no leading whitespace)."""
         text = self.text
-        if pos >= len(text):
-            raise self.fail(pos, "expected a value")
-        ch = text[pos]
-        if ch in '{["':
+        ch = text[pos : pos + 1]
+        if ch == '"':
+            try:
+                return _scanstring(text, pos + 1, False)
+            except ValueError:
+                return self.string(pos)  # an escape only fastjson knows (\x41, \v, \')
+        if ch == "{":
+            m = _OBJ_OPEN.match(text, pos)
+            assert m is not None  # the pattern matches any "{"
+            # Give the object to the C scanner unless its first key already shows fastjson syntax.
+            if m.group(1) is None and text.startswith('"', m.end()):
+                try:
+                    return _scan_once(text, pos)
+                except (StopIteration, ValueError, RecursionError):
+                    pass
+            return self.object(m)
+        if ch == "[":
             try:
                 return _scan_once(text, pos)
             except (StopIteration, ValueError, RecursionError):
-                pass
-            if ch == "{":
-                return self.object(pos)
-            if ch == "[":
                 return self.array(pos)
-            return self.string(pos)
         if ch == "'":
             return self.string(pos)
         m = _NUMBER.match(text, pos)
@@ -230,54 +248,45 @@ class _Parser:
     @staticmethod
     def number(m: re.Match[str]) -> tuple[Any, int]:
         token = m.group()
-        if m.group(1):
-            token = token[:-1]
         suffix = m.group(1)
+        if suffix:
+            token = token[:-1]
         if suffix in ("F", "D") or "." in token or "e" in token or "E" in token:
             return float(token), m.end()
         return int(token), m.end()
 
-    def enter(self, pos: int) -> None:
+    def object(self, opened: re.Match[str]) -> tuple[dict[Any, Any], int]:
+        """Parse an object whose ``{`` (and following blanks, or ``}``) ``opened`` matched."""
+        text = self.text
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise self.fail(pos, f"nesting deeper than {MAX_DEPTH}")
-
-    def object(self, pos: int) -> tuple[dict[Any, Any], int]:
-        text = self.text
-        ws = _WS.match
-        self.enter(pos)
+            raise self.fail(opened.start(), f"nesting deeper than {MAX_DEPTH}")
         result: dict[Any, Any] = {}
-        pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
-        if text.startswith("}", pos):
-            self.depth -= 1
-            return result, pos + 1
-        while True:
-            key, pos = self.key(pos)
-            pos = ws(text, pos).end()  # type: ignore[union-attr]
-            if not text.startswith(":", pos):
-                raise self.fail(pos, "expected ':' after an object key")
-            pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
-            result[key], pos = self.value(pos)
-            pos = ws(text, pos).end()  # type: ignore[union-attr]
-            if text.startswith(",", pos):
-                pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
-                if text.startswith("}", pos):  # a trailing comma, which fastjson tolerates
+        pos = opened.end()
+        if opened.group(1) is None:
+            colon = _COLON.match
+            after = _OBJ_NEXT.match
+            while True:
+                key, pos = self.key(pos)
+                m = colon(text, pos)
+                if m is None:
+                    raise self.fail(pos, "expected ':' after an object key")
+                result[key], pos = self.value(m.end())
+                m = after(text, pos)
+                if m is None:
+                    raise self.fail(pos, "expected ',' or '}' in an object")
+                pos = m.end()
+                if m.lastindex is not None:  # '}' (possibly after a trailing comma, which fastjson allows)
                     break
-                continue
-            if text.startswith("}", pos):
-                break
-            raise self.fail(pos, "expected ',' or '}' in an object")
         self.depth -= 1
-        return result, pos + 1
+        return result, pos
 
     def key(self, pos: int) -> tuple[Any, int]:
         text = self.text
-        if pos >= len(text):
-            raise self.fail(pos, "expected an object key")
-        ch = text[pos]
-        if ch in "\"'":
-            return self.string(pos)
-        if ch in "{[":
+        ch = text[pos : pos + 1]
+        if ch in ('"', "'"):
+            return self.value(pos)
+        if ch in ("{", "["):
             value, end = self.value(pos)
             return freeze(value), end
         m = _NUMBER.match(text, pos)
@@ -293,36 +302,31 @@ class _Parser:
 
     def array(self, pos: int) -> tuple[list[Any], int]:
         text = self.text
-        ws = _WS.match
-        self.enter(pos)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(pos, f"nesting deeper than {MAX_DEPTH}")
         result: list[Any] = []
-        pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
-        if text.startswith("]", pos):
-            self.depth -= 1
-            return result, pos + 1
-        while True:
-            item, pos = self.value(pos)
-            result.append(item)
-            pos = ws(text, pos).end()  # type: ignore[union-attr]
-            if text.startswith(",", pos):
-                pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
-                if text.startswith("]", pos):
+        m = _ARR_OPEN.match(text, pos)
+        assert m is not None  # the pattern matches any "["
+        pos = m.end()
+        if m.group(1) is None:
+            after = _ARR_NEXT.match
+            append = result.append
+            while True:
+                item, pos = self.value(pos)
+                append(item)
+                m = after(text, pos)
+                if m is None:
+                    raise self.fail(pos, "expected ',' or ']' in an array")
+                pos = m.end()
+                if m.lastindex is not None:
                     break
-                continue
-            if text.startswith("]", pos):
-                break
-            raise self.fail(pos, "expected ',' or ']' in an array")
         self.depth -= 1
-        return result, pos + 1
+        return result, pos
 
     def string(self, pos: int) -> tuple[str, int]:
         text = self.text
         quote = text[pos]
-        if quote == '"':
-            try:
-                return _scanstring(text, pos + 1, False)
-            except ValueError:
-                pass  # an escape only fastjson knows (\x41, \v, \'): decode it ourselves
         plain = _DQ_PLAIN if quote == '"' else _SQ_PLAIN
         parts: list[str] = []
         pos += 1
