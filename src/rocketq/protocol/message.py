@@ -482,7 +482,7 @@ def decode_messages(
     """Every stored message in ``body`` (a FOUND pull body, query/view results, commit-log bytes).
 
     ``decompress`` inflates compressed bodies as the Java client does; ``read_body=False`` skips
-    bodies (``body`` is then ``b""``), for index rebuilding. Anything that is not a whole number
+    bodies (``body`` is then ``b""``, so such messages cannot be re-encoded), for index rebuilding. Anything that is not a whole number
     of well-formed records - a bad magic code, a size running past the end, fields that do not
     add up to the store size, invalid UTF-8 - raises :class:`~rocketq.errors.RemoteProtocolError`
     naming the byte offset (Java's client silently drops the rest instead). Use
