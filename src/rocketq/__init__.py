@@ -7,6 +7,7 @@ rebalancing did. The names below are the curated public API; ``__all__`` is kept
 
 from __future__ import annotations
 
+from rocketq.allocate import AllocationStrategy, Plan, get_strategy, plan, plan_group
 from rocketq.errors import (
     BrokerError,
     ClientStateError,
@@ -22,14 +23,19 @@ from rocketq.models import MessageQueue
 __version__ = "0.1.0"
 
 __all__ = [
+    "AllocationStrategy",
     "BrokerError",
     "ClientStateError",
     "ConfigError",
     "MessageQueue",
+    "Plan",
     "RemoteProtocolError",
     "RemotingError",
     "RemotingTimeoutError",
     "RocketQError",
     "StoreError",
     "__version__",
+    "get_strategy",
+    "plan",
+    "plan_group",
 ]

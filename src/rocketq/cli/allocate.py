@@ -393,14 +393,14 @@ def _print_tables(
             table.add_column(topic, justify="right")
     table.add_column("assigned")
     previous: Mapping[str, list[MessageQueue]] = before if before is not None else {}
+    dups = after.duplicate_ids
     for cid, share in after.items():
-        row = [cid, str(counts[cid])]
+        row = [f"{cid} [red]×{dups[cid]}[/]" if cid in dups else cid, str(counts[cid])]
         if multi:
             row += [str(len(p.get(cid, ()))) for p in after.topics.values()]
         assigned = compact_ranges(share, with_topic=multi) or "[dim]idle[/]"
         if before is not None and cid not in previous:
-            cid_cell = f"{cid} [green](new)[/]"
-            row[0] = cid_cell
+            row[0] += " [green](new)[/]"
         row.append(assigned)
         table.add_row(*row)
     if before is not None:
@@ -424,12 +424,11 @@ def _print_tables(
         "consumed by several: "
         + (f"[red]{len(shared)}[/] {compact_ranges(shared, with_topic=multi)}" if shared else "none")
     )
-    dups = after.duplicate_ids
     if dups:
         console.print(
             "[red]duplicated client ids[/]: "
             + ", ".join(f"{cid} ×{n}" for cid, n in dups.items())
-            + " (these processes take the same queues)"
+            + " (same queues taken twice)"
         )
     if before is not None and changes is not None:
         console.print()
