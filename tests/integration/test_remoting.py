@@ -722,20 +722,31 @@ def test_server_close_cancels_running_handlers_and_closes_connections(arun: Call
 def test_server_close_with_grace_lets_handlers_answer(arun: Callable[..., Any]) -> None:
     async def scenario() -> None:
         started = asyncio.Event()
+        gate = asyncio.Event()
+        calls: list[int] = []
 
-        async def quick(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        async def held(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            calls.append(1)
             started.set()
-            await asyncio.sleep(0.05)
+            await gate.wait()
             return request.response(remark="done")
 
         server = RemotingServer()
-        server.register_handler(PULL, quick)
+        server.register_handler(PULL, held)
         await server.start()
         async with RemotingClient() as client:
-            call = asyncio.ensure_future(client.invoke(server.address, RemotingCommand.request(PULL), 5.0))
+            first = asyncio.ensure_future(client.invoke(server.address, RemotingCommand.request(PULL), 5.0))
             await asyncio.wait_for(started.wait(), 2.0)
-            await server.close(grace=2.0)
-            assert (await call).remark == "done"
+            closing = asyncio.ensure_future(server.close(grace=2.0))
+            await asyncio.sleep(0)  # close() has stopped reading
+            second = asyncio.ensure_future(client.invoke(server.address, RemotingCommand.request(PULL), 5.0))
+            await asyncio.sleep(0.05)  # the second request reaches the server, which must not take it
+            gate.set()
+            assert (await first).remark == "done"
+            await asyncio.wait_for(closing, 5.0)
+            with pytest.raises(RemotingClosedError):
+                await second
+            assert len(calls) == 1
 
     arun(scenario())
 

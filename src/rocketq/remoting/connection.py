@@ -203,6 +203,7 @@ class RemotingConnection(asyncio.Protocol):
         self._writes_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._reading_paused = False
+        self._reading_stopped = False  # for good: the owner is shutting down
         self._processing = False
         self._last_activity = 0.0
         self._idle_handle: asyncio.TimerHandle | None = None
@@ -481,8 +482,13 @@ class RemotingConnection(asyncio.Protocol):
             assert self._transport is not None
             self._transport.pause_reading()
 
+    def stop_reading(self) -> None:
+        """Take no more requests from this connection (for a graceful shutdown); never undone."""
+        self._reading_stopped = True
+        self._pause_reading()
+
     def _maybe_resume_reading(self) -> None:
-        if not self._reading_paused or self._closed:
+        if not self._reading_paused or self._closed or self._reading_stopped:
             return
         if len(self._tasks) >= self._max_in_flight:
             return

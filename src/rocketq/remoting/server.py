@@ -147,7 +147,7 @@ class RemotingServer:
         if grace > 0:
             running: list[asyncio.Task[None]] = []
             for conn in connections:
-                conn._pause_reading()
+                conn.stop_reading()
                 running.extend(conn._tasks)
             if running:
                 await asyncio.wait(running, timeout=grace)
