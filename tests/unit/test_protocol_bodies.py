@@ -299,6 +299,22 @@ def test_check_client_and_reset_offset_golden() -> None:
     )
 
 
+def test_client_answers_golden() -> None:
+    result = b.ConsumeMessageDirectlyResult(consume_result=b.CMResult.CR_SUCCESS, spent_time_mills=3)
+    assert (
+        result.encode()
+        == b'{"autoCommit":true,"consumeResult":"CR_SUCCESS","order":false,"spentTimeMills":3}'
+    )
+    status = b.GetConsumerStatusBody(
+        message_queue_table={MessageQueue("T", "b", 0): 5},
+        consumer_table={"c1": {MessageQueue("T", "b", 0): 5}},
+    )
+    assert status.encode() == (
+        b'{"consumerTable":{"c1":{{"brokerName":"b","queueId":0,"topic":"T"}:5}},'
+        b'"messageQueueTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}'
+    )
+
+
 # ---------------------------------------------------------------- Java hash order
 
 
@@ -436,6 +452,19 @@ _broker_data = st.builds(
 _version = st.builds(b.DataVersion, timestamp=_long, counter=_long)
 
 BODY_STRATEGIES: dict[type[b.JsonBody], st.SearchStrategy[Any]] = {
+    b.ConsumeMessageDirectlyResult: st.builds(
+        b.ConsumeMessageDirectlyResult,
+        order=st.booleans(),
+        auto_commit=st.booleans(),
+        consume_result=st.none() | st.sampled_from(b.CMResult),
+        remark=_optional_text,
+        spent_time_mills=_long,
+    ),
+    b.GetConsumerStatusBody: st.builds(
+        b.GetConsumerStatusBody,
+        message_queue_table=st.dictionaries(_queue, _long, max_size=3),
+        consumer_table=st.dictionaries(_text, st.dictionaries(_queue, _long, max_size=2), max_size=2),
+    ),
     b.TopicRouteData: st.builds(
         b.TopicRouteData,
         order_topic_conf=_optional_text,

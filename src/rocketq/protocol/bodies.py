@@ -43,10 +43,12 @@ from rocketq.protocol.properties import java_string_hash
 
 __all__ = [
     "BrokerData",
+    "CMResult",
     "CheckClientRequestBody",
     "ClusterInfo",
     "Connection",
     "ConsumeFromWhere",
+    "ConsumeMessageDirectlyResult",
     "ConsumeStats",
     "ConsumeStatus",
     "ConsumeType",
@@ -56,6 +58,7 @@ __all__ = [
     "ConsumerRunningInfo",
     "DataVersion",
     "GetConsumerListByGroupResponseBody",
+    "GetConsumerStatusBody",
     "GroupList",
     "HeartbeatData",
     "JsonBody",
@@ -123,6 +126,17 @@ class ConsumeFromWhere(enum.StrEnum):
     CONSUME_FROM_MAX_OFFSET = "CONSUME_FROM_MAX_OFFSET"
     CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
     CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+class CMResult(enum.StrEnum):
+    """How a listener handled a message pushed by ``CONSUME_MESSAGE_DIRECTLY`` (``CMResult``)."""
+
+    CR_SUCCESS = "CR_SUCCESS"
+    CR_LATER = "CR_LATER"
+    CR_ROLLBACK = "CR_ROLLBACK"
+    CR_COMMIT = "CR_COMMIT"
+    CR_THROW_EXCEPTION = "CR_THROW_EXCEPTION"
+    CR_RETURN_NULL = "CR_RETURN_NULL"
 
 
 class TopicFilterType(enum.StrEnum):
@@ -1257,6 +1271,38 @@ class SubscriptionGroupWrapper(JsonBody):
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
         _p("dataVersion", "data_version", _Bean(DataVersion)),
         _p("subscriptionGroupTable", "subscription_group_table", _Map(_STR, _Bean(SubscriptionGroupConfig))),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeMessageDirectlyResult(JsonBody):
+    """A client's answer to ``CONSUME_MESSAGE_DIRECTLY``: how its listener handled one message."""
+
+    order: bool = False
+    auto_commit: bool = True
+    consume_result: CMResult | None = None
+    remark: str | None = None
+    spent_time_mills: int = 0
+
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(
+        _p("autoCommit", "auto_commit", _BOOL),
+        _p("consumeResult", "consume_result", _Enum(CMResult)),
+        _p("order", "order", _BOOL),
+        _p("remark", "remark", _STR),
+        _p("spentTimeMills", "spent_time_mills", _INT),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumerStatusBody(JsonBody):
+    """Offsets per queue, a client's ``GET_CONSUMER_STATUS_FROM_CLIENT`` answer (per client via a broker)."""
+
+    message_queue_table: Mapping[MessageQueue, int] = field(default_factory=dict)
+    consumer_table: Mapping[str, Mapping[MessageQueue, int]] = field(default_factory=dict)
+
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(
+        _p("consumerTable", "consumer_table", _Map(_STR, _Map(_QUEUE, _INT))),
+        _p("messageQueueTable", "message_queue_table", _Map(_QUEUE, _INT)),
     )
 
 
