@@ -14,11 +14,10 @@ transitions obey). Facts:
   with ``CID_RMQ_SYS_``; otherwise the lookup finds nothing (pulls then answer
   SUBSCRIPTION_GROUP_NOT_EXIST, and the heartbeat registers without creating the retry topic);
 * admin create/update/delete, and every auto-creation, advance the ``DataVersion`` and call
-  the ``on_change`` listener (wired to persistence by the broker).
+  the ``on_change`` listener (the store's table marks itself dirty and is flushed every 5 s).
 
-Configs are the protocol's ``SubscriptionGroupConfig`` bodies. Persistence seam as for topics:
-:meth:`SubscriptionGroupManager.wrapper` gives RocketMQ's ``SubscriptionGroupWrapper`` (the content
-of ``subscriptionGroup.json``) and :meth:`SubscriptionGroupManager.load` merges one back.
+Configs are the protocol's ``SubscriptionGroupConfig`` bodies, kept in a
+:class:`SubscriptionGroupTable`: the store's (``config/subscriptionGroup.json``) or one in memory.
 Single-threaded; ``now`` is wall-clock float seconds (the data version's time stamp).
 """
 
@@ -27,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
@@ -34,8 +34,10 @@ from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, Subscr
 __all__ = [
     "BUILTIN_SUBSCRIPTION_GROUPS",
     "CID_RMQ_SYS_PREFIX",
+    "MemorySubscriptionGroupTable",
     "SubscriptionGroupChange",
     "SubscriptionGroupManager",
+    "SubscriptionGroupTable",
     "is_sys_consumer_group",
 ]
 
@@ -70,27 +72,89 @@ class SubscriptionGroupChange:
     data_version: DataVersion
 
 
-class SubscriptionGroupManager:
-    """RocketMQ's ``SubscriptionGroupManager`` as in-memory state (see the module docstring)."""
+class SubscriptionGroupTable(Protocol):
+    """Where the configs live: :class:`rocketq.store.configfiles.SubscriptionGroupTable`
+    (``config/subscriptionGroup.json``) or :class:`MemorySubscriptionGroupTable`. Every write
+    advances ``data_version``."""
 
-    __slots__ = ("_auto_create", "_listener", "_table", "_version")
+    data_version: DataVersion
+
+    def get(self, group: str) -> SubscriptionGroupConfig | None: ...
+    def all(self) -> dict[str, SubscriptionGroupConfig]: ...
+    def put(self, config: SubscriptionGroupConfig, *, now_ms: int) -> None: ...
+    def delete(self, group: str, *, now_ms: int) -> SubscriptionGroupConfig | None: ...
+    def __contains__(self, group: object) -> bool: ...
+    def __len__(self) -> int: ...
+
+
+class MemorySubscriptionGroupTable:
+    """A :class:`SubscriptionGroupTable` kept in memory only."""
+
+    __slots__ = ("_table", "data_version")
+
+    def __init__(self, data_version: DataVersion | None = None) -> None:
+        self._table: dict[str, SubscriptionGroupConfig] = {}
+        self.data_version = data_version or DataVersion()
+
+    def get(self, group: str) -> SubscriptionGroupConfig | None:
+        return self._table.get(group)
+
+    def all(self) -> dict[str, SubscriptionGroupConfig]:
+        return dict(self._table)
+
+    def put(self, config: SubscriptionGroupConfig, *, now_ms: int) -> None:
+        if not config.group_name:
+            raise ConfigError(f"subscription group config without a group name: {config!r}")
+        self._table[config.group_name] = config
+        self.data_version = self.data_version.next_version(now_ms)
+
+    def delete(self, group: str, *, now_ms: int) -> SubscriptionGroupConfig | None:
+        old = self._table.pop(group, None)
+        if old is not None:
+            self.data_version = self.data_version.next_version(now_ms)
+        return old
+
+    def __contains__(self, group: object) -> bool:
+        return group in self._table
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+def _ms(now: float) -> int:
+    return int(now * 1000)
+
+
+class SubscriptionGroupManager:
+    """RocketMQ's ``SubscriptionGroupManager`` over a :class:`SubscriptionGroupTable`."""
+
+    __slots__ = ("_auto_create", "_listener", "_table")
 
     def __init__(
         self,
         *,
         now: float,
         auto_create_subscription_group: bool = True,
+        table: SubscriptionGroupTable | None = None,
         on_change: Callable[[SubscriptionGroupChange], None] | None = None,
     ) -> None:
-        """``auto_create_subscription_group`` is ``BrokerConfig.autoCreateSubscriptionGroup`` (on)."""
+        """``auto_create_subscription_group`` is ``BrokerConfig.autoCreateSubscriptionGroup`` (on).
+
+        Pass the store's table after its ``load()``: groups read from disk win over the
+        built-in defaults and only missing built-ins are added. Without ``table``, memory only.
+        """
         self._auto_create = auto_create_subscription_group
         self._listener = on_change
-        self._version = DataVersion(timestamp=int(now * 1000), counter=0)
-        self._table = {name: SubscriptionGroupConfig(group_name=name) for name in BUILTIN_SUBSCRIPTION_GROUPS}
+        self._table: SubscriptionGroupTable = (
+            table if table is not None else MemorySubscriptionGroupTable(DataVersion(timestamp=_ms(now)))
+        )
+        for name in BUILTIN_SUBSCRIPTION_GROUPS:
+            if name not in self._table:
+                self._table.put(SubscriptionGroupConfig(group_name=name), now_ms=_ms(now))
 
     @property
     def data_version(self) -> DataVersion:
-        return self._version
+        return self._table.data_version
 
     def get(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, without creating it."""
@@ -101,9 +165,8 @@ class SubscriptionGroupManager:
         config = self._table.get(group)
         if config is None and (self._auto_create or is_sys_consumer_group(group)):
             config = SubscriptionGroupConfig(group_name=group)
-            self._table[group] = config
             log.info("auto-created subscription group %s", group)
-            self._changed("auto-create", group, config, now)
+            self._put("auto-create", group, config, now)
         return config
 
     def notify_enabled(self, group: str) -> bool:
@@ -113,10 +176,10 @@ class SubscriptionGroupManager:
         return True if config is None else config.notify_consumer_ids_changed_enable
 
     def groups(self) -> list[str]:
-        return list(self._table)
+        return list(self._table.all())
 
     def table(self) -> dict[str, SubscriptionGroupConfig]:
-        return dict(self._table)
+        return self._table.all()
 
     def __contains__(self, group: object) -> bool:
         return group in self._table
@@ -129,9 +192,8 @@ class SubscriptionGroupManager:
         if not config.group_name:
             raise ConfigError(f"subscription group config without a group name: {config!r}")
         old = self._table.get(config.group_name)
-        self._table[config.group_name] = config
         log.info("%s subscription group %s", "created" if old is None else "updated", config)
-        self._changed("update", config.group_name, config, now)
+        self._put("update", config.group_name, config, now)
         return old
 
     def disable_consume(self, group: str, now: float) -> bool:
@@ -139,45 +201,45 @@ class SubscriptionGroupManager:
         old = self._table.get(group)
         if old is None:
             return False
-        config = replace(old, consume_enable=False)
-        self._table[group] = config
-        self._changed("disable", group, config, now)
+        self._put("disable", group, replace(old, consume_enable=False), now)
         return True
 
     def delete(self, group: str, now: float) -> SubscriptionGroupConfig | None:
         """DELETE_SUBSCRIPTIONGROUP: remove the group's config; return it, or ``None`` if unknown."""
-        old = self._table.pop(group, None)
+        old = self._table.delete(group, now_ms=_ms(now))
         if old is None:
             log.warning("cannot delete subscription group %s: it does not exist", group)
             return None
         log.info("deleted subscription group %s", group)
-        self._changed("delete", group, old, now)
+        self._notify("delete", group, old)
         return old
 
     def wrapper(self) -> SubscriptionGroupWrapper:
         """The table and its version as RocketMQ's ``SubscriptionGroupWrapper``: the body of
-        ``subscriptionGroup.json`` and of GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG (and the content of ``subscriptionGroup.json``)."""
         return SubscriptionGroupWrapper(
-            subscription_group_table=dict(self._table), data_version=self._version
+            subscription_group_table=self._table.all(), data_version=self.data_version
         )
 
     def load(self, wrapper: SubscriptionGroupWrapper) -> None:
-        """Merge a persisted :meth:`wrapper`: its groups replace same-named ones and its data
-        version becomes ours. A config without a group name is taken under its table key;
+        """Merge a :meth:`wrapper` taken elsewhere: its groups replace same-named ones and its
+        data version becomes ours. A config without a group name is taken under its table key;
         :class:`ConfigError` (changing nothing) if a config names another group."""
         for name, config in wrapper.subscription_group_table.items():
             if config.group_name and config.group_name != name:
                 raise ConfigError(f"subscription group config under {name!r} names {config.group_name!r}")
-        self._table.update(
-            (name, config if config.group_name == name else replace(config, group_name=name))
-            for name, config in wrapper.subscription_group_table.items()
-        )
-        self._version = wrapper.data_version
+        for name, config in wrapper.subscription_group_table.items():
+            named = config if config.group_name == name else replace(config, group_name=name)
+            self._table.put(named, now_ms=wrapper.data_version.timestamp)
+        self._table.data_version = wrapper.data_version
 
-    def _changed(self, kind: str, group: str, config: SubscriptionGroupConfig, now: float) -> None:
-        self._version = self._version.next_version(int(now * 1000))
+    def _put(self, kind: str, group: str, config: SubscriptionGroupConfig, now: float) -> None:
+        self._table.put(config, now_ms=_ms(now))
+        self._notify(kind, group, config)
+
+    def _notify(self, kind: str, group: str, config: SubscriptionGroupConfig) -> None:
         if self._listener is not None:
             try:
-                self._listener(SubscriptionGroupChange(kind, group, config, self._version))
+                self._listener(SubscriptionGroupChange(kind, group, config, self._table.data_version))
             except Exception:
                 log.exception("subscription group listener failed on %s of %s", kind, group)

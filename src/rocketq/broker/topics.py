@@ -26,13 +26,14 @@ name server; clients learn routes from there. This module is RocketMQ 4.9.4's
   returned unchanged. The transaction half topic is created the same way (1 queue, ``RW``) on use.
 * **Every change** (creation, admin create/update/delete, order flags) advances the
   ``DataVersion`` (time stamp in ms, counter + 1) and calls the ``on_change`` listener with a
-  :class:`TopicChange`, which the broker wires to persistence (the store's config files) and to an
-  immediate re-registration with the name servers.
+  :class:`TopicChange`, which the broker wires to an immediate re-registration with the name
+  servers (the store's table marks itself dirty and is flushed to disk every 5 s).
 
-Values are the protocol's bodies (``TopicConfig``, ``DataVersion``). Persistence seam:
-:meth:`TopicConfigManager.wrapper` gives the table as RocketMQ's ``TopicConfigSerializeWrapper``
-(the content of ``topics.json`` and the topic part of REGISTER_BROKER) and
-:meth:`TopicConfigManager.load` takes one back, persisted entries overriding the built-in ones.
+Values are the protocol's bodies (``TopicConfig``, ``DataVersion``). Persistence: the configs
+live in a :class:`TopicTable`, the store's ``TopicConfigTable`` (``config/topics.json``, written
+atomically by the store's flush service) or a :class:`MemoryTopicTable`; the table advances the
+data version on every write. :meth:`TopicConfigManager.wrapper` gives RocketMQ's
+``TopicConfigSerializeWrapper``, the topic part of REGISTER_BROKER.
 
 Time: ``now`` is float seconds on the wall clock (``time.time()``): it becomes the data version's
 millisecond time stamp, which name servers compare. Single-threaded: one asyncio loop drives it.
@@ -44,6 +45,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import IntFlag
+from typing import Protocol
 
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
@@ -65,11 +67,13 @@ __all__ = [
     "SCHEDULE_TOPIC_QUEUE_NUM",
     "SYSTEM_TOPIC_PREFIX",
     "TOPIC_MAX_LENGTH",
+    "MemoryTopicTable",
     "PermName",
     "TopicChange",
     "TopicConfigManager",
     "TopicManagerConfig",
     "TopicSysFlag",
+    "TopicTable",
     "dlq_topic",
     "is_inherited",
     "is_not_allowed_send_topic",
@@ -143,7 +147,7 @@ class TopicSysFlag(IntFlag):
     FLAG_UNIT_SUB = 0x2
 
 
-_RW = PermName.PERM_READ | PermName.PERM_WRITE
+_RW = int(PermName.PERM_READ | PermName.PERM_WRITE)  # an int, not a flag: JSON must carry a number
 
 
 def perm_to_string(perm: int) -> str:
@@ -257,35 +261,108 @@ class TopicChange:
 TopicListener = Callable[[TopicChange], None]
 
 
+class TopicTable(Protocol):
+    """Where the topic configs live: :class:`rocketq.store.configfiles.TopicConfigTable` (persisted
+    to ``config/topics.json``) or :class:`MemoryTopicTable`. Every write advances ``data_version``."""
+
+    data_version: DataVersion
+
+    def get(self, topic: str) -> TopicConfig | None: ...
+    def all(self) -> dict[str, TopicConfig]: ...
+    def put(self, config: TopicConfig, *, now_ms: int) -> None: ...
+    def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None: ...
+    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None: ...
+    def wrapper(self) -> TopicConfigSerializeWrapper: ...
+    def __contains__(self, topic: object) -> bool: ...
+    def __len__(self) -> int: ...
+
+
+class MemoryTopicTable:
+    """A :class:`TopicTable` that is only kept in memory (tests, brokers without a data dir)."""
+
+    __slots__ = ("_table", "data_version")
+
+    def __init__(self, data_version: DataVersion | None = None) -> None:
+        self._table: dict[str, TopicConfig] = {}
+        self.data_version = data_version or DataVersion()
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self._table.get(topic)
+
+    def all(self) -> dict[str, TopicConfig]:
+        return dict(self._table)
+
+    def put(self, config: TopicConfig, *, now_ms: int) -> None:
+        self.put_all((config,), now_ms=now_ms)
+
+    def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None:
+        batch = list(configs)
+        for config in batch:
+            if not config.topic_name:
+                raise ConfigError(f"topic config without a topic name: {config!r}")
+        self._table.update((c.topic_name or "", c) for c in batch)
+        self.data_version = self.data_version.next_version(now_ms)
+
+    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None:
+        old = self._table.pop(topic, None)
+        if old is not None:
+            self.data_version = self.data_version.next_version(now_ms)
+        return old
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        return TopicConfigSerializeWrapper(
+            topic_config_table=dict(self._table), data_version=self.data_version
+        )
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._table
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
 class TopicConfigManager:
     """RocketMQ's ``TopicConfigManager``: the broker's topic table (see the module docstring)."""
 
-    __slots__ = ("_config", "_listener", "_system_topics", "_table", "_version")
+    __slots__ = ("_config", "_listener", "_system_topics", "_table")
 
     def __init__(
-        self, config: TopicManagerConfig | None = None, *, now: float, on_change: TopicListener | None = None
+        self,
+        config: TopicManagerConfig | None = None,
+        *,
+        now: float,
+        table: TopicTable | None = None,
+        on_change: TopicListener | None = None,
     ) -> None:
+        """Build the table of built-in topics over ``table``.
+
+        Pass the store's ``TopicConfigTable`` *after* its ``load()``: topics read from disk win
+        over the built-in defaults (as RocketMQ's ``decode`` overrides them) and only missing
+        built-ins are added. Without ``table`` the configs are kept in memory only.
+        """
         self._config = cfg = config or TopicManagerConfig()
         self._listener = on_change
-        self._version = DataVersion(timestamp=_ms(now), counter=0)
-        self._table: dict[str, TopicConfig] = {}
+        self._table: TopicTable = table if table is not None else MemoryTopicTable(DataVersion(_ms(now), 0))
         self._system_topics: set[str] = set(_STATIC_SYSTEM_TOPICS)
         inherit = int(PermName.PERM_INHERIT)
-        self._builtin(RMQ_SYS_SELF_TEST_TOPIC, 1)
+        builtins = [TopicConfig(RMQ_SYS_SELF_TEST_TOPIC, 1, 1)]
         if cfg.auto_create_topic_enable:
-            self._builtin(AUTO_CREATE_TOPIC_KEY_TOPIC, cfg.default_topic_queue_nums, inherit | _RW)
-        self._builtin(RMQ_SYS_BENCHMARK_TOPIC, 1024)
-        self._builtin(cfg.broker_cluster_name, 16, inherit | (_RW if cfg.cluster_topic_enable else 0))
-        self._builtin(cfg.broker_name, 1, inherit | (_RW if cfg.broker_topic_enable else 0))
-        self._builtin(RMQ_SYS_OFFSET_MOVED_EVENT, 1)
-        self._builtin(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM)
+            n = cfg.default_topic_queue_nums
+            builtins.append(TopicConfig(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, inherit | _RW))
+        builtins += [
+            TopicConfig(RMQ_SYS_BENCHMARK_TOPIC, 1024, 1024),
+            TopicConfig(cfg.broker_cluster_name, 16, 16, inherit | (_RW if cfg.cluster_topic_enable else 0)),
+            TopicConfig(cfg.broker_name, 1, 1, inherit | (_RW if cfg.broker_topic_enable else 0)),
+            TopicConfig(RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1),
+            TopicConfig(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM, SCHEDULE_TOPIC_QUEUE_NUM),
+        ]
         if cfg.trace_topic_enable:
-            self._builtin(cfg.msg_trace_topic_name, 1)
-        self._builtin(f"{cfg.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1)
-
-    def _builtin(self, topic: str, queue_nums: int, perm: int = _RW) -> None:
-        self._system_topics.add(topic)
-        self._table[topic] = TopicConfig(topic, queue_nums, queue_nums, perm)
+            builtins.append(TopicConfig(cfg.msg_trace_topic_name, 1, 1))
+        builtins.append(TopicConfig(f"{cfg.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1, 1))
+        self._system_topics.update(c.topic_name or "" for c in builtins)
+        missing = [c for c in builtins if c.topic_name not in self._table]
+        if missing:
+            self._table.put_all(missing, now_ms=_ms(now))
 
     # ---------------------------------------------------------------- queries
 
@@ -295,7 +372,7 @@ class TopicConfigManager:
 
     @property
     def data_version(self) -> DataVersion:
-        return self._version
+        return self._table.data_version
 
     def select(self, topic: str) -> TopicConfig | None:
         """The topic's config, or ``None`` (``selectTopicConfig``)."""
@@ -309,11 +386,11 @@ class TopicConfigManager:
 
     def topics(self) -> list[str]:
         """Every topic name (GET_ALL_TOPIC_LIST / the topic list of admin tools)."""
-        return list(self._table)
+        return list(self._table.all())
 
     def table(self) -> dict[str, TopicConfig]:
         """A copy of the table, topic to config."""
-        return dict(self._table)
+        return self._table.all()
 
     def is_system_topic(self, topic: str) -> bool:
         """``TopicValidator.isSystemTopic``: built-in topics (this broker's included) and ``rmq_sys_*``."""
@@ -348,13 +425,13 @@ class TopicConfigManager:
         sys_flag = 0
         if unit_mode:
             is_retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-            sys_flag = TopicSysFlag.FLAG_UNIT_SUB if is_retry else TopicSysFlag.FLAG_UNIT
+            sys_flag = int(TopicSysFlag.FLAG_UNIT_SUB if is_retry else TopicSysFlag.FLAG_UNIT)
         log.warning("send to unknown topic %s from %s", topic, remote_addr or "?")
         config = self.create_in_send(
-            topic, default_topic, default_topic_queue_nums, int(sys_flag), now, remote_addr
+            topic, default_topic, default_topic_queue_nums, sys_flag, now, remote_addr
         )
         if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            config = self.ensure_topic(topic, 1, _RW, int(sys_flag), now)
+            config = self.ensure_topic(topic, 1, _RW, sys_flag, now)
         return config
 
     def create_in_send(
@@ -383,10 +460,14 @@ class TopicConfigManager:
                 default_topic,
             )
             return None
-        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self._config.auto_create_topic_enable:
-            # As RocketMQ: the template is stripped of INHERIT in place, without a version change.
+        if (
+            default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC
+            and not self._config.auto_create_topic_enable
+            and template.perm != _RW
+        ):
+            # As RocketMQ, the template itself is stripped of INHERIT (it was loaded from disk).
             template = replace(template, perm=_RW)
-            self._table[default_topic] = template
+            self._put(template, "update", now)
         if not is_inherited(template.perm):
             log.warning(
                 "cannot create topic %s for %s: default topic %s has perm %s",
@@ -401,12 +482,12 @@ class TopicConfigManager:
             topic,
             queue_nums,
             queue_nums,
-            template.perm & ~PermName.PERM_INHERIT,
+            template.perm & ~int(PermName.PERM_INHERIT),
             template.topic_filter_type,
             topic_sys_flag,
         )
         log.info("auto-created topic %s from %s for %s", config, default_topic, remote_addr)
-        self._put(topic, config, "auto-create", now)
+        self._put(config, "auto-create", now)
         return config
 
     def ensure_topic(
@@ -421,7 +502,7 @@ class TopicConfigManager:
             topic, queue_nums, queue_nums, int(perm), TopicFilterType.SINGLE_TAG, topic_sys_flag
         )
         log.info("created topic %s", config)
-        self._put(topic, config, "create", now)
+        self._put(config, "create", now)
         return config
 
     def ensure_retry_topic(
@@ -451,66 +532,72 @@ class TopicConfigManager:
             log.info("created topic %s", config)
         else:
             log.info("updated topic %s (was %s)", config, old)
-        self._put(config.topic_name, config, "update", now)
+        self._put(config, "update", now)
         return old
 
     def delete(self, topic: str, now: float) -> TopicConfig | None:
         """``deleteTopicConfig``: remove ``topic``; return its config, or ``None`` if unknown."""
-        old = self._table.pop(topic, None)
+        old = self._table.delete(topic, now_ms=_ms(now))
         if old is None:
             log.warning("cannot delete topic %s: it does not exist", topic)
             return None
         log.info("deleted topic %s", old)
-        self._changed("delete", topic, old, now)
+        self._notify("delete", topic, old)
         return old
 
     def update_order_topics(self, order_topics: Iterable[str], now: float) -> bool:
         """``updateOrderTopicConfig``: set ``order`` exactly on the listed topics (the name
         server's ``ORDER_TOPIC_CONFIG`` namespace); return whether anything changed."""
         wanted = set(order_topics)
-        changed = False
-        for name, config in self._table.items():
-            order = name in wanted
-            if config.order != order:
-                self._table[name] = replace(config, order=order)
-                changed = True
-                log.info("topic %s order=%s", name, order)
-        if changed:
-            self._changed("order", "", None, now)
-        return changed
+        changed = [
+            replace(config, order=name in wanted)
+            for name, config in self._table.all().items()
+            if config.order != (name in wanted)
+        ]
+        if not changed:
+            return False
+        for config in changed:
+            log.info("topic %s order=%s", config.topic_name, config.order)
+        self._table.put_all(changed, now_ms=_ms(now))
+        self._notify("order", "", None)
+        return True
 
     # ---------------------------------------------------------------- persistence seam
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
         """The table and its version as RocketMQ's ``TopicConfigSerializeWrapper``: the body of
         ``topics.json`` and the topic part of REGISTER_BROKER (``.encode()`` gives the bytes)."""
-        return TopicConfigSerializeWrapper(topic_config_table=dict(self._table), data_version=self._version)
+        return self._table.wrapper()
 
     def load(self, wrapper: TopicConfigSerializeWrapper) -> None:
-        """Merge a persisted :meth:`wrapper` (``TopicConfigSerializeWrapper.decode(bytes)``): its
-        topics replace same-named ones and its data version becomes ours (RocketMQ's ``decode``).
-        A config without a topic name is taken under its table key."""
+        """Merge a :meth:`wrapper` taken elsewhere (``TopicConfigSerializeWrapper.decode(bytes)``):
+        its topics replace same-named ones and its data version becomes ours (RocketMQ's
+        ``decode``). A config without a topic name is taken under its table key; a config naming
+        another topic than its key is a :class:`ConfigError`, and nothing is changed."""
         for name, config in wrapper.topic_config_table.items():
             if config.topic_name and config.topic_name != name:
                 raise ConfigError(f"topic config under {name!r} names {config.topic_name!r}")
-        loaded = {
-            name: config if config.topic_name == name else replace(config, topic_name=name)
+        loaded = [
+            config if config.topic_name == name else replace(config, topic_name=name)
             for name, config in wrapper.topic_config_table.items()
-        }
-        self._table.update(loaded)
-        self._version = wrapper.data_version
-        log.info("loaded %d topic configs, %s", len(loaded), self._version)
+        ]
+        if loaded:
+            self._table.put_all(loaded, now_ms=wrapper.data_version.timestamp)
+        self._table.data_version = wrapper.data_version
+        log.info("loaded %d topic configs, %s", len(loaded), wrapper.data_version)
 
     # ---------------------------------------------------------------- internals
 
-    def _put(self, topic: str, config: TopicConfig, kind: str, now: float) -> None:
-        self._table[topic] = config
-        self._changed(kind, topic, config, now)
+    def _put(self, config: TopicConfig, kind: str, now: float) -> None:
+        if type(config.perm) is not int or type(config.topic_sys_flag) is not int:
+            # An IntFlag would be written to JSON by its name: keep plain numbers.
+            config = replace(config, perm=int(config.perm), topic_sys_flag=int(config.topic_sys_flag))
+        self._table.put(config, now_ms=_ms(now))
+        self._notify(kind, config.topic_name or "", config)
 
-    def _changed(self, kind: str, topic: str, config: TopicConfig | None, now: float) -> None:
-        self._version = self._version.next_version(_ms(now))
+    def _notify(self, kind: str, topic: str, config: TopicConfig | None) -> None:
         if self._listener is not None:
             try:
-                self._listener(TopicChange(kind, topic, config, self._version))
+                self._listener(TopicChange(kind, topic, config, self._table.data_version))
             except Exception:
                 log.exception("topic change listener failed on %s of %s (the change stands)", kind, topic)
