@@ -810,6 +810,79 @@ def test_captured_java_heartbeat_reaches_the_handler(arun: Callable[..., Any]) -
     arun(scenario())
 
 
+def test_every_captured_java_request_is_dispatched_and_answered(arun: Callable[..., Any]) -> None:
+    """All 677 requests Java peers sent in the captures, pipelined on one connection."""
+    requests = [
+        line
+        for _, line in wirecaps.all_frames()
+        if line["to"] != "client" and not line["header"].get("flag", 0) & 1
+    ]
+    expected_answers = [
+        (line["header"]["opaque"], line["serialize_type"])
+        for line in requests
+        if not line["header"]["flag"] & 2
+    ]
+
+    async def scenario() -> None:
+        seen: list[int] = []
+
+        def anything(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            seen.append(request.code)
+            return request.response(remark="ok")
+
+        async with RemotingServer() as server:
+            server.set_default_handler(anything)
+            reader, writer = await open_raw(server)
+            writer.write(b"".join(wirecaps.frame_bytes(line) for line in requests))
+            answers = [await asyncio.wait_for(read_command(reader), 5.0) for _ in expected_answers]
+            writer.close()
+        assert seen == [line["header"]["code"] for line in requests]
+        assert [(a.opaque, int(a.serialize_type)) for a in answers] == expected_answers
+        assert all(a.is_response and a.remark == "ok" for a in answers)
+
+    arun(scenario())
+
+
+def test_captured_broker_pushes_reach_the_client_handlers(arun: Callable[..., Any]) -> None:
+    """What 4.9.4 brokers sent to clients (NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO, ...)."""
+    pushes = [
+        line for _, line in wirecaps.all_frames() if line["to"] == "client" and not line["header"]["flag"] & 1
+    ]
+    two_way = [line["header"]["opaque"] for line in pushes if not line["header"]["flag"] & 2]
+    assert len(pushes) == 23
+    assert len(two_way) == 2
+
+    async def scenario() -> None:
+        answers: asyncio.Future[list[RemotingCommand]] = asyncio.get_running_loop().create_future()
+
+        async def broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(b"".join(wirecaps.frame_bytes(line) for line in pushes))
+            answers.set_result([await read_command(reader) for _ in two_way])
+            writer.close()
+
+        raw_broker = await asyncio.start_server(broker, "127.0.0.1", 0)
+        addr = f"127.0.0.1:{raw_broker.sockets[0].getsockname()[1]}"
+        got: list[int] = []
+
+        def handle(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            got.append(request.code)
+            return request.response(remark=f"handled {request.code}")
+
+        try:
+            async with RemotingClient() as client:
+                client.set_default_handler(handle)
+                await client.get_connection(addr)
+                replies = await asyncio.wait_for(answers, 5.0)
+        finally:
+            raw_broker.close()
+            await raw_broker.wait_closed()
+        assert got == [line["header"]["code"] for line in pushes]
+        assert [r.opaque for r in replies] == two_way
+        assert [r.remark for r in replies] == ["handled 307", "handled 326"]
+
+    arun(scenario())
+
+
 # ---------------------------------------------------------------------------------- blocking client
 
 
