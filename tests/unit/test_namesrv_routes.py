@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.namesrv.routes import (
     BROKER_CHANNEL_EXPIRED_TIME,
@@ -361,3 +365,83 @@ def test_topic_config_without_a_name_is_ignored() -> None:
     table = RouteTable()
     register(table, topics=[TopicConfig(topic_name=None), topic("Named")])
     assert table.all_topics().topic_list == ("Named",)
+
+
+# ---------------------------------------------------------------------------- invariants under any history
+
+_BROKERS = [("broker-a", "DefaultCluster"), ("broker-b", "DefaultCluster"), ("broker-c", "OtherCluster")]
+_TOPICS = ["T0", "T1", "T2", "%RETRY%G"]
+
+_op = st.one_of(
+    st.tuples(
+        st.just("register"),
+        st.integers(0, 2),  # broker
+        st.integers(0, 1),  # broker id
+        st.lists(st.sampled_from(_TOPICS), max_size=4, unique=True),
+        st.integers(1, 3),  # data version counter
+    ),
+    st.tuples(st.just("unregister"), st.integers(0, 2), st.integers(0, 1)),
+    st.tuples(st.just("close"), st.integers(0, 2), st.integers(0, 1)),
+    st.tuples(st.just("advance"), st.floats(0, 200)),
+    st.tuples(
+        st.just("delete"), st.sampled_from(_TOPICS), st.sampled_from([None, "DefaultCluster", "OtherCluster"])
+    ),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(_op, max_size=40))
+def test_tables_stay_consistent_under_any_history(ops: list[tuple[Any, ...]]) -> None:
+    table = RouteTable()
+    now = 0.0
+    for op in ops:
+        kind = op[0]
+        if kind == "register":
+            _, b, broker_id, topics, counter = op
+            name, cluster = _BROKERS[b]
+            register(
+                table,
+                name,
+                cluster=cluster,
+                broker_id=broker_id,
+                topics=[topic(t) for t in topics],
+                version=DataVersion(timestamp=0, counter=counter),
+                conn=(b, broker_id),
+                now=now,
+            )
+        elif kind in ("unregister", "close"):
+            _, b, broker_id = op
+            name, cluster = _BROKERS[b]
+            port = {"broker-a": 10911, "broker-b": 10921, "broker-c": 10931}[name] + broker_id * 100
+            if kind == "unregister":
+                table.unregister_broker(
+                    cluster_name=cluster,
+                    broker_addr=f"127.0.0.1:{port}",
+                    broker_name=name,
+                    broker_id=broker_id,
+                )
+            else:
+                table.on_connection_closed((b, broker_id))
+        elif kind == "advance":
+            now += op[1]
+            for expired in table.scan_not_active(now):
+                assert table.live_broker(expired.broker_addr) is None
+        else:
+            table.delete_topic(op[1], op[2])
+
+        info = table.cluster_info()
+        live = {b.broker_addr for b in table.live_brokers()}
+        registered = {addr for data in info.broker_addr_table.values() for addr in data.broker_addrs.values()}
+        assert live == registered  # every address is both registered and live, or neither
+        for data in info.broker_addr_table.values():
+            assert data.broker_addrs, "a broker name without any address must be gone"
+            assert data.broker_name in info.cluster_addr_table[data.cluster or ""]
+        for cluster, names in info.cluster_addr_table.items():
+            assert names, f"empty cluster {cluster} must be gone"
+        for name in table.all_topics().topic_list:
+            route = table.topic_route(name)
+            assert route is not None, f"topic {name} is listed but has no broker left"
+            assert route.queue_datas
+            assert {b.broker_name for b in route.broker_datas} <= {q.broker_name for q in route.queue_datas}
+            for b in route.broker_datas:
+                assert info.broker_addr_table[b.broker_name or ""] == b
