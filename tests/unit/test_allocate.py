@@ -119,8 +119,18 @@ def test_allocate_all_fails_as_the_per_consumer_loop_would(strategy: AllocationS
         strategy.allocate_all("g", [], ["a", ""])
     with pytest.raises(ValueError, match=r"^currentCID is empty$"):
         strategy.allocate_all("g", [], ["", "a"])
-    with pytest.raises(ValueError, match=r"^currentCID is empty$"):
-        strategy.allocate_all("g", mqs(3), ["a", ""])
+    # An empty id later in the list: the loop first serves "a@1", then fails on "" -- unless
+    # serving "a@1" already fails, as MACHINE_ROOM_NEARBY's resolver does for the id "".
+    expected = (
+        "Machine room is null for consumer id "
+        if isinstance(strategy, AllocateMachineRoomNearby)
+        else "currentCID is empty"
+    )
+    with pytest.raises(ValueError, match=f"^{expected}$"):  # noqa: PT012 - the loop is the point
+        for cid in ("a@1", ""):
+            strategy.allocate("g", cid, mqs(3), ["a@1", ""])
+    with pytest.raises(ValueError, match=f"^{expected}$"):
+        strategy.allocate_all("g", mqs(3), ["a@1", ""])
 
 
 # -- AVG ------------------------------------------------------------------------------------------

@@ -147,7 +147,11 @@ def _strategies() -> list[AllocationStrategy]:
 
 
 @SETTINGS
-@given(queue_lists, client_lists, st.sampled_from(range(7)))
+@given(
+    queue_lists,
+    st.lists(st.one_of(client_ids, st.just("")), min_size=1, max_size=14),
+    st.sampled_from(range(7)),
+)
 def test_allocate_all_equals_the_per_consumer_loop(
     mq_all: list[MessageQueue], cid_all: list[str], k: int
 ) -> None:

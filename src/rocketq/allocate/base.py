@@ -24,6 +24,7 @@ __all__ = [
     "check_arguments_all",
     "first_indexes",
     "java_sorted",
+    "reject_empty_ids",
     "sorted_queues",
 ]
 
@@ -68,21 +69,33 @@ def check_arguments(
     return True
 
 
-def check_arguments_all(mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> bool:
+def check_arguments_all(
+    mq_all: Sequence[MessageQueue], cid_all: Sequence[str], *, empty_ids: bool = True
+) -> bool:
     """The checks :meth:`AllocationStrategy.allocate_all` must make to fail as the per-consumer loop would.
 
     The loop calls ``allocate`` for each distinct id in list order, so the first error it meets is
     the one to raise: an empty queue list is reported against the first id (as an empty-id error
     if that id is itself empty), otherwise an empty id anywhere in the list. Returns ``False`` when
     there is nobody to allocate for (an empty client id list: the loop would not run at all).
+
+    A strategy whose first call can fail in other ways (a resolver, a custom hash) passes
+    ``empty_ids=False`` and calls :func:`reject_empty_ids` after that shared work, so its errors
+    come in the loop's order.
     """
     if not cid_all:
         return False
-    if not mq_all:
+    if not mq_all or not cid_all[0]:
         raise ValueError(CURRENT_CID_EMPTY if not cid_all[0] else MQ_ALL_EMPTY)
+    if empty_ids:
+        reject_empty_ids(cid_all)
+    return True
+
+
+def reject_empty_ids(cid_all: Sequence[str]) -> None:
+    """Raise RocketMQ's empty-id error if any client id is empty."""
     if "" in cid_all:
         raise ValueError(CURRENT_CID_EMPTY)
-    return True
 
 
 def first_indexes(cid_all: Sequence[str]) -> dict[str, int]:

@@ -21,7 +21,13 @@ import struct
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 
-from rocketq.allocate.base import AllocationStrategy, check_arguments, check_arguments_all, first_indexes
+from rocketq.allocate.base import (
+    AllocationStrategy,
+    check_arguments,
+    check_arguments_all,
+    first_indexes,
+    reject_empty_ids,
+)
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
 
@@ -178,10 +184,11 @@ class AllocateConsistentHash(AllocationStrategy):
         self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> dict[str, list[MessageQueue]]:
         # Every consumer builds the same ring from the same list, so build it once.
-        if not check_arguments_all(mq_all, cid_all):
+        if not check_arguments_all(mq_all, cid_all, empty_ids=False):
             return {}
+        route = self.ring(cid_all).route  # a custom hash may fail here, as the first call would
+        reject_empty_ids(cid_all)
         result: dict[str, list[MessageQueue]] = {cid: [] for cid in first_indexes(cid_all)}
-        route = self.ring(cid_all).route
         for mq in mq_all:
             owner = route(str(mq))
             if owner is not None:

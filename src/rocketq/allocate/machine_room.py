@@ -11,6 +11,7 @@ from rocketq.allocate.base import (
     check_arguments_all,
     first_indexes,
     java_sorted,
+    reject_empty_ids,
 )
 from rocketq.models import MessageQueue
 
@@ -221,9 +222,10 @@ class AllocateMachineRoomNearby(AllocationStrategy):
     def allocate_all(
         self, consumer_group: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]
     ) -> dict[str, list[MessageQueue]]:
-        if not check_arguments_all(mq_all, cid_all):
+        if not check_arguments_all(mq_all, cid_all, empty_ids=False):
             return {}
-        room_queues, room_consumers = self._group(mq_all, cid_all)
+        room_queues, room_consumers = self._group(mq_all, cid_all)  # may fail, as the first call would
+        reject_empty_ids(cid_all)
         result: dict[str, list[MessageQueue]] = {cid: [] for cid in first_indexes(cid_all)}
         inner = self._inner
         for room, consumers in room_consumers.items():
