@@ -66,10 +66,21 @@ import logging
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rocketq.errors import ConfigError, RemoteProtocolError
-from rocketq.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumeType,
+    HeartbeatData,
+    MessageModel,
+    SubscriptionData,
+)
+
+if TYPE_CHECKING:
+    from rocketq.broker.producers import ProducerRegistry
+    from rocketq.broker.subscriptions import SubscriptionGroupManager
+    from rocketq.broker.topics import TopicConfigManager
 
 __all__ = [
     "CHANNEL_EXPIRED_TIMEOUT",
@@ -83,6 +94,8 @@ __all__ = [
     "ConsumerRegistryConfig",
     "DuplicateClientId",
     "GroupEvent",
+    "apply_heartbeat",
+    "apply_unregister_client",
     "tag_filter",
 ]
 
@@ -576,3 +589,89 @@ class ConsumerRegistry(Generic[C]):
     def _change(self, info: _Group[C], reason: str) -> GroupEvent[C]:
         notify = tuple(info.channels) if self._config.notify_consumer_ids_changed_enable else ()
         return GroupEvent(ConsumerGroupEvent.CHANGE, info.name, reason, notify=notify)
+
+
+def apply_heartbeat(
+    heartbeat: HeartbeatData,
+    conn: C,
+    remote_addr: str,
+    language: str,
+    version: int,
+    now: float,
+    *,
+    consumers: ConsumerRegistry[C],
+    producers: ProducerRegistry[C],
+    topics: TopicConfigManager,
+    groups: SubscriptionGroupManager,
+) -> Changes[C]:
+    """HEART_BEAT as RocketMQ's ``ClientManageProcessor.heartBeat`` handles it, over the tables.
+
+    For each consumer group, in the body's order: find its subscription group config
+    (auto-creating it if allowed); if there is one, take its ``notifyConsumerIdsChangedEnable``
+    and make sure ``%RETRY%<group>`` exists with its ``retryQueueNums``; then
+    :meth:`ConsumerRegistry.register`. Then each producer group is registered. ``language`` and
+    ``version`` come from the request's header. The body is checked whole first (client id,
+    group names, subscription topics): a malformed heartbeat raises
+    :class:`RemoteProtocolError` and changes nothing.
+    """
+    client_id = heartbeat.client_id
+    if not client_id:
+        raise RemoteProtocolError("heartbeat without a clientID")
+    for data in heartbeat.consumer_data_set:
+        if not data.group_name:
+            raise RemoteProtocolError(f"heartbeat of {client_id}: consumer data without a group name")
+        if any(not sub.topic for sub in data.subscription_data_set):
+            raise RemoteProtocolError(
+                f"heartbeat of {client_id} for group {data.group_name}: subscription without a topic"
+            )
+    if any(not p.group_name for p in heartbeat.producer_data_set):
+        raise RemoteProtocolError(f"heartbeat of {client_id}: producer data without a group name")
+    changes: Changes[C] = Changes()
+    for data in heartbeat.consumer_data_set:
+        group = data.group_name or ""
+        config = groups.find(group, now)
+        notify = True
+        if config is not None:
+            notify = config.notify_consumer_ids_changed_enable
+            topics.ensure_retry_topic(group, config.retry_queue_nums, now, unit_mode=data.unit_mode)
+        changes += consumers.register(
+            group,
+            client_id,
+            conn,
+            remote_addr,
+            language,
+            version,
+            data.consume_type,
+            data.message_model,
+            data.consume_from_where,
+            data.subscription_data_set,
+            now,
+            notify=notify,
+        )
+    for producer in heartbeat.producer_data_set:
+        producers.register(producer.group_name or "", client_id, conn, remote_addr, language, version, now)
+    return changes
+
+
+def apply_unregister_client(
+    client_id: str,
+    producer_group: str | None,
+    consumer_group: str | None,
+    conn: C,
+    now: float,
+    *,
+    consumers: ConsumerRegistry[C],
+    producers: ProducerRegistry[C],
+    groups: SubscriptionGroupManager,
+) -> Changes[C]:
+    """UNREGISTER_CLIENT as ``ClientManageProcessor.unregisterClient`` handles it: the producer
+    group (if named) forgets the connection, then the consumer group (if named), notifying per
+    the group's ``notifyConsumerIdsChangedEnable`` (RocketMQ looks the config up with
+    auto-creation here too, and assumes ``True`` when there is none)."""
+    if producer_group is not None:
+        producers.unregister(producer_group, conn, client_id)
+    if consumer_group is None:
+        return Changes()
+    config = groups.find(consumer_group, now)
+    notify = True if config is None else config.notify_consumer_ids_changed_enable
+    return consumers.unregister(consumer_group, conn, client_id, notify=notify)
