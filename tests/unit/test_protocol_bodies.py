@@ -255,6 +255,38 @@ def test_consumer_offsets_as_the_broker_persists_them() -> None:
     assert wrapper.encode() == text
     pretty = b'{\n\t"offsetTable":{\n\t\t"WireDemo@G":{0:12,1:3\n\t\t},\n\t\t"%RETRY%G@G":{0:0\n\t\t}\n\t}\n}'
     assert b.ConsumerOffsetSerializeWrapper.decode(pretty) == wrapper
+    # ConfigManager.persist writes the file with PrettyFormat: integer keys stay on one line
+    assert wrapper.encode(pretty=True) == pretty
+
+
+def test_pretty_format_of_persisted_topics() -> None:
+    wrapper = b.TopicConfigSerializeWrapper(
+        topic_config_table={
+            "T": b.TopicConfig(topic_name="T", read_queue_nums=2, write_queue_nums=2, perm=6)
+        },
+        data_version=b.DataVersion(timestamp=1795248571136, counter=2),
+    )
+    assert wrapper.to_text(pretty=True) == (
+        '{\n\t"dataVersion":{\n\t\t"counter":2,\n\t\t"timestamp":1795248571136\n\t},\n'
+        '\t"topicConfigTable":{\n\t\t"T":{\n\t\t\t"order":false,\n\t\t\t"perm":6,\n\t\t\t"readQueueNums":2,\n'
+        '\t\t\t"topicFilterType":"SINGLE_TAG",\n\t\t\t"topicName":"T",\n\t\t\t"topicSysFlag":0,\n'
+        '\t\t\t"writeQueueNums":2\n\t\t}\n\t}\n}'
+    )
+    assert b.TopicConfigSerializeWrapper.decode(wrapper.encode(pretty=True)) == wrapper
+
+
+def test_pretty_format_lists_sets_and_object_keys() -> None:
+    # a List puts each element on its own line, a Set does not; an object key is a bean
+    route = b.TopicRouteData(filter_server_table={"a": ("f1",)})
+    assert route.to_text(pretty=True) == (
+        '{\n\t"brokerDatas":[],\n\t"filterServerTable":{\n\t\t"a":[\n\t\t\t"f1"\n\t\t]\n\t},\n\t"queueDatas":[]\n}'
+    )
+    groups = b.GroupList(group_list=("g1", "g2"))
+    assert groups.to_text(pretty=True) == '{\n\t"groupList":["g1","g2"]\n}'
+    reset = b.ResetOffsetBody(offset_table={MessageQueue("T", "b", 1): 3})
+    assert reset.to_text(pretty=True) == (
+        '{\n\t"offsetTable":{{\n\t\t\t"brokerName":"b",\n\t\t\t"queueId":1,\n\t\t\t"topic":"T"\n\t\t}:3\n\t}\n}'
+    )
 
 
 def test_subscription_group_wrapper_and_topic_persistence() -> None:
@@ -606,6 +638,7 @@ def test_bodies_round_trip(cls: type[b.JsonBody], data: st.DataObject) -> None:
     encoded = body.encode()
     assert cls.decode(encoded) == body
     assert cls.decode(body.encode(browser_compatible=True)) == body
+    assert cls.decode(body.encode(pretty=True)) == body
     assert cls.decode(encoded).encode() == encoded
 
 

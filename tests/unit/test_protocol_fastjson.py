@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from rocketq.errors import RemoteProtocolError
 from rocketq.protocol.fastjson import (
     MAX_DEPTH,
+    Bean,
     FrozenObject,
     _loads_fallback,
     dumps,
@@ -231,6 +232,22 @@ def test_browser_compatible_output(value: Any, expected: str) -> None:
 )
 def test_java_double_format(value: float, expected: str) -> None:
     assert java_double_str(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (Bean(b=1, a=[1, 2]), '{\n\t"b":1,\n\t"a":[\n\t\t1,\n\t\t2\n\t]\n}'),
+        ({}, "{}"),
+        ([], "[]"),
+        ((1, 2), "[1,2]"),  # a Set stays on one line
+        ({"a": None}, "{\n}"),  # fastjson breaks the line when the map is not empty, even if all is null
+        ({1: {"k": "v"}}, '{1:{\n\t\t"k":"v"\n\t}\n}'),
+    ],
+)
+def test_pretty_format(value: Any, expected: str) -> None:
+    assert dumps(value, pretty=True) == expected
+    assert loads(expected) == _without_null_members(value if not isinstance(value, tuple) else list(value))
 
 
 def test_writer_rejects_unknown_types() -> None:

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from rocketq.errors import RemoteProtocolError
 from rocketq.models import MessageQueue
-from rocketq.protocol.fastjson import FrozenObject, dumps, dumps_bytes, loads
+from rocketq.protocol.fastjson import Bean, FrozenObject, dumps, dumps_bytes, loads
 from rocketq.protocol.properties import java_string_hash
 
 __all__ = [
@@ -287,12 +287,13 @@ class _Enum(_Codec[E]):
 
 
 class _List(_Codec[tuple[T, ...]]):
-    """A Java List or Set: a tuple in wire order."""
+    """A Java List or Set: a tuple in wire order (dumped as a list, or as a tuple for a Set)."""
 
-    __slots__ = ("item",)
+    __slots__ = ("is_set", "item")
 
-    def __init__(self, item: _Codec[T]) -> None:
+    def __init__(self, item: _Codec[T], *, is_set: bool = False) -> None:
         self.item = item
+        self.is_set = is_set
 
     def load(self, raw: Any, path: _Path) -> tuple[T, ...]:
         if not isinstance(raw, (list, tuple)):
@@ -302,7 +303,8 @@ class _List(_Codec[tuple[T, ...]]):
 
     def dump(self, value: tuple[T, ...]) -> Any:
         dump = self.item.dump
-        return [dump(v) for v in value]
+        items = [dump(v) for v in value]
+        return tuple(items) if self.is_set else items
 
 
 class _Map(_Codec[dict[K, V]]):
@@ -418,8 +420,9 @@ class JsonBody:
     _PROPS: ClassVar[tuple[_F, ...]] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The body as parsed-JSON values (dict in fastjson's field order; ``None`` fields omitted)."""
-        result: dict[str, Any] = {}
+        """The body as parsed-JSON values (a :class:`~rocketq.protocol.fastjson.Bean` in fastjson's
+        property order, ``None`` fields omitted; Java sets as tuples, lists as lists)."""
+        result = Bean()
         for prop in self._PROPS:
             value = getattr(self, prop.attr)
             if value is not None:
@@ -448,17 +451,19 @@ class JsonBody:
                 kwargs[prop.attr] = codec.load(value, (path, prop.name, "."))
         return cls(**kwargs)
 
-    def encode(self, *, browser_compatible: bool = False) -> bytes:
+    def encode(self, *, browser_compatible: bool = False, pretty: bool = False) -> bytes:
         """The body as fastjson writes it (``RemotingSerializable.encode``), UTF-8.
 
         ``browser_compatible=True`` writes standard JSON the way RocketMQ's name server does for
         4.9.4+ clients (``SerializerFeature.BrowserCompatible`` + ``MapSortField``).
+        ``pretty=True`` is fastjson's ``PrettyFormat``, the layout of the broker's and name
+        server's config files (``ConfigManager.persist``).
         """
-        return dumps_bytes(self.to_json(), browser_compatible=browser_compatible)
+        return dumps_bytes(self.to_json(), browser_compatible=browser_compatible, pretty=pretty)
 
-    def to_text(self) -> str:
+    def to_text(self, *, pretty: bool = False) -> str:
         """:meth:`encode` as text."""
-        return dumps(self.to_json())
+        return dumps(self.to_json(), pretty=pretty)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview | str) -> Self:
@@ -482,6 +487,14 @@ def _list(item: _Codec[T]) -> _List[T]:
 
 def _beans(cls: type[B]) -> _List[B]:
     return _List(_Bean(cls))
+
+
+def _set(item: _Codec[T]) -> _List[T]:
+    return _List(item, is_set=True)
+
+
+def _bean_set(cls: type[B]) -> _List[B]:
+    return _List(_Bean(cls), is_set=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -600,7 +613,9 @@ class RegisterBrokerBody(JsonBody):
         ),
     )
 
-    def encode(self, *, browser_compatible: bool = False, compress: bool = False) -> bytes:
+    def encode(
+        self, *, browser_compatible: bool = False, pretty: bool = False, compress: bool = False
+    ) -> bytes:
         """JSON, or with ``compress=True`` the zlib-deflated binary form (best compression).
 
         The binary form, all lengths big-endian int32: the DataVersion JSON (length-prefixed), the
@@ -608,7 +623,7 @@ class RegisterBrokerBody(JsonBody):
         filter-server list JSON (length-prefixed).
         """
         if not compress:
-            return JsonBody.encode(self, browser_compatible=browser_compatible)
+            return JsonBody.encode(self, browser_compatible=browser_compatible, pretty=pretty)
         wrapper = self.topic_config_serialize_wrapper
         parts: list[bytes] = []
         version = wrapper.data_version.encode()
@@ -766,7 +781,7 @@ class ClusterInfo(JsonBody):
 
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
         _p("brokerAddrTable", "broker_addr_table", _Map(_STR, _Bean(BrokerData))),
-        _p("clusterAddrTable", "cluster_addr_table", _Map(_STR, _list(_STR))),
+        _p("clusterAddrTable", "cluster_addr_table", _Map(_STR, _set(_STR))),
     )
 
 
@@ -778,7 +793,7 @@ class TopicList(JsonBody):
     broker_addr: str | None = None
 
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
-        _p("brokerAddr", "broker_addr", _STR), _p("topicList", "topic_list", _list(_STR))
+        _p("brokerAddr", "broker_addr", _STR), _p("topicList", "topic_list", _set(_STR))
     )
 
 
@@ -805,11 +820,11 @@ class SubscriptionData(JsonBody):
 
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
         _p("classFilterMode", "class_filter_mode", _BOOL),
-        _p("codeSet", "code_set", _list(_INT)),
+        _p("codeSet", "code_set", _set(_INT)),
         _p("expressionType", "expression_type", _STR),
         _p("subString", "sub_string", _STR),
         _p("subVersion", "sub_version", _INT),
-        _p("tagsSet", "tags_set", _list(_STR)),
+        _p("tagsSet", "tags_set", _set(_STR)),
         _p("topic", "topic", _STR),
     )
 
@@ -839,7 +854,7 @@ class ConsumerData(JsonBody):
         _p("consumeType", "consume_type", _Enum(ConsumeType)),
         _p("groupName", "group_name", _STR),
         _p("messageModel", "message_model", _Enum(MessageModel)),
-        _p("subscriptionDataSet", "subscription_data_set", _beans(SubscriptionData)),
+        _p("subscriptionDataSet", "subscription_data_set", _bean_set(SubscriptionData)),
         _p("unitMode", "unit_mode", _BOOL),
     )
 
@@ -854,8 +869,8 @@ class HeartbeatData(JsonBody):
 
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
         _p("clientID", "client_id", _STR),
-        _p("consumerDataSet", "consumer_data_set", _beans(ConsumerData)),
-        _p("producerDataSet", "producer_data_set", _beans(ProducerData)),
+        _p("consumerDataSet", "consumer_data_set", _bean_set(ConsumerData)),
+        _p("producerDataSet", "producer_data_set", _bean_set(ProducerData)),
     )
 
 
@@ -894,7 +909,7 @@ class LockBatchRequestBody(JsonBody):
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
         _p("clientId", "client_id", _STR),
         _p("consumerGroup", "consumer_group", _STR),
-        _p("mqSet", "mq_set", _list(_QUEUE)),
+        _p("mqSet", "mq_set", _set(_QUEUE)),
     )
 
 
@@ -915,7 +930,7 @@ class LockBatchResponseBody(JsonBody):
 
     lock_ok_mq_set: tuple[MessageQueue, ...] = ()
 
-    _PROPS: ClassVar[tuple[_F, ...]] = _props(_p("lockOKMQSet", "lock_ok_mq_set", _list(_QUEUE)))
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(_p("lockOKMQSet", "lock_ok_mq_set", _set(_QUEUE)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1009,7 +1024,7 @@ class ConsumerConnection(JsonBody):
     consume_from_where: ConsumeFromWhere | None = None
 
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
-        _p("connectionSet", "connection_set", _beans(Connection)),
+        _p("connectionSet", "connection_set", _bean_set(Connection)),
         _p("consumeFromWhere", "consume_from_where", _Enum(ConsumeFromWhere)),
         _p("consumeType", "consume_type", _Enum(ConsumeType)),
         _p("messageModel", "message_model", _Enum(MessageModel)),
@@ -1023,7 +1038,7 @@ class ProducerConnection(JsonBody):
 
     connection_set: tuple[Connection, ...] = ()
 
-    _PROPS: ClassVar[tuple[_F, ...]] = _props(_p("connectionSet", "connection_set", _beans(Connection)))
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(_p("connectionSet", "connection_set", _bean_set(Connection)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1114,7 +1129,7 @@ class ConsumerRunningInfo(JsonBody):
         _p("mqTable", "mq_table", _Map(_QUEUE, _Bean(ProcessQueueInfo))),
         _p("properties", "properties", _Map(_STR, _STR)),
         _p("statusTable", "status_table", _Map(_STR, _Bean(ConsumeStatus))),
-        _p("subscriptionSet", "subscription_set", _beans(SubscriptionData)),
+        _p("subscriptionSet", "subscription_set", _bean_set(SubscriptionData)),
     )
 
     def to_json(self) -> dict[str, Any]:
@@ -1207,7 +1222,7 @@ class GroupList(JsonBody):
 
     group_list: tuple[str, ...] = ()
 
-    _PROPS: ClassVar[tuple[_F, ...]] = _props(_p("groupList", "group_list", _list(_STR)))
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(_p("groupList", "group_list", _set(_STR)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from typing import Any, cast, overload
 
 from rocketq.errors import RemoteProtocolError
 
-__all__ = ["FrozenObject", "dumps", "dumps_bytes", "freeze", "java_double_str", "loads"]
+__all__ = ["Bean", "FrozenObject", "dumps", "dumps_bytes", "freeze", "java_double_str", "loads"]
 
 #: Deepest nesting the fallback parser accepts (RocketMQ's bodies nest at most six deep); deeper
 #: input is rejected well before Python's recursion limit.
@@ -118,6 +118,16 @@ def freeze(value: Any) -> Any:
 
 
 _CONTAINERS = frozenset({dict, list})
+
+
+class Bean(dict[str, Any]):
+    """A dict that stands for a Java bean: its properties in fastjson's order (sorted by name).
+
+    Only :func:`dumps` with ``pretty=True`` treats it differently from a map (one property per
+    line); everywhere else it is a plain dict.
+    """
+
+    __slots__ = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -507,7 +517,7 @@ class _Writer:
                 out.append(_quote_browser(key) if browser else _quote(key))
             elif browser:
                 # WriteNonStringKeyAsString: the key's own JSON text, as a string
-                out.append(_quote_browser(_dumps(key, True)))
+                out.append(_quote_browser(_dumps(key, True, False)))
             else:
                 self.value(key)
             out.append(":")
@@ -515,17 +525,111 @@ class _Writer:
         out.append("}")
 
 
-def _dumps(value: Any, browser: bool) -> str:
-    writer = _Writer(browser)
+class _PrettyWriter(_Writer):
+    """fastjson's ``PrettyFormat`` (``JSON.toJSONString(obj, true)``, what the broker's config files hold).
+
+    Tabs indent. A bean puts each property on its own line; a map breaks the line only before
+    string keys (``{0:12,1:3\n\t}`` for integer keys); a ``List`` puts each element on its own
+    line, a ``Set`` stays on one line.
+    """
+
+    __slots__ = ("indent",)
+
+    def __init__(self, browser: bool) -> None:
+        super().__init__(browser)
+        self.indent = 0
+
+    def newline(self) -> None:
+        self.out.append("\n" + "\t" * self.indent)
+
+    def value(self, v: Any) -> None:
+        if isinstance(v, Bean):
+            self.bean(v.items())
+        elif isinstance(v, FrozenObject):  # an object key is a bean too (MessageQueue)
+            self.bean(tuple.__iter__(v))
+        elif type(v) is list:
+            self.list(v)
+        else:
+            _Writer.value(self, v)
+
+    def bean(self, props: Iterable[tuple[Any, Any]]) -> None:
+        out = self.out
+        out.append("{")
+        self.indent += 1
+        self.newline()
+        first = True
+        for name, val in props:
+            if val is None:
+                continue
+            if not first:
+                out.append(",")
+                self.newline()
+            first = False
+            out.append(_quote_browser(name) if self.browser else _quote(name))
+            out.append(":")
+            self.value(val)
+        self.indent -= 1
+        self.newline()
+        out.append("}")
+
+    def list(self, items: list[Any]) -> None:
+        out = self.out
+        if not items:
+            out.append("[]")
+            return
+        out.append("[")
+        self.indent += 1
+        for i, item in enumerate(items):
+            if i:
+                out.append(",")
+            self.newline()
+            self.value(item)
+        self.indent -= 1
+        self.newline()
+        out.append("]")
+
+    def mapping(self, mapping: Mapping[Any, Any]) -> None:
+        out = self.out
+        browser = self.browser
+        out.append("{")
+        self.indent += 1
+        first = True
+        for key, val in _sorted_items(mapping) if browser else mapping.items():
+            if val is None:
+                continue
+            if not first:
+                out.append(",")
+            first = False
+            if isinstance(key, str):
+                self.newline()
+                out.append(_quote_browser(key) if browser else _quote(key))
+            elif browser:
+                out.append(_quote_browser(_dumps(key, True, False)))
+            else:
+                self.value(key)
+            out.append(":")
+            self.value(val)
+        self.indent -= 1
+        if mapping:
+            self.newline()
+        out.append("}")
+
+
+def _dumps(value: Any, browser: bool, pretty: bool = False) -> str:
+    writer = _PrettyWriter(browser) if pretty else _Writer(browser)
     writer.value(value)
     return "".join(writer.out)
 
 
-def dumps(value: Any, *, browser_compatible: bool = False) -> str:
-    """Write ``value`` as fastjson would write the Java value it stands for (see the module doc)."""
-    return _dumps(value, browser_compatible)
+def dumps(value: Any, *, browser_compatible: bool = False, pretty: bool = False) -> str:
+    """Write ``value`` as fastjson would write the Java value it stands for (see the module doc).
+
+    ``pretty=True`` is fastjson's ``PrettyFormat``; it needs to know beans from maps and lists from
+    sets, so mark beans with :class:`Bean`, lists with ``list`` and sets with any other sequence.
+    """
+    return _dumps(value, browser_compatible, pretty)
 
 
-def dumps_bytes(value: Any, *, browser_compatible: bool = False) -> bytes:
+def dumps_bytes(value: Any, *, browser_compatible: bool = False, pretty: bool = False) -> bytes:
     """:func:`dumps` encoded as UTF-8, as ``RemotingSerializable.encode`` sends it."""
-    return _dumps(value, browser_compatible).encode("utf-8")
+    return _dumps(value, browser_compatible, pretty).encode("utf-8")
