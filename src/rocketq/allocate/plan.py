@@ -119,7 +119,8 @@ class Plan(_Ownership):
     """One topic's allocation for a whole group: ``dict[client id, list[MessageQueue]]`` plus
     diagnostics (``unowned``, ``shared``, ``idle``, ``counts``, ``spread``, ``duplicate_ids``).
 
-    ``queues`` and ``consumers`` are the sorted inputs the strategy was given.
+    ``queues`` and ``consumers`` are the sorted inputs the strategy was given. The ownership
+    diagnostics are computed once, on first use: treat a plan as read-only.
     """
 
     __slots__ = ()
@@ -209,7 +210,8 @@ def allocate_group(
     ``AVG_BY_CIRCLE`` every topic stays balanced on its own *and* each consumer's total differs
     from any other's by at most one. It depends only on (topics' queues, client ids), so every
     consumer computes its share alone. Strategies that do not depend on list order
-    (``CONSISTENT_HASH``, ``CONFIG``, ``STICKY``) give the same result either way.
+    (``CONFIG``, ``STICKY``, and ``CONSISTENT_HASH`` barring ring-point collisions) give the same
+    result either way, so group balance does not apply to them.
     """
     topics, consumers = _group_inputs(topic_queues, cid_all, balance)
     result: dict[str, list[MessageQueue]] = {}

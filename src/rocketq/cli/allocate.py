@@ -179,8 +179,11 @@ def _positive(name: str, value: int, limit: int, *, zero: bool = False) -> None:
 # -- formatting ----------------------------------------------------------------------------------
 
 
-def compact_ranges(queues: Iterable[MessageQueue], *, with_topic: bool = False) -> str:
+def compact_ranges(queues: Iterable[MessageQueue], *, with_topic: bool | None = None) -> str:
     """Queues as compact runs per broker: ``broker-a:[0..5] broker-b:[0, 2..3]``.
+
+    Labels are ``topic/broker`` when ``with_topic`` is true, or (``None``) when the queues span
+    several topics.
 
     >>> compact_ranges([MessageQueue("T", "broker-a", i) for i in (0, 1, 2, 5, 7, 8)])
     'broker-a:[0..2, 5, 7..8]'
@@ -188,6 +191,8 @@ def compact_ranges(queues: Iterable[MessageQueue], *, with_topic: bool = False) 
     groups: dict[tuple[str, str], list[int]] = {}
     for mq in sorted_queues(dict.fromkeys(queues)):
         groups.setdefault((mq.topic, mq.broker_name), []).append(mq.queue_id)
+    if with_topic is None:
+        with_topic = len({topic for topic, _ in groups}) > 1
     parts = []
     for (topic, broker), ids in groups.items():
         runs = []
@@ -323,7 +328,7 @@ def _as_json(
             {
                 "client_id": cid,
                 "count": counts[cid],
-                "ranges": compact_ranges(share, with_topic=len(topics) > 1),
+                "ranges": compact_ranges(share, with_topic=True if len(topics) > 1 else None),
                 "queues": [_mq_json(mq) for mq in share],
             }
             for cid, share in after.items()
@@ -377,6 +382,7 @@ def _print_tables(
 ) -> None:
     console = Console(highlight=False, soft_wrap=False)
     multi = len(topics) > 1
+    by_topic = True if multi else None  # else: only when a list spans topics (CONFIG can)
     n_brokers = len(brokers)
     console.print(
         f"[bold]{after.strategy}[/] · {', '.join(after.topics)} · {len(after.queues)} queues on "
@@ -398,7 +404,7 @@ def _print_tables(
         row = [f"{cid} [red]×{dups[cid]}[/]" if cid in dups else cid, str(counts[cid])]
         if multi:
             row += [str(len(p.get(cid, ()))) for p in after.topics.values()]
-        assigned = compact_ranges(share, with_topic=multi) or "[dim]idle[/]"
+        assigned = compact_ranges(share, with_topic=by_topic) or "[dim]idle[/]"
         if before is not None and cid not in previous:
             row[0] += " [green](new)[/]"
         row.append(assigned)
@@ -417,12 +423,12 @@ def _print_tables(
     unowned = after.unowned
     console.print(
         "unowned queues: "
-        + (f"[red]{len(unowned)}[/] {compact_ranges(unowned, with_topic=multi)}" if unowned else "none")
+        + (f"[red]{len(unowned)}[/] {compact_ranges(unowned, with_topic=by_topic)}" if unowned else "none")
     )
     shared = after.shared
     console.print(
         "consumed by several: "
-        + (f"[red]{len(shared)}[/] {compact_ranges(shared, with_topic=multi)}" if shared else "none")
+        + (f"[red]{len(shared)}[/] {compact_ranges(shared, with_topic=by_topic)}" if shared else "none")
     )
     if dups:
         console.print(
