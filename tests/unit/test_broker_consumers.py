@@ -17,10 +17,24 @@ from rocketq.broker.consumers import (
     ConsumerGroupEvent,
     ConsumerRegistry,
     ConsumerRegistryConfig,
+    apply_heartbeat,
+    apply_unregister_client,
     tag_filter,
 )
+from rocketq.broker.producers import ProducerRegistry
+from rocketq.broker.subscriptions import SubscriptionGroupManager
+from rocketq.broker.topics import TopicConfigManager
 from rocketq.errors import ConfigError, RemoteProtocolError
-from rocketq.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    HeartbeatData,
+    MessageModel,
+    ProducerData,
+    SubscriptionData,
+    SubscriptionGroupConfig,
+)
 
 CHANGE = ConsumerGroupEvent.CHANGE
 UNREGISTER = ConsumerGroupEvent.UNREGISTER
@@ -395,3 +409,131 @@ def test_tag_filter() -> None:
         tag_filter(SubscriptionData(topic="T", sub_string="TagA", code_set=(1,), class_filter_mode=True))
         is None
     )
+
+
+def _tables(
+    auto_create_groups: bool = True,
+) -> tuple[ConsumerRegistry[str], ProducerRegistry[str], TopicConfigManager, SubscriptionGroupManager]:
+    return (
+        ConsumerRegistry(),
+        ProducerRegistry(),
+        TopicConfigManager(now=0.0),
+        SubscriptionGroupManager(now=0.0, auto_create_subscription_group=auto_create_groups),
+    )
+
+
+def beat(
+    consumers: ConsumerRegistry[str],
+    producers: ProducerRegistry[str],
+    topics: TopicConfigManager,
+    groups: SubscriptionGroupManager,
+    body: HeartbeatData,
+    conn: str,
+    now: float,
+) -> Changes[str]:
+    return apply_heartbeat(
+        body,
+        conn,
+        "10.0.0.1:1",
+        "JAVA",
+        401,
+        now,
+        consumers=consumers,
+        producers=producers,
+        topics=topics,
+        groups=groups,
+    )
+
+
+def _hb(client_id: str | None, *groups: str, producers: tuple[str, ...] = ("PG",)) -> HeartbeatData:
+    return HeartbeatData(
+        client_id=client_id,
+        producer_data_set=tuple(ProducerData(group_name=p) for p in producers),
+        consumer_data_set=tuple(
+            ConsumerData(
+                group_name=g,
+                consume_type=ConsumeType.CONSUME_PASSIVELY,
+                message_model=MessageModel.CLUSTERING,
+                consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                subscription_data_set=(sub("T"), sub(f"%RETRY%{g}")),
+            )
+            for g in groups
+        ),
+    )
+
+
+def test_apply_heartbeat_creates_group_config_and_retry_topic_then_registers() -> None:
+    consumers, producers, topics, groups = _tables()
+    ch = beat(consumers, producers, topics, groups, _hb("c1", "G"), "conn-a", 5.0)
+    assert ch.notifications() == [("G", ["conn-a"])]
+    assert groups.get("G") is not None
+    retry = topics.select("%RETRY%G")
+    assert retry is not None
+    assert (retry.read_queue_nums, retry.write_queue_nums, retry.perm) == (1, 1, 6)
+    assert consumers.client_ids("G") == ["c1"]
+    assert set(consumers.subscriptions("G")) == {"T", "%RETRY%G"}
+    assert [m.client_id for m in producers.connections("PG")] == ["c1"]
+
+
+def test_apply_heartbeat_honours_the_group_notify_flag_and_retry_queue_nums() -> None:
+    consumers, producers, topics, groups = _tables()
+    groups.update(
+        SubscriptionGroupConfig(group_name="Q", retry_queue_nums=3, notify_consumer_ids_changed_enable=False),
+        1.0,
+    )
+    ch = beat(consumers, producers, topics, groups, _hb("c1", "Q"), "conn-a", 2.0)
+    assert ch.changed
+    assert ch.notifications() == []
+    retry = topics.select("%RETRY%Q")
+    assert retry is not None
+    assert retry.write_queue_nums == 3
+
+
+def test_apply_heartbeat_without_group_auto_creation_registers_but_makes_no_retry_topic() -> None:
+    consumers, producers, topics, groups = _tables(auto_create_groups=False)
+    ch = beat(consumers, producers, topics, groups, _hb("c1", "G"), "conn-a", 2.0)
+    assert ch.notifications() == [("G", ["conn-a"])]  # no config: notify assumed on
+    assert "%RETRY%G" not in topics
+    assert consumers.client_ids("G") == ["c1"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _hb(None, "G"),
+        _hb("c1", "G", ""),
+        _hb("c1", "G", producers=("",)),
+        HeartbeatData(
+            client_id="c1",
+            consumer_data_set=(
+                ConsumerData(group_name="G", subscription_data_set=(SubscriptionData(topic="T"),)),
+                ConsumerData(group_name="H", subscription_data_set=(SubscriptionData(topic=None),)),
+            ),
+        ),
+    ],
+)
+def test_apply_heartbeat_rejects_a_malformed_body_whole(body: HeartbeatData) -> None:
+    consumers, producers, topics, groups = _tables()
+    before = topics.data_version, groups.data_version
+    with pytest.raises(RemoteProtocolError):
+        beat(consumers, producers, topics, groups, body, "conn-a", 2.0)
+    assert consumers.groups() == []
+    assert producers.groups() == []
+    assert (topics.data_version, groups.data_version) == before
+
+
+def test_apply_unregister_client() -> None:
+    consumers, producers, topics, groups = _tables()
+    for conn, cid in (("conn-a", "c1"), ("conn-b", "c2")):
+        beat(consumers, producers, topics, groups, _hb(cid, "G"), conn, 1.0)
+    ch = apply_unregister_client(
+        "c1", "PG", None, "conn-a", 2.0, consumers=consumers, producers=producers, groups=groups
+    )
+    assert ch == Changes()
+    assert [m.client_id for m in producers.connections("PG")] == ["c2"]
+    assert consumers.client_ids("G") == ["c1", "c2"]
+    ch = apply_unregister_client(
+        "c1", None, "G", "conn-a", 3.0, consumers=consumers, producers=producers, groups=groups
+    )
+    assert ch.notifications() == [("G", ["conn-b"])]
+    assert consumers.client_ids("G") == ["c2"]
