@@ -304,6 +304,11 @@ def bench_round_trips(quick: bool = False) -> None:
     )
 
 
+def section_round_trips(seconds: float) -> None:
+    """The round-trip section in ``bench_codec.py``'s form (a time budget per measurement)."""
+    bench_round_trips(quick=seconds < 0.5)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     bench_round_trips(quick="--quick" in args)
