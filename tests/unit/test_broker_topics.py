@@ -108,7 +108,8 @@ def test_builtin_switches() -> None:
 
 def test_config_validation() -> None:
     with pytest.raises(ConfigError):
-        TopicManagerConfig(broker_name="bad name")
+        TopicManagerConfig(broker_name="")
+    assert "host.example.com" in manager(broker_name="host.example.com")  # as RocketMQ: no name check
     with pytest.raises(ConfigError):
         TopicManagerConfig(default_topic_queue_nums=0)
 

@@ -25,6 +25,8 @@ from rocketq.broker.consumers import (
     ConsumerRegistryConfig,
     DuplicateClientId,
     GroupEvent,
+    apply_heartbeat,
+    apply_unregister_client,
     tag_filter,
 )
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME, LockInfo, QueueLockConfig, QueueLockTable
@@ -68,6 +70,8 @@ __all__ = [
     "TopicConfigManager",
     "TopicManagerConfig",
     "TopicSysFlag",
+    "apply_heartbeat",
+    "apply_unregister_client",
     "dlq_topic",
     "retry_topic",
     "tag_filter",

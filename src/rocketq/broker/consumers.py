@@ -143,7 +143,8 @@ class ConsumerGroupEvent(Enum):
     CHANGE = "CHANGE"
     """The group's members or subscriptions changed: notify the listed connections."""
     UNREGISTER = "UNREGISTER"
-    """The group has no member left and was dropped from the registry."""
+    """The group has no member left and was dropped from the registry (RocketMQ 4.9.4 then only
+    drops the group's filter data: its consumer offsets and subscription group config stay)."""
     REGISTER = "REGISTER"
     """A heartbeat registered the group's subscriptions (for filter bookkeeping; nothing is sent)."""
 

@@ -233,10 +233,15 @@ class TopicManagerConfig:
     msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC
 
     def __post_init__(self) -> None:
-        for name in (self.broker_name, self.broker_cluster_name, self.msg_trace_topic_name):
-            problem = validate_topic(name)
-            if problem is not None:
-                raise ConfigError(f"{name!r} cannot name a topic: {problem}")
+        # Not validated as topic names: RocketMQ accepts any broker name (its default, the host
+        # name, may hold dots) and creates the same-named topic regardless.
+        for what, name in (
+            ("broker_name", self.broker_name),
+            ("broker_cluster_name", self.broker_cluster_name),
+            ("msg_trace_topic_name", self.msg_trace_topic_name),
+        ):
+            if not name or name.isspace():
+                raise ConfigError(f"{what} must not be blank")
         if self.default_topic_queue_nums < 1:
             raise ConfigError(f"default_topic_queue_nums must be >= 1, got {self.default_topic_queue_nums}")
 
