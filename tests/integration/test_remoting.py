@@ -705,7 +705,8 @@ def test_server_close_cancels_running_handlers_and_closes_connections(arun: Call
 
         server = RemotingServer()
         server.register_handler(PULL, forever)
-        await server.start()
+        serving = asyncio.ensure_future(server.serve_forever())
+        await eventually(lambda: server.is_serving)
         async with RemotingClient() as client:
             call = asyncio.ensure_future(client.invoke(server.address, RemotingCommand.request(PULL), 30.0))
             await asyncio.wait_for(started.wait(), 2.0)
@@ -715,6 +716,7 @@ def test_server_close_cancels_running_handlers_and_closes_connections(arun: Call
                 await asyncio.wait_for(call, 2.0)
             assert not server.is_serving
             assert not server.connections
+            await asyncio.wait_for(serving, 1.0)  # serve_forever returns once closed
 
     arun(scenario())
 

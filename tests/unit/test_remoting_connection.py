@@ -153,12 +153,12 @@ def test_write_pressure_pauses_requests_until_drained() -> None:
         conn, transport = make_connection(handlers)
         conn.pause_writing()  # the peer stopped reading our responses
         assert conn.reading_paused
-        assert not transport.reading
+        assert not transport.is_reading()
         frames = [encode_frame(RemotingCommand.request(RequestCode.HEART_BEAT, opaque=i)) for i in range(3)]
         conn.data_received(b"".join(frames))  # bytes already in flight when we paused
         assert transport.writes == []  # nothing processed while paused
         conn.resume_writing()
-        assert transport.reading
+        assert transport.is_reading()
         await asyncio.sleep(0)  # the buffered frames are processed on the next loop turn
         assert [c.opaque for c in transport.frames()] == [0, 1, 2]
 
@@ -169,7 +169,7 @@ def test_client_role_keeps_reading_under_write_pressure() -> None:
     async def scenario() -> None:
         conn, transport = make_connection(server=False)
         conn.pause_writing()
-        assert transport.reading  # else both ends could wait on each other
+        assert transport.is_reading()  # else both ends could wait on each other
         assert not conn.reading_paused
 
     arun(scenario())
@@ -192,12 +192,12 @@ def test_in_flight_bound_pauses_and_resumes() -> None:
             )
         )
         assert conn.in_flight == 2
-        assert not transport.reading
+        assert not transport.is_reading()
         gate.set()
         for _ in range(20):
             await asyncio.sleep(0)
         assert sorted(c.opaque for c in transport.frames()) == [0, 1, 2, 3, 4]
-        assert transport.reading
+        assert transport.is_reading()
         assert conn.in_flight == 0
 
     arun(scenario())

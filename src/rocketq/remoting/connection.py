@@ -26,7 +26,9 @@ Flow control: when unsent output passes the high-water mark, writers (:meth:`inv
 :meth:`invoke_oneway`) wait for it to drain; a server-side connection (``pause_reads_on_write_pressure``)
 also stops reading requests, so a peer that does not read cannot make us buffer its responses
 without bound. Output beyond ``max_write_buffer`` closes the connection. Handlers running at once
-are bounded by ``max_in_flight``: at the bound, reading pauses until one finishes.
+are bounded by ``max_in_flight``: at the bound, reading pauses until one finishes. Responses to
+requests this side sent share the byte stream, so they wait too while reading is paused: a
+handler that awaits a request of its own on the same connection must use a timeout.
 
 Handlers still running when their connection drops run to completion and their responses are
 dropped; a long-polling handler may watch :attr:`RemotingConnection.is_closed` or await

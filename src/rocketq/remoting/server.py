@@ -64,6 +64,7 @@ class RemotingServer:
         self._connections: set[RemotingConnection] = set()
         self._port: int | None = None
         self._closing = False
+        self._closed = asyncio.Event()
 
     def __repr__(self) -> str:
         if self._port is None:
@@ -131,6 +132,12 @@ class RemotingServer:
         self._port = self._server.sockets[0].getsockname()[1]
         logger.info("remoting server listening on %s", self.address)
 
+    async def serve_forever(self) -> None:
+        """Start if not started, then return only once :meth:`close` has finished."""
+        if self._server is None and not self._closing:
+            await self.start()
+        await self._closed.wait()
+
     async def close(self, grace: float = 0.0) -> None:
         """Stop accepting, close every connection and stop every running handler.
 
@@ -161,6 +168,7 @@ class RemotingServer:
             await conn.wait_closed()
         if server is not None:
             await server.wait_closed()
+        self._closed.set()
         logger.info("remoting server on %s closed", self.address if self._port is not None else self.host)
 
     async def __aenter__(self) -> RemotingServer:
