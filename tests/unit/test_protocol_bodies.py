@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import struct
 import zlib
 from datetime import timedelta, timezone
@@ -442,6 +443,47 @@ def test_bad_bodies_raise_protocol_errors(cls: type[b.JsonBody], data: bytes, fr
 def test_bad_compressed_registrations(data: bytes, fragment: str) -> None:
     with pytest.raises(RemoteProtocolError, match=fragment):
         b.RegisterBrokerBody.decode(data, compressed=True)
+
+
+def test_compressed_registration_is_bounded_and_complete(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(b, "MAX_INFLATED_REGISTER_BODY", 4096)
+    bomb = zlib.compress(b"\x00" * 5000, 9)
+    with pytest.raises(RemoteProtocolError, match="inflates past"):
+        b.RegisterBrokerBody.decode(bomb, compressed=True)
+    whole = b.RegisterBrokerBody().encode(compress=True)
+    with pytest.raises(RemoteProtocolError, match="truncated"):
+        b.RegisterBrokerBody.decode(whole[:-3], compressed=True)
+    with pytest.raises(RemoteProtocolError, match="must be bytes"):
+        b.RegisterBrokerBody.decode("x", compressed=True)
+
+
+def test_mutated_captured_bodies_raise_only_protocol_errors() -> None:
+    rng = random.Random(3)
+    seen: set[tuple[int, str]] = set()
+    for _, code, kind, header, body in JSON_CAPTURED:
+        if (code, kind) in seen and code != 103:
+            continue
+        seen.add((code, kind))
+        cls = BODY_TYPES[code, kind]
+        compressed = code == 103 and header["extFields"].get("compressed") == "true"
+        for _ in range(200):
+            data = bytearray(body)
+            for _ in range(rng.randint(1, 3)):
+                pos = rng.randrange(len(data))
+                roll = rng.random()
+                if roll < 0.5:
+                    data[pos] = rng.randrange(256) if compressed else rng.choice(b'{}[]:,"0aL-tn ')
+                elif roll < 0.8:
+                    del data[pos : pos + rng.randint(1, 6)]
+                else:
+                    data[pos:pos] = bytes([rng.choice(b'{}[]:,"0a')])
+            try:
+                if cls is b.RegisterBrokerBody:
+                    b.RegisterBrokerBody.decode(bytes(data), compressed=compressed)
+                else:
+                    cls.decode(bytes(data))
+            except RemoteProtocolError:
+                pass
 
 
 # ---------------------------------------------------------------- hypothesis round trips

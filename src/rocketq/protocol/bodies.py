@@ -42,6 +42,7 @@ from rocketq.protocol.fastjson import Bean, FrozenObject, dumps, dumps_bytes, lo
 from rocketq.protocol.properties import java_string_hash
 
 __all__ = [
+    "MAX_INFLATED_REGISTER_BODY",
     "BrokerData",
     "CMResult",
     "CheckClientRequestBody",
@@ -589,6 +590,10 @@ class TopicConfigSerializeWrapper(JsonBody):
 
 _INT32 = struct.Struct(">i")
 
+#: Largest inflated size accepted for a compressed ``REGISTER_BROKER`` body (a guard against
+#: deflate bombs; a broker's topic table takes about 40 bytes per topic in this layout).
+MAX_INFLATED_REGISTER_BODY = 64 * 1024 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class RegisterBrokerBody(JsonBody):
@@ -642,10 +647,17 @@ class RegisterBrokerBody(JsonBody):
             return super(RegisterBrokerBody, cls).decode(data)
         if isinstance(data, str):
             raise RemoteProtocolError("RegisterBrokerBody: a compressed body must be bytes")
+        inflater = zlib.decompressobj()
         try:
-            raw = zlib.decompress(bytes(data))
+            raw = inflater.decompress(bytes(data), MAX_INFLATED_REGISTER_BODY + 1)
         except zlib.error as exc:
             raise RemoteProtocolError(f"RegisterBrokerBody: bad compressed body ({exc})") from None
+        if len(raw) > MAX_INFLATED_REGISTER_BODY:
+            raise RemoteProtocolError(
+                f"RegisterBrokerBody: compressed body inflates past {MAX_INFLATED_REGISTER_BODY} bytes"
+            )
+        if not inflater.eof:
+            raise RemoteProtocolError("RegisterBrokerBody: compressed body is truncated")
         reader = _Reader(raw, "RegisterBrokerBody (compressed)")
         version = DataVersion.decode(reader.chunk())
         count = reader.int32()
