@@ -14,14 +14,15 @@ When RocketMQ 4.9.4 notifies, event by event (``ConsumerGroupEvent``; the adapte
 NOTIFY_CONSUMER_IDS_CHANGED oneway to every connection of a CHANGE event's ``notify``):
 
 * **Heartbeat** (:meth:`ConsumerRegistry.register`, ``registerConsumer``): the channel is added if
-  its *connection* is new in the group (``r1``); the group's subscription table is replaced by the
-  heartbeat's: a topic not in the table is added, a topic missing from the heartbeat is removed
-  (either sets ``r2``), a topic whose subscription has a greater ``subVersion`` is replaced *without*
-  counting as a change. If ``r1 or r2`` and the group's ``notifyConsumerIdsChangedEnable`` (the
-  subscription group config, passed as ``notify``) is on: **CHANGE** to *every* channel of the group,
-  the newcomer included. Then always **REGISTER** with the heartbeat's subscriptions (RocketMQ feeds
-  its consumer filter manager with it; no message is sent). Returns ``r1 or r2``. The group's
-  consume type, message model and consume-from-where are overwritten by every heartbeat.
+  its *connection* is new in the group (``r1``); the group's one subscription table is brought in
+  line with the heartbeat's: a topic not in the table is added, a topic missing from the heartbeat
+  is removed (either sets ``r2``), a topic whose subscription has a greater ``subVersion`` is
+  replaced *without* counting as a change. If ``r1 or r2`` and the group's
+  ``notifyConsumerIdsChangedEnable`` (the subscription group config, passed as ``notify``) is on:
+  **CHANGE** to *every* channel of the group, the newcomer included. Then always **REGISTER** with
+  the heartbeat's subscriptions (RocketMQ feeds its consumer filter manager with it; no message is
+  sent). Returns ``r1 or r2``. Every heartbeat overwrites the group's consume type, message model
+  and consume-from-where.
 * **UNREGISTER_CLIENT** (:meth:`ConsumerRegistry.unregister`): the connection's channel is removed;
   if the group is now empty it is dropped with **UNREGISTER**; then, if the group's flag is on,
   **CHANGE** to the remaining channels (none if the group was dropped). RocketMQ sends this CHANGE
@@ -37,11 +38,12 @@ NOTIFY_CONSUMER_IDS_CHANGED oneway to every connection of a CHANGE event's ``not
   members notifies: **CHANGE** to the remaining channels (**UNREGISTER** if none remain), unless
   :attr:`ConsumerRegistryConfig.notify_on_expiry` is off, which gives RocketMQ's silence.
 
-The broker-wide ``notifyConsumerIdsChangedEnable``
-(:attr:`ConsumerRegistryConfig.notify_consumer_ids_changed_enable`) empties every CHANGE's ``notify``
-when off. A subscription whose expression changed under a newer
-``subVersion`` notifies only with :attr:`ConsumerRegistryConfig.notify_on_subscription_update` (off,
-as in RocketMQ: the rebalance outcome depends on topics and client ids, not on tag expressions).
+The broker-wide switch, ``notifyConsumerIdsChangedEnable`` in ``BrokerConfig``
+(:attr:`ConsumerRegistryConfig.notify_consumer_ids_changed_enable`), empties every CHANGE's
+``notify`` when off. A subscription whose expression changed under a newer ``subVersion`` notifies
+only with :attr:`ConsumerRegistryConfig.notify_on_subscription_update` (off, as in RocketMQ: how
+queues are shared depends on topics and client ids, not on tag expressions). These rules are
+checked against traffic captured from a real 4.9.4 broker (``tests/unit/test_broker_captures.py``).
 
 **Member order.** RocketMQ keys channels by Netty ``Channel`` in a hash map, so its member lists
 come out in an order fixed by random channel ids; clients sort the ids before allocating. We list
