@@ -165,6 +165,9 @@ class PullHoldTable(Generic[R]):
     ) -> list[R]:
         """A message reached queue (topic, queue_id), whose max offset is now ``max_offset``.
 
+        ``max_offset`` is the queue's offset past the new message (its consume-queue offset + 1,
+        what RocketMQ's arriving listener passes); ``tag_code`` is the message's tag hash.
+
         Returns, in the order they were held, the requests to answer now: those whose offset is
         below ``max_offset`` and whose filter accepts ``tag_code``, and those whose deadline has
         come (``now >= deadline``). The rest stay held. Cheap when nothing is held on the queue.
