@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+
 import random
 import struct
 import zlib
@@ -703,3 +705,9 @@ def test_register_broker_body_round_trips_both_forms(
     )
     assert b.RegisterBrokerBody.decode(body.encode()) == body
     assert b.RegisterBrokerBody.decode(body.encode(compress=True), compressed=True) == body
+
+
+def test_module_doctests() -> None:
+    failures, tried = doctest.testmod(b)
+    assert failures == 0
+    assert tried > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+
 import enum
 import json
 import random
@@ -13,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketq.errors import RemoteProtocolError
+from rocketq.protocol import fastjson as fastjson_module
 from rocketq.protocol.fastjson import (
     MAX_DEPTH,
     Bean,
@@ -364,3 +367,9 @@ def test_mutated_bodies_only_raise_protocol_errors() -> None:
                 loads(bytes(data))
             except RemoteProtocolError:
                 pass
+
+
+def test_module_doctests() -> None:
+    failures, tried = doctest.testmod(fastjson_module)
+    assert failures == 0
+    assert tried > 0

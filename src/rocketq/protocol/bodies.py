@@ -13,7 +13,10 @@ decoded from a Java peer re-encodes to the same bytes. Java's ``HashMap``/``Hash
 out of fastjson in hash-bucket order; a Python peer building a body from scratch may pass entries
 in any order (Java readers rebuild their own maps), or use :func:`java_hash_order` to reproduce the
 order a Java peer would have produced. ``TreeMap``/``TreeSet`` fields
-(:class:`ConsumerRunningInfo`) are sorted on encoding, as Java sorts them.
+(:class:`ConsumerRunningInfo`) are sorted on encoding, as Java sorts them. Java lists and sets
+are both tuples here; ``to_json`` gives lists for the former and tuples for the latter, which only
+``encode(pretty=True)`` (fastjson's ``PrettyFormat``, the layout of RocketMQ's config files) tells
+apart.
 
 Maps keyed by a queue use :class:`~rocketq.models.MessageQueue` keys; fastjson writes those keys
 as inline objects (``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``), which
@@ -1365,7 +1368,9 @@ def java_hash_order(keys: Iterable[T], *, long_keys: bool = False, capacity: int
     goes to bucket ``(h ^ (h >>> 16)) & (buckets - 1)`` with ``h`` its Java ``hashCode()``; a
     bucket keeps insertion order. Strings, ints (``Integer``, or ``Long`` with ``long_keys=True``)
     and :class:`~rocketq.models.MessageQueue` are supported. Tree bins (eight or more keys in one
-    bucket) are not modelled.
+    bucket) are not modelled. A ``ConcurrentHashMap`` spreads hashes the same way, so pass its
+    table size (``new ConcurrentHashMap<>(1024)``, the broker's topic table, has 2048 buckets); its
+    resizing may reorder keys that share a bucket, which this does not model either.
 
     >>> java_hash_order(["broker-a", "broker-b"])
     ['broker-b', 'broker-a']

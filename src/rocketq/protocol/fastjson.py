@@ -24,7 +24,8 @@ in their insertion order (callers put bean fields in fastjson's order), ``int``/
 keys bare, ``None`` map values skipped, lists/tuples/sets as arrays, enums by name.
 ``browser_compatible=True`` gives what the name server sends to 4.9.4+ clients
 (``BrowserCompatible, MapSortField``): every key quoted, maps sorted by key, everything outside
-printable ASCII escaped.
+printable ASCII escaped. ``pretty=True`` gives fastjson's ``PrettyFormat``, which the config files
+of brokers and name servers use; it tells beans (:class:`Bean`) from maps and lists from sets.
 
 >>> loads('{"brokerAddrs":{0:"127.0.0.1:10911"}}')
 {'brokerAddrs': {0: '127.0.0.1:10911'}}
@@ -61,7 +62,9 @@ class FrozenObject(tuple[tuple[Any, Any], ...]):
     fastjson writes a map keyed by a bean (``HashMap<MessageQueue, Long>``) with each key object
     inline; :func:`loads` returns those keys as ``FrozenObject`` (nested objects and arrays inside
     become ``FrozenObject`` and tuples). Two frozen objects are equal when they hold the same pairs
-    in the same order; a ``FrozenObject`` never equals a plain tuple.
+    in the same order; a ``FrozenObject`` never equals a plain tuple. ``k[name]`` looks a field up by
+    name, except that an ``int`` index gives the pair at that position, as for any tuple (use
+    :meth:`get` for an object whose names are integers).
 
     >>> k = FrozenObject.of({"topic": "T", "queueId": 1})
     >>> k["queueId"], k.get("missing", 0), k.to_dict()
