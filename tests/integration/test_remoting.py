@@ -407,6 +407,49 @@ def test_garbage_frame_closes_only_that_connection(
     arun(scenario())
 
 
+def test_many_clients_keep_working_while_one_sends_garbage(arun: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async def slow_echo(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            await asyncio.sleep(0)
+            return echo(conn, request)
+
+        async with RemotingServer() as server:
+            server.register_handler(HEART_BEAT, echo)
+            server.register_handler(PULL, slow_echo)
+            clients = [RemotingClient() for _ in range(8)]
+
+            async def traffic(client: RemotingClient, c: int) -> None:
+                for round_ in range(5):
+                    calls = [
+                        client.invoke(
+                            server.address,
+                            RemotingCommand.request(
+                                HEART_BEAT if i % 2 else PULL, {"who": f"{c}.{round_}.{i}"}
+                            ),
+                            5.0,
+                        )
+                        for i in range(20)
+                    ]
+                    responses = await asyncio.gather(*calls)
+                    assert [r.ext_fields["who"] for r in responses] == [
+                        f"{c}.{round_}.{i}" for i in range(20)
+                    ]
+
+            async def vandal() -> None:
+                reader, writer = await open_raw(server)
+                writer.write(struct.pack(">ii", 20, 200) + b"\xff" * 16)  # header longer than its frame
+                assert await asyncio.wait_for(reader.read(), 2.0) == b""
+                writer.close()
+
+            try:
+                await asyncio.gather(*(traffic(client, c) for c, client in enumerate(clients)), vandal())
+            finally:
+                for client in clients:
+                    await client.close()
+
+    arun(scenario())
+
+
 def test_peer_disconnecting_mid_frame(arun: Callable[..., Any]) -> None:
     async def scenario() -> None:
         recorder = Recorder()
