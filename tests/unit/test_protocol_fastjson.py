@@ -193,6 +193,10 @@ def test_writes_what_fastjson_writes(value: Any, expected: str) -> None:
     assert dumps_bytes(value) == expected.encode("utf-8")
 
 
+def test_lone_surrogates_become_question_marks_as_in_java() -> None:
+    assert dumps_bytes({"k": "a\ud800b"}) == b'{"k":"a?b"}'
+
+
 def test_writes_object_keys_inline() -> None:
     key = FrozenObject.of({"brokerName": "b", "queueId": 0, "topic": "T"})
     assert dumps({key: 5}) == '{{"brokerName":"b","queueId":0,"topic":"T"}:5}'

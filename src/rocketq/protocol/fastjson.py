@@ -634,5 +634,9 @@ def dumps(value: Any, *, browser_compatible: bool = False, pretty: bool = False)
 
 
 def dumps_bytes(value: Any, *, browser_compatible: bool = False, pretty: bool = False) -> bytes:
-    """:func:`dumps` encoded as UTF-8, as ``RemotingSerializable.encode`` sends it."""
-    return _dumps(value, browser_compatible, pretty).encode("utf-8")
+    """:func:`dumps` encoded as UTF-8, as ``RemotingSerializable.encode`` sends it.
+
+    A lone surrogate (only possible in a ``str`` built by hand) becomes ``?``, as in Java's
+    ``String.getBytes(UTF_8)``.
+    """
+    return _dumps(value, browser_compatible, pretty).encode("utf-8", "replace")
