@@ -24,7 +24,7 @@ from rocketq.protocol.message import (
     SYS_FLAG_POSITION,
     store_timestamp_position,
 )
-from rocketq.store.segments import FileIO, SegmentQueue
+from rocketq.store.segments import FileIO, Segment, SegmentQueue
 
 __all__ = ["END_FILE_MIN_BLANK_LENGTH", "CommitLog"]
 
@@ -58,10 +58,11 @@ class CommitLog:
 
     # -- writing (store lock held) --------------------------------------------------------------
 
-    def reserve(self, size: int) -> int:
-        """Where a record (or batch) of ``size`` bytes goes: closes the current segment with a
-        blank record and opens the next one when it would not fit. Raises ``OSError`` if a file
-        cannot be created or the blank record written; the log is then unchanged."""
+    def reserve(self, size: int) -> tuple[Segment, int]:
+        """The segment and offset where a record (or batch) of ``size`` bytes goes: closes the
+        current segment with a blank record and opens the next one when it would not fit.
+        Raises ``OSError`` if a file cannot be created or the blank record written; the log is
+        then unchanged."""
         pos = self.max_offset
         seg = self.files.find(pos) or self.files.create(pos)
         left = seg.end - pos
@@ -72,15 +73,14 @@ class CommitLog:
             nxt = self.files.find(seg.end) or self.files.create(seg.end)
             self.max_offset = seg.end
             self.tail = (seg.end, self.tail[1])
-            pos = nxt.start
-        return pos
+            return nxt, nxt.start
+        return seg, pos
 
-    def write(self, offset: int, data: bytes | bytearray) -> None:
-        """Write records at ``offset`` (as returned by :meth:`reserve`). Raises ``OSError``."""
-        seg = self.files.find(offset)
-        if seg is None:
-            raise OSError(f"no commit-log segment holds offset {offset}")
-        seg.write(offset - seg.start, data)
+    @staticmethod
+    def write(segment: Segment, offset: int, data: bytes | bytearray) -> None:
+        """Write records at ``offset`` in ``segment`` (as :meth:`reserve` returned them).
+        Raises ``OSError``."""
+        segment.write(offset - segment.start, data)
 
     def commit(self, end: int, store_timestamp: int) -> None:
         """Publish the records written up to ``end``."""

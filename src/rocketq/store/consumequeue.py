@@ -46,6 +46,8 @@ class ConsumeQueue:
         self.max_physic_offset = -1
         #: Entries below this index have been fsynced.
         self.flushed_index = 0
+        #: Entries the existing files can hold (writes below it need no new file).
+        self.capacity = 0
 
     # -- loading and recovery -------------------------------------------------------------------
 
@@ -73,6 +75,7 @@ class ConsumeQueue:
                 break
             index += 1
         self.files.truncate(end)
+        self._update_capacity()
         self.max_index = end // CQ_ENTRY_SIZE
         self.flushed_index = self.max_index
         first = self.files.first
@@ -97,6 +100,7 @@ class ConsumeQueue:
             "truncating consume queue %s-%s from %s to %s", self.topic, self.queue_id, self.max_index, lo
         )
         self.files.truncate(lo * CQ_ENTRY_SIZE)
+        self._update_capacity()
         self.max_index = lo
         self.flushed_index = min(self.flushed_index, lo)
         if lo <= self.min_index:
@@ -128,6 +132,21 @@ class ConsumeQueue:
             assert last is not None
         while last.end < end:
             last = self.files.create(last.end)
+        self._update_capacity()
+
+    def _update_capacity(self) -> None:
+        last = self.files.last
+        self.capacity = last.end // CQ_ENTRY_SIZE if last is not None else 0
+
+    def write_one(self, entry: bytes, physic_end: int) -> None:
+        """:meth:`write` for one entry (the hot path of single sends)."""
+        pos = self.max_index * CQ_ENTRY_SIZE
+        seg = self.files.find(pos)
+        if seg is None:
+            raise OSError(f"consume queue {self.topic}-{self.queue_id} has no file for {pos}")
+        seg.write(pos - seg.start, entry)
+        self.max_index += 1
+        self.max_physic_offset = physic_end
 
     def write(self, entries: bytes | bytearray, physic_end: int) -> None:
         """Write ``entries`` (whole 20-byte entries) at :attr:`max_index`; :meth:`prepare` first.
@@ -300,6 +319,7 @@ class ConsumeQueue:
     def destroy(self) -> None:
         """Delete every file of this queue."""
         self.files.delete_all()
+        self.capacity = 0
         self.min_index = self.max_index = self.flushed_index = 0
         self.max_physic_offset = -1
 

@@ -115,9 +115,13 @@ class Segment:
 
     def write(self, position: int, data: bytes | bytearray | memoryview) -> None:
         """Write all of ``data`` at ``position`` (relative to the file), or raise ``OSError``."""
+        total = len(data)
+        done = self._io.pwrite(self.fd, data, position)
+        if done == total:
+            return
+        if done <= 0:
+            raise OSError(f"short write to {self.path}")
         mv = memoryview(data)
-        done = 0
-        total = len(mv)
         while done < total:
             n = self._io.pwrite(self.fd, mv[done:], position + done)
             if n <= 0:
