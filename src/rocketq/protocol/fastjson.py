@@ -171,6 +171,10 @@ def loads(data: str) -> Any: ...
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse a RocketMQ (fastjson) JSON text, from UTF-8 bytes or a str.
 
+    fastjson's back-references (``{"$ref":"$.brokerDatas[0]"}``, written when one Java object
+    appears twice in a body) are resolved to the value they name, as fastjson resolves them;
+    circular ones cannot be represented and are rejected.
+
     Raises :class:`~rocketq.errors.RemoteProtocolError` with the offset and a short excerpt when
     the text is neither JSON nor something fastjson would accept.
     """
@@ -182,13 +186,61 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         except UnicodeDecodeError as exc:
             raise RemoteProtocolError(f"JSON body is not valid UTF-8 at byte {exc.start}") from None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError):
-        pass
-    try:
-        return _Parser(text).document()
-    except RecursionError:  # only reachable when the caller is already deep in its own stack
-        raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
+        try:
+            value = _Parser(text).document()
+        except RecursionError:  # only reachable when the caller is already deep in its own stack
+            raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
+    if "$ref" in text:
+        value = _resolve_refs(value, value, ())
+    return value
+
+
+_REF_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def _ref_target(root: Any, ref: str, here: tuple[Any, ...]) -> Any:
+    """The value a fastjson ``$ref`` path names (``$``, ``$.name``, ``$.list[2].name`` ...)."""
+    if not ref.startswith("$"):
+        raise RemoteProtocolError(f"JSON body: unsupported or circular fastjson reference {ref!r}")
+    steps: list[Any] = []
+    pos = 1
+    while pos < len(ref):
+        m = _REF_STEP.match(ref, pos)
+        if m is None:
+            raise RemoteProtocolError(f"JSON body: cannot follow fastjson reference {ref!r}")
+        steps.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+        pos = m.end()
+    if tuple(steps) == here[: len(steps)]:
+        raise RemoteProtocolError(f"JSON body: circular fastjson reference {ref!r}")
+    target = root
+    for step in steps:
+        key = step
+        if isinstance(target, dict) and step not in target:
+            # a non-string key (``{0:…}``) appears in the path as its text
+            key = next((k for k in target if not isinstance(k, str) and str(k) == step), step)
+        try:
+            target = target[key]
+        except (KeyError, IndexError, TypeError):
+            raise RemoteProtocolError(f"JSON body: fastjson reference {ref!r} names nothing") from None
+    if isinstance(target, dict) and len(target) == 1 and "$ref" in target:
+        raise RemoteProtocolError(f"JSON body: fastjson reference {ref!r} names another reference")
+    return target
+
+
+def _resolve_refs(node: Any, root: Any, here: tuple[Any, ...]) -> Any:
+    if isinstance(node, dict):
+        if len(node) == 1 and isinstance(node.get("$ref"), str):
+            return _ref_target(root, node["$ref"], here)
+        for key, child in node.items():
+            if isinstance(child, (dict, list)):
+                node[key] = _resolve_refs(child, root, (*here, key if isinstance(key, str) else str(key)))
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            if isinstance(child, (dict, list)):
+                node[i] = _resolve_refs(child, root, (*here, i))
+    return node
 
 
 def _loads_fallback(text: str) -> Any:
