@@ -730,6 +730,36 @@ def test_output_beyond_the_hard_bound_closes_the_connection(arun: Callable[..., 
     arun(scenario())
 
 
+def test_server_close_does_not_wait_forever_for_a_peer_that_does_not_read(arun: Callable[..., Any]) -> None:
+    body = b"d" * 100_000
+
+    async def scenario() -> None:
+        config = ServerConfig(
+            write_buffer_high=64 * 1024, write_buffer_low=16 * 1024, max_write_buffer=8 << 20
+        )
+        recorder = Recorder()
+        server = RemotingServer(config=config, listener=recorder)
+        server.register_handler(PULL, lambda conn, req: req.response(body=body))
+        await server.start()
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)
+        sock.connect(("127.0.0.1", server.port))
+        try:
+            sock.sendall(encode_frame(RemotingCommand.request(PULL)) * 60)
+            await asyncio.wait_for(recorder.connect_event.wait(), 2.0)
+            (conn,) = recorder.connected
+            await eventually(lambda: conn.reading_paused)
+            assert conn.write_buffer_size > 0  # output the peer will never take
+            t0 = time.monotonic()
+            await asyncio.wait_for(server.close(), 5.0)
+            assert time.monotonic() - t0 < 3.0
+            assert conn.is_closed
+        finally:
+            sock.close()
+
+    arun(scenario())
+
+
 # ---------------------------------------------------------------------------------- lifecycle
 
 

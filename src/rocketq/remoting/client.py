@@ -126,11 +126,10 @@ class RemotingClient:
         handlers: list[asyncio.Task[None]] = []
         for addr, conn in connections:
             handlers.extend(conn.cancel_handlers())
-            conn.close(f"client closed (connection to {addr})")
+            conn.close(f"client closed (connection to {addr})")  # fails its waiting requests now
         if handlers:
             await asyncio.gather(*handlers, return_exceptions=True)
-        for _, conn in connections:
-            await conn.wait_closed()
+        await asyncio.gather(*(conn.shutdown("client closed") for _, conn in connections))
 
     async def __aenter__(self) -> RemotingClient:
         await self.start()

@@ -684,6 +684,20 @@ class RemotingConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
+    async def shutdown(self, reason: str, flush_timeout: float = 1.0) -> None:
+        """Close, give buffered output ``flush_timeout`` seconds to leave, then abort; wait until closed.
+
+        A plain :meth:`close` waits for the peer to take buffered output, which a peer that does
+        not read never does; owners shutting down use this instead.
+        """
+        self.close(reason)
+        try:
+            await asyncio.wait_for(self.wait_closed(), flush_timeout)
+        except TimeoutError:
+            logger.warning("%r: output not taken within %.1fs of closing; aborting", self, flush_timeout)
+            self.abort()
+            await self.wait_closed()
+
     def cancel_handlers(self) -> list[asyncio.Task[None]]:
         """Cancel the coroutine handlers still running; returns them (to await)."""
         tasks = list(self._tasks)

@@ -161,11 +161,9 @@ class RemotingServer:
         tasks: list[asyncio.Task[None]] = []
         for conn in connections:
             tasks.extend(conn.cancel_handlers())
-            conn.close("server closed")
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        for conn in connections:
-            await conn.wait_closed()
+        await asyncio.gather(*(conn.shutdown("server closed") for conn in connections))
         if server is not None:
             await server.wait_closed()
         self._closed.set()
