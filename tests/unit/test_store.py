@@ -417,3 +417,70 @@ def test_background_services_flush_on_their_own(tmp_path: Path) -> None:
             time.sleep(0.01)
         assert store.commit_log.flushed_offset >= result.wrote_bytes
         assert (tmp_path / "config" / "consumerOffset.json").read_bytes() == b'{"offsetTable":{"T@G":{0:1}}}'
+
+
+def test_concurrent_first_sends_to_a_new_queue_share_one_queue(tmp_path: Path) -> None:
+    with MessageStore(tmp_path, SMALL, start_services=False) as store:
+        barrier = threading.Barrier(8)
+
+        def sender(n: int) -> None:
+            barrier.wait()
+            for i in range(25):
+                put(store, "New", 0, b"%d-%d" % (n, i))
+
+        workers = [threading.Thread(target=sender, args=(n,)) for n in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert store.max_offset("New", 0) == 200
+        offset, seen = 0, []
+        while offset < 200:
+            got = store.get_messages("New", 0, offset, 32)
+            msgs = decode_messages(got.data)
+            assert [m.queue_offset for m in msgs] == list(range(offset, got.next_begin_offset))
+            seen += [m.body for m in msgs]
+            offset = got.next_begin_offset
+        assert sorted(seen) == sorted(b"%d-%d" % (n, i) for n in range(8) for i in range(25))
+
+
+def test_sync_durability_is_awaitable_from_asyncio(tmp_path: Path) -> None:
+    import asyncio
+
+    with MessageStore(tmp_path, StoreConfig(flush="sync"), start_services=False) as store:
+
+        async def send(i: int) -> int:
+            result = store.put_message("T", 0, record("T", 0, b"%d" % i))
+            assert result.durable is not None
+            await asyncio.wait_for(asyncio.wrap_future(result.durable), store.config.sync_flush_timeout)
+            return result.commit_log_offset + result.wrote_bytes
+
+        async def main() -> list[int]:
+            return await asyncio.gather(*(send(i) for i in range(50)))
+
+        ends = asyncio.run(main())
+        assert store.commit_log.flushed_offset >= max(ends)
+
+
+def test_consume_queue_write_failure_rolls_back_the_commit_log_too(tmp_path: Path) -> None:
+    class CQFails(FileIO):
+        fail = False
+
+        def pwrite(self, fd: int, data: bytes | bytearray | memoryview, offset: int) -> int:
+            if self.fail and len(data) == 20:  # a consume-queue entry
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return super().pwrite(fd, data, offset)
+
+    io = CQFails()
+    with MessageStore(tmp_path, SMALL, io=io, start_services=False) as store:
+        put(store, "T", 0, b"kept")
+        end = store.commit_log_max_offset
+        io.fail = True
+        with pytest.raises(StoreFullError):
+            put(store, "T", 0, b"phantom")
+        assert store.commit_log_max_offset == end
+        assert store.max_offset("T", 0) == 1
+    (tmp_path / "abort").touch()  # even a crash recovery must not bring the failed record back
+    with MessageStore(tmp_path, SMALL, start_services=False) as store:
+        assert store.commit_log_max_offset == end
+        assert bodies(store.get_messages("T", 0, 0, 32).data) == [b"kept"]

@@ -425,7 +425,10 @@ class MessageStore:
         if queue_id < 0:
             raise ConfigError(f"queue id must not be negative, got {queue_id}")
         _check_name(topic)
-        return self._new_queue(topic, queue_id)
+        with self._lock:  # two first sends to a queue must not create two objects for its files
+            queues = self._queues.get(topic)
+            cq = queues.get(queue_id) if queues is not None else None
+            return cq if cq is not None else self._new_queue(topic, queue_id)
 
     # -- appending ------------------------------------------------------------------------------
 
