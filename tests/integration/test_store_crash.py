@@ -101,3 +101,62 @@ def test_sigkill_during_sync_flush_appends_loses_no_acknowledged_message(tmp_pat
         result = store.put_message("T", 0, encode_message(topic="T", body=b"after", queue_id=0))
         assert result.queue_offset == store.max_offset("T", 0) - 1
         assert result.commit_log_offset >= end
+
+
+FSIZE_CHILD = textwrap.dedent(
+    """
+    import resource, signal, sys
+    from rocketq.errors import StoreFullError
+    from rocketq.protocol.message import encode_message
+    from rocketq.store import MessageStore, StoreConfig
+
+    root = sys.argv[1]
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
+    store = MessageStore(root, StoreConfig(commit_log_segment_size=64 * 1024), start_services=False)
+    rec = encode_message(topic="T", body=bytes(1000), queue_id=0)
+    acked = 0
+    for _ in range(40):  # fits the first segment
+        store.put_message("T", 0, rec)
+        acked += 1
+    # the kernel now refuses writes past 48 KiB of any file: the segment's tail (one write
+    # straddles the limit and is cut short) and any new segment
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (48 * 1024, hard))
+    failures = 0
+    for _ in range(40):
+        try:
+            store.put_message("T", 0, rec)
+            acked += 1
+        except StoreFullError:
+            failures += 1
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    for _ in range(40):  # room again
+        store.put_message("T", 0, rec)
+        acked += 1
+    store.close()
+    print(acked, failures)
+    """
+)
+
+
+def test_a_real_kernel_write_refusal_fails_appends_cleanly(tmp_path: Path) -> None:
+    """RLIMIT_FSIZE makes the kernel refuse to grow files (EFBIG), as a full disk refuses blocks."""
+    root = tmp_path / "store"
+    done = subprocess.run(
+        [sys.executable, "-c", FSIZE_CHILD, str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    acked, failures = map(int, done.stdout.split())
+    assert failures > 0
+    assert acked == 120 - failures
+    with MessageStore(root, StoreConfig(commit_log_segment_size=64 * 1024), start_services=False) as store:
+        assert store.max_offset("T", 0) == acked
+        offset = 0
+        while offset < acked:
+            got = store.get_messages("T", 0, offset, 32)
+            assert got.status is GetMessageStatus.FOUND
+            offset = got.next_begin_offset
