@@ -18,6 +18,7 @@ import pytest
 
 from rocketq.errors import (
     ConfigError,
+    NoPermissionError,
     RemotingClosedError,
     RemotingConnectError,
     RemotingTimeoutError,
@@ -38,6 +39,7 @@ from rocketq.remoting import (
     RemotingClient,
     RemotingConnection,
     RemotingServer,
+    RPCHook,
     ServerConfig,
     run,
 )
@@ -320,6 +322,47 @@ def test_server_pushes_notify_and_asks_running_info_over_the_client_connection(
             unknown = await conn.invoke(RemotingCommand.request(4242), 2.0)
             assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
             assert unknown.remark == " request type 4242 not supported"
+
+    arun(scenario())
+
+
+def test_rpc_hooks_sign_and_check_requests(arun: Callable[..., Any]) -> None:
+    """The shape of RocketMQ's ACL: the client's hook signs, the server's hook rejects unsigned requests."""
+
+    class Sign(RPCHook):
+        def __init__(self) -> None:
+            self.responses: list[tuple[str, int]] = []
+
+        def before_request(self, addr: str, request: RemotingCommand) -> None:
+            request.ext_fields["AccessKey"] = "rocketq"
+
+        def after_response(self, addr: str, request: RemotingCommand, response: RemotingCommand) -> None:
+            self.responses.append((addr, response.code))
+
+    class Check(RPCHook):
+        def __init__(self) -> None:
+            self.answered: list[int] = []
+
+        def before_request(self, addr: str, request: RemotingCommand) -> None:
+            if request.ext_fields.get("AccessKey") != "rocketq":
+                raise NoPermissionError(ResponseCode.NO_PERMISSION, "AccessKey is missing")
+
+        def after_response(self, addr: str, request: RemotingCommand, response: RemotingCommand) -> None:
+            self.answered.append(response.code)
+
+    async def scenario() -> None:
+        sign, check = Sign(), Check()
+        async with RemotingServer() as server, RemotingClient() as signed, RemotingClient() as unsigned:
+            server.register_handler(HEART_BEAT, echo)
+            server.add_hook(check)
+            signed.add_hook(sign)
+            ok = await signed.invoke(server.address, RemotingCommand.request(HEART_BEAT), 2.0)
+            assert ok.code == ResponseCode.SUCCESS
+            assert ok.ext_fields == {"AccessKey": "rocketq"}  # echoed: the hook's field went out
+            refused = await unsigned.invoke(server.address, RemotingCommand.request(HEART_BEAT), 2.0)
+            assert (refused.code, refused.remark) == (ResponseCode.NO_PERMISSION, "AccessKey is missing")
+            assert sign.responses == [(server.address, 0)]
+            assert check.answered == [0, ResponseCode.NO_PERMISSION]  # every answer, refusals too
 
     arun(scenario())
 

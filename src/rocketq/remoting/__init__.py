@@ -21,6 +21,7 @@ from rocketq.remoting.connection import (
     HandlerResult,
     HandlerTable,
     RemotingConnection,
+    RPCHook,
     describe_exception,
 )
 from rocketq.remoting.loop import new_event_loop, run, uvloop_enabled
@@ -34,6 +35,7 @@ __all__ = [
     "Handler",
     "HandlerResult",
     "HandlerTable",
+    "RPCHook",
     "RemotingClient",
     "RemotingConnection",
     "RemotingServer",

@@ -26,6 +26,7 @@ from rocketq.remoting.connection import (
     Handler,
     HandlerTable,
     RemotingConnection,
+    RPCHook,
 )
 
 __all__ = ["RemotingClient", "parse_address"]
@@ -89,6 +90,10 @@ class RemotingClient:
 
     def set_default_handler(self, handler: Handler | None) -> None:
         self.handlers.default = handler
+
+    def add_hook(self, hook: RPCHook) -> None:
+        """Run ``hook`` around every request this client sends and handles (see :class:`RPCHook`)."""
+        self.handlers.hooks.append(hook)
 
     def add_listener(self, listener: ConnectionListener) -> None:
         self._listeners.append(listener)

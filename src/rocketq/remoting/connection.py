@@ -57,6 +57,7 @@ __all__ = [
     "Handler",
     "HandlerResult",
     "HandlerTable",
+    "RPCHook",
     "RemotingConnection",
     "describe_exception",
     "format_address",
@@ -77,14 +78,34 @@ Handler: TypeAlias = Callable[
 _connection_ids = itertools.count(1)
 
 
-class HandlerTable:
-    """Request handlers by request code, with an optional fallback for codes not registered."""
+class RPCHook:
+    """Code run around every request, as RocketMQ's ``RPCHook`` (ACL signs and checks requests so).
 
-    __slots__ = ("_by_code", "default")
+    ``before_request`` runs before a request is sent (on the sending side: it may add ext fields,
+    and an exception it raises fails the call) and before a received request reaches its handler
+    (on the receiving side: an exception answers the request as a handler's exception would, so
+    raising a :class:`~rocketq.errors.BrokerError` such as ``NoPermissionError`` rejects it with
+    that code). ``after_response`` sees each response received for a sent request, and each
+    response made for a received one, error responses included (exceptions there are logged).
+    ``addr`` is the connection's ``remote_address``. Subclass and override what you need.
+    """
+
+    def before_request(self, addr: str, request: RemotingCommand) -> None:
+        """Called before ``request`` is sent, or before it is handled."""
+
+    def after_response(self, addr: str, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Called with the response to ``request``, received or made."""
+
+
+class HandlerTable:
+    """Request handlers by request code, a fallback for codes not registered, and the RPC hooks."""
+
+    __slots__ = ("_by_code", "default", "hooks")
 
     def __init__(self) -> None:
         self._by_code: dict[int, Handler] = {}
         self.default: Handler | None = None
+        self.hooks: list[RPCHook] = []
 
     def register(self, code: int, handler: Handler) -> None:
         """Handle requests with ``code`` by ``handler`` (replacing any handler it had)."""
@@ -353,11 +374,15 @@ class RemotingConnection(asyncio.Protocol):
             future.set_result(cmd)
 
     def _on_request(self, request: RemotingCommand) -> None:
-        handler = self._handlers.get(request.code)
+        handlers = self._handlers
+        handler = handlers.get(request.code)
         if handler is None:
             self._not_supported(request)
             return
         try:
+            if handlers.hooks:
+                for hook in handlers.hooks:
+                    hook.before_request(self.remote_address, request)
             result: object = handler(self, request)
         except Exception as exc:
             self._handler_failed(request, exc)
@@ -402,6 +427,12 @@ class RemotingConnection(asyncio.Protocol):
             self._maybe_resume_reading()
 
     def _reply(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        if response is not None and self._handlers.hooks:
+            for hook in self._handlers.hooks:
+                try:
+                    hook.after_response(self.remote_address, request, response)
+                except Exception:
+                    logger.exception("%r: RPC hook %r failed after request code %d", self, hook, request.code)
         if request.flag & _ONEWAY:
             if response is not None:
                 logger.debug("%r: response to oneway request code %d dropped", self, request.code)
@@ -590,6 +621,10 @@ class RemotingConnection(asyncio.Protocol):
                     "the connection's output did not drain"
                 ) from None
             timeout = max(deadline - loop.time(), 0.0)
+        hooks = self._handlers.hooks
+        if hooks:
+            for hook in hooks:
+                hook.before_request(self.remote_address, request)
         opaque = self._next_opaque()
         request.opaque = opaque
         request.flag &= ~(_RESPONSE | _ONEWAY)
@@ -599,10 +634,14 @@ class RemotingConnection(asyncio.Protocol):
         self._send(head, body)
         timer = loop.call_at(loop.time() + timeout, self._expire, opaque, stated)
         try:
-            return await future
+            response = await future
         finally:
             timer.cancel()
             self._pending.pop(opaque, None)
+        if hooks:
+            for hook in hooks:
+                hook.after_response(self.remote_address, request, response)
+        return response
 
     def _expire(self, opaque: int, timeout: float) -> None:
         entry = self._pending.pop(opaque, None)
@@ -630,6 +669,8 @@ class RemotingConnection(asyncio.Protocol):
             raise self._closed_error(f"oneway request code {request.code}")
         if self._writes_paused:
             await self._drain()
+        for hook in self._handlers.hooks:
+            hook.before_request(self.remote_address, request)
         request.opaque = self._next_opaque()
         request.flag = (request.flag & ~_RESPONSE) | _ONEWAY
         head, body = encode_frame_parts(request)

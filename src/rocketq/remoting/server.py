@@ -24,6 +24,7 @@ from rocketq.remoting.connection import (
     Handler,
     HandlerTable,
     RemotingConnection,
+    RPCHook,
 )
 
 __all__ = ["RemotingServer"]
@@ -80,6 +81,10 @@ class RemotingServer:
     def set_default_handler(self, handler: Handler | None) -> None:
         """Handle requests whose code has no handler of its own (``None``: answer NOT_SUPPORTED)."""
         self.handlers.default = handler
+
+    def add_hook(self, hook: RPCHook) -> None:
+        """Run ``hook`` around every request this server sends and handles (see :class:`RPCHook`)."""
+        self.handlers.hooks.append(hook)
 
     def add_listener(self, listener: ConnectionListener) -> None:
         self._listeners.append(listener)
