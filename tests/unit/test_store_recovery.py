@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.errors import StoreCorruptError
 from rocketq.protocol.message import decode_messages, encode_message
 from rocketq.protocol.properties import tags_code
 from rocketq.store import GetMessageStatus, MessageStore, StoreConfig
@@ -176,3 +177,16 @@ def test_crash_recovery_starts_from_the_checkpointed_segment(tmp_path: Path) -> 
     with MessageStore(tmp_path, CFG, start_services=False) as store:
         assert store.max_offset("T", 0) == 1
         assert store.commit_log_max_offset == msgs[1][0]
+
+
+def test_a_changed_segment_size_is_refused_not_guessed(tmp_path: Path) -> None:
+    fill(tmp_path, 3)
+    with pytest.raises(StoreCorruptError, match="expected 16384"):
+        MessageStore(
+            tmp_path,
+            StoreConfig(commit_log_segment_size=16384, consume_queue_entries_per_file=16),
+            start_services=False,
+        )
+    # the refusal left the directory usable with the right size
+    with MessageStore(tmp_path, CFG, start_services=False) as store:
+        assert store.max_offset("T", 0) == 2

@@ -48,6 +48,8 @@ class ConsumeQueue:
         self.flushed_index = 0
         #: Entries the existing files can hold (writes below it need no new file).
         self.capacity = 0
+        #: Set once :meth:`destroy` ran (the topic was deleted): writers must look the queue up again.
+        self.destroyed = False
 
     # -- loading and recovery -------------------------------------------------------------------
 
@@ -320,6 +322,7 @@ class ConsumeQueue:
         """Delete every file of this queue."""
         self.files.delete_all()
         self.capacity = 0
+        self.destroyed = True
         self.min_index = self.max_index = self.flushed_index = 0
         self.max_physic_offset = -1
 

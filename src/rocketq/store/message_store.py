@@ -468,6 +468,8 @@ class MessageStore:
         with self._lock:
             if not self._writable:
                 raise StoreError("the message store is closed or stopped accepting writes after a failure")
+            if cq.destroyed:  # the topic was deleted since we looked the queue up
+                cq = self._new_queue(topic, queue_id)
             now_ms = int(self._clock() * 1000)
             try:
                 if cq.max_index >= cq.capacity:
@@ -559,6 +561,8 @@ class MessageStore:
         with self._lock:
             if not self._writable:
                 raise StoreError("the message store is closed or stopped accepting writes after a failure")
+            if cq.destroyed:  # the topic was deleted since we looked the queue up
+                cq = self._new_queue(topic, queue_id)
             now_ms = int(self._clock() * 1000)
             try:
                 cq.prepare(count)

@@ -35,6 +35,8 @@ import os
 import threading
 from pathlib import Path
 
+from rocketq.errors import StoreCorruptError
+
 __all__ = ["FileIO", "Segment", "SegmentQueue", "fsync_dir", "segment_name"]
 
 log = logging.getLogger(__name__)
@@ -98,7 +100,7 @@ class Segment:
             else:
                 actual = os.fstat(self.fd).st_size
                 if actual != size:
-                    raise OSError(f"{path} is {actual} bytes, expected {size}")
+                    raise StoreCorruptError(f"{path} is {actual} bytes, expected {size}")
             self._mm = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
         except BaseException:
             os.close(self.fd)
@@ -177,8 +179,9 @@ class SegmentQueue:
     def load(self) -> None:
         """Open the segments found on disk (the directory is created if missing).
 
-        Raises ``OSError`` if a file has a foreign name or size, or the files are not contiguous,
-        as RocketMQ refuses to start in that case rather than guess.
+        Raises :class:`~rocketq.errors.StoreCorruptError` if a file has another size than the
+        configured one or the files are not contiguous, as RocketMQ refuses to start in that
+        case rather than guess (a changed segment size needs a new data directory).
         """
         self.directory.mkdir(parents=True, exist_ok=True)
         starts: list[int] = []
@@ -194,9 +197,11 @@ class SegmentQueue:
         try:
             for start in starts:
                 if start % self.segment_size:
-                    raise OSError(f"segment {segment_name(start)} in {self.directory} is not aligned")
+                    raise StoreCorruptError(
+                        f"segment {segment_name(start)} in {self.directory} is not aligned"
+                    )
                 if segments and start != segments[-1].end:
-                    raise OSError(f"segment {segment_name(start)} in {self.directory} leaves a gap")
+                    raise StoreCorruptError(f"segment {segment_name(start)} in {self.directory} leaves a gap")
                 path = self.directory / segment_name(start)
                 segments.append(Segment(path, start, self.segment_size, self.io, create=False))
         except BaseException:
