@@ -10,10 +10,12 @@ each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` an
   command that comes out is either a **response** (flag bit 0), matched to its waiting
   :meth:`invoke` by opaque, or a **request**, dispatched by code to a handler;
 * a handler is called as ``handler(connection, request)`` and returns a response, ``None``, or an
-  awaitable of either. A plain function runs right in the read loop and its response is written at
-  once (responses of one read are written with one ``write`` call); an awaitable becomes a task of
-  its own, so a long-polling handler never holds up the requests behind it, and responses go out
-  in whatever order the handlers finish;
+  awaitable of either. A plain function runs right in the read loop, with no task made for it; an
+  awaitable becomes a task of its own, so a long-polling handler never holds up the requests
+  behind it, and responses go out in whatever order the handlers finish;
+* frames written during one turn of the event loop (the responses to one read, the requests of
+  many concurrent callers) reach the transport in one call, which saves system calls;
+* :class:`RPCHook` objects run around every request sent and handled (RocketMQ's ACL hook point);
 * an unknown code is answered ``REQUEST_CODE_NOT_SUPPORTED`` with RocketMQ's remark
   ``" request type N not supported"``; a handler that raises a :class:`~rocketq.errors.BrokerError`
   answers with that error's code and remark, any other exception answers ``SYSTEM_ERROR`` with the
