@@ -41,8 +41,8 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final
+from collections.abc import Callable, Iterator
+from typing import Any, Final, NoReturn
 
 from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.protocol.codes import LanguageCode, SerializeType
@@ -72,6 +72,10 @@ _RMQ_FIXED = struct.Struct(">hbhiii")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _unpack_length = _LENGTH.unpack_from
+_pack_prefix = _PREFIX.pack
+_pack_fixed = _RMQ_FIXED.pack
+_pack_i16 = _I16.pack
+_pack_i32 = _I32.pack
 _unpack_word = _WORD.unpack_from
 _unpack_fixed = _RMQ_FIXED.unpack_from
 _unpack_i16 = _I16.unpack_from
@@ -87,10 +91,12 @@ _LANGUAGE_JSON: Final = {lang: lang.name for lang in LanguageCode}
 _json_string = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 _json_object = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
 _json_loads = json.loads
+_json_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 # Python's encoder and fastjson 1.2.69 (RocketMQ 4.9.4's) escape the same characters except: fastjson
 # writes upper-case hex in \uXXXX escapes, and also escapes U+007F..U+009F, U+2028 and U+2029.
-_FASTJSON_DIFFERS = re.compile(r"\\u00(?:0[b-f]|1[a-f])|[\x7f-\x9f\u2028\u2029]")
+_FASTJSON_LOWER_HEX = re.compile(r"\\u00(?:0[b-f]|1[a-f])")  # a literal prefix: searched fast
+_FASTJSON_RAW = re.compile(r"[\x7f-\x9f\u2028\u2029]")
 _FASTJSON_FIX = re.compile(r"(\\\\)|\\u00(0[b-f]|1[a-f])|([\x7f-\x9f\u2028\u2029])")
 
 
@@ -104,7 +110,9 @@ def _fastjson_escape(match: re.Match[str]) -> str:
 
 def _as_fastjson(text: str) -> str:
     """``text`` (JSON written by Python's encoder) with fastjson's escapes."""
-    if _FASTJSON_DIFFERS.search(text) is None:
+    if _FASTJSON_LOWER_HEX.search(text) is None and (
+        "\x7f" not in text if text.isascii() else _FASTJSON_RAW.search(text) is None
+    ):
         return text
     return _FASTJSON_FIX.sub(_fastjson_escape, text)
 
@@ -116,10 +124,10 @@ def _as_fastjson(text: str) -> str:
 def encode_header(cmd: RemotingCommand) -> bytes:
     """The header of ``cmd`` in its own serialize type, without the 8-byte frame prefix."""
     try:
-        if cmd.serialize_type == SerializeType.ROCKETMQ:
-            return _encode_rocketmq_header(cmd)
         if cmd.serialize_type == SerializeType.JSON:
             return _encode_json_header(cmd)
+        if cmd.serialize_type == SerializeType.ROCKETMQ:
+            return _encode_rocketmq_header(cmd)
     except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as exc:
         raise RemoteProtocolError(f"cannot encode command code={cmd.code!r}: {exc}") from exc
     raise RemoteProtocolError(f"cannot encode command: unknown serialize type {cmd.serialize_type!r}")
@@ -138,7 +146,7 @@ def encode_frame_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
     length = 4 + header_length + len(body)
     if length > _INT32_MAX:
         raise RemoteProtocolError(f"frame of {length} bytes does not fit the 32-bit frame length")
-    return _PREFIX.pack(length, (int(cmd.serialize_type) << 24) | header_length) + header, body
+    return _pack_prefix(length, (cmd.serialize_type << 24) | header_length) + header, body
 
 
 def encode_frame(cmd: RemotingCommand) -> bytes:
@@ -150,6 +158,20 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
     """
     head, body = encode_frame_parts(cmd)
     return head + body if body else head
+
+
+def _check_ext_types(ext: dict[str, str]) -> None:
+    # str.join checks every item is a str in C; only on failure do we look for the culprit
+    try:
+        "".join(ext)
+        "".join(ext.values())
+    except TypeError:
+        for key, value in ext.items():
+            if type(key) is not str or type(value) is not str:
+                raise TypeError(
+                    f"ext field {key!r} must map str to str, got {type(value).__name__}"
+                ) from None
+        raise
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
@@ -168,45 +190,58 @@ def _encode_json_header(cmd: RemotingCommand) -> bytes:
         )
     ext = cmd.ext_fields
     if ext:
-        entries: Iterable[tuple[object, object]] = ext.items()
-        for key, value in entries:
-            if type(value) is not str or type(key) is not str:
-                raise TypeError(f"ext field {key!r} must map str to str, got {type(value).__name__}")
-        ext_part = ',"extFields":' + _json_object(ext)
+        _check_ext_types(ext)
+        ext_part = ',"extFields":' + _as_fastjson(_json_object(ext))
     elif cmd.write_empty_ext_fields:
         ext_part = ',"extFields":{}'
     else:
         ext_part = ""
     remark = cmd.remark
-    remark_part = "" if remark is None else ',"remark":' + _json_string(remark)
+    remark_part = "" if remark is None else ',"remark":' + _as_fastjson(_json_string(remark))
     text = (
         f'{{"code":{code}{ext_part},"flag":{flag},"language":"{_LANGUAGE_JSON[cmd.language]}",'
         f'"opaque":{opaque}{remark_part},"serializeTypeCurrentRPC":"JSON","version":{version}}}'
     )
     # A lone surrogate becomes "?", as Java's UTF-8 encoder makes it.
-    return _as_fastjson(text).encode("utf-8", "replace")
-
-
-def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "replace")
+
+
+_KEY_ENTRIES: dict[str, bytes] = {}
+_KEY_ENTRIES_MAX: Final = 4096
+
+
+def _key_entry(key: str) -> bytes:
+    """``int16 length + UTF-8`` of an ext-field key; the usual few keys are cached."""
+    entry = _KEY_ENTRIES.get(key)
+    if entry is None:
+        if type(key) is not str:
+            raise TypeError(f"ext field key {key!r} is not a str")
+        raw = key.encode("utf-8", "replace")
+        entry = _pack_i16(len(raw)) + raw
+        if len(_KEY_ENTRIES) < _KEY_ENTRIES_MAX:
+            _KEY_ENTRIES[key] = entry
+    return entry
 
 
 def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark
-    remark_bytes = _utf8(remark) if remark else b""
-    parts = [
-        _RMQ_FIXED.pack(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, len(remark_bytes)),
-        remark_bytes,
-        b"",
-    ]
+    remark_bytes = remark.encode("utf-8", "replace") if remark else b""
+    parts = [b"", remark_bytes, b""]
+    append = parts.append
+    pack_i32 = _pack_i32
+    key_entry = _key_entry
     ext_length = 0
-    pack_i16 = _I16.pack
-    pack_i32 = _I32.pack
     for key, value in cmd.ext_fields.items():
-        key_bytes = _utf8(key)
-        value_bytes = _utf8(value)
-        parts += (pack_i16(len(key_bytes)), key_bytes, pack_i32(len(value_bytes)), value_bytes)
-        ext_length += 6 + len(key_bytes) + len(value_bytes)
+        entry = key_entry(key)
+        if type(value) is not str:
+            raise TypeError(f"ext field {key!r} must map str to str, got {type(value).__name__}")
+        raw = value.encode("utf-8", "replace")
+        size = len(raw)
+        append(entry)
+        append(pack_i32(size))
+        append(raw)
+        ext_length += len(entry) + 4 + size
+    parts[0] = _pack_fixed(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, len(remark_bytes))
     parts[2] = pack_i32(ext_length)
     return b"".join(parts)
 
@@ -244,62 +279,97 @@ def _java_text(value: Any) -> str:
     return str(value)
 
 
+def _json_language(value: Any) -> LanguageCode:
+    if value is None:
+        return LanguageCode.JAVA  # RocketMQ's default
+    if type(value) is str:
+        return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
+    if type(value) is int:
+        return _LANGUAGE_BY_CODE.get(value, LanguageCode.OTHER)
+    raise RemoteProtocolError(f"JSON header field 'language' is not a language: {value!r}")
+
+
 def _decode_json_header(header: Any) -> RemotingCommand:
     try:
-        parsed = _json_loads(str(header, "utf-8"))
+        text = str(header, "utf-8")
+        try:
+            # the C scanner alone, without json.loads's Python-level whitespace handling
+            parsed, end = _json_scan(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):  # leading or trailing whitespace, or not JSON: the full parser decides
+            parsed = _json_loads(text)
     except (ValueError, RecursionError) as exc:
         raise RemoteProtocolError(f"JSON header does not parse: {exc}") from None
     if type(parsed) is not dict:
         raise RemoteProtocolError(f"JSON header is not an object: {type(parsed).__name__}")
-    language_value = parsed.get("language")
-    if language_value is None:
-        language = LanguageCode.JAVA
-    elif type(language_value) is str:
-        language = _LANGUAGE_BY_NAME.get(language_value, LanguageCode.OTHER)
-    elif type(language_value) is int:
-        language = _LANGUAGE_BY_CODE.get(language_value, LanguageCode.OTHER)
-    else:
-        raise RemoteProtocolError(f"JSON header field 'language' is not a language: {language_value!r}")
-    remark = parsed.get("remark")
+    get = parsed.get
+    code = get("code", 0)
+    flag = get("flag", 0)
+    opaque = get("opaque", 0)
+    version = get("version", 0)
+    if not (
+        type(code) is int
+        and type(flag) is int
+        and type(opaque) is int
+        and type(version) is int
+        and _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+    ):
+        code = _to_int(parsed, "code", 0)
+        flag = _to_int(parsed, "flag", 0)
+        opaque = _to_int(parsed, "opaque", 0)
+        version = _to_int(parsed, "version", 0)
+    language_value = get("language")
+    language = _LANGUAGE_BY_NAME.get(language_value) if type(language_value) is str else None
+    if language is None:
+        language = _json_language(language_value)
+    remark = get("remark")
     if remark is not None and type(remark) is not str:
         remark = _java_text(remark)
-    ext = parsed.get("extFields")
+    ext = get("extFields")
     write_empty = False
     if ext is None:
         ext_fields: dict[str, str] = {}
     elif type(ext) is dict:
         ext_fields = ext
-        write_empty = not ext
-        for value in ext.values():
-            if type(value) is not str:
+        if not ext:
+            write_empty = True
+        else:
+            try:
+                "".join(ext.values())  # all strings (checked in C)?
+            except TypeError:
                 ext_fields = {k: _java_text(v) for k, v in ext.items() if v is not None}
-                break
     else:
         raise RemoteProtocolError(f"JSON header field 'extFields' is not an object: {ext!r}")
     return RemotingCommand(
-        code=_to_int(parsed, "code", 0),
-        language=language,
-        version=_to_int(parsed, "version", 0),
-        opaque=_to_int(parsed, "opaque", 0),
-        flag=_to_int(parsed, "flag", 0),
-        remark=remark,
-        ext_fields=ext_fields,
-        serialize_type=SerializeType.JSON,
-        write_empty_ext_fields=write_empty,
+        code, language, version, opaque, flag, remark, ext_fields, b"", SerializeType.JSON, write_empty
     )
 
 
 def _decode_rocketmq_header(buf: Any, start: int, end: int) -> RemotingCommand:
     if end - start < _RMQ_MIN_HEADER:
         raise RemoteProtocolError(f"ROCKETMQ header of {end - start} bytes is shorter than {_RMQ_MIN_HEADER}")
-    code, language_code, version, opaque, flag, remark_length = _unpack_fixed(buf, start)
-    pos = start + 17
+    # One copy of the (small) header; when it is all ASCII, as headers nearly always are, one
+    # decode of the whole and plain string slices replace a UTF-8 decode per key and value.
+    data = bytes(buf[start:end])
+    end = len(data)
+    text = data.decode("latin-1") if data.isascii() else None
+    code, language_code, version, opaque, flag, remark_length = _unpack_fixed(data, 0)
+    pos = 17
     if remark_length < 0 or remark_length > end - pos - 4:
         raise RemoteProtocolError(f"ROCKETMQ header remark length {remark_length} is out of bounds")
+    unpack_i16 = _unpack_i16
+    unpack_i32 = _unpack_i32
     try:
-        remark = str(buf[pos : pos + remark_length], "utf-8") if remark_length else None
-        pos += remark_length
-        (ext_length,) = _unpack_i32(buf, pos)
+        remark = None
+        if remark_length:
+            remark_end = pos + remark_length
+            remark = text[pos:remark_end] if text is not None else str(data[pos:remark_end], "utf-8")
+            pos = remark_end
+        (ext_length,) = unpack_i32(data, pos)
         pos += 4
         if ext_length != end - pos and not (ext_length <= 0 and pos == end):
             raise RemoteProtocolError(
@@ -309,31 +379,28 @@ def _decode_rocketmq_header(buf: Any, start: int, end: int) -> RemotingCommand:
         while pos < end:
             if end - pos < 6:
                 raise RemoteProtocolError("ROCKETMQ header ext field entry is truncated")
-            (key_length,) = _unpack_i16(buf, pos)
+            (key_length,) = unpack_i16(data, pos)
             pos += 2
             if key_length < 0 or key_length > end - pos - 4:
                 raise RemoteProtocolError(f"ROCKETMQ header ext key length {key_length} is out of bounds")
-            key = str(buf[pos : pos + key_length], "utf-8")
-            pos += key_length
-            (value_length,) = _unpack_i32(buf, pos)
-            pos += 4
-            if value_length < 0 or value_length > end - pos:
+            key_end = pos + key_length
+            (value_length,) = unpack_i32(data, key_end)
+            value_start = key_end + 4
+            pos = value_start + value_length
+            if value_length < 0 or pos > end:
                 raise RemoteProtocolError(f"ROCKETMQ header ext value length {value_length} is out of bounds")
-            value = str(buf[pos : pos + value_length], "utf-8")
-            pos += value_length
-            if key and value:  # RocketMQ reads a zero length as null, and null entries are dropped
-                ext_fields[key] = value
+            # RocketMQ reads a zero length as null, and entries with a null key or value are dropped
+            if key_length and value_length:
+                if text is not None:
+                    ext_fields[text[key_end - key_length : key_end]] = text[value_start:pos]
+                else:
+                    key = str(data[key_end - key_length : key_end], "utf-8")
+                    ext_fields[key] = str(data[value_start:pos], "utf-8")
     except UnicodeDecodeError as exc:
         raise RemoteProtocolError(f"ROCKETMQ header text is not UTF-8: {exc}") from None
+    language = _LANGUAGE_BY_CODE.get(language_code, LanguageCode.OTHER)
     return RemotingCommand(
-        code=code,
-        language=_LANGUAGE_BY_CODE.get(language_code, LanguageCode.OTHER),
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext_fields,
-        serialize_type=SerializeType.ROCKETMQ,
+        code, language, version, opaque, flag, remark, ext_fields, b"", SerializeType.ROCKETMQ, False
     )
 
 
@@ -341,13 +408,13 @@ def _decode_frame_body(buf: Any, start: int, length: int) -> RemotingCommand:
     """Decode the frame whose length word (``length``) ends at ``start`` and fills ``length`` bytes."""
     (word,) = _unpack_word(buf, start)
     header_length = word & _MAX_HEADER_LENGTH
-    serialize_type = word >> 24
     if header_length > length - 4:
         raise RemoteProtocolError(
             f"header length {header_length} exceeds the frame's {length - 4} bytes after the header word"
         )
     header_start = start + 4
     header_end = header_start + header_length
+    serialize_type = word >> 24
     if serialize_type == 0:
         cmd = _decode_json_header(buf[header_start:header_end])
     elif serialize_type == 1:
@@ -360,11 +427,10 @@ def _decode_frame_body(buf: Any, start: int, length: int) -> RemotingCommand:
     return cmd
 
 
-def _check_length(length: int, max_frame_size: int) -> None:
+def _length_error(length: int, max_frame_size: int) -> RemoteProtocolError:
     if length < _MIN_LENGTH:
-        raise RemoteProtocolError(f"frame length {length} is below the minimum of {_MIN_LENGTH}")
-    if length + 4 > max_frame_size:
-        raise RemoteProtocolError(f"frame of {length + 4} bytes exceeds the maximum of {max_frame_size}")
+        return RemoteProtocolError(f"frame length {length} is below the minimum of {_MIN_LENGTH}")
+    return RemoteProtocolError(f"frame of {length + 4} bytes exceeds the maximum of {max_frame_size}")
 
 
 def decode_frame(
@@ -375,7 +441,8 @@ def decode_frame(
     if size < 4:
         raise RemoteProtocolError(f"frame of {size} bytes has no length")
     (length,) = _unpack_length(frame, 0)
-    _check_length(length, max_frame_size)
+    if length < _MIN_LENGTH or length + 4 > max_frame_size:
+        raise _length_error(length, max_frame_size)
     if length + 4 != size:
         raise RemoteProtocolError(f"frame length {length} does not match the {size - 4} bytes given")
     with memoryview(frame) as view:
@@ -390,6 +457,10 @@ class FrameDecoder:
     not yet returned; a caller that stops calling :meth:`next_command` stops reading too (that is
     the transport's back-pressure).
 
+    Frames are decoded in place from one buffer and an offset; when everything received so far
+    has been returned, the next chunk is kept as it is, without copying (the usual case: a read
+    that ends at a frame boundary).
+
     >>> decoder = FrameDecoder()
     >>> frame = encode_frame(RemotingCommand.request(34, body=b"{}"))
     >>> decoder.receive_data(frame[:5])
@@ -400,40 +471,53 @@ class FrameDecoder:
     b'{}'
     """
 
-    __slots__ = ("_buffer", "_error", "max_frame_size")
+    __slots__ = ("_buffer", "_error", "_max_length", "_pos", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         if max_frame_size < 8:
             raise ConfigError(f"max_frame_size {max_frame_size} is below the 8-byte frame prefix")
         self.max_frame_size = max_frame_size
-        self._buffer = bytearray()
+        self._max_length = max_frame_size - 4  # the largest value of the length word
+        self._buffer: bytes | bytearray = b""
+        self._pos = 0
         self._error: RemoteProtocolError | None = None
 
     @property
     def buffered(self) -> int:
         """Bytes received and not yet returned as commands."""
-        return len(self._buffer)
+        return len(self._buffer) - self._pos
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the peer; a bad length word at the front raises at once."""
         if self._error is not None:
             raise self._error
+        if not data:
+            return
         buffer = self._buffer
-        buffer += data
+        pos = self._pos
+        if pos >= len(buffer):
+            # everything before was returned: keep this chunk as it is (bytes are immutable)
+            buffer = data if type(data) is bytes else bytes(data)
+        elif type(buffer) is bytes:
+            buffer = bytearray(memoryview(buffer)[pos:])
+            buffer += data
+        else:
+            assert isinstance(buffer, bytearray)
+            if pos:
+                del buffer[:pos]  # CPython moves the start of a bytearray without copying
+            buffer += data
+        self._buffer = buffer
+        self._pos = 0
         if len(buffer) >= 4:
-            self._check_front()
+            (length,) = _unpack_length(buffer, 0)
+            if length < _MIN_LENGTH or length > self._max_length:
+                self._fail(_length_error(length, self.max_frame_size))
 
-    def _check_front(self) -> None:
-        (length,) = _unpack_length(self._buffer, 0)
-        try:
-            _check_length(length, self.max_frame_size)
-        except RemoteProtocolError as exc:
-            self._fail(exc)
-
-    def _fail(self, exc: RemoteProtocolError) -> None:
+    def _fail(self, exc: RemoteProtocolError) -> NoReturn:
         self._error = exc
         # Drop the bytes by replacing the buffer: views of it may live on in the traceback.
-        self._buffer = bytearray()
+        self._buffer = b""
+        self._pos = 0
         raise exc
 
     def next_command(self) -> RemotingCommand | None:
@@ -441,24 +525,26 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
         buffer = self._buffer
-        available = len(buffer)
+        pos = self._pos
+        available = len(buffer) - pos
         if available < 4:
             return None
-        (length,) = _unpack_length(buffer, 0)
-        try:
-            _check_length(length, self.max_frame_size)
-        except RemoteProtocolError as exc:
-            self._fail(exc)
+        (length,) = _unpack_length(buffer, pos)
+        if length < _MIN_LENGTH or length > self._max_length:
+            self._fail(_length_error(length, self.max_frame_size))
         if available < length + 4:
             return None
         try:
             with memoryview(buffer) as view:
-                cmd = _decode_frame_body(view, 4, length)
+                cmd = _decode_frame_body(view, pos + 4, length)
         except RemoteProtocolError as exc:
             self._fail(exc)
-        # CPython drops bytes from a bytearray's front by moving its start, without copying.
         # The next frame's length is checked by the next call, so this command is never lost.
-        del buffer[: length + 4]
+        pos += length + 4
+        if pos == len(buffer):
+            self._buffer = b""
+            pos = 0
+        self._pos = pos
         return cmd
 
     def __iter__(self) -> Iterator[RemotingCommand]:
@@ -468,18 +554,16 @@ class FrameDecoder:
 
     def bytes_needed(self) -> int:
         """How many more bytes complete the next frame (its length word first); 0 if one is whole."""
-        available = len(self._buffer)
+        available = len(self._buffer) - self._pos
         if available < 4:
             return 4 - available
-        length: int = _unpack_length(self._buffer, 0)[0]
+        length: int = _unpack_length(self._buffer, self._pos)[0]
         return max(0, length + 4 - available)
 
     def close(self) -> None:
         """The peer closed the stream: raise if it stopped in the middle of a frame."""
-        if self._error is None and self._buffer:
-            self._fail(
-                RemoteProtocolError(f"stream ended inside a frame ({len(self._buffer)} bytes pending)")
-            )
+        if self._error is None and self.buffered:
+            self._fail(RemoteProtocolError(f"stream ended inside a frame ({self.buffered} bytes pending)"))
 
 
 def read_commands(

@@ -39,7 +39,7 @@ import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Final, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Final, NoReturn, Self, TypeVar
 
 from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.protocol.codes import RequestCode, SerializeType
@@ -242,6 +242,84 @@ def _kind_of(hint: Any) -> tuple[str, bool]:
     raise TypeError(f"unsupported header field type {hint!r}")
 
 
+def _missing(cls: type, wire: str) -> NoReturn:
+    raise RemoteProtocolError(f"{cls.__name__}: required field {wire!r} is missing")
+
+
+def _read_slow(cls: type, wire: str, kind: str, raw: str) -> Any:
+    value = _READERS[kind](raw)
+    if value is None:
+        raise RemoteProtocolError(f"{cls.__name__}: field {wire!r} is not {_KIND_NAMES[kind]}: {raw!r}")
+    return value
+
+
+def _bad_value(header: object, attr: str, kind: str, value: object) -> NoReturn:
+    raise ConfigError(f"{type(header).__name__}.{attr} must be {_KIND_NAMES[kind]}, got {value!r}")
+
+
+# The longest decimal texts that always fit: 9 digits for a Java Integer, 18 for a Long.
+_FAST_DIGITS: Final = {"int": 9, "long": 18}
+
+
+def _compile(name: str, source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """Compile one generated function (the way ``dataclasses`` builds ``__init__``)."""
+    exec(compile(source, f"<rocketq header {name}>", "exec"), namespace)
+    function: Callable[..., Any] = namespace[name]
+    return function
+
+
+def _compile_reader(cls: type, fields: tuple[_Field, ...], defaults: dict[str, Any]) -> Callable[..., Any]:
+    """A function ``read(ext_fields) -> header`` with one straight-line block per field."""
+    lines = ["def read(ext):", "    get = ext.get"]
+    args = []
+    namespace: dict[str, Any] = {"cls": cls, "_missing": _missing, "_read_slow": _read_slow}
+    for i, f in enumerate(fields):
+        var = f"a{i}"
+        args.append(f"{f.attr}={var}")
+        lines.append(f"    r = get({f.wire!r})")
+        if f.required:
+            lines.append(f"    if r is None: _missing(cls, {f.wire!r})")
+            indent = "    "
+        else:
+            namespace[f"d{i}"] = defaults[f.attr]
+            lines.append(f"    if r is None: {var} = d{i}")
+            lines.append("    else:")
+            indent = "        "
+        if f.kind == "str":
+            lines.append(f"{indent}{var} = r")
+        elif f.kind == "bool":
+            lines.append(f"{indent}{var} = r.lower() == 'true'")  # Java's Boolean.parseBoolean
+        else:
+            limit = _FAST_DIGITS[f.kind]
+            lines.append(f"{indent}if r.isascii() and r.isdigit() and len(r) <= {limit}: {var} = int(r)")
+            lines.append(f"{indent}else: {var} = _read_slow(cls, {f.wire!r}, {f.kind!r}, r)")
+    lines.append(f"    return cls({', '.join(args)})")
+    return _compile("read", "\n".join(lines), namespace)
+
+
+def _compile_writer(fields: tuple[_Field, ...]) -> Callable[..., dict[str, str]]:
+    """A function ``write(header) -> ext_fields`` writing the fields in the given order."""
+    lines = ["def write(self):", "    out = {}"]
+    namespace: dict[str, Any] = {"_bad_value": _bad_value}
+    for f in fields:
+        lines.append(f"    v = self.{f.attr}")
+        lines.append("    if v is not None:")
+        if f.kind == "str":
+            lines.append(f"        if type(v) is not str: _bad_value(self, {f.attr!r}, 'str', v)")
+            lines.append(f"        out[{f.wire!r}] = v")
+        elif f.kind == "bool":
+            lines.append(f"        if v is True: out[{f.wire!r}] = 'true'")
+            lines.append(f"        elif v is False: out[{f.wire!r}] = 'false'")
+            lines.append(f"        else: _bad_value(self, {f.attr!r}, 'bool', v)")
+        else:
+            low, high = _INT32 if f.kind == "int" else _INT64
+            lines.append(f"        if type(v) is not int or not {low} <= v <= {high}:")
+            lines.append(f"            _bad_value(self, {f.attr!r}, {f.kind!r}, v)")
+            lines.append(f"        out[{f.wire!r}] = str(v)")
+    lines.append("    return out")
+    return _compile("write", "\n".join(lines), namespace)
+
+
 class CommandHeader:
     """Base of the typed headers; subclasses are frozen keyword-only dataclasses.
 
@@ -255,6 +333,9 @@ class CommandHeader:
     FAST_CODES: ClassVar[bool] = False
     _FIELDS: ClassVar[tuple[_Field, ...]] = ()
     _ORDERS: ClassVar[dict[int, tuple[_Field, ...]]] = {}
+    _READ: ClassVar[Callable[..., Any]]
+    _WRITE_HASHED: ClassVar[Callable[..., dict[str, str]] | None] = None
+    _WRITE_DECLARED: ClassVar[Callable[..., dict[str, str]] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -266,11 +347,13 @@ class CommandHeader:
         """Build the conversion table (run once, by :func:`_header`, after ``@dataclass``)."""
         hints = typing.get_type_hints(cls, include_extras=True)
         fields: list[_Field] = []
+        defaults: dict[str, Any] = {}
         for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
             kind, _optional = _kind_of(hints[spec.name])
             required = spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING
             wire = spec.metadata.get("wire", _camel(spec.name))
             fields.append(_Field(spec.name, wire, kind, required, _READERS[kind]))
+            defaults[spec.name] = spec.default
         cls._FIELDS = tuple(fields)
         # HashMap order for every table size a header of this class can fill
         for size in range(len(fields) + 1):
@@ -278,6 +361,10 @@ class CommandHeader:
             if capacity not in cls._ORDERS:
                 buckets = {f.wire: _bucket(f.wire, capacity) for f in fields}
                 cls._ORDERS[capacity] = tuple(sorted(fields, key=lambda f: buckets[f.wire]))
+        cls._READ = _compile_reader(cls, cls._FIELDS, defaults)
+        cls._WRITE_DECLARED = _compile_writer(cls._FIELDS)
+        if len(cls._ORDERS) == 1:  # one table size whatever is set: one fixed order
+            cls._WRITE_HASHED = _compile_writer(cls._ORDERS[16])
 
     @classmethod
     def wire_names(cls) -> tuple[str, ...]:
@@ -291,20 +378,8 @@ class CommandHeader:
         Raises :class:`~rocketq.errors.RemoteProtocolError` when a required key is missing or a
         value does not parse as its field's type.
         """
-        values: dict[str, Any] = {}
-        for f in cls._FIELDS:
-            raw = ext_fields.get(f.wire)
-            if raw is None:
-                if f.required:
-                    raise RemoteProtocolError(f"{cls.__name__}: required field {f.wire!r} is missing")
-                continue
-            value = f.read(raw)
-            if value is None:
-                raise RemoteProtocolError(
-                    f"{cls.__name__}: field {f.wire!r} is not {_KIND_NAMES[f.kind]}: {raw!r}"
-                )
-            values[f.attr] = value
-        return cls(**values)
+        header: Self = cls._READ(ext_fields)
+        return header
 
     def to_ext_fields(
         self,
@@ -318,9 +393,14 @@ class CommandHeader:
         the header's fields). Raises :class:`~rocketq.errors.ConfigError` for a value Java could
         not read back (an ``int`` field outside its Java type's range, or a value of the wrong type).
         """
+        fast = self.FAST_CODES and serialize_type == SerializeType.ROCKETMQ
+        if not extra:
+            owner = type(self)  # the writers are plain functions stored on the class
+            writer = owner._WRITE_DECLARED if fast else owner._WRITE_HASHED
+            if writer is not None:
+                return writer(self)
         fields = self._FIELDS
         present = [f for f in fields if getattr(self, f.attr) is not None]
-        fast = self.FAST_CODES and serialize_type == SerializeType.ROCKETMQ
         if not fast and not extra:
             order = self._ORDERS[_hashmap_capacity(len(present))]
             if len(present) != len(fields):
