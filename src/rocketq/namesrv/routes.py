@@ -60,6 +60,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
+from rocketq.errors import ConfigError
 from rocketq.namesrv.javamap import JavaHashMap, JavaHashSet
 from rocketq.protocol.bodies import (
     BrokerData,
@@ -169,7 +170,7 @@ class RouteTable:
 
     def __init__(self, *, broker_expiry: float = BROKER_CHANNEL_EXPIRED_TIME) -> None:
         if broker_expiry <= 0:
-            raise ValueError(f"broker_expiry must be positive, got {broker_expiry!r}")
+            raise ConfigError(f"broker_expiry must be positive, got {broker_expiry!r}")
         self._expiry = broker_expiry
         self._topics: JavaHashMap[str, JavaHashMap[str, QueueData]] = JavaHashMap(_TOPIC_TABLE_CAPACITY)
         self._brokers: JavaHashMap[str, _Broker] = JavaHashMap(_BROKER_TABLE_CAPACITY)
