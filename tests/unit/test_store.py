@@ -484,3 +484,16 @@ def test_consume_queue_write_failure_rolls_back_the_commit_log_too(tmp_path: Pat
     with MessageStore(tmp_path, SMALL, start_services=False) as store:
         assert store.commit_log_max_offset == end
         assert bodies(store.get_messages("T", 0, 0, 32).data) == [b"kept"]
+
+
+def test_a_lone_sync_appender_gets_its_own_fsync_each_time(tmp_path: Path) -> None:
+    with MessageStore(tmp_path, StoreConfig(flush="sync"), start_services=False) as store:
+        for i in range(20):
+            result = store.put_message("T", 0, record("T", 0, b"%d" % i))
+            assert result.durable is not None
+            result.durable.result(timeout=10)
+        assert store.group_commit_fsyncs == 20
+        info = store.runtime_info()
+        assert info["putMessageTimesTotal"] == "20"
+        assert info["flushDiskType"] == "SYNC_FLUSH"
+        assert info["commitLogMaxOffset"] == str(store.commit_log_max_offset)

@@ -10,6 +10,9 @@ one, so N concurrent appenders cost far fewer than N fsyncs (``fsync_count`` cou
 tests and ``bench/bench_store.py`` measure the ratio). asyncio callers await the future with
 ``asyncio.wrap_future`` without blocking their loop.
 
+Under async flush RocketMQ's ``FlushRealTimeService`` flushes only once 4 pages are dirty
+(or every 10 s); rocketq simply fsyncs whatever was appended, every ``flush_interval``.
+
 **Periodic service** (RocketMQ's ``FlushRealTimeService``, ``FlushConsumeQueueService``,
 ``CleanCommitLogService`` and the broker's offset/config persistence timer, in one thread):
 flushes the commit log every ``flush_interval`` under async flush, the consume queues and the

@@ -207,6 +207,10 @@ class MessageStore:
         self._queues: dict[str, dict[int, ConsumeQueue]] = {}
         self._last_dispatch_timestamp = 0
         self._last_cq_min_physic = 0
+        self._started_ms = int(clock() * 1000)
+        #: Messages and bytes appended since the store opened.
+        self.put_message_count = 0
+        self.put_message_bytes = 0
 
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(
@@ -236,7 +240,7 @@ class MessageStore:
             self._recover(crashed)
             self._abort.create()
         except BaseException:
-            os.close(self._lock_fd)
+            self._release_files()
             raise
 
         self._group_commit: GroupCommitService | None = None
@@ -286,12 +290,17 @@ class MessageStore:
             self.persist_config(force=True)
         except OSError as exc:
             log.error("could not persist config files of %s: %s", self.root, exc)
+        self._release_files(remove_abort=clean)
+
+    def _release_files(self, *, remove_abort: bool = False) -> None:
         for queues in list(self._queues.values()):
             for cq in queues.values():
                 cq.close()
-        self.commit_log.close()
-        self.checkpoint.close()
-        if clean:
+        if hasattr(self, "commit_log"):
+            self.commit_log.close()
+        if hasattr(self, "checkpoint"):
+            self.checkpoint.close()
+        if remove_abort:
             self._abort.remove()
         os.close(self._lock_fd)
 
@@ -495,6 +504,8 @@ class MessageStore:
             commit_log.tail = (end, now_ms)
             commit_log.max_offset = end
             self._last_dispatch_timestamp = now_ms
+            self.put_message_count += 1
+            self.put_message_bytes += total
         for listener in self._listeners:
             try:
                 listener(topic, queue_id, queue_offset + 1)
@@ -594,6 +605,8 @@ class MessageStore:
                 raise self._write_error(exc) from exc
             commit_log.commit(phys + total, now_ms)
             self._last_dispatch_timestamp = now_ms
+            self.put_message_count += count
+            self.put_message_bytes += total
             max_offset = cq.max_index
         for listener in self._listeners:
             try:
@@ -825,6 +838,21 @@ class MessageStore:
                     cq.destroy()
                 with contextlib.suppress(OSError):
                     (self.root / "consumequeue" / topic).rmdir()
+
+    def runtime_info(self) -> dict[str, str]:
+        """Store figures for the broker's ``GET_BROKER_RUNTIME_INFO`` table, under RocketMQ's
+        key names (values as strings, as that table carries them)."""
+        return {
+            "commitLogMinOffset": str(self.commit_log.min_offset),
+            "commitLogMaxOffset": str(self.commit_log.max_offset),
+            "commitLogDiskRatio": f"{self.disk_used_ratio():.4f}",
+            "earliestMessageTimeStamp": str(self.earliest_store_time()),
+            "dispatchBehindBytes": "0",  # consume queues are built in line with the append
+            "putMessageTimesTotal": str(self.put_message_count),
+            "putMessageSizeTotal": str(self.put_message_bytes),
+            "bootTimestamp": str(self._started_ms),
+            "flushDiskType": "SYNC_FLUSH" if self.config.flush == "sync" else "ASYNC_FLUSH",
+        }
 
     # -- retention ------------------------------------------------------------------------------
 
