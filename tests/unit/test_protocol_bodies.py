@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.errors import RemoteProtocolError
+from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.models import MessageQueue
 from rocketq.protocol import bodies as b
 from rocketq.protocol.properties import java_string_hash
@@ -152,6 +152,40 @@ def test_heartbeat_tag_codes_are_java_hash_codes() -> None:
                 assert sub.code_set == tuple(java_string_hash(tag) for tag in sub.tags_set)
                 found = found or bool(sub.tags_set)
     assert found
+
+
+def test_subscriptions_build_as_java_builds_them() -> None:
+    built = 0
+    for body in _only(34, "req"):
+        for consumer in b.HeartbeatData.decode(body).consumer_data_set:
+            for sub in consumer.subscription_data_set:
+                assert sub.topic is not None
+                again = b.SubscriptionData.build(
+                    sub.topic,
+                    sub.sub_string,
+                    sub_version=sub.sub_version,
+                    expression_type=sub.expression_type,
+                )
+                assert again == sub
+                built += 1
+    assert built > 20
+
+
+def test_subscription_build_rules() -> None:
+    every = b.SubscriptionData.build("T", None, sub_version=5)
+    assert (every.sub_string, every.tags_set, every.expression_type) == ("*", (), "TAG")
+    assert b.SubscriptionData.build("T", "", sub_version=5).sub_string == "*"
+    tags = b.SubscriptionData.build("T", " a ||b|| a||\t||", sub_version=5)
+    assert sorted(tags.tags_set) == ["a", "b"]
+    assert tags.code_set == tuple(b.java_hash_order([java_string_hash("a"), java_string_hash("b")]))
+    assert tags.sub_string == " a ||b|| a||\t||"
+    sql = b.SubscriptionData.build("T", "a > 1", sub_version=5, expression_type=b.SQL92)
+    assert (sql.tags_set, sql.expression_type) == ((), "SQL92")
+    with pytest.raises(ConfigError, match="must not be empty"):
+        b.SubscriptionData.build("T", "", sub_version=5, expression_type=b.SQL92)
+    # many tags: Java's HashSet resizes past 12 entries
+    many = b.SubscriptionData.build("T", "||".join(f"Tag{i}" for i in range(40)), sub_version=1)
+    assert many.tags_set == tuple(b.java_hash_order(f"Tag{i}" for i in range(40)))
 
 
 def test_lock_bodies_hold_message_queues() -> None:

@@ -39,13 +39,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
-from rocketq.errors import RemoteProtocolError
+from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.models import MessageQueue
 from rocketq.protocol.fastjson import Bean, FrozenObject, dumps, dumps_bytes, loads
 from rocketq.protocol.properties import java_string_hash
 
 __all__ = [
     "MAX_INFLATED_REGISTER_BODY",
+    "SQL92",
+    "SUB_ALL",
+    "TAG",
     "BrokerData",
     "CMResult",
     "CheckClientRequestBody",
@@ -817,6 +820,15 @@ class TopicList(JsonBody):
 # --------------------------------------------------------------------------------------------
 
 
+#: ``SubscriptionData.SUB_ALL``: the tag expression that matches every message.
+SUB_ALL = "*"
+#: ``ExpressionType.TAG`` and ``ExpressionType.SQL92``.
+TAG = "TAG"
+SQL92 = "SQL92"
+# Java's String.trim() removes every character up to U+0020.
+_JAVA_TRIMMED = "".join(map(chr, range(0x21)))
+
+
 @dataclass(frozen=True, slots=True)
 class SubscriptionData(JsonBody):
     """A consumer's subscription to one topic (``SubscriptionData``).
@@ -830,7 +842,7 @@ class SubscriptionData(JsonBody):
     tags_set: tuple[str, ...] = ()
     code_set: tuple[int, ...] = ()
     sub_version: int = 0
-    expression_type: str | None = "TAG"
+    expression_type: str | None = TAG
     class_filter_mode: bool = False
 
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
@@ -842,6 +854,44 @@ class SubscriptionData(JsonBody):
         _p("tagsSet", "tags_set", _set(_STR)),
         _p("topic", "topic", _STR),
     )
+
+    @classmethod
+    def build(
+        cls, topic: str, expression: str | None, *, sub_version: int, expression_type: str | None = TAG
+    ) -> SubscriptionData:
+        """The subscription a Java client makes of ``expression`` (``FilterAPI.build``).
+
+        For a tag expression (``"TagA || TagB"``; ``None``, ``""`` or ``"*"`` mean every tag) the
+        tags are split on ``||`` and trimmed; ``tags_set`` and ``code_set`` come out in the order a
+        Java ``HashSet`` iterates them, so the heartbeat carrying them is byte-identical to a Java
+        client's. Any other expression type (``"SQL92"``) is kept as text and must not be empty.
+        ``sub_version`` is the client's clock in ms when it subscribed.
+
+        >>> sub = SubscriptionData.build("T", "TagB || TagA ||", sub_version=1)
+        >>> sub.tags_set, sub.code_set
+        (('TagA', 'TagB'), (2598919, 2598920))
+        """
+        if expression_type not in (None, TAG):
+            if not expression:
+                raise ConfigError(f"a {expression_type} expression must not be empty")
+            return cls(
+                topic=topic, sub_string=expression, sub_version=sub_version, expression_type=expression_type
+            )
+        if not expression or expression == SUB_ALL:
+            return cls(topic=topic, sub_string=SUB_ALL, sub_version=sub_version)
+        tags: dict[str, None] = {}
+        for part in expression.split("||"):
+            tag = part.strip(_JAVA_TRIMMED)
+            if tag:
+                tags.setdefault(tag)
+        codes = dict.fromkeys(java_string_hash(tag) for tag in tags)
+        return cls(
+            topic=topic,
+            sub_string=expression,
+            tags_set=tuple(java_hash_order(tags)),
+            code_set=tuple(java_hash_order(codes)),
+            sub_version=sub_version,
+        )
 
 
 @dataclass(frozen=True, slots=True)
