@@ -199,3 +199,14 @@ def test_every_captured_code_has_a_name() -> None:
         cmd = decode_frame(frame_bytes(line))
         if cmd.code != 9999:  # the capture's deliberately unknown request
             assert not code_name(cmd.code, response=cmd.is_response).startswith("UNKNOWN")
+
+
+def test_repr_names_the_code_and_keeps_large_bodies_short() -> None:
+    big = RemotingCommand.request(RequestCode.PULL_MESSAGE, {"topic": "T"}, body=bytes(5000), opaque=3)
+    text = repr(big)
+    assert text.startswith("RemotingCommand(request PULL_MESSAGE(11), language=PYTHON, version=401, opaque=3")
+    assert "<5000 bytes: " in text
+    assert len(text) < 400
+    small = big.response(ResponseCode.PULL_NOT_FOUND, body=b"x")
+    assert "response PULL_NOT_FOUND(19)" in repr(small)
+    assert "body=b'x'" in repr(small)

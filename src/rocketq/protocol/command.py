@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from rocketq.errors import ConfigError
-from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType
+from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType, code_name
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -45,7 +45,10 @@ _INT32_MIN: Final = -(2**31)
 _INT32_MAX: Final = 2**31 - 1
 
 
-@dataclass(slots=True)
+_REPR_BODY_LIMIT: Final = 64
+
+
+@dataclass(slots=True, repr=False)
 class RemotingCommand:
     """One request or response.
 
@@ -72,6 +75,21 @@ class RemotingCommand:
     body: bytes = b""
     serialize_type: SerializeType = SerializeType.JSON
     write_empty_ext_fields: bool = field(default=False, compare=False)
+
+    def __repr__(self) -> str:
+        # A body can be megabytes: show its length and its start, so that logs stay readable.
+        body = self.body
+        body_text = repr(body) if len(body) <= _REPR_BODY_LIMIT else f"<{len(body)} bytes: {body[:32]!r}...>"
+        response = bool(self.flag & FLAG_RESPONSE)
+        language = getattr(self.language, "name", self.language)
+        serialize_type = getattr(self.serialize_type, "name", self.serialize_type)
+        return (
+            f"RemotingCommand({'response' if response else 'request'} "
+            f"{code_name(int(self.code), response=response)}, language={language}, "
+            f"version={int(self.version)}, opaque={self.opaque!r}, flag={self.flag!r}, "
+            f"remark={self.remark!r}, ext_fields={self.ext_fields!r}, body={body_text}, "
+            f"serialize_type={serialize_type})"
+        )
 
     @property
     def is_response(self) -> bool:
@@ -130,8 +148,8 @@ class RemotingCommand:
 
         >>> req = RemotingCommand.request(14, {"topic": "T"}, opaque=7)
         >>> resp = req.response(remark="done")
-        >>> (resp.code, resp.opaque, resp.flag, resp.remark)
-        (0, 7, 1, 'done')
+        >>> (resp.code == ResponseCode.SUCCESS, resp.opaque, resp.flag, resp.remark)
+        (True, 7, 1, 'done')
         """
         return RemotingCommand(
             code=code,
