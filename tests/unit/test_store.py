@@ -497,3 +497,14 @@ def test_a_lone_sync_appender_gets_its_own_fsync_each_time(tmp_path: Path) -> No
         assert info["putMessageTimesTotal"] == "20"
         assert info["flushDiskType"] == "SYNC_FLUSH"
         assert info["commitLogMaxOffset"] == str(store.commit_log_max_offset)
+
+
+def test_batch_spanning_two_consume_queue_files(store: MessageStore) -> None:
+    for i in range(14):
+        put(store, "T", 0, b"s%d" % i)
+    result = store.put_messages("T", 0, [record("T", 0, b"b%d" % i) for i in range(5)])
+    assert result.queue_offset == 14
+    first = store.get_messages("T", 0, 14, 32)
+    assert bodies(first.data) == [b"b0", b"b1"]  # a read stops at the end of a consume-queue file
+    rest = store.get_messages("T", 0, first.next_begin_offset, 32)
+    assert bodies(rest.data) == [b"b2", b"b3", b"b4"]
