@@ -135,7 +135,7 @@ def encode_header(cmd: RemotingCommand) -> bytes:
             return _encode_json_header(cmd)
         if cmd.serialize_type == SerializeType.ROCKETMQ:
             return _encode_rocketmq_header(cmd)
-    except (struct.error, AttributeError, TypeError, ValueError, OverflowError) as exc:
+    except (struct.error, AttributeError, LookupError, TypeError, ValueError, OverflowError) as exc:
         raise RemoteProtocolError(f"cannot encode command code={cmd.code!r}: {exc}") from exc
     raise RemoteProtocolError(f"cannot encode command: unknown serialize type {cmd.serialize_type!r}")
 
