@@ -360,6 +360,14 @@ def test_kv_table_and_query_consume_time_span() -> None:
     assert b.QueryConsumeTimeSpanBody.decode(body.encode()) == body
 
 
+def test_delay_offsets_as_the_broker_persists_them() -> None:
+    text = b'{"offsetTable":{1:4,2:0,3:17}}'
+    delay = b.DelayOffsetSerializeWrapper.decode(text)
+    assert delay.offset_table == {1: 4, 2: 0, 3: 17}
+    assert delay.encode() == text
+    assert delay.encode(pretty=True) == b'{\n\t"offsetTable":{1:4,2:0,3:17\n\t}\n}'
+
+
 def test_check_client_and_reset_offset_golden() -> None:
     reset = b.ResetOffsetBody(offset_table={MessageQueue("T", "b", 1): 0, MessageQueue("T", "b", 0): 7})
     assert reset.encode() == (
@@ -561,6 +569,54 @@ _broker_data = st.builds(
 _version = st.builds(b.DataVersion, timestamp=_long, counter=_long)
 
 BODY_STRATEGIES: dict[type[b.JsonBody], st.SearchStrategy[Any]] = {
+    b.DelayOffsetSerializeWrapper: st.builds(
+        b.DelayOffsetSerializeWrapper, offset_table=st.dictionaries(_int, _long, max_size=4)
+    ),
+    b.QueryCorrectionOffsetBody: st.builds(
+        b.QueryCorrectionOffsetBody, correction_offsets=st.dictionaries(_int, _long, max_size=4)
+    ),
+    b.ConsumeStatsList: st.builds(
+        b.ConsumeStatsList,
+        consume_stats_list=st.lists(
+            st.dictionaries(
+                _text,
+                st.lists(
+                    st.builds(
+                        b.ConsumeStats,
+                        offset_table=st.dictionaries(
+                            _queue, st.builds(b.OffsetWrapper, broker_offset=_long), max_size=2
+                        ),
+                        consume_tps=_double,
+                    ),
+                    max_size=2,
+                ).map(tuple),
+                max_size=2,
+            ),
+            max_size=2,
+        ).map(tuple),
+        broker_addr=_optional_text,
+        total_diff=_long,
+    ),
+    b.QueryConsumeQueueResponseBody: st.builds(
+        b.QueryConsumeQueueResponseBody,
+        subscription_data=st.none() | _subscription,
+        filter_data=_optional_text,
+        queue_data=st.lists(
+            st.builds(
+                b.ConsumeQueueData,
+                physic_offset=_long,
+                physic_size=_int,
+                tags_code=_long,
+                extend_data_json=_optional_text,
+                bit_map=_optional_text,
+                eval=st.booleans(),
+                msg=_optional_text,
+            ),
+            max_size=3,
+        ).map(tuple),
+        max_queue_index=_long,
+        min_queue_index=_long,
+    ),
     b.ConsumeMessageDirectlyResult: st.builds(
         b.ConsumeMessageDirectlyResult,
         order=st.booleans(),

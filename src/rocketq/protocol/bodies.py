@@ -56,7 +56,9 @@ __all__ = [
     "Connection",
     "ConsumeFromWhere",
     "ConsumeMessageDirectlyResult",
+    "ConsumeQueueData",
     "ConsumeStats",
+    "ConsumeStatsList",
     "ConsumeStatus",
     "ConsumeType",
     "ConsumerConnection",
@@ -64,6 +66,7 @@ __all__ = [
     "ConsumerOffsetSerializeWrapper",
     "ConsumerRunningInfo",
     "DataVersion",
+    "DelayOffsetSerializeWrapper",
     "GetConsumerListByGroupResponseBody",
     "GetConsumerStatusBody",
     "GroupList",
@@ -77,7 +80,9 @@ __all__ = [
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
+    "QueryConsumeQueueResponseBody",
     "QueryConsumeTimeSpanBody",
+    "QueryCorrectionOffsetBody",
     "QueueData",
     "QueueTimeSpan",
     "RegisterBrokerBody",
@@ -1383,6 +1388,83 @@ class GetConsumerStatusBody(JsonBody):
     _PROPS: ClassVar[tuple[_F, ...]] = _props(
         _p("consumerTable", "consumer_table", _Map(_STR, _Map(_QUEUE, _INT))),
         _p("messageQueueTable", "message_queue_table", _Map(_QUEUE, _INT)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DelayOffsetSerializeWrapper(JsonBody):
+    """Progress of the delay-level queues (``delayOffset.json``, ``GET_ALL_DELAY_OFFSET``): level → offset."""
+
+    offset_table: Mapping[int, int] = field(default_factory=dict)
+
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(_p("offsetTable", "offset_table", _Map(_LONG_KEY, _INT)))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryCorrectionOffsetBody(JsonBody):
+    """``QUERY_CORRECTION_OFFSET`` answer: the lowest committed offset per queue id over groups."""
+
+    correction_offsets: Mapping[int, int] = field(default_factory=dict)
+
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(
+        _p("correctionOffsets", "correction_offsets", _Map(_LONG_KEY, _INT))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeStatsList(JsonBody):
+    """``GET_BROKER_CONSUME_STATS``: every group's :class:`ConsumeStats` on a broker, by topic."""
+
+    consume_stats_list: tuple[Mapping[str, tuple[ConsumeStats, ...]], ...] = ()
+    broker_addr: str | None = None
+    total_diff: int = 0
+
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(
+        _p("brokerAddr", "broker_addr", _STR),
+        _p("consumeStatsList", "consume_stats_list", _list(_Map(_STR, _beans(ConsumeStats)))),
+        _p("totalDiff", "total_diff", _INT),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeQueueData(JsonBody):
+    """One consume-queue entry as ``QUERY_CONSUME_QUEUE`` shows it, with the filter's verdict."""
+
+    physic_offset: int = 0
+    physic_size: int = 0
+    tags_code: int = 0
+    extend_data_json: str | None = None
+    bit_map: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(
+        _p("bitMap", "bit_map", _STR),
+        _p("eval", "eval", _BOOL),
+        _p("extendDataJson", "extend_data_json", _STR),
+        _p("msg", "msg", _STR),
+        _p("physicOffset", "physic_offset", _INT),
+        _p("physicSize", "physic_size", _INT),
+        _p("tagsCode", "tags_code", _INT),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueryConsumeQueueResponseBody(JsonBody):
+    """``QUERY_CONSUME_QUEUE`` answer: entries of a consume queue and the group's subscription."""
+
+    subscription_data: SubscriptionData | None = None
+    filter_data: str | None = None
+    queue_data: tuple[ConsumeQueueData, ...] = ()
+    max_queue_index: int = 0
+    min_queue_index: int = 0
+
+    _PROPS: ClassVar[tuple[_F, ...]] = _props(
+        _p("filterData", "filter_data", _STR),
+        _p("maxQueueIndex", "max_queue_index", _INT),
+        _p("minQueueIndex", "min_queue_index", _INT),
+        _p("queueData", "queue_data", _beans(ConsumeQueueData)),
+        _p("subscriptionData", "subscription_data", _Bean(SubscriptionData)),
     )
 
 
