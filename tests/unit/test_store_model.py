@@ -26,6 +26,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.store: MessageStore | None = MessageStore(self.dir, CFG, start_services=False)
         self.model: list[list[tuple[bytes, str]]] = [[] for _ in range(QUEUES)]
         self.counter = 0
+        self.last: tuple[int, int, int] | None = None  # queue, commit-log offset, size of the newest record
 
     def _body(self, size: int) -> bytes:
         self.counter += 1
@@ -40,6 +41,7 @@ class StoreMachine(RuleBasedStateMachine):
         result = self.store.put_message("T", queue, rec, tags_code(tag))
         assert result.queue_offset == len(self.model[queue])
         self.model[queue].append((body, tag))
+        self.last = (queue, result.commit_log_offset, result.wrote_bytes)
 
     @precondition(lambda self: self.store is not None)
     @rule(queue=st.integers(0, QUEUES - 1), sizes=st.lists(st.integers(0, 300), min_size=1, max_size=6))
@@ -50,6 +52,7 @@ class StoreMachine(RuleBasedStateMachine):
         result = self.store.put_messages("T", queue, recs, [tags_code("a")] * len(recs))
         assert result.queue_offset == len(self.model[queue])
         self.model[queue].extend((b, "a") for b in bodies)
+        self.last = (queue, result.commit_log_offsets[-1], len(recs[-1]))
 
     @precondition(lambda self: self.store is not None)
     @rule(crash=st.booleans())
@@ -58,6 +61,23 @@ class StoreMachine(RuleBasedStateMachine):
         self.store.close()
         if crash:
             (self.dir / "abort").touch()
+        self.store = MessageStore(self.dir, CFG, start_services=False)
+
+    @precondition(lambda self: self.store is not None and self.last is not None)
+    @rule()
+    def crash_with_a_torn_last_record(self) -> None:
+        assert self.store is not None
+        assert self.last is not None
+        self.store.close()
+        queue, offset, size = self.last
+        seg = CFG.commit_log_segment_size
+        path = self.dir / "commitlog" / f"{offset - offset % seg:020d}"
+        with path.open("r+b") as f:
+            f.seek(offset % seg + size // 2)
+            f.write(bytes(size - size // 2))  # the second half never reached the disk
+        (self.dir / "abort").touch()
+        self.model[queue].pop()
+        self.last = None
         self.store = MessageStore(self.dir, CFG, start_services=False)
 
     @invariant()
