@@ -245,6 +245,17 @@ def test_writes_object_keys_inline() -> None:
         ({"x": "a/b é\x7f😀\n\x01"}, '{"x":"a\\/b \\u00E9\\u007F\\uD83D\\uDE00\\n\\u0001"}'),
         ({FrozenObject.of({"q": 1}): 2}, '{"{\\"q\\":1}":2}'),
         ({"m": 1, 3: 2}, '{"m":1,"3":2}'),  # keys that do not compare keep their order
+        (  # MessageQueue keys sort as MessageQueue.compareTo: topic, broker, queue id
+            {
+                FrozenObject.of({"brokerName": "a", "queueId": 1, "topic": "U"}): 1,
+                FrozenObject.of({"brokerName": "b", "queueId": 10, "topic": "T"}): 2,
+                FrozenObject.of({"brokerName": "b", "queueId": 9, "topic": "T"}): 3,
+            },
+            '{"{\\"brokerName\\":\\"b\\",\\"queueId\\":9,\\"topic\\":\\"T\\"}":3,'
+            '"{\\"brokerName\\":\\"b\\",\\"queueId\\":10,\\"topic\\":\\"T\\"}":2,'
+            '"{\\"brokerName\\":\\"a\\",\\"queueId\\":1,\\"topic\\":\\"U\\"}":1}',
+        ),
+        ({FrozenObject.of({"z": 1}): 1, FrozenObject.of({"a": 1}): 2}, '{"{\\"z\\":1}":1,"{\\"a\\":1}":2}'),
     ],
 )
 def test_browser_compatible_output(value: Any, expected: str) -> None:

@@ -495,9 +495,17 @@ def java_double_str(value: float) -> str:
     return f"{'-' if sign else ''}{mantissa[0]}.{frac}E{exp10}"
 
 
+_QUEUE_FIELDS = frozenset({"brokerName", "queueId", "topic"})
+
+
 def _sort_key(key: Any) -> Any:
     if isinstance(key, str):  # Java compares strings by UTF-16 code units
         return key.encode("utf-16-be", "surrogatepass")
+    if isinstance(key, FrozenObject):
+        fields = key.to_dict()
+        if fields.keys() == _QUEUE_FIELDS:  # MessageQueue.compareTo: topic, broker name, queue id
+            return (_sort_key(fields["topic"]), _sort_key(fields["brokerName"]), fields["queueId"])
+        raise TypeError("not Comparable")  # TreeMap refuses it; fastjson keeps the map's order
     return key
 
 
