@@ -331,8 +331,8 @@ def test_retention_deletes_expired_segments_and_queue_files(tmp_path: Path) -> N
         segments = sorted(os.listdir(tmp_path / "commitlog"))
         assert len(segments) >= 6
         cq_files = len(os.listdir(tmp_path / "consumequeue" / "T" / "0"))
-        # not old enough: nothing goes even with a full disk
-        assert store.clean_expired_files(now=clock.now + 3600, disk_used_ratio=0.99) == 0
+        # not old enough: nothing goes even with the disk over its 75% threshold
+        assert store.clean_expired_files(now=clock.now + 3600, disk_used_ratio=0.80) == 0
         later = clock.now + 73 * 3600
         hour = time.localtime(later).tm_hour
         not_four = later if hour != 4 else later + 3600
@@ -508,3 +508,19 @@ def test_batch_spanning_two_consume_queue_files(store: MessageStore) -> None:
     assert bodies(first.data) == [b"b0", b"b1"]  # a read stops at the end of a consume-queue file
     rest = store.get_messages("T", 0, first.next_begin_offset, 32)
     assert bodies(rest.data) == [b"b2", b"b3", b"b4"]
+
+
+def test_a_nearly_full_disk_deletes_young_segments_and_refuses_appends(tmp_path: Path) -> None:
+    clock = Clock(time.time())
+    with MessageStore(tmp_path, SMALL, clock=clock, start_services=False) as store:
+        for i in range(20):
+            put(store, "T", 0, bytes([i]) * 900)
+        n = len(os.listdir(tmp_path / "commitlog"))
+        # 80%: above the 75% threshold, but the segments are young: nothing goes
+        assert store.clean_expired_files(now=clock.now, disk_used_ratio=0.80) == 0
+        # 95%: young segments go anyway, and appends are refused
+        assert store.clean_expired_files(now=clock.now, disk_used_ratio=0.95) == n - 1
+        with pytest.raises(StoreFullError, match="nearly full"):
+            put(store, "T", 0, b"refused")
+        assert store.clean_expired_files(now=clock.now, disk_used_ratio=0.50) == 0
+        assert put(store, "T", 0, b"accepted") == 20

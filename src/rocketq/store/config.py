@@ -56,6 +56,12 @@ class StoreConfig:
     #: Disk usage (percent of the partition) above which expired segments are deleted at any
     #: hour (``diskMaxUsedSpaceRatio`` 75).
     disk_max_used_space_ratio: int = 75
+    #: Disk usage (fraction) above which expired-or-not segments are deleted at once, oldest
+    #: first (RocketMQ's ``rocketmq.broker.diskSpaceCleanForciblyRatio`` 0.85).
+    disk_clean_forcibly_ratio: float = 0.85
+    #: Disk usage (fraction) above which appends are refused until retention frees space
+    #: (RocketMQ's ``rocketmq.broker.diskSpaceWarningLevelRatio`` 0.90).
+    disk_full_ratio: float = 0.90
     #: Period of the retention check (``cleanResourceInterval`` 10000 ms).
     clean_resource_interval: float = 10.0
     #: At most this many segments are deleted per retention run (``DELETE_FILES_BATCH_MAX`` 10).
@@ -84,6 +90,8 @@ class StoreConfig:
                 raise ConfigError(f"{name} must be positive")
         if not 0 < self.disk_max_used_space_ratio <= 100:
             raise ConfigError("disk_max_used_space_ratio is a percentage in (0, 100]")
+        if not 0 < self.disk_clean_forcibly_ratio <= 1 or not 0 < self.disk_full_ratio <= 1:
+            raise ConfigError("disk_clean_forcibly_ratio and disk_full_ratio are fractions in (0, 1]")
         if self.max_transfer_count < 1 or self.max_transfer_bytes < 1:
             raise ConfigError("max_transfer_count and max_transfer_bytes must be positive")
         self.delete_hours()  # validates delete_when

@@ -207,6 +207,7 @@ class MessageStore:
         self._queues: dict[str, dict[int, ConsumeQueue]] = {}
         self._last_dispatch_timestamp = 0
         self._last_cq_min_physic = 0
+        self._disk_full = False
         self._started_ms = int(clock() * 1000)
         #: Messages and bytes appended since the store opened.
         self.put_message_count = 0
@@ -477,6 +478,8 @@ class MessageStore:
         with self._lock:
             if not self._writable:
                 raise StoreError("the message store is closed or stopped accepting writes after a failure")
+            if self._disk_full:
+                raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
             now_ms = int(self._clock() * 1000)
@@ -572,6 +575,8 @@ class MessageStore:
         with self._lock:
             if not self._writable:
                 raise StoreError("the message store is closed or stopped accepting writes after a failure")
+            if self._disk_full:
+                raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
             now_ms = int(self._clock() * 1000)
@@ -870,14 +875,28 @@ class MessageStore:
         Segments are deleted oldest first while their last modification is older than
         ``file_reserved_time`` - only when it is one of the ``delete_when`` hours, the disk is
         fuller than ``disk_max_used_space_ratio`` or ``force`` is given, never the segment being
-        written, at most ``max_deleted_files_per_run`` per call. ``now`` defaults to the store
-        clock, ``disk_used_ratio`` to the real disk usage. Returns the segments deleted.
+        written, at most ``max_deleted_files_per_run`` per call. Above
+        ``disk_clean_forcibly_ratio`` segments go whatever their age; above
+        ``disk_full_ratio`` the store also refuses appends (:class:`~rocketq.errors.StoreFullError`)
+        until a later run finds the disk below it again, as RocketMQ's ``RunningFlags`` do.
+        ``now`` defaults to the store clock, ``disk_used_ratio`` to the real disk usage.
+        Returns the segments deleted.
         """
         cfg = self.config
         now = self._clock() if now is None else now
         ratio = self.disk_used_ratio() if disk_used_ratio is None else disk_used_ratio
         time_up = time.localtime(now).tm_hour in cfg.delete_hours()
         space_full = ratio * 100 > cfg.disk_max_used_space_ratio
+        clean_now = ratio > cfg.disk_clean_forcibly_ratio
+        disk_full = ratio > cfg.disk_full_ratio
+        if disk_full != self._disk_full:
+            self._disk_full = disk_full
+            if disk_full:
+                log.error(
+                    "disk of %s is %.0f%% full: refusing appends until space returns", self.root, ratio * 100
+                )
+            else:
+                log.info("disk of %s is %.0f%% full: accepting appends again", self.root, ratio * 100)
         deleted = 0
         if time_up or space_full or force:
             files = self.commit_log.files
@@ -886,7 +905,7 @@ class MessageStore:
                 if len(segs) < 2:
                     break
                 first = segs[0]
-                if now < first.mtime() + cfg.file_reserved_time:
+                if now < first.mtime() + cfg.file_reserved_time and not clean_now:
                     break
                 with self._lock:
                     files.delete_first(1)
