@@ -256,6 +256,8 @@ def test_writes_object_keys_inline() -> None:
             '"{\\"brokerName\\":\\"a\\",\\"queueId\\":1,\\"topic\\":\\"U\\"}":1}',
         ),
         ({FrozenObject.of({"z": 1}): 1, FrozenObject.of({"a": 1}): 2}, '{"{\\"z\\":1}":1,"{\\"a\\":1}":2}'),
+        # the key's text is JSON.toJSONString(key) with default features, then escaped as a string
+        ({FrozenObject.of({"t": "é/"}): 1}, '{"{\\"t\\":\\"\\u00E9\\/\\"}":1}'),
     ],
 )
 def test_browser_compatible_output(value: Any, expected: str) -> None:

@@ -580,7 +580,7 @@ class _Writer:
                 out.append(_quote_browser(key) if browser else _quote(key))
             elif browser:
                 # WriteNonStringKeyAsString: the key's own JSON text, as a string
-                out.append(_quote_browser(_dumps(key, True, False)))
+                out.append(_quote_browser(_dumps(key, False, False)))
             else:
                 self.value(key)
             out.append(":")
@@ -667,7 +667,7 @@ class _PrettyWriter(_Writer):
                 self.newline()
                 out.append(_quote_browser(key) if browser else _quote(key))
             elif browser:
-                out.append(_quote_browser(_dumps(key, True, False)))
+                out.append(_quote_browser(_dumps(key, False, False)))
             else:
                 self.value(key)
             out.append(":")
