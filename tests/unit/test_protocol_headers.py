@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from rocketq.protocol import (
     java_hashmap_order,
     java_ordered,
 )
+from rocketq.protocol.headers import Long, header_class, wire_name
 from tests.wirecaps import frame_bytes, frame_files, load
 
 # Frames whose ext fields were written by the capture's own hand-made (non-Java) client.
@@ -383,3 +385,25 @@ def test_every_java_header_class_of_the_broker_and_clients_is_mapped() -> None:
     assert RESPONSE_HEADERS[RequestCode.PULL_MESSAGE] is PullMessageResponseHeader
     for code in REQUEST_HEADERS:
         assert code in set(RequestCode)
+
+
+def test_a_header_defined_outside_the_module_works_the_same() -> None:
+    @header_class
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class ProbeRequestHeader(CommandHeader):
+        topic: str
+        offset: Long
+        client_id: str | None = field(default=None, metadata=wire_name("clientID"))
+        strict: bool = False
+
+    header = ProbeRequestHeader.from_ext_fields({"topic": "T", "offset": "9007199254740993", "clientID": "c"})
+    assert header == ProbeRequestHeader(topic="T", offset=9007199254740993, client_id="c")
+    assert ProbeRequestHeader.wire_names() == ("topic", "offset", "clientID", "strict")
+    assert header.to_ext_fields() == {
+        "topic": "T",
+        "clientID": "c",
+        "offset": "9007199254740993",
+        "strict": "false",
+    }
+    with pytest.raises(RemoteProtocolError, match="ProbeRequestHeader: required field 'offset' is missing"):
+        ProbeRequestHeader.from_ext_fields({"topic": "T"})

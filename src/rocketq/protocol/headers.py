@@ -113,8 +113,10 @@ __all__ = [
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",
+    "header_class",
     "java_hashmap_order",
     "java_ordered",
+    "wire_name",
 ]
 
 _LONG_MARK: Final = "java.lang.Long"
@@ -125,7 +127,7 @@ _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _JAVA_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 
-H = TypeVar("H", bound="CommandHeader")
+_H = TypeVar("_H", bound="CommandHeader")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +347,7 @@ class CommandHeader:
 
     @classmethod
     def _prepare(cls) -> None:
-        """Build the conversion table (run once, by :func:`_header`, after ``@dataclass``)."""
+        """Build the conversion table (run once, by :func:`header_class`, after ``@dataclass``)."""
         hints = typing.get_type_hints(cls, include_extras=True)
         fields: list[_Field] = []
         defaults: dict[str, Any] = {}
@@ -442,7 +444,18 @@ class CommandHeader:
         return out
 
 
-def _header(cls: type[H]) -> type[H]:
+def header_class(cls: type[_H]) -> type[_H]:
+    """Register a :class:`CommandHeader` subclass: build its tables and compiled converters.
+
+    Put it above ``@dataclass(frozen=True, slots=True, kw_only=True)``::
+
+        @header_class
+        @dataclass(frozen=True, slots=True, kw_only=True)
+        class MyRequestHeader(CommandHeader):
+            topic: str
+            queue_id: int
+            client_id: str = field(default="", metadata=wire_name("clientID"))
+    """
     cls._prepare()
     return cls
 
@@ -451,7 +464,7 @@ def _header(cls: type[H]) -> type[H]:
 # Sending
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendMessageRequestHeader(CommandHeader):
     """SEND_MESSAGE (10) and the broker's view of every send; ``properties`` is the
@@ -476,7 +489,7 @@ class SendMessageRequestHeader(CommandHeader):
         return SendMessageRequestHeaderV2(**{f.attr: getattr(self, f.attr) for f in self._FIELDS})
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendMessageRequestHeaderV2(CommandHeader):
     """SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320), SEND_REPLY_MESSAGE_V2 (325).
@@ -507,7 +520,7 @@ class SendMessageRequestHeaderV2(CommandHeader):
         return SendMessageRequestHeader(**{f.attr: getattr(self, f.attr) for f in self._FIELDS})
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendMessageResponseHeader(CommandHeader):
     """Response to a send: the message id, the queue and the offset it was stored at."""
@@ -520,7 +533,7 @@ class SendMessageResponseHeader(CommandHeader):
     transaction_id: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplyMessageRequestHeader(CommandHeader):
     """PUSH_REPLY_MESSAGE_TO_CLIENT (326): the broker hands a reply message to the requester."""
@@ -541,7 +554,7 @@ class ReplyMessageRequestHeader(CommandHeader):
     store_timestamp: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerSendMsgBackRequestHeader(CommandHeader):
     """CONSUMER_SEND_MSG_BACK (36): a consumer returns a message for redelivery (retry / DLQ)."""
@@ -555,7 +568,7 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
     max_reconsume_times: int | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EndTransactionRequestHeader(CommandHeader):
     """END_TRANSACTION (37): commit (8) or roll back (12) a half message; 0 means "unknown"."""
@@ -569,7 +582,7 @@ class EndTransactionRequestHeader(CommandHeader):
     transaction_id: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckTransactionStateRequestHeader(CommandHeader):
     """CHECK_TRANSACTION_STATE (39): the broker asks a producer about a pending half message."""
@@ -585,7 +598,7 @@ class CheckTransactionStateRequestHeader(CommandHeader):
 # Pulling and offsets
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullMessageRequestHeader(CommandHeader):
     """PULL_MESSAGE (11). ``sys_flag`` bits: 1 commit offset, 2 suspend (long poll),
@@ -606,7 +619,7 @@ class PullMessageRequestHeader(CommandHeader):
     expression_type: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullMessageResponseHeader(CommandHeader):
     """Response to PULL_MESSAGE: where to pull next and the queue's current bounds."""
@@ -619,7 +632,7 @@ class PullMessageResponseHeader(CommandHeader):
     max_offset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryConsumerOffsetRequestHeader(CommandHeader):
     """QUERY_CONSUMER_OFFSET (14)."""
@@ -629,7 +642,7 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
     queue_id: int
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryConsumerOffsetResponseHeader(CommandHeader):
     """Response to QUERY_CONSUMER_OFFSET."""
@@ -637,7 +650,7 @@ class QueryConsumerOffsetResponseHeader(CommandHeader):
     offset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateConsumerOffsetRequestHeader(CommandHeader):
     """UPDATE_CONSUMER_OFFSET (15); clients send it oneway too."""
@@ -648,7 +661,7 @@ class UpdateConsumerOffsetRequestHeader(CommandHeader):
     commit_offset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetMaxOffsetRequestHeader(CommandHeader):
     """GET_MAX_OFFSET (30)."""
@@ -657,7 +670,7 @@ class GetMaxOffsetRequestHeader(CommandHeader):
     queue_id: int
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetMaxOffsetResponseHeader(CommandHeader):
     """Response to GET_MAX_OFFSET."""
@@ -665,7 +678,7 @@ class GetMaxOffsetResponseHeader(CommandHeader):
     offset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetMinOffsetRequestHeader(CommandHeader):
     """GET_MIN_OFFSET (31)."""
@@ -674,7 +687,7 @@ class GetMinOffsetRequestHeader(CommandHeader):
     queue_id: int
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetMinOffsetResponseHeader(CommandHeader):
     """Response to GET_MIN_OFFSET."""
@@ -682,7 +695,7 @@ class GetMinOffsetResponseHeader(CommandHeader):
     offset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchOffsetRequestHeader(CommandHeader):
     """SEARCH_OFFSET_BY_TIMESTAMP (29); ``timestamp`` in epoch milliseconds."""
@@ -692,7 +705,7 @@ class SearchOffsetRequestHeader(CommandHeader):
     timestamp: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchOffsetResponseHeader(CommandHeader):
     """Response to SEARCH_OFFSET_BY_TIMESTAMP."""
@@ -700,7 +713,7 @@ class SearchOffsetResponseHeader(CommandHeader):
     offset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
     """GET_EARLIEST_MSG_STORETIME (32)."""
@@ -709,7 +722,7 @@ class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
     queue_id: int
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
     """Response to GET_EARLIEST_MSG_STORETIME."""
@@ -717,7 +730,7 @@ class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
     timestamp: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ViewMessageRequestHeader(CommandHeader):
     """VIEW_MESSAGE_BY_ID (33): ``offset`` is the commit-log offset from an offset message id."""
@@ -725,7 +738,7 @@ class ViewMessageRequestHeader(CommandHeader):
     offset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryMessageRequestHeader(CommandHeader):
     """QUERY_MESSAGE (12): by key (or by unique key when the ``_UNIQUE_KEY_QUERY`` ext field is set)."""
@@ -737,7 +750,7 @@ class QueryMessageRequestHeader(CommandHeader):
     end_timestamp: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryMessageResponseHeader(CommandHeader):
     """Response to QUERY_MESSAGE."""
@@ -746,7 +759,7 @@ class QueryMessageResponseHeader(CommandHeader):
     index_last_update_phyoffset: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryConsumeQueueRequestHeader(CommandHeader):
     """QUERY_CONSUME_QUEUE (321): read raw consume-queue entries (admin)."""
@@ -758,7 +771,7 @@ class QueryConsumeQueueRequestHeader(CommandHeader):
     consumer_group: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryConsumeTimeSpanRequestHeader(CommandHeader):
     """QUERY_CONSUME_TIME_SPAN (303)."""
@@ -767,7 +780,7 @@ class QueryConsumeTimeSpanRequestHeader(CommandHeader):
     group: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryCorrectionOffsetHeader(CommandHeader):
     """QUERY_CORRECTION_OFFSET (308)."""
@@ -777,7 +790,7 @@ class QueryCorrectionOffsetHeader(CommandHeader):
     topic: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CloneGroupOffsetRequestHeader(CommandHeader):
     """CLONE_GROUP_OFFSET (314)."""
@@ -788,7 +801,7 @@ class CloneGroupOffsetRequestHeader(CommandHeader):
     offline: bool = False
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResetOffsetRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_RESET_OFFSET (222) and the broker's RESET_CONSUMER_CLIENT_OFFSET (220)."""
@@ -803,7 +816,7 @@ class ResetOffsetRequestHeader(CommandHeader):
 # Clients and consumer groups
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnregisterClientRequestHeader(CommandHeader):
     """UNREGISTER_CLIENT (35): a client leaves a producer group, a consumer group, or both."""
@@ -813,7 +826,7 @@ class UnregisterClientRequestHeader(CommandHeader):
     consumer_group: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumerListByGroupRequestHeader(CommandHeader):
     """GET_CONSUMER_LIST_BY_GROUP (38); the answer is a JSON body ``{"consumerIdList": [...]}``."""
@@ -821,7 +834,7 @@ class GetConsumerListByGroupRequestHeader(CommandHeader):
     consumer_group: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
     """NOTIFY_CONSUMER_IDS_CHANGED (40): the broker tells a group's clients to rebalance (oneway)."""
@@ -829,7 +842,7 @@ class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
     consumer_group: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumerRunningInfoRequestHeader(CommandHeader):
     """GET_CONSUMER_RUNNING_INFO (307): to the broker, which forwards it to the client."""
@@ -839,7 +852,7 @@ class GetConsumerRunningInfoRequestHeader(CommandHeader):
     jstack_enable: bool = False
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumerConnectionListRequestHeader(CommandHeader):
     """GET_CONSUMER_CONNECTION_LIST (203)."""
@@ -847,7 +860,7 @@ class GetConsumerConnectionListRequestHeader(CommandHeader):
     consumer_group: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetProducerConnectionListRequestHeader(CommandHeader):
     """GET_PRODUCER_CONNECTION_LIST (204)."""
@@ -855,7 +868,7 @@ class GetProducerConnectionListRequestHeader(CommandHeader):
     producer_group: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumeStatsRequestHeader(CommandHeader):
     """GET_CONSUME_STATS (208): per-queue broker, consumer and lag offsets of a group."""
@@ -864,7 +877,7 @@ class GetConsumeStatsRequestHeader(CommandHeader):
     topic: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumeStatsInBrokerHeader(CommandHeader):
     """GET_BROKER_CONSUME_STATS (317)."""
@@ -872,7 +885,7 @@ class GetConsumeStatsInBrokerHeader(CommandHeader):
     is_order: bool
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetConsumerStatusRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) and GET_CONSUMER_STATUS_FROM_CLIENT (221)."""
@@ -882,7 +895,7 @@ class GetConsumerStatusRequestHeader(CommandHeader):
     client_addr: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     """CONSUME_MESSAGE_DIRECTLY (309)."""
@@ -893,7 +906,7 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     broker_name: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     """DELETE_SUBSCRIPTIONGROUP (207)."""
@@ -902,7 +915,7 @@ class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     remove_offset: bool = False
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
@@ -914,7 +927,7 @@ class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
 # Topics and broker administration
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateTopicRequestHeader(CommandHeader):
     """UPDATE_AND_CREATE_TOPIC (17); ``perm`` bits: 2 write, 4 read, 1 inherit."""
@@ -929,7 +942,7 @@ class CreateTopicRequestHeader(CommandHeader):
     order: bool
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteTopicRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_BROKER (215)."""
@@ -937,7 +950,7 @@ class DeleteTopicRequestHeader(CommandHeader):
     topic: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetTopicStatsInfoRequestHeader(CommandHeader):
     """GET_TOPIC_STATS_INFO (202)."""
@@ -945,7 +958,7 @@ class GetTopicStatsInfoRequestHeader(CommandHeader):
     topic: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetTopicsByClusterRequestHeader(CommandHeader):
     """GET_TOPICS_BY_CLUSTER (224)."""
@@ -953,7 +966,7 @@ class GetTopicsByClusterRequestHeader(CommandHeader):
     cluster: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ViewBrokerStatsDataRequestHeader(CommandHeader):
     """VIEW_BROKER_STATS_DATA (315)."""
@@ -962,7 +975,7 @@ class ViewBrokerStatsDataRequestHeader(CommandHeader):
     stats_key: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResumeCheckHalfMessageRequestHeader(CommandHeader):
     """RESUME_CHECK_HALF_MESSAGE (323)."""
@@ -974,7 +987,7 @@ class ResumeCheckHalfMessageRequestHeader(CommandHeader):
 # Name server
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetRouteInfoRequestHeader(CommandHeader):
     """GET_ROUTEINFO_BY_TOPIC (105)."""
@@ -983,7 +996,7 @@ class GetRouteInfoRequestHeader(CommandHeader):
     accept_standard_json_only: bool | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RegisterBrokerRequestHeader(CommandHeader):
     """REGISTER_BROKER (103); the body is the topic config wrapper (zlib-compressed when
@@ -998,7 +1011,7 @@ class RegisterBrokerRequestHeader(CommandHeader):
     body_crc32: int = 0
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RegisterBrokerResponseHeader(CommandHeader):
     """Response to REGISTER_BROKER: the master's address and HA address for a slave."""
@@ -1007,7 +1020,7 @@ class RegisterBrokerResponseHeader(CommandHeader):
     master_addr: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnRegisterBrokerRequestHeader(CommandHeader):
     """UNREGISTER_BROKER (104)."""
@@ -1018,7 +1031,7 @@ class UnRegisterBrokerRequestHeader(CommandHeader):
     broker_id: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryDataVersionRequestHeader(CommandHeader):
     """QUERY_DATA_VERSION (322); the body is the broker's data version."""
@@ -1029,7 +1042,7 @@ class QueryDataVersionRequestHeader(CommandHeader):
     broker_id: Long
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryDataVersionResponseHeader(CommandHeader):
     """Response to QUERY_DATA_VERSION: whether the name server's copy differs."""
@@ -1037,7 +1050,7 @@ class QueryDataVersionResponseHeader(CommandHeader):
     changed: bool
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_NAMESRV (216)."""
@@ -1046,7 +1059,7 @@ class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
     cluster_name: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WipeWritePermOfBrokerRequestHeader(CommandHeader):
     """WIPE_WRITE_PERM_OF_BROKER (205)."""
@@ -1054,7 +1067,7 @@ class WipeWritePermOfBrokerRequestHeader(CommandHeader):
     broker_name: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WipeWritePermOfBrokerResponseHeader(CommandHeader):
     """Response to WIPE_WRITE_PERM_OF_BROKER."""
@@ -1062,7 +1075,7 @@ class WipeWritePermOfBrokerResponseHeader(CommandHeader):
     wipe_topic_count: int
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddWritePermOfBrokerRequestHeader(CommandHeader):
     """ADD_WRITE_PERM_OF_BROKER (327)."""
@@ -1070,7 +1083,7 @@ class AddWritePermOfBrokerRequestHeader(CommandHeader):
     broker_name: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddWritePermOfBrokerResponseHeader(CommandHeader):
     """Response to ADD_WRITE_PERM_OF_BROKER."""
@@ -1078,7 +1091,7 @@ class AddWritePermOfBrokerResponseHeader(CommandHeader):
     add_topic_count: int
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PutKVConfigRequestHeader(CommandHeader):
     """PUT_KV_CONFIG (100)."""
@@ -1088,7 +1101,7 @@ class PutKVConfigRequestHeader(CommandHeader):
     value: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetKVConfigRequestHeader(CommandHeader):
     """GET_KV_CONFIG (101)."""
@@ -1097,7 +1110,7 @@ class GetKVConfigRequestHeader(CommandHeader):
     key: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetKVConfigResponseHeader(CommandHeader):
     """Response to GET_KV_CONFIG."""
@@ -1105,7 +1118,7 @@ class GetKVConfigResponseHeader(CommandHeader):
     value: str | None = None
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteKVConfigRequestHeader(CommandHeader):
     """DELETE_KV_CONFIG (102)."""
@@ -1114,7 +1127,7 @@ class DeleteKVConfigRequestHeader(CommandHeader):
     key: str
 
 
-@_header
+@header_class
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetKVListByNamespaceRequestHeader(CommandHeader):
     """GET_KVLIST_BY_NAMESPACE (219)."""
