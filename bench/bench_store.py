@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 from rocketq.protocol.message import encode_message
@@ -173,22 +174,46 @@ def bench_sync(directory: Path, record: bytes, seconds: float, threads: int) -> 
     return total / elapsed, total / max(fsyncs, 1)
 
 
-def bench_sync_asyncio(directory: Path, record: bytes, seconds: float, inflight: int) -> tuple[float, float]:
-    """Sync flush driven as the broker drives it: one event loop appends in line and awaits each
-    group-commit future with ``asyncio.wrap_future``; ``inflight`` senders at once."""
+def bench_sync_asyncio(
+    directory: Path, record: bytes, seconds: float, inflight: int, shared: bool
+) -> tuple[float, float]:
+    """Sync flush driven as the broker drives it: one event loop appends in line and awaits the
+    group-commit future, ``inflight`` senders at once. ``shared=False`` wraps every send's future
+    with ``asyncio.wrap_future`` (one cross-thread wake-up per send); ``shared=True`` makes one
+    loop future per distinct group-commit future (one wake-up per fsync round)."""
     code = tags_code("TagA")
     with fresh(directory, "sync") as store:
         counts = [0] * inflight
 
-        async def sender(index: int, deadline: float) -> None:
-            queue_id = index % 8
-            while time.perf_counter() < deadline:
-                result = store.put_message("BenchTopic", queue_id, record, code)
-                assert result.durable is not None
-                await asyncio.wrap_future(result.durable)
-                counts[index] += 1
-
         async def run() -> float:
+            loop = asyncio.get_running_loop()
+            waiters: dict[Future[None], asyncio.Future[None]] = {}
+
+            def resolve(fut: Future[None], waiter: asyncio.Future[None]) -> None:
+                waiters.pop(fut, None)
+                exc = fut.exception()
+                if exc is not None:
+                    waiter.set_exception(exc)
+                else:
+                    waiter.set_result(None)
+
+            def durable(fut: Future[None]) -> asyncio.Future[None]:
+                if not shared:
+                    return asyncio.wrap_future(fut)
+                waiter = waiters.get(fut)
+                if waiter is None:
+                    waiter = waiters[fut] = loop.create_future()
+                    fut.add_done_callback(lambda f, w=waiter: loop.call_soon_threadsafe(resolve, f, w))
+                return waiter
+
+            async def sender(index: int, deadline: float) -> None:
+                queue_id = index % 8
+                while time.perf_counter() < deadline:
+                    result = store.put_message("BenchTopic", queue_id, record, code)
+                    assert result.durable is not None
+                    await durable(result.durable)
+                    counts[index] += 1
+
             start = time.perf_counter()
             await asyncio.gather(*(sender(i, start + seconds) for i in range(inflight)))
             return time.perf_counter() - start
@@ -266,15 +291,16 @@ def main() -> None:
                         f"  (x fsync/rec; {per_fsync:.1f} appends per fsync)",
                     )
                 )
-            rate, per_fsync = bench_sync_asyncio(directory, record, args.seconds, 32)
-            rows.append(
-                (
-                    "sync asyncio, 32 in flight",
-                    rate,
-                    rate / base_sync,
-                    f"  (x fsync/rec; {per_fsync:.1f} appends per fsync)",
+            for shared in (False, True):
+                rate, per_fsync = bench_sync_asyncio(directory, record, args.seconds, 32, shared)
+                rows.append(
+                    (
+                        f"sync asyncio 32 in flight{', shared' if shared else ''}",
+                        rate,
+                        rate / base_sync,
+                        f"  (x fsync/rec; {per_fsync:.1f} appends per fsync)",
+                    )
                 )
-            )
             rate = bench_pull(directory, record, args.seconds, args.pull_messages)
             rows.append(("pull get_messages x32", rate, rate / base, ""))
             for name, rate, ratio, note in rows:

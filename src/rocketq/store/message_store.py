@@ -83,7 +83,7 @@ from rocketq.store.consumequeue import CQ_ENTRY, ConsumeQueue
 from rocketq.store.flush import GroupCommitService, PeriodicService
 from rocketq.store.offsets import ConsumerOffsetTable
 from rocketq.store.recovery import StoredRecord, find_valid_end, iter_records, pick_abnormal_start
-from rocketq.store.segments import FileIO
+from rocketq.store.segments import FileIO, Segment
 
 __all__ = [
     "ArrivalListener",
@@ -719,7 +719,10 @@ class MessageStore:
         base = segs[0].start if segs else 0
         nsegs = len(segs)
         log_end = self.commit_log.max_offset
-        parts: list[memoryview] = []
+        # Consecutive entries usually name adjacent records: collect byte ranges, not records.
+        runs: list[tuple[Segment, int, int]] = []
+        run_seg: Segment | None = None
+        run_start = run_end = 0
         total = 0
         count = 0
         examined = 0
@@ -737,18 +740,29 @@ class MessageStore:
                     continue
                 seg = segs[index]
                 start = phys - seg.start
-                try:
-                    parts.append(seg.view[start : start + size])
-                except ValueError:  # segment deleted by retention while we read
-                    removed = True
-                    continue
+                if seg is run_seg and start == run_end:
+                    run_end = start + size
+                else:
+                    if run_seg is not None:
+                        runs.append((run_seg, run_start, run_end))
+                    run_seg, run_start, run_end = seg, start, start + size
                 total += size
                 count += 1
-            data = b"".join(parts)
         finally:
-            for part in parts:
-                part.release()
             view.release()
+        if run_seg is not None:
+            runs.append((run_seg, run_start, run_end))
+        try:
+            if len(runs) == 1:
+                seg, a, b = runs[0]
+                data = seg.view[a:b].tobytes()
+            else:
+                parts = [seg.view[a:b] for seg, a, b in runs]
+                data = b"".join(parts)
+                for part in parts:
+                    part.release()
+        except ValueError:  # a segment was deleted by retention while we read: let the caller retry
+            return GetMessageResult(GetMessageStatus.MESSAGE_WAS_REMOVING, offset, min_offset, max_offset)
         if count:
             status = GetMessageStatus.FOUND
         elif removed:
