@@ -7,6 +7,7 @@ import random
 import struct
 import zlib
 from datetime import timedelta, timezone
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -16,6 +17,9 @@ from hypothesis import strategies as st
 from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.models import MessageQueue
 from rocketq.protocol import bodies as b
+from rocketq.protocol.bodies import broker as bodies_broker
+from rocketq.protocol.bodies import client as bodies_client
+from rocketq.protocol.bodies import hashorder as bodies_hashorder
 from rocketq.protocol.properties import java_string_hash
 from tests.wirecaps import all_frames, frame_bytes
 
@@ -489,7 +493,7 @@ def test_bad_compressed_registrations(data: bytes, fragment: str) -> None:
 
 
 def test_compressed_registration_is_bounded_and_complete(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(b, "MAX_INFLATED_REGISTER_BODY", 4096)
+    monkeypatch.setattr(bodies_broker, "MAX_INFLATED_REGISTER_BODY", 4096)
     bomb = zlib.compress(b"\x00" * 5000, 9)
     with pytest.raises(RemoteProtocolError, match="inflates past"):
         b.RegisterBrokerBody.decode(bomb, compressed=True)
@@ -567,6 +571,12 @@ _broker_data = st.builds(
     broker_addrs=st.dictionaries(_long, _text, max_size=3),
 )
 _version = st.builds(b.DataVersion, timestamp=_long, counter=_long)
+
+
+def _tree_set_key(sub: b.SubscriptionData) -> bytes:
+    """SubscriptionData.compareTo: "topic@subString" compared as Java strings."""
+    return f"{sub.topic}@{sub.sub_string}".encode("utf-16-be", "surrogatepass")
+
 
 BODY_STRATEGIES: dict[type[b.JsonBody], st.SearchStrategy[Any]] = {
     b.DelayOffsetSerializeWrapper: st.builds(
@@ -701,7 +711,7 @@ BODY_STRATEGIES: dict[type[b.JsonBody], st.SearchStrategy[Any]] = {
         b.ConsumerRunningInfo,
         properties=st.dictionaries(_text, _text, max_size=3),
         subscription_set=st.lists(_subscription, max_size=3, unique_by=lambda s: (s.topic, s.sub_string)).map(
-            lambda subs: tuple(sorted(subs, key=b._subscription_key))
+            lambda subs: tuple(sorted(subs, key=_tree_set_key))
         ),
         mq_table=st.dictionaries(
             _queue, st.builds(b.ProcessQueueInfo, commit_offset=_long, locked=st.booleans()), max_size=3
@@ -796,7 +806,10 @@ def test_register_broker_body_round_trips_both_forms(
     assert b.RegisterBrokerBody.decode(body.encode(compress=True), compressed=True) == body
 
 
-def test_module_doctests() -> None:
-    failures, tried = doctest.testmod(b)
+@pytest.mark.parametrize(
+    "module", [b, bodies_broker, bodies_client, bodies_hashorder], ids=lambda m: m.__name__
+)
+def test_module_doctests(module: ModuleType) -> None:
+    failures, tried = doctest.testmod(module)
     assert failures == 0
     assert tried > 0
