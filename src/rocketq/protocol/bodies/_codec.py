@@ -19,17 +19,9 @@ __all__ = ["JsonBody"]
 
 
 T = TypeVar("T")
-
-
 K = TypeVar("K")
-
-
 V = TypeVar("V")
-
-
 E = TypeVar("E", bound=enum.Enum)
-
-
 B = TypeVar("B", bound="JsonBody")
 
 
