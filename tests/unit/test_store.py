@@ -524,3 +524,59 @@ def test_a_nearly_full_disk_deletes_young_segments_and_refuses_appends(tmp_path:
             put(store, "T", 0, b"refused")
         assert store.clean_expired_files(now=clock.now, disk_used_ratio=0.50) == 0
         assert put(store, "T", 0, b"accepted") == 20
+
+
+def test_lookups_by_commit_log_offset_refuse_what_is_not_a_record(store: MessageStore) -> None:
+    first = store.put_message("T", 0, record("T", 0, b"one"))
+    second = store.put_message("T", 0, record("T", 0, b"two"))
+    assert store.read_message_bytes(second.commit_log_offset) is not None
+    assert store.read_message_bytes(first.commit_log_offset + 4) is None  # inside a record
+    assert store.read_message_bytes(store.commit_log_max_offset) is None  # past the end
+    assert store.read_message_bytes(-1) is None
+    assert store.look_message(10**9) is None
+    msg = store.look_message(second.commit_log_offset)
+    assert msg is not None
+    assert (msg.body, msg.queue_offset) == (b"two", 1)
+
+
+def test_an_empty_store_answers_lookups(store: MessageStore) -> None:
+    assert store.earliest_store_time() == -1
+    assert store.earliest_message_time("T", 0) == -1
+    assert store.store_time_at("T", 0, 0) == -1
+    assert store.offset_by_time("T", 0, 123) == 0
+    assert (store.min_offset("T", 0), store.max_offset("T", 0), store.message_count("T", 0)) == (0, 0, 0)
+    assert (store.commit_log_min_offset, store.commit_log_max_offset) == (0, 0)
+
+
+def test_pulls_racing_retention_never_fail(tmp_path: Path) -> None:
+    with MessageStore(tmp_path, SMALL, start_services=False) as store:
+        for i in range(200):
+            put(store, "T", 0, bytes([i % 256]) * 500)
+        seen: set[GetMessageStatus] = set()
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def reader() -> None:
+            try:
+                while not stop.is_set():
+                    for offset in range(0, 200, 7):
+                        got = store.get_messages("T", 0, offset, 32)
+                        seen.add(got.status)
+                        if got.status is GetMessageStatus.FOUND:
+                            assert len(decode_messages(got.data)) == got.message_count
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=reader) for _ in range(2)]
+        for t in threads:
+            t.start()
+        while len(store.commit_log.files.segments) > 1:
+            store.clean_expired_files(disk_used_ratio=0.86)  # above 85%: delete even young segments
+            time.sleep(0.001)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert GetMessageStatus.FOUND in seen
+        assert store.get_messages("T", 0, 0, 32).status is GetMessageStatus.OFFSET_TOO_SMALL
+        store.commit_log.files.close_deferred()

@@ -28,9 +28,10 @@ and a background thread fsyncs every ``flush_interval``. Like RocketMQ, a consum
 message before it is durable. The future is shared by every append of one fsync round, so an
 asyncio caller may add one done-callback per distinct future rather than one per send. The
 group-commit thread needs the GIL back after each fsync; with CPython's default 5 ms switch
-interval a busy event loop delays every round by up to that much, so a broker process should
+interval a busy event loop can delay every round by up to that much, so a broker process should
 call ``sys.setswitchinterval(0.0005)`` (``bench/bench_store.py --switch-interval`` shows the
-difference: about 2-4x more sync sends per second from 32 senders on our 2-core machine).
+difference; on our shared 2-core machine it mattered most when other processes kept the CPUs
+busy, up to 2-4x more sync sends per second from 32 senders).
 
 **Failures.** If a write fails (``ENOSPC``, ``EIO`` ...) the append raises
 :class:`~rocketq.errors.StoreFullError` / :class:`~rocketq.errors.StoreError` and nothing moves:
