@@ -580,3 +580,17 @@ def test_pulls_racing_retention_never_fail(tmp_path: Path) -> None:
         assert GetMessageStatus.FOUND in seen
         assert store.get_messages("T", 0, 0, 32).status is GetMessageStatus.OFFSET_TOO_SMALL
         store.commit_log.files.close_deferred()
+
+
+def test_records_take_the_queue_they_are_appended_to_and_must_name_the_topic(store: MessageStore) -> None:
+    rec = record("T", 0, b"x")  # encoded for queue 0
+    result = store.put_message("T", 5, rec)
+    (msg,) = decode_messages(store.get_messages("T", 5, 0, 1).data)
+    assert (msg.queue_id, msg.queue_offset, result.queue_offset) == (5, 0, 0)
+    store.put_messages("T", 6, [rec, rec])
+    assert [m.queue_id for m in decode_messages(store.get_messages("T", 6, 0, 32).data)] == [6, 6]
+    with pytest.raises(ConfigError, match="another topic"):
+        store.put_message("U", 0, rec)
+    with pytest.raises(ConfigError, match="another topic"):
+        store.put_messages("U", 0, [record("U", 0, b"ok"), rec])
+    assert store.max_offset("U", 0) == 0

@@ -100,6 +100,7 @@ log = logging.getLogger(__name__)
 
 _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">ii")
+_QUEUE_ID_POSITION = 12
 _MAGICS = frozenset({MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2})
 _I64 = struct.Struct(">q")
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -162,6 +163,25 @@ class PutResult:
     durable: Future[None] | None = None
 
 
+def _check_record(buf: bytearray, pos: int, size: int, topic: bytes, magic: int, queue_id: int) -> int:
+    """Check that the record at ``pos`` is for ``topic``, stamp ``queue_id`` into it (as RocketMQ
+    writes the queue id under its lock) and return its store-timestamp position (relative)."""
+    (sys_flag,) = _I32.unpack_from(buf, pos + SYS_FLAG_POSITION)
+    fixed = 88 + (12 if sys_flag & 0x10 else 0) + (12 if sys_flag & 0x20 else 0)
+    (body_len,) = _I32.unpack_from(buf, pos + fixed - 4)
+    at = pos + fixed + body_len
+    if body_len < 0 or at + 3 > pos + size:
+        raise ConfigError("the record's body overruns it")
+    if magic == MESSAGE_MAGIC_CODE:
+        start, length = at + 1, buf[at]
+    else:
+        start, length = at + 2, (buf[at] << 8) | buf[at + 1]
+    if buf[start : start + length] != topic:
+        raise ConfigError(f"a record for topic {topic.decode(errors='replace')!r} holds another topic")
+    _I32.pack_into(buf, pos + _QUEUE_ID_POSITION, queue_id)
+    return store_timestamp_position(sys_flag)
+
+
 def _check_name(topic: str) -> None:
     if not topic or topic in (".", "..") or "/" in topic or "\0" in topic or os.sep in topic:
         raise ConfigError(f"topic name {topic!r} cannot name a consume-queue directory")
@@ -209,6 +229,7 @@ class MessageStore:
         self._last_dispatch_timestamp = 0
         self._last_cq_min_physic = 0
         self._disk_full = False
+        self._misordered: set[tuple[str, int]] = set()
         self._started_ms = int(clock() * 1000)
         #: Messages and bytes appended since the store opened.
         self.put_message_count = 0
@@ -399,9 +420,10 @@ class MessageStore:
             return False
         if cq.max_index == 0 and not cq.files.segments and record.queue_offset > 0:
             cq.min_index = cq.max_index = cq.flushed_index = record.queue_offset
-        elif record.queue_offset != cq.max_index:
+        elif record.queue_offset != cq.max_index and (record.topic, record.queue_id) not in self._misordered:
+            self._misordered.add((record.topic, record.queue_id))  # once per queue, not per record
             log.warning(
-                "queue %s-%s: record at %s has queue offset %s but the queue is at %s",
+                "queue %s-%s: record at %s has queue offset %s but the queue is at %s; appending it there",
                 record.topic, record.queue_id, record.offset, record.queue_offset, cq.max_index,
             )  # fmt: skip
         code = self._tags_code(record.topic, record.properties(), record.store_timestamp)
@@ -469,7 +491,7 @@ class MessageStore:
         size, magic = _HEAD.unpack_from(buf, 0)
         if magic not in _MAGICS or size != total:
             raise ConfigError("the record is not a stored message")
-        ts_pos = 68 if buf[SYS_FLAG_POSITION + 3] & 0x10 else 56
+        ts_pos = _check_record(buf, 0, total, topic.encode(), magic, queue_id)
         queues = self._queues.get(topic)
         cq = queues.get(queue_id) if queues is not None else None
         if cq is None:
@@ -555,16 +577,16 @@ class MessageStore:
         sizes: list[int] = []
         ts_positions: list[int] = []
         pos = 0
-        unpack_i32 = _I32.unpack_from
+        topic_bytes = topic.encode()
         for _ in range(count):
             if total - pos < 92:
                 raise ConfigError(f"record {len(starts)} of the batch is truncated")
-            size, magic = struct.unpack_from(">ii", buf, pos)
+            size, magic = _HEAD.unpack_from(buf, pos)
             if magic not in _MAGICS or size < 92 or pos + size > total:
                 raise ConfigError(f"record {len(starts)} of the batch is not a stored message")
             starts.append(pos)
             sizes.append(size)
-            ts_positions.append(pos + store_timestamp_position(unpack_i32(buf, pos + SYS_FLAG_POSITION)[0]))
+            ts_positions.append(pos + _check_record(buf, pos, size, topic_bytes, magic, queue_id))
             pos += size
         if pos != total:
             raise ConfigError("the records' sizes do not add up to their length")
