@@ -370,15 +370,24 @@ class MessageStore:
         if crashed:
             begin = segs[start].start
         else:
-            reached = [cq.max_physic_offset for qs in self._queues.values() for cq in qs.values()]
-            begin = max([self.commit_log.min_offset, *reached])
-        last_timestamp = 0
+            ends = [cq.max_physic_offset for qs in self._queues.values() for cq in qs.values()]
+            begin = max([self.commit_log.min_offset, *ends])
         dispatched = 0
         if begin < end:
-            for record in iter_records(self.commit_log, begin, end):
-                last_timestamp = record.store_timestamp
+            known: dict[tuple[bytes, int], ConsumeQueue | None] = {}
+
+            def reached(topic: bytes, queue_id: int) -> int:
+                key = (topic, queue_id)
+                if key in known:
+                    queue = known[key]
+                else:
+                    queue = known[key] = self._queues.get(topic.decode(errors="replace"), {}).get(queue_id)
+                return queue.max_physic_offset if queue is not None else -1
+
+            for record in iter_records(self.commit_log, begin, end, reached):
                 if self._redispatch(record):
                     dispatched += 1
+                    known.pop((record.topic.encode(), record.queue_id), None)
         if dispatched:
             log.warning("rebuilt %s consume-queue entries of %s from the commit log", dispatched, self.root)
         min_physic = self.commit_log.min_offset
@@ -387,8 +396,7 @@ class MessageStore:
                 cq.correct_min_offset(min_physic)
                 cq.flush()
         self.commit_log.files.sync_range(self.commit_log.min_offset, end)
-        if last_timestamp == 0 and end > 0:
-            last_timestamp = self._last_record_timestamp(end)
+        last_timestamp = self._last_record_timestamp(end) if end > 0 else 0
         self.commit_log.tail = (end, last_timestamp)
         self.commit_log.flushed_timestamp = last_timestamp
         self._last_dispatch_timestamp = last_timestamp
