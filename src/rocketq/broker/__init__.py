@@ -1,4 +1,9 @@
-"""rocketq's broker: the state machines at its heart, and (later) the server around them.
+"""rocketq's broker: the state machines at its heart, and the server around them.
+
+:class:`Broker` (:mod:`~rocketq.broker.server`) is the running broker, configured by a
+:class:`BrokerConfig` (:mod:`~rocketq.broker.config`); its request handlers live in
+:mod:`~rocketq.broker.handlers`, delayed delivery in :mod:`~rocketq.broker.schedule` and name
+server registration in :mod:`~rocketq.broker.registration`.
 
 The modules here are pure state driven by ``now`` and return what should happen instead of
 doing I/O; the broker's server is a thin adapter that feeds them requests and connection events
@@ -14,6 +19,7 @@ and carries out their answers:
 * :mod:`~rocketq.broker.longpoll`: pulls held until a message arrives (:class:`PullHoldTable`).
 """
 
+from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumers import (
     CHANNEL_EXPIRED_TIMEOUT,
     CLIENT_HOUSEKEEPING_INTERVAL,
@@ -32,6 +38,7 @@ from rocketq.broker.consumers import (
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME, LockInfo, QueueLockConfig, QueueLockTable
 from rocketq.broker.longpoll import HeldPull, LongPollingConfig, PullHoldTable
 from rocketq.broker.producers import ProducerRegistry
+from rocketq.broker.server import Broker
 from rocketq.broker.subscriptions import SubscriptionGroupChange, SubscriptionGroupManager
 from rocketq.broker.topics import (
     PermName,
@@ -48,6 +55,8 @@ __all__ = [
     "CHANNEL_EXPIRED_TIMEOUT",
     "CLIENT_HOUSEKEEPING_INTERVAL",
     "REBALANCE_LOCK_MAX_LIVE_TIME",
+    "Broker",
+    "BrokerConfig",
     "Changes",
     "ClientChannelInfo",
     "ConsumerGroupEvent",

@@ -20,7 +20,7 @@ from rocketq.errors import RocketQError
 __all__ = ["CliError", "main"]
 
 # Subcommand modules, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("allocate", "namesrv")
+COMMANDS: tuple[str, ...] = ("allocate", "server", "namesrv", "broker")
 
 EXIT_USAGE = 2
 

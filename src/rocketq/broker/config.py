@@ -1,0 +1,234 @@
+"""The broker's configuration: RocketMQ 4.9.4's ``BrokerConfig`` defaults, durations in seconds.
+
+One frozen, keyword-only value holds everything a :class:`~rocketq.broker.server.Broker` needs:
+where it listens, who it is (name, cluster, id), which name servers it registers with, where its
+data lives, how it flushes, and the intervals of its housekeeping. Defaults are RocketMQ's own
+(the Java field is named beside each one) except where marked *ours*.
+
+>>> cfg = BrokerConfig(port=0, namesrv_addrs=("127.0.0.1:9876",))
+>>> cfg.broker_name, cfg.broker_cluster_name, cfg.register_period
+('broker-a', 'DefaultCluster', 30.0)
+>>> cfg.delay_levels()[:3]
+(1.0, 5.0, 10.0)
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
+from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
+from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
+from rocketq.errors import ConfigError
+from rocketq.remoting import ServerConfig
+from rocketq.store.config import FlushMode, StoreConfig
+
+__all__ = [
+    "DEFAULT_BROKER_PORT",
+    "DEFAULT_DATA_DIR",
+    "DEFAULT_MESSAGE_DELAY_LEVEL",
+    "BrokerConfig",
+    "default_data_dir",
+    "parse_delay_levels",
+    "parse_namesrv_addrs",
+]
+
+DEFAULT_BROKER_PORT = 10911
+"""RocketMQ's broker port (``NettyServerConfig.listenPort`` as ``BrokerStartup`` sets it)."""
+
+DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+"""``MessageStoreConfig.messageDelayLevel``: the 18 delay levels, level 1 first."""
+
+DEFAULT_DATA_DIR = "rocketq-data"
+"""Ours: the data directory when neither ``--data-dir`` nor ``$ROCKETQ_HOME`` names one."""
+
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_LEVEL = re.compile(r"(\d+)(ms|s|m|h|d)")
+
+
+def parse_delay_levels(text: str) -> tuple[float, ...]:
+    """The delays (seconds) of a ``messageDelayLevel`` string, level 1 first.
+
+    RocketMQ's units ``s``, ``m``, ``h``, ``d``, plus ``ms`` (ours, so tests can use short levels).
+
+    >>> parse_delay_levels("100ms 1s 2m")
+    (0.1, 1.0, 120.0)
+    """
+    levels: list[float] = []
+    for token in text.split():
+        match = _LEVEL.fullmatch(token)
+        if match is None:
+            raise ConfigError(f"bad delay level {token!r} in {text!r}: expected e.g. 1s, 5m, 2h or 100ms")
+        levels.append(int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    if not levels:
+        raise ConfigError("messageDelayLevel names no level")
+    return tuple(levels)
+
+
+def parse_namesrv_addrs(text: str) -> tuple[str, ...]:
+    """``HOST:PORT[;HOST:PORT...]`` (RocketMQ's ``namesrvAddr`` form) as a tuple of addresses."""
+    addrs = tuple(part.strip() for part in text.split(";") if part.strip())
+    for addr in addrs:
+        host, sep, port = addr.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ConfigError(f"bad name server address {addr!r}: expected HOST:PORT")
+    return addrs
+
+
+def default_data_dir() -> Path:
+    """``$ROCKETQ_HOME`` if set, else ``./rocketq-data``."""
+    home = os.environ.get("ROCKETQ_HOME")
+    return Path(home) if home else Path(DEFAULT_DATA_DIR)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig:
+    """Everything a broker is told at start; see the module docstring."""
+
+    # -- identity and network
+    host: str = "127.0.0.1"
+    """Address to bind (ours: loopback unless told otherwise)."""
+    port: int = DEFAULT_BROKER_PORT
+    """Port to bind; 0 picks a free one (``listenPort`` 10911)."""
+    broker_ip: str | None = None
+    """``brokerIP1``: the address registered with name servers and written into messages as their
+    store host. ``None``: ``host``, or 127.0.0.1 when ``host`` is a wildcard."""
+    broker_name: str = "broker-a"
+    """``brokerName`` (RocketMQ's default is the host name; ours is ``broker-a``)."""
+    broker_cluster_name: str = "DefaultCluster"
+    """``brokerClusterName``."""
+    broker_id: int = 0
+    """``brokerId``: 0 is the master (rocketq brokers are always masters)."""
+    region_id: str = "DefaultRegion"
+    """``regionId``: answered in every send response as ``MSG_REGION``."""
+    trace_on: bool = True
+    """``traceOn``: answered in every send response as ``TRACE_ON``."""
+    namesrv_addrs: tuple[str, ...] = ()
+    """``namesrvAddr`` split on ``;``: every name server to register with (none: stand alone)."""
+
+    # -- storage
+    data_dir: Path | None = None
+    """Where the store lives; ``None`` means :func:`default_data_dir`."""
+    flush: FlushMode = "async"
+    """``flushDiskType``: ``async`` (``ASYNC_FLUSH``) or ``sync`` (``SYNC_FLUSH``, group commit)."""
+    store: StoreConfig = field(default_factory=StoreConfig)
+    """Store settings (segment size, flush and retention intervals...); ``flush`` overrides its own."""
+    max_message_size: int = 4 * 1024 * 1024
+    """``maxMessageSize``: a message (or batch) over this many bytes is refused (MESSAGE_ILLEGAL)."""
+
+    # -- topics and groups
+    auto_create_topic_enable: bool = True
+    """``autoCreateTopicEnable``: a send to an unknown topic creates it from ``TBW102``."""
+    auto_create_subscription_group: bool = True
+    """``autoCreateSubscriptionGroup``."""
+    default_topic_queue_nums: int = 8
+    """``defaultTopicQueueNums``: queues of ``TBW102``, which caps auto-created topics."""
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+
+    # -- delays and retries
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+    """``messageDelayLevel``; ``ms`` units are accepted too (ours, for tests)."""
+    flush_delay_offset_interval: float = 10.0
+    """``flushDelayOffsetInterval``: how often the schedule service persists ``delayOffset.json``."""
+
+    # -- consumers, long polling, locks
+    channel_expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT
+    """``CHANNEL_EXPIRED_TIMEOUT``: a client silent this long is dropped (120 s)."""
+    client_scan_interval: float = CLIENT_HOUSEKEEPING_INTERVAL
+    """How often silent clients are looked for (``ClientHousekeepingService``, 10 s)."""
+    notify_consumer_ids_changed_enable: bool = True
+    """``notifyConsumerIdsChangedEnable``."""
+    notify_on_expiry: bool = True
+    """Ours: tell a group's members when one of them expires (RocketMQ 4.9.4 stays silent)."""
+    long_polling_enable: bool = True
+    """``longPollingEnable``."""
+    short_polling_time: float = SHORT_POLLING_TIME_MILLS
+    """``shortPollingTimeMills`` (1 s)."""
+    broker_suspend_max_time: float = 15.0
+    """Ours, after RocketMQ's ``BROKER_SUSPEND_MAX_TIME_MILLIS`` (15 s): the longest a pull is held,
+    whatever its ``suspendTimeoutMillis`` asks."""
+    rebalance_lock_max_live_time: float = REBALANCE_LOCK_MAX_LIVE_TIME
+    """``rocketmq.broker.rebalance.lockMaxLiveTime`` (60 s)."""
+
+    # -- name server registration
+    register_period: float = 30.0
+    """``registerNameServerPeriod`` (30 000 ms)."""
+    register_initial_delay: float = 10.0
+    """The first periodic registration comes this long after start (RocketMQ: 10 s; one
+    registration is also sent at start)."""
+    register_timeout: float = 6.0
+    """``registerBrokerTimeoutMills`` (6000 ms)."""
+    compressed_register: bool = False
+    """``compressedRegister``: send REGISTER_BROKER bodies zlib-compressed (off in 4.9.4)."""
+
+    # -- client calls
+    client_call_timeout: float = 5.0
+    """Seconds the broker waits for a client it calls (GET_CONSUMER_RUNNING_INFO relay; 5000 ms)."""
+
+    remoting: ServerConfig = field(default_factory=ServerConfig)
+    """Transport settings of the broker's listener."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be 0..65535, got {self.port}")
+        for name in ("broker_name", "broker_cluster_name"):
+            value = getattr(self, name)
+            if not value or value.isspace():
+                raise ConfigError(f"{name} must not be blank")
+        if self.broker_id != 0:
+            raise ConfigError("rocketq brokers are masters: broker_id must be 0 (slaves are not supported)")
+        if self.flush not in ("async", "sync"):
+            raise ConfigError(f"flush must be 'async' or 'sync', not {self.flush!r}")
+        if self.max_message_size <= 0:
+            raise ConfigError(f"max_message_size must be positive, got {self.max_message_size}")
+        if self.default_topic_queue_nums < 1:
+            raise ConfigError("default_topic_queue_nums must be >= 1")
+        for name in (
+            "flush_delay_offset_interval",
+            "channel_expired_timeout",
+            "client_scan_interval",
+            "short_polling_time",
+            "broker_suspend_max_time",
+            "rebalance_lock_max_live_time",
+            "register_period",
+            "register_timeout",
+            "client_call_timeout",
+        ):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.register_initial_delay < 0:
+            raise ConfigError("register_initial_delay must not be negative")
+        for addr in self.namesrv_addrs:
+            parse_namesrv_addrs(addr)
+        parse_delay_levels(self.message_delay_level)
+        try:
+            ipaddress.ip_address(self.advertised_ip)
+        except ValueError:
+            raise ConfigError(f"broker_ip must be an IP address, got {self.advertised_ip!r}") from None
+
+    @property
+    def advertised_ip(self) -> str:
+        """The IP registered with name servers and stamped as store host (``brokerIP1``)."""
+        if self.broker_ip:
+            return self.broker_ip
+        if self.host in ("", "0.0.0.0", "::"):
+            return "127.0.0.1"
+        return self.host
+
+    @property
+    def store_dir(self) -> Path:
+        """The data directory actually used."""
+        return self.data_dir if self.data_dir is not None else default_data_dir()
+
+    def store_config(self) -> StoreConfig:
+        """The store's settings with this broker's flush mode and message size limit."""
+        return replace(self.store, flush=self.flush, max_message_size=self.max_message_size)
+
+    def delay_levels(self) -> tuple[float, ...]:
+        """:attr:`message_delay_level` parsed: the delay of level ``n`` is ``[n - 1]``."""
+        return parse_delay_levels(self.message_delay_level)

@@ -1,0 +1,41 @@
+"""Helpers shared by the broker's request handlers: header and body parsing with clear errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from rocketq.errors import BrokerError, RemoteProtocolError
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import CommandHeader
+
+__all__ = ["parse_body", "parse_header", "system_error"]
+
+H = TypeVar("H", bound=CommandHeader)
+T = TypeVar("T")
+
+
+def system_error(remark: str) -> BrokerError:
+    """A SYSTEM_ERROR answer with ``remark`` (raise it from a handler)."""
+    return BrokerError(ResponseCode.SYSTEM_ERROR, remark)
+
+
+def parse_header(cls: type[H], request: RemotingCommand) -> H:
+    """``cls`` from the request's ext fields; a missing or malformed field answers SYSTEM_ERROR
+    naming it (RocketMQ answers SYSTEM_ERROR with its ``RemotingCommandException`` text)."""
+    try:
+        return cls.from_ext_fields(request.ext_fields)
+    except RemoteProtocolError as exc:
+        raise system_error(str(exc)) from None
+
+
+def parse_body(decode: Callable[[bytes], T], request: RemotingCommand, what: str) -> T:
+    """Decode ``request.body`` with ``decode`` (a body class's ``decode``); a missing body or bad
+    JSON answers SYSTEM_ERROR."""
+    if not request.body:
+        raise system_error(f"{what}: the request has no body")
+    try:
+        return decode(request.body)
+    except RemoteProtocolError as exc:
+        raise system_error(f"{what}: bad body: {exc}") from None

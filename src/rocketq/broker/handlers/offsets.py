@@ -1,0 +1,95 @@
+"""Offsets and message look-ups: QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, GET_MAX_OFFSET,
+GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME and VIEW_MESSAGE_BY_ID
+(RocketMQ 4.9.4's ``ConsumerManageProcessor`` and ``QueryMessageProcessor``/``AdminBrokerProcessor``).
+
+QUERY_CONSUMER_OFFSET for a queue the group never committed: RocketMQ answers offset 0 when the
+queue still starts at offset 0 and its first message is "in memory" (it always is here: rocketq
+reads through the page cache), else QUERY_NOT_FOUND so the client applies its
+consume-from-where. rocketq does the same with "still starts at 0" as the whole test.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import (
+    GetEarliestMsgStoretimeRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from rocketq.remoting import RemotingConnection
+
+from .common import parse_header, system_error
+
+if TYPE_CHECKING:
+    from rocketq.broker.server import Broker
+
+__all__ = ["OffsetProcessor"]
+
+
+class OffsetProcessor:
+    """Consumer offsets and queue bounds."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._b = broker
+
+    def handlers(self) -> dict[int, object]:
+        return {
+            RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self.update_consumer_offset,
+            RequestCode.GET_MAX_OFFSET: self.max_offset,
+            RequestCode.GET_MIN_OFFSET: self.min_offset,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.earliest_store_time,
+            RequestCode.VIEW_MESSAGE_BY_ID: self.view_message,
+        }
+
+    def query_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = parse_header(QueryConsumerOffsetRequestHeader, request)
+        store = self._b.store
+        offset = store.consumer_offsets.query_offset(h.consumer_group, h.topic, h.queue_id)
+        if offset >= 0:
+            return request.response(ext_fields={"offset": str(offset)})
+        if store.min_offset(h.topic, h.queue_id) <= 0:
+            return request.response(ext_fields={"offset": "0"})
+        return request.response(
+            code=ResponseCode.QUERY_NOT_FOUND,
+            remark="Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+            ext_fields={},
+        )
+
+    def update_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = parse_header(UpdateConsumerOffsetRequestHeader, request)
+        self._b.store.consumer_offsets.commit_offset(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        return request.response(ext_fields={})
+
+    def max_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = parse_header(GetMaxOffsetRequestHeader, request)
+        return request.response(ext_fields={"offset": str(self._b.store.max_offset(h.topic, h.queue_id))})
+
+    def min_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = parse_header(GetMinOffsetRequestHeader, request)
+        return request.response(ext_fields={"offset": str(self._b.store.min_offset(h.topic, h.queue_id))})
+
+    def search_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = parse_header(SearchOffsetRequestHeader, request)
+        offset = self._b.store.offset_by_time(h.topic, h.queue_id, h.timestamp)
+        return request.response(ext_fields={"offset": str(offset)})
+
+    def earliest_store_time(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = parse_header(GetEarliestMsgStoretimeRequestHeader, request)
+        ts = self._b.store.earliest_message_time(h.topic, h.queue_id)
+        return request.response(ext_fields={"timestamp": str(ts)})
+
+    def view_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        h = parse_header(ViewMessageRequestHeader, request)
+        data = self._b.store.read_message_bytes(h.offset)
+        if data is None:
+            raise system_error(f"can not find message by the offset, {h.offset}")
+        return request.response(body=data)

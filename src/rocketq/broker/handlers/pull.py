@@ -1,0 +1,331 @@
+"""PULL_MESSAGE, with long polling: RocketMQ 4.9.4's ``PullMessageProcessor`` and
+``PullRequestHoldService`` on the store and :class:`~rocketq.broker.longpoll.PullHoldTable`.
+
+A pull is checked as Java checks it (subscription group exists and may consume, topic exists and
+is readable, queue id within the read queues), then its filter is chosen: the expression in the
+request when the subscription flag (4) is set, else the group's registered subscription, which
+must exist and be at least as new as the request's ``subVersion``. The store returns the stored
+records as one ``bytes`` - the response body as is: nothing is decoded on this path.
+
+Status mapping (the remark is the store's status name, as Java sends it):
+
+===========================  ============================================================
+store                        response
+===========================  ============================================================
+FOUND                        SUCCESS, body = the records
+NO_MATCHED_MESSAGE           PULL_RETRY_IMMEDIATELY (next offset skips the non-matching)
+MESSAGE_WAS_REMOVING         PULL_RETRY_IMMEDIATELY
+OFFSET_OVERFLOW_ONE          PULL_NOT_FOUND (held when the suspend flag allows)
+OFFSET_FOUND_NULL            PULL_NOT_FOUND
+NO_MESSAGE_IN_QUEUE / none   PULL_NOT_FOUND at offset 0, else PULL_OFFSET_MOVED
+OFFSET_OVERFLOW_BADLY        PULL_OFFSET_MOVED
+OFFSET_TOO_SMALL             PULL_OFFSET_MOVED
+===========================  ============================================================
+
+**Long polling.** A PULL_NOT_FOUND whose request has the suspend flag (2) is not answered: the
+request is parked in the hold table until a message arrives on its queue (the store's arrival
+listener calls :meth:`PullProcessor.on_arrival` right after the append, on the event loop) or
+its ``suspendTimeoutMillis`` (capped by ``broker_suspend_max_time``) runs out; then the pull is
+run again without permission to suspend and its answer written on the request's connection. One
+loop timer follows the earliest deadline, so a timed-out pull is answered on time, not up to 5 s
+late as in RocketMQ. The piggy-backed commit offset (flag 1) is stored on the first run only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from typing import TYPE_CHECKING
+
+from rocketq.broker.consumers import tag_filter
+from rocketq.broker.longpoll import PullHoldTable
+from rocketq.broker.topics import is_readable
+from rocketq.errors import BrokerError
+from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.properties import java_string_hash
+from rocketq.remoting import RemotingConnection, describe_exception
+from rocketq.store import GetMessageStatus
+
+from .common import parse_header, system_error
+
+if TYPE_CHECKING:
+    from rocketq.broker.server import Broker
+
+__all__ = ["PullProcessor", "tag_codes_of_expression"]
+
+log = logging.getLogger(__name__)
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+
+_SQL92_REMARK = "The broker does not support consumer to filter message by SQL92"
+
+_S = GetMessageStatus
+_STATUS = {
+    _S.FOUND: ResponseCode.SUCCESS,
+    _S.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    _S.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    _S.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    _S.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    _S.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    _S.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+_EMPTY_QUEUE = (_S.NO_MATCHED_LOGIC_QUEUE, _S.NO_MESSAGE_IN_QUEUE)
+
+Held = tuple[RemotingConnection, RemotingCommand]
+
+
+@functools.lru_cache(maxsize=1024)
+def tag_codes_of_expression(expression: str | None) -> frozenset[int] | None:
+    """``FilterAPI.buildSubscriptionData`` for a tag expression: ``None`` for ``*`` (or empty),
+    else the Java hash codes of the ``||``-separated tags.
+
+    >>> sorted(tag_codes_of_expression("TagA || TagB"))
+    [2598919, 2598920]
+    >>> tag_codes_of_expression("*") is None
+    True
+    """
+    if expression is None or not expression.strip() or expression.strip() == "*":
+        return None
+    tags = [t.strip() for t in expression.split("||")]
+    return frozenset(java_string_hash(t) for t in tags if t)
+
+
+class _Pull:
+    __slots__ = (
+        "commit_offset",
+        "expression_type",
+        "group",
+        "max_msg_nums",
+        "queue_id",
+        "queue_offset",
+        "sub_version",
+        "subscription",
+        "suspend_timeout_millis",
+        "sys_flag",
+        "topic",
+    )
+
+    group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_timeout_millis: int
+    subscription: str | None
+    sub_version: int
+    expression_type: str | None
+
+
+def _fast_parse(ext: dict[str, str]) -> _Pull | None:
+    try:
+        p = _Pull()
+        p.group = ext["consumerGroup"]
+        p.topic = ext["topic"]
+        p.queue_id = int(ext["queueId"])
+        p.queue_offset = int(ext["queueOffset"])
+        p.max_msg_nums = int(ext["maxMsgNums"])
+        p.sys_flag = int(ext["sysFlag"])
+        p.commit_offset = int(ext["commitOffset"])
+        p.suspend_timeout_millis = int(ext["suspendTimeoutMillis"])
+        p.subscription = ext.get("subscription")
+        p.sub_version = int(ext["subVersion"])
+        p.expression_type = ext.get("expressionType")
+    except (KeyError, ValueError):
+        return None
+    return p
+
+
+def _parse(request: RemotingCommand) -> _Pull:
+    fast = _fast_parse(request.ext_fields)
+    if fast is not None:
+        return fast
+    h = parse_header(PullMessageRequestHeader, request)
+    p = _Pull()
+    p.group, p.topic, p.queue_id, p.queue_offset = h.consumer_group, h.topic, h.queue_id, h.queue_offset
+    p.max_msg_nums, p.sys_flag, p.commit_offset = h.max_msg_nums, h.sys_flag, h.commit_offset
+    p.suspend_timeout_millis, p.subscription = h.suspend_timeout_millis, h.subscription
+    p.sub_version, p.expression_type = h.sub_version, h.expression_type
+    return p
+
+
+class PullProcessor:
+    """The pull handler and the held pulls of one :class:`~rocketq.broker.server.Broker`."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._b = broker
+        self.holds: PullHoldTable[Held] = PullHoldTable()
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        cfg = broker.config
+        self._long_polling = cfg.long_polling_enable
+        self._short = cfg.short_polling_time
+        self._max_hold = cfg.broker_suspend_max_time
+
+    def handlers(self) -> dict[int, object]:
+        return {RequestCode.PULL_MESSAGE: self.pull}
+
+    # ------------------------------------------------------------------ the pull
+
+    def pull(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
+        """Answer now, or hold the request (``None``: answered later on ``conn``)."""
+        return self._process(conn, request, True)
+
+    def _process(
+        self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool
+    ) -> RemotingCommand | None:
+        b = self._b
+        p = _parse(request)
+        group = p.group
+        topic = p.topic
+        now = b.wall()
+        group_config = b.groups.find(group, now)
+        if group_config is None:
+            raise BrokerError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
+            )
+        if not group_config.consume_enable:
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        config = b.topics.select(topic)
+        if config is None:
+            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if not is_readable(config.perm):
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        queue_id = p.queue_id
+        if queue_id < 0 or queue_id >= config.read_queue_nums:
+            raise system_error(
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{config.read_queue_nums}] consumer:[{conn.remote_address}]"
+            )
+        sys_flag = p.sys_flag
+        if sys_flag & FLAG_SUBSCRIPTION:
+            if p.expression_type not in (None, "TAG"):
+                raise system_error(_SQL92_REMARK)
+            codes = tag_codes_of_expression(p.subscription)
+        else:
+            sub = b.consumers.find_subscription(group, topic)
+            if sub is None:
+                if group not in b.consumers:
+                    raise BrokerError(
+                        ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
+                    )
+                raise BrokerError(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
+                )
+            if not group_config.consume_broadcast_enable:
+                view = b.consumers.view(group)
+                if (
+                    view is not None
+                    and view.message_model is not None
+                    and view.message_model.value == "BROADCASTING"
+                ):
+                    raise BrokerError(
+                        ResponseCode.NO_PERMISSION,
+                        f"the consumer group[{group}] can not consume by broadcast way",
+                    )
+            if sub.sub_version < p.sub_version:
+                raise BrokerError(
+                    ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+                )
+            if (sub.expression_type or "TAG") != "TAG":
+                raise system_error(_SQL92_REMARK)
+            codes = tag_filter(sub)
+        offset = p.queue_offset
+        result = b.store.get_messages(topic, queue_id, offset, p.max_msg_nums, codes, group=group)
+        status = result.status
+        code = _STATUS.get(status)
+        if code is None:  # an empty or unknown queue
+            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
+            b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
+            hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short
+            hold = min(max(hold, 0.0), self._max_hold)
+            deadline = self._loop.time() + hold
+            self.holds.hold((topic, queue_id), (conn, request), deadline, offset=offset, tag_codes=codes)
+            self._arm(deadline)
+            return None
+        if code == ResponseCode.SUCCESS:
+            b.stats.on_get(result.message_count, len(result.data))
+        if request.serialize_type == SerializeType.ROCKETMQ:
+            ext = {
+                "suggestWhichBrokerId": "0",
+                "nextBeginOffset": str(result.next_begin_offset),
+                "minOffset": str(result.min_offset),
+                "maxOffset": str(result.max_offset),
+            }
+        else:
+            ext = {
+                "suggestWhichBrokerId": "0",
+                "nextBeginOffset": str(result.next_begin_offset),
+                "maxOffset": str(result.max_offset),
+                "minOffset": str(result.min_offset),
+            }
+        return request.response(code=code, remark=status.value, ext_fields=ext, body=result.data)
+
+    # ------------------------------------------------------------------ held pulls
+
+    def on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """The store appended to (topic, queue_id): answer the pulls this wakes (event loop only)."""
+        holds = self.holds
+        if not len(holds):
+            return
+        ready = holds.on_arrival(topic, queue_id, max_offset, self._loop.time())
+        if ready:
+            self._answer(ready)
+
+    def check(self) -> None:
+        """RocketMQ's periodic check of every held pull against the store's max offsets."""
+        if len(self.holds):
+            self._answer(self.holds.check(self._loop.time(), self._b.store.max_offset))
+
+    def connection_closed(self, conn: RemotingConnection) -> None:
+        if len(self.holds):
+            dropped = self.holds.drop(lambda held: held[0] is conn)
+            if dropped:
+                log.debug("dropped %d held pulls of closed %r", len(dropped), conn)
+
+    def close(self) -> None:
+        """Forget every held pull (the broker is closing; their connections close too)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.holds.drop(lambda _: True)
+
+    def _arm(self, deadline: float) -> None:
+        timer = self._timer
+        if timer is not None and self._timer_at <= deadline:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._timer_at = deadline
+        self._timer = self._loop.call_at(deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._answer(self.holds.expired(self._loop.time()))
+        nxt = self.holds.next_deadline()
+        if nxt is not None:
+            self._arm(nxt)
+
+    def _answer(self, ready: list[Held]) -> None:
+        for conn, request in ready:
+            if conn.is_closed:
+                continue
+            try:
+                response = self._process(conn, request, False)
+            except BrokerError as exc:
+                response = request.response(code=exc.code, remark=exc.remark)
+            except Exception as exc:
+                log.exception("re-running a held pull failed")
+                response = request.response(code=ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
+            if response is not None:
+                conn.send_response(request, response)

@@ -1,0 +1,585 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK.
+
+RocketMQ 4.9.4's ``SendMessageProcessor`` and ``AbstractSendMessageProcessor.msgCheck``, on the
+store's synchronous append:
+
+* checks, in Java's order: topic name (SYSTEM_ERROR with ``TopicValidator``'s remark), topics no
+  client may send to (NO_PERMISSION), the topic's config - auto-created from the request's
+  ``defaultTopic`` when missing and allowed, else TOPIC_NOT_EXIST with RocketMQ's remark - and
+  the queue id (SYSTEM_ERROR when beyond the topic's queues; a negative one picks a write queue);
+* a ``%RETRY%<group>`` topic whose message has been retried ``maxReconsumeTimes`` times goes to
+  ``%DLQ%<group>`` instead (``handleRetryAndDLQ``);
+* the stored properties are the request's plus ``CLUSTER``, written in Java ``HashMap`` order,
+  with ``WAIT=true`` dropped for a single send (as 4.9.4 does, to save 9 bytes); a ``DELAY``
+  level rewrites the message for ``SCHEDULE_TOPIC_XXXX`` (:mod:`rocketq.broker.schedule`);
+* one store append per request (a batch is one append of all its records);
+* the response: ``msgId`` (offset message ids, comma-joined for a batch), ``queueId``,
+  ``queueOffset`` and the ``MSG_REGION`` / ``TRACE_ON`` fields, in the key order a Java broker
+  writes them for the request's serialization;
+* under sync flush, a producer waiting for the store (``WAIT`` not ``false``) is answered after
+  the group commit's fsync, awaited without blocking the loop; no fsync within
+  ``sync_flush_timeout`` answers FLUSH_DISK_TIMEOUT (the message is stored, as in RocketMQ).
+
+Store failures are answers, not crashes: an oversized message MESSAGE_ILLEGAL, a full disk or a
+store that stopped accepting writes SERVICE_NOT_AVAILABLE, another write error SYSTEM_ERROR.
+
+Transaction (half) messages are refused with NO_PERMISSION, as a 4.9.4 broker with
+``rejectTransactionMessage=true`` does: rocketq has no transaction service yet, and storing them
+as plain messages would deliver uncommitted data.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
+from rocketq.broker.topics import (
+    DLQ_NUMS_PER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    dlq_topic,
+    is_not_allowed_send_topic,
+    is_writeable,
+    retry_topic,
+    validate_topic,
+)
+from rocketq.errors import BrokerError, ConfigError, RemoteProtocolError, StoreError, StoreFullError
+from rocketq.protocol.bodies import TopicConfig, TopicFilterType
+from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode, SerializeType
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from rocketq.protocol.message import (
+    MessageSysFlag,
+    decode_batch,
+    decode_message,
+    encode_message,
+    encode_stored_batch,
+)
+from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.properties import (
+    MessageConst,
+    java_hashmap_order,
+    string_to_properties,
+    tags_code,
+)
+from rocketq.remoting import RemotingConnection
+from rocketq.store import PutResult
+
+from .common import parse_header, system_error
+
+if TYPE_CHECKING:
+    from rocketq.broker.server import Broker
+
+__all__ = ["SendProcessor", "java_properties_string"]
+
+log = logging.getLogger(__name__)
+
+_CLUSTER = MessageConst.CLUSTER
+_WAIT = MessageConst.WAIT
+_DELAY = MessageConst.DELAY
+_TRAN_MSG = MessageConst.TRAN_MSG
+_MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
+_TRANSACTION_BITS = 0xC
+_V3_4_9 = int(MQVersion.V3_4_9)
+
+
+@functools.lru_cache(maxsize=4096)
+def _order(keys: tuple[str, ...], max_entries: int) -> tuple[str, ...]:
+    return tuple(java_hashmap_order(keys, max_entries=max_entries))
+
+
+def java_properties_string(properties: dict[str, str], max_entries: int = 0) -> str:
+    """``MessageDecoder.messageProperties2String`` of a Java ``HashMap`` that was filled with
+    ``properties`` in their dict order (and held at most ``max_entries`` entries at some point):
+    the pairs in the map's iteration order. Orders are cached per key tuple, so the usual few
+    property layouts cost one dict lookup each."""
+    order = _order(tuple(properties), max(max_entries, len(properties)))
+    return "\x02".join([f"{k}\x01{properties[k]}" for k in order])
+
+
+class _Send:
+    """The fields of a send request the broker uses (parsed once, by hand on the hot path)."""
+
+    __slots__ = (
+        "batch",
+        "born_timestamp",
+        "default_topic",
+        "default_topic_queue_nums",
+        "flag",
+        "max_reconsume_times",
+        "properties",
+        "queue_id",
+        "reconsume_times",
+        "sys_flag",
+        "topic",
+        "unit_mode",
+    )
+
+    def __init__(self, h: SendMessageRequestHeader | SendMessageRequestHeaderV2) -> None:
+        self.topic = h.topic
+        self.default_topic = h.default_topic
+        self.default_topic_queue_nums = h.default_topic_queue_nums
+        self.queue_id = h.queue_id
+        self.sys_flag = h.sys_flag
+        self.born_timestamp = h.born_timestamp
+        self.flag = h.flag
+        self.properties = h.properties or ""
+        self.reconsume_times = h.reconsume_times or 0
+        self.unit_mode = h.unit_mode
+        self.max_reconsume_times = h.max_reconsume_times
+        self.batch = h.batch
+
+
+def _fast_v2(ext: dict[str, str]) -> _Send | None:
+    """Parse a V2 header without the generic machinery; ``None`` if anything is unusual (the
+    typed parser then produces the exact error)."""
+    try:
+        s = _Send.__new__(_Send)
+        s.topic = ext["b"]
+        s.default_topic = ext["c"]
+        s.default_topic_queue_nums = int(ext["d"])
+        s.queue_id = int(ext["e"])
+        s.sys_flag = int(ext["f"])
+        s.born_timestamp = int(ext["g"])
+        s.flag = int(ext["h"])
+        s.properties = ext.get("i") or ""
+        j = ext.get("j")
+        s.reconsume_times = int(j) if j else 0
+        s.unit_mode = ext.get("k", "").lower() == "true"
+        ml = ext.get("l")
+        s.max_reconsume_times = int(ml) if ml else None
+        s.batch = ext.get("m", "").lower() == "true"
+    except (KeyError, ValueError):
+        return None
+    return s
+
+
+class SendProcessor:
+    """The send handlers of one :class:`~rocketq.broker.server.Broker`."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._b = broker
+        cfg = broker.config
+        self._cluster = cfg.broker_cluster_name
+        self._region = cfg.region_id
+        self._trace = "true" if cfg.trace_on else "false"
+        self._id_prefix: str | None = None
+        self._max_level = len(broker.delay_levels)
+        self._delays_ms = [int(d * 1000) for d in broker.delay_levels]
+        self._valid_topics: set[str] = set()
+        self._hosts: dict[RemotingConnection, HostPort] = {}
+
+    def handlers(self) -> dict[int, object]:
+        return {
+            RequestCode.SEND_MESSAGE: self.send,
+            RequestCode.SEND_MESSAGE_V2: self.send,
+            RequestCode.SEND_BATCH_MESSAGE: self.send,
+            RequestCode.CONSUMER_SEND_MSG_BACK: self.send_back,
+        }
+
+    def forget(self, conn: RemotingConnection) -> None:
+        """Drop what is cached for a closed connection."""
+        self._hosts.pop(conn, None)
+
+    # ------------------------------------------------------------------ helpers
+
+    def born_host(self, conn: RemotingConnection) -> HostPort:
+        host = self._hosts.get(conn)
+        if host is None:
+            try:
+                host = HostPort.parse(conn.remote_address)
+            except ConfigError:
+                host = HostPort("0.0.0.0", 0)
+            self._hosts[conn] = host
+        return host
+
+    def msg_id(self, commit_log_offset: int) -> str:
+        prefix = self._id_prefix
+        if prefix is None:
+            prefix = self._id_prefix = self._b.store_host.packed.hex().upper()
+        return f"{prefix}{commit_log_offset:016X}"
+
+    def _parse(self, request: RemotingCommand) -> _Send:
+        if request.code == RequestCode.SEND_MESSAGE:
+            return _Send(parse_header(SendMessageRequestHeader, request))
+        fast = _fast_v2(request.ext_fields)
+        if fast is not None:
+            return fast
+        return _Send(parse_header(SendMessageRequestHeaderV2, request))
+
+    def _check_topic(self, s: _Send, conn: RemotingConnection) -> TopicConfig:
+        """``msgCheck``: name, permission, config (auto-created) and queue id."""
+        b = self._b
+        topic = s.topic
+        if topic not in self._valid_topics:
+            problem = validate_topic(topic)
+            if problem is not None:
+                raise system_error(problem)
+            if is_not_allowed_send_topic(topic):
+                raise BrokerError(
+                    ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+                )
+            if len(self._valid_topics) < 100_000:
+                self._valid_topics.add(topic)
+        config = b.topics.select(topic)
+        if config is None:
+            config = b.topics.resolve_for_send(
+                topic,
+                s.default_topic,
+                s.default_topic_queue_nums,
+                b.wall(),
+                unit_mode=s.unit_mode,
+                remote_addr=conn.remote_address,
+            )
+            if config is None:
+                raise BrokerError(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please! "
+                    "http://rocketmq.apache.org/docs/faq/ (auto-creation is "
+                    + (
+                        "on but the default topic cannot be inherited)"
+                        if b.config.auto_create_topic_enable
+                        else "off on this broker)"
+                    ),
+                )
+        if not is_writeable(config.perm):
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        queue_id = s.queue_id
+        valid = max(config.write_queue_nums, config.read_queue_nums)
+        if queue_id >= valid:
+            raise system_error(
+                f"request queueId[{queue_id}] is illegal, {_describe(config)} Producer: {conn.remote_address}"
+            )
+        if queue_id < 0:
+            s.queue_id = random.randrange(max(config.write_queue_nums, 1))
+        return config
+
+    # ------------------------------------------------------------------ sends
+
+    def send(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """Every producer send; returns the response, or an awaitable of it under sync flush."""
+        s = self._parse(request)
+        config = self._check_topic(s, conn)
+        if s.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
+            return self._send_batch(conn, request, s)
+        topic = s.topic
+        props = string_to_properties(s.properties) if s.properties else {}
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic = self._retry_or_dlq(request, s)
+        sys_flag = s.sys_flag
+        if config.topic_filter_type == TopicFilterType.MULTI_TAG:
+            sys_flag |= _MULTI_TAGS
+        if props.get(_TRAN_MSG, "").lower() == "true" or sys_flag & _TRANSACTION_BITS:
+            raise BrokerError(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self._b.config.advertised_ip}] sending transaction message is forbidden "
+                "(rocketq has no transaction service)",
+            )
+        max_entries = len(props) + (0 if _CLUSTER in props else 1)
+        props[_CLUSTER] = self._cluster
+        wait = props.get(_WAIT)
+        queue_id = s.queue_id
+        level = self._delay_level(props) if _DELAY in props else 0
+        if level:
+            # CommitLog.asyncPutMessage: to the schedule topic, the real place in properties;
+            # the property string is rebuilt from the whole map (WAIT included).
+            if wait is not None:
+                del props[_WAIT]
+                props[_WAIT] = wait
+            props[MessageConst.REAL_TOPIC] = topic
+            props[MessageConst.REAL_QID] = str(queue_id)
+            stored = java_properties_string(props, max_entries + 2)
+            code = self._b.wall_ms() + self._delays_ms[level - 1]
+            topic, queue_id = RMQ_SYS_SCHEDULE_TOPIC, level - 1
+        else:
+            if wait is not None:
+                del props[_WAIT]
+            stored = java_properties_string(props, max_entries)
+            code = tags_code(props.get(MessageConst.TAGS))
+        record = self._encode(conn, s, topic, queue_id, sys_flag, stored, request.body)
+        put = self._put(topic, queue_id, record, code)
+        if level:
+            self._b.schedule_kick()
+        return self._respond(request, put, queue_id, self.msg_id(put.commit_log_offset), wait != "false")
+
+    def _delay_level(self, props: dict[str, str]) -> int:
+        try:
+            level = int(props[_DELAY])
+        except ValueError:
+            return 0
+        return min(level, self._max_level) if level > 0 else 0
+
+    def _retry_or_dlq(self, request: RemotingCommand, s: _Send) -> str:
+        """``handleRetryAndDLQ``: a retry message past its maximum goes to the group's DLQ."""
+        b = self._b
+        group = s.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        config = b.groups.find(group, b.wall())
+        if config is None:
+            raise BrokerError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
+            )
+        max_times = config.retry_max_times
+        if request.version >= _V3_4_9 and s.max_reconsume_times is not None:
+            max_times = s.max_reconsume_times
+        if s.reconsume_times >= max_times:
+            b.topics.ensure_dlq_topic(group, b.wall())
+            s.queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
+            return dlq_topic(group)
+        return s.topic
+
+    def _encode(
+        self,
+        conn: RemotingConnection,
+        s: _Send,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        properties: str,
+        body: bytes,
+    ) -> bytes:
+        try:
+            return encode_message(
+                topic=topic,
+                body=body,
+                properties=properties,
+                queue_id=queue_id,
+                flag=s.flag,
+                sys_flag=sys_flag,
+                born_timestamp=s.born_timestamp,
+                born_host=self.born_host(conn),
+                store_host=self._b.store_host,
+                reconsume_times=s.reconsume_times,
+            )
+        except ConfigError as exc:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}") from None
+
+    def _put(self, topic: str, queue_id: int, record: bytes, code: int) -> PutResult:
+        b = self._b
+        limit = b.config.max_message_size
+        if len(record) > limit:
+            raise BrokerError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message is illegal: {len(record)} bytes stored, over the broker's maxMessageSize "
+                f"of {limit} bytes",
+            )
+        try:
+            put = b.store.put_message(topic, queue_id, record, code)
+        except (StoreError, ConfigError, OSError) as exc:
+            raise _store_failure(exc) from None
+        b.stats.on_put(topic, 1, put.wrote_bytes)
+        return put
+
+    def _send_batch(
+        self, conn: RemotingConnection, request: RemotingCommand, s: _Send
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        topic = s.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise BrokerError(
+                ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}"
+            )
+        if len(topic.encode()) > 127:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "message topic length too long")
+        header_props = string_to_properties(s.properties) if s.properties else {}
+        if header_props.get(_DELAY, "0") not in ("", "0"):
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be delayed")
+        if s.sys_flag & _TRANSACTION_BITS:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be a transaction")
+        max_entries = len(header_props) + (0 if _CLUSTER in header_props else 1)
+        header_props[_CLUSTER] = self._cluster
+        batch_props = java_properties_string(header_props, max_entries)
+        body = request.body
+        try:
+            messages = decode_batch(body, topic)
+            records = encode_stored_batch(
+                body,
+                topic=topic,
+                queue_id=s.queue_id,
+                sys_flag=s.sys_flag,
+                born_timestamp=s.born_timestamp,
+                born_host=self.born_host(conn),
+                store_timestamp=0,
+                store_host=self._b.store_host,
+                batch_properties=batch_props,
+            )
+        except (RemoteProtocolError, ConfigError) as exc:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the batch is illegal: {exc}") from None
+        if not records:
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
+        total = sum(len(r) for r in records)
+        limit = self._b.config.max_message_size
+        if total > limit:
+            raise BrokerError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the batch is illegal: {total} bytes stored, over the broker's maxMessageSize "
+                f"of {limit} bytes",
+            )
+        codes = [tags_code(m.properties.get(MessageConst.TAGS)) for m in messages]
+        try:
+            put = self._b.store.put_messages(topic, s.queue_id, records, codes)
+        except (StoreError, ConfigError, OSError) as exc:
+            raise _store_failure(exc) from None
+        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes)
+        ids = ",".join([self.msg_id(o) for o in put.commit_log_offsets])
+        return self._respond(request, put, s.queue_id, ids, header_props.get(_WAIT) != "false")
+
+    def _respond(
+        self, request: RemotingCommand, put: PutResult, queue_id: int, msg_id: str, wait: bool
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        if request.serialize_type == SerializeType.ROCKETMQ:
+            ext = {
+                "msgId": msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(put.queue_offset),
+                "TRACE_ON": self._trace,
+                "MSG_REGION": self._region,
+            }
+        else:
+            ext = {
+                "queueId": str(queue_id),
+                "TRACE_ON": self._trace,
+                "MSG_REGION": self._region,
+                "msgId": msg_id,
+                "queueOffset": str(put.queue_offset),
+            }
+        response = request.response(ext_fields=ext)
+        if put.durable is None or not wait:
+            return response
+        return self._after_flush(put, response)
+
+    async def _after_flush(self, put: PutResult, response: RemotingCommand) -> RemotingCommand:
+        assert put.durable is not None
+        try:
+            await self._b.durable(put.durable)
+        except TimeoutError:
+            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+            response.remark = "the message is stored but its flush to disk timed out"
+        except Exception as exc:  # the fsync itself failed
+            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+            response.remark = f"the message is stored but flushing it to disk failed: {exc}"
+        return response
+
+    # ------------------------------------------------------------------ send back (retries)
+
+    def send_back(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """CONSUMER_SEND_MSG_BACK: re-store a message for ``%RETRY%<group>`` (delayed by level
+        3 + its reconsume count, or the requested level), or for ``%DLQ%<group>`` once it was
+        retried ``maxReconsumeTimes`` times (or the level is negative)."""
+        b = self._b
+        h = parse_header(ConsumerSendMsgBackRequestHeader, request)
+        now = b.wall()
+        group_config = b.groups.find(h.group, now)
+        if group_config is None:
+            raise BrokerError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group}"
+            )
+        if group_config.retry_queue_nums <= 0:
+            return request.response()
+        new_topic = retry_topic(h.group)
+        queue_id = random.randrange(99_999_999) % group_config.retry_queue_nums
+        sys_flag_topic = 2 if h.unit_mode else 0
+        topic_config = b.topics.ensure_topic(new_topic, group_config.retry_queue_nums, 6, sys_flag_topic, now)
+        if not is_writeable(topic_config.perm):
+            raise BrokerError(
+                ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
+            )
+        data = b.store.read_message_bytes(h.offset)
+        if data is None:
+            raise system_error(f"look message by offset failed, {h.offset}")
+        try:
+            msg = decode_message(data, decompress=False)[0]
+        except RemoteProtocolError as exc:
+            raise system_error(f"look message by offset failed, {h.offset}: {exc}") from None
+        props = dict(msg.properties)
+        max_entries = len(props)
+        if MessageConst.RETRY_TOPIC not in props:
+            props[MessageConst.RETRY_TOPIC] = msg.topic
+        props[_WAIT] = "false"
+        delay = h.delay_level
+        max_times = group_config.retry_max_times
+        if request.version >= _V3_4_9 and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        if msg.reconsume_times >= max_times or delay < 0:
+            new_topic = dlq_topic(h.group)
+            queue_id = 0
+            b.topics.ensure_dlq_topic(h.group, now)
+            props[_DELAY] = "0"
+            delay = 0
+        else:
+            if delay == 0:
+                delay = 3 + msg.reconsume_times
+            delay = min(delay, self._max_level)
+            props[_DELAY] = str(delay)
+        if not props.get(MessageConst.ORIGIN_MESSAGE_ID):
+            props[MessageConst.ORIGIN_MESSAGE_ID] = msg.offset_msg_id
+        topic, qid = new_topic, queue_id
+        if delay > 0:
+            props[MessageConst.REAL_TOPIC] = new_topic
+            props[MessageConst.REAL_QID] = str(queue_id)
+            topic, qid = RMQ_SYS_SCHEDULE_TOPIC, delay - 1
+            code = b.wall_ms() + self._delays_ms[delay - 1]
+        else:
+            code = tags_code(props.get(MessageConst.TAGS))
+        stored = java_properties_string(props, max(max_entries, len(props)))
+        try:
+            record = encode_message(
+                topic=topic,
+                body=msg.body,
+                properties=stored,
+                queue_id=qid,
+                flag=msg.flag,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_host=msg.store_host,
+                reconsume_times=msg.reconsume_times + 1,
+            )
+        except ConfigError as exc:
+            raise system_error(f"cannot re-store message at offset {h.offset}: {exc}") from None
+        put = self._put(topic, qid, record, code)
+        if delay > 0:
+            b.schedule_kick()
+        log.debug(
+            "send back of %s for group %s -> %s (delay level %d)",
+            msg.offset_msg_id,
+            h.group,
+            new_topic,
+            delay,
+        )
+        response = request.response()
+        if put.durable is None:
+            return response
+        return self._after_flush(put, response)
+
+
+def _describe(config: TopicConfig) -> str:
+    return (
+        f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
+        f"writeQueueNums={config.write_queue_nums}, perm={config.perm}, "
+        f"topicFilterType={config.topic_filter_type.name}, topicSysFlag={config.topic_sys_flag}, "
+        f"order={'true' if config.order else 'false'}]"
+    )
+
+
+def _store_failure(exc: Exception) -> BrokerError:
+    if isinstance(exc, ConfigError):
+        return BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}")
+    if isinstance(exc, StoreFullError):
+        return BrokerError(
+            ResponseCode.SERVICE_NOT_AVAILABLE,
+            f"service not available now: the broker's disk is full ({exc})",
+        )
+    if isinstance(exc, StoreError) and ("closed" in str(exc) or "accepting" in str(exc)):
+        return BrokerError(ResponseCode.SERVICE_NOT_AVAILABLE, f"service not available now: {exc}")
+    log.error("store append failed: %s", exc)
+    return BrokerError(ResponseCode.SYSTEM_ERROR, f"the message could not be stored: {exc}")

@@ -1,0 +1,478 @@
+"""The broker as a running component (RocketMQ's ``BrokerController``, in asyncio form).
+
+:class:`Broker` composes
+
+* a :class:`~rocketq.store.MessageStore` in ``config.store_dir`` (opened, and recovered after a
+  crash, in a worker thread so the loop stays free);
+* the state machines: topic configs (over the store's ``topics.json``), subscription groups
+  (``subscriptionGroup.json``), the consumer and producer registries, the queue lock table and
+  the long-polling hold table;
+* a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`;
+* the :class:`~rocketq.broker.schedule.ScheduleService` (delayed messages and retries);
+* a :class:`~rocketq.broker.registration.NamesrvRegistrar` (REGISTER_BROKER every 30 s and on
+  every topic change, UNREGISTER_BROKER at close);
+* housekeeping: a connection listener that drops a closed connection's consumers, producers and
+  held pulls and notifies the groups it left; a scan every ``client_scan_interval`` for clients
+  silent longer than ``channel_expired_timeout``; the periodic check of held pulls.
+
+Handlers run on the event loop and append to the store synchronously (a ``pwrite`` into the page
+cache); under sync flush a send waits for the group commit's fsync through an asyncio future, so
+the loop never blocks on the disk's flush.
+
+::
+
+    async with Broker(BrokerConfig(port=0, data_dir=tmp, namesrv_addrs=(ns.address,))) as broker:
+        print(broker.address)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import Any
+
+from rocketq.broker.config import BrokerConfig
+from rocketq.broker.consumers import Changes, ConsumerRegistry, ConsumerRegistryConfig
+from rocketq.broker.handlers import (
+    AdminProcessor,
+    ClientProcessor,
+    OffsetProcessor,
+    PullProcessor,
+    SendProcessor,
+)
+from rocketq.broker.locks import QueueLockConfig, QueueLockTable
+from rocketq.broker.producers import ProducerRegistry
+from rocketq.broker.registration import NamesrvRegistrar
+from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
+from rocketq.broker.subscriptions import SubscriptionGroupManager
+from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC, TopicChange, TopicConfigManager, TopicManagerConfig
+from rocketq.errors import ClientStateError, RemotingError
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
+from rocketq.protocol.message_id import HostPort
+from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
+from rocketq.store import MessageStore
+
+__all__ = ["Broker", "BrokerStats"]
+
+log = logging.getLogger(__name__)
+
+_NOTIFY_TIMEOUT = 3.0
+
+
+class BrokerStats:
+    """Counters for GET_BROKER_RUNTIME_INFO and GET_CONSUME_STATS (cheap enough for the hot paths)."""
+
+    __slots__ = ("_sample", "boot_ms", "get_bytes", "get_total", "put_bytes", "put_total")
+
+    def __init__(self, now: float) -> None:
+        self.boot_ms = int(now * 1000)
+        self.put_total = 0
+        self.put_bytes = 0
+        self.get_total = 0
+        self.get_bytes = 0
+        self._sample = (now, 0, 0)
+
+    def on_put(self, topic: str, count: int, size: int) -> None:
+        self.put_total += count
+        self.put_bytes += size
+
+    def on_get(self, count: int, size: int) -> None:
+        self.get_total += count
+        self.get_bytes += size
+
+    def _rates(self) -> tuple[float, float]:
+        now = time.time()
+        then, puts, gets = self._sample
+        span = now - then
+        if span <= 0:
+            return 0.0, 0.0
+        rates = ((self.put_total - puts) / span, (self.get_total - gets) / span)
+        if span > 10:
+            self._sample = (now, self.put_total, self.get_total)
+        return rates
+
+    def put_tps(self) -> float:
+        return self._rates()[0]
+
+    def get_tps(self) -> float:
+        return self._rates()[1]
+
+    def group_tps(self, group: str) -> float:
+        """Per-group consume rate: not tracked per group yet (0.0, as an idle RocketMQ group)."""
+        return 0.0
+
+
+def _expire(af: asyncio.Future[None]) -> None:
+    if not af.done():
+        af.set_exception(TimeoutError())
+
+
+class _Listener(ConnectionListener):
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def on_close(self, conn: RemotingConnection) -> None:
+        self._broker._connection_closed(conn)
+
+
+class Broker:
+    """A RocketMQ-compatible broker; see the module docstring. Use ``async with`` or
+    :meth:`start` / :meth:`close`. ``clock`` is the wall clock (seconds since the epoch)."""
+
+    def __init__(self, config: BrokerConfig | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.config = cfg = config if config is not None else BrokerConfig()
+        self._clock = clock
+        self.delay_levels = cfg.delay_levels()
+        self.stats = BrokerStats(clock())
+        self.consumers: ConsumerRegistry[RemotingConnection] = ConsumerRegistry(
+            ConsumerRegistryConfig(
+                channel_expired_timeout=cfg.channel_expired_timeout,
+                scan_interval=cfg.client_scan_interval,
+                notify_consumer_ids_changed_enable=cfg.notify_consumer_ids_changed_enable,
+                notify_on_expiry=cfg.notify_on_expiry,
+            )
+        )
+        self.producers: ProducerRegistry[RemotingConnection] = ProducerRegistry(cfg.channel_expired_timeout)
+        self.locks = QueueLockTable(
+            QueueLockConfig(rebalance_lock_max_live_time=cfg.rebalance_lock_max_live_time)
+        )
+        self.remoting = RemotingServer(cfg.host, cfg.port, config=cfg.remoting, listener=_Listener(self))
+        self._store: MessageStore | None = None
+        self._topics: TopicConfigManager | None = None
+        self._groups: SubscriptionGroupManager | None = None
+        self._schedule: ScheduleService | None = None
+        self._registrar: NamesrvRegistrar | None = None
+        self._pull: PullProcessor | None = None
+        self._send: SendProcessor | None = None
+        self._store_host: HostPort | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._last_cf: concurrent.futures.Future[None] | None = None
+        self._last_af: asyncio.Future[None] | None = None
+        self._started = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        where = self.address if self._started else "not started"
+        return f"<Broker {self.config.broker_name} {where}>"
+
+    # ------------------------------------------------------------------ parts (after start)
+
+    def _need(self, value: Any, what: str) -> Any:
+        if value is None:
+            raise ClientStateError(f"Broker.{what} is available only after start()")
+        return value
+
+    @property
+    def store(self) -> MessageStore:
+        return self._need(self._store, "store")  # type: ignore[no-any-return]
+
+    @property
+    def topics(self) -> TopicConfigManager:
+        return self._need(self._topics, "topics")  # type: ignore[no-any-return]
+
+    @property
+    def groups(self) -> SubscriptionGroupManager:
+        return self._need(self._groups, "groups")  # type: ignore[no-any-return]
+
+    @property
+    def schedule(self) -> ScheduleService:
+        return self._need(self._schedule, "schedule")  # type: ignore[no-any-return]
+
+    @property
+    def registrar(self) -> NamesrvRegistrar | None:
+        return self._registrar
+
+    @property
+    def store_host(self) -> HostPort:
+        """This broker as a message's store host (``brokerIP1`` and the bound port)."""
+        return self._need(self._store_host, "store_host")  # type: ignore[no-any-return]
+
+    @property
+    def port(self) -> int:
+        return self.remoting.port
+
+    @property
+    def address(self) -> str:
+        """``ip:port`` as registered with name servers."""
+        return f"{self.config.advertised_ip}:{self.remoting.port}"
+
+    @property
+    def held_pulls(self) -> int:
+        return len(self._pull.holds) if self._pull is not None else 0
+
+    @property
+    def schedule_delivered(self) -> int:
+        return self._schedule.delivered if self._schedule is not None else 0
+
+    def wall(self) -> float:
+        return self._clock()
+
+    def wall_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Open the store, bind, start the services and register with the name servers.
+
+        Raises :class:`~rocketq.errors.StoreError` for an unusable data directory (or one another
+        process holds) and :class:`~rocketq.errors.RemotingError` when the port is taken.
+        """
+        if self._started or self._closed:
+            raise ClientStateError(f"{self!r} cannot be started again")
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+        store = await asyncio.to_thread(
+            MessageStore,
+            cfg.store_dir,
+            cfg.store_config(),
+            clock=self._clock,
+            tags_code_function=schedule_tags_code_function(self.delay_levels),
+        )
+        self._store = store
+        try:
+            now = self.wall()
+            self._topics = TopicConfigManager(
+                TopicManagerConfig(
+                    broker_name=cfg.broker_name,
+                    broker_cluster_name=cfg.broker_cluster_name,
+                    default_topic_queue_nums=cfg.default_topic_queue_nums,
+                    auto_create_topic_enable=cfg.auto_create_topic_enable,
+                    cluster_topic_enable=cfg.cluster_topic_enable,
+                    broker_topic_enable=cfg.broker_topic_enable,
+                ),
+                now=now,
+                table=store.topic_configs,
+                on_change=self._topics_changed,
+            )
+            self._groups = SubscriptionGroupManager(
+                now=now,
+                auto_create_subscription_group=cfg.auto_create_subscription_group,
+                table=store.subscription_groups,
+            )
+            self._pull = PullProcessor(self)
+            self._send = SendProcessor(self)
+            handlers: dict[int, object] = {}
+            for processor in (
+                self._send,
+                self._pull,
+                ClientProcessor(self),
+                OffsetProcessor(self),
+                AdminProcessor(self),
+            ):
+                handlers.update(processor.handlers())
+            for code, handler in handlers.items():
+                self.remoting.register_handler(code, handler)  # type: ignore[arg-type]
+            await self.remoting.start()
+            self._store_host = HostPort(cfg.advertised_ip, self.remoting.port)
+            store.add_arrival_listener(self._on_arrival)
+            self._schedule = ScheduleService(
+                store, self.delay_levels, persist_interval=cfg.flush_delay_offset_interval, clock=self._clock
+            )
+            self._schedule.start()
+            self._started = True
+            if cfg.namesrv_addrs:
+                port = self.remoting.port
+                self._registrar = NamesrvRegistrar(
+                    cfg.namesrv_addrs,
+                    broker_name=cfg.broker_name,
+                    broker_addr=self.address,
+                    cluster_name=cfg.broker_cluster_name,
+                    ha_server_addr=f"{cfg.advertised_ip}:{port + 1 if port < 65535 else port}",
+                    broker_id=cfg.broker_id,
+                    wrapper=self.topics.wrapper,
+                    period=cfg.register_period,
+                    initial_delay=cfg.register_initial_delay,
+                    timeout=cfg.register_timeout,
+                    compressed=cfg.compressed_register,
+                )
+                await self._registrar.start()
+            self._spawn(self._housekeeping(), "broker-client-scan")
+            self._spawn(self._pull_check(), "broker-pull-check")
+        except BaseException:
+            await self._shutdown(unregister=False)
+            raise
+        log.info(
+            "broker %s (cluster %s) listening on %s, data in %s, %s flush",
+            cfg.broker_name,
+            cfg.broker_cluster_name,
+            self.address,
+            store.root,
+            cfg.flush,
+        )
+
+    async def close(self) -> None:
+        """Unregister, stop accepting, let running handlers finish (1 s), stop the services, then
+        flush the store, write its checkpoint and config files. Idempotent."""
+        if self._closed:
+            return
+        await self._shutdown(unregister=True)
+
+    async def _shutdown(self, *, unregister: bool) -> None:
+        self._closed = True
+        if self._registrar is not None:
+            await self._registrar.close(unregister=unregister)
+        await self.remoting.close(grace=1.0)
+        if self._pull is not None:
+            self._pull.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._schedule is not None:
+            await self._schedule.close()
+        store, self._store = self._store, None
+        if store is not None:
+            store.remove_arrival_listener(self._on_arrival)
+            await asyncio.to_thread(store.close)
+        if self._started:
+            log.info("broker %s closed", self.config.broker_name)
+
+    async def __aenter__(self) -> Broker:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def register_handler(self, code: int, handler: Handler) -> None:
+        """Add or replace a request handler (extensions, tests)."""
+        self.remoting.register_handler(code, handler)
+
+    # ------------------------------------------------------------------ services for the handlers
+
+    def durable(self, cf: concurrent.futures.Future[None]) -> asyncio.Future[None]:
+        """An asyncio future for a group-commit future, shared by every send of the same fsync
+        round, failing with ``TimeoutError`` after the store's ``sync_flush_timeout``."""
+        if cf is self._last_cf and self._last_af is not None:
+            return self._last_af
+        loop = self._loop
+        assert loop is not None
+        af: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(
+            self.config.store_config().sync_flush_timeout,
+            _expire,
+            af,
+        )
+
+        def transfer(done: concurrent.futures.Future[None]) -> None:
+            timer.cancel()
+            if af.done():
+                return
+            exc = done.exception()
+            if exc is not None:
+                af.set_exception(exc)
+            else:
+                af.set_result(None)
+
+        cf.add_done_callback(lambda done: loop.call_soon_threadsafe(transfer, done))
+        af.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
+        self._last_cf, self._last_af = cf, af
+        return af
+
+    def schedule_kick(self) -> None:
+        if self._schedule is not None:
+            self._schedule.kick()
+
+    async def notify_groups(self, changes: Changes[RemotingConnection]) -> None:
+        """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) for every CHANGE event, to its connections."""
+        sends: list[Coroutine[Any, Any, None]] = []
+        for group, conns in changes.notifications():
+            fields = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
+            for conn in conns:
+                if not conn.is_closed:
+                    request = RemotingCommand.request(
+                        RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(fields), oneway=True
+                    )
+                    sends.append(self._notify_one(conn, group, request))
+        if sends:
+            await asyncio.gather(*sends)
+
+    async def _notify_one(self, conn: RemotingConnection, group: str, request: RemotingCommand) -> None:
+        try:
+            await asyncio.wait_for(conn.invoke_oneway(request), _NOTIFY_TIMEOUT)
+        except (RemotingError, TimeoutError) as exc:
+            log.warning(
+                "notify consumer ids changed of group %s to %s failed: %s", group, conn.remote_address, exc
+            )
+
+    def log_client_failure(self, client_id: str, exc: Exception) -> None:
+        log.warning("call to client %s failed: %s", client_id, exc)
+
+    # ------------------------------------------------------------------ events
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _topics_changed(self, change: TopicChange) -> None:
+        if self._registrar is not None:
+            self._registrar.request_soon()
+
+    def _on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+        if threading.get_ident() != self._loop_thread:
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self._on_arrival, topic, queue_id, max_offset)
+            return
+        pull = self._pull
+        if pull is not None:
+            pull.on_arrival(topic, queue_id, max_offset)
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:
+            self.schedule_kick()
+
+    def _connection_closed(self, conn: RemotingConnection) -> None:
+        changes = self.consumers.connection_closed(conn)
+        self.producers.connection_closed(conn)
+        if self._pull is not None:
+            self._pull.connection_closed(conn)
+        if self._send is not None:
+            self._send.forget(conn)
+        if changes.notifications() and not self._closed:
+            self._spawn(self.notify_groups(changes), "broker-notify")
+
+    async def _housekeeping(self) -> None:
+        interval = self.config.client_scan_interval
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.scan_clients()
+            except Exception:
+                log.exception("client housekeeping failed")
+
+    def scan_clients(self) -> None:
+        """One expiry scan now (``ClientHousekeepingService``): silent consumers and producers are
+        dropped, their connections closed, the groups they left notified."""
+        now = self.wall()
+        changes = self.consumers.scan_expired(now, self.groups.notify_enabled)
+        for conn in changes.close:
+            conn.close(f"no heartbeat for {self.config.channel_expired_timeout:g}s")
+        for conn in self.producers.scan_expired(now):
+            conn.close(f"no heartbeat for {self.config.channel_expired_timeout:g}s")
+        self.locks.purge_expired(now)
+        if changes.notifications():
+            self._spawn(self.notify_groups(changes), "broker-notify")
+
+    async def _pull_check(self) -> None:
+        interval = 5.0 if self.config.long_polling_enable else self.config.short_polling_time
+        while True:
+            await asyncio.sleep(interval)
+            if self._pull is not None:
+                with contextlib.suppress(Exception):
+                    self._pull.check()

@@ -1,0 +1,136 @@
+"""``rocketq server``: a name server and a broker in one process, the embedded default.
+
+Prints where both listen and where the data is - the first line is machine-readable
+(``rocketq server ready: namesrv=HOST:PORT broker=HOST:PORT data=DIR``, see
+:mod:`rocketq.embedded`) - runs until SIGINT or SIGTERM, then shuts down cleanly (the broker
+unregisters, flushes, writes its checkpoint and config files) and exits 0. Restarted on the same
+data directory it serves everything acknowledged before. A port in use or an unusable data
+directory is one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from rocketq.broker.config import DEFAULT_BROKER_PORT, default_data_dir
+from rocketq.cli.main import CliError
+from rocketq.embedded import READY_PREFIX, EmbeddedCluster
+from rocketq.errors import ConfigError
+from rocketq.namesrv import DEFAULT_PORT
+from rocketq.remoting import run
+
+__all__ = ["add_broker_options", "port_number", "register", "run_until_signal"]
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
+    return value
+
+
+def add_broker_options(parser: argparse.ArgumentParser) -> None:
+    """The options ``rocketq server`` and ``rocketq broker`` share."""
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where messages, offsets and configs live (default $ROCKETQ_HOME or ./rocketq-data)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument(
+        "--broker-port",
+        type=port_number,
+        default=DEFAULT_BROKER_PORT,
+        help=f"broker port, 0 for any (default {DEFAULT_BROKER_PORT})",
+    )
+    parser.add_argument("--broker-name", default="broker-a", help="broker name (default broker-a)")
+    parser.add_argument("--cluster", default="DefaultCluster", help="cluster name (default DefaultCluster)")
+    parser.add_argument(
+        "--flush",
+        choices=("async", "sync"),
+        default="async",
+        help="async: fsync every 500 ms (default); sync: acknowledge a send after its fsync",
+    )
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "server",
+        help="run a name server and a broker in one process (the embedded default)",
+        description=(
+            "Run a RocketMQ-compatible name server and broker in one process until SIGINT or "
+            "SIGTERM. Real RocketMQ 4.9 clients can use it: point them at the name server."
+        ),
+    )
+    add_broker_options(parser)
+    parser.add_argument(
+        "--namesrv-port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"name server port, 0 for any (default {DEFAULT_PORT})",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def run_until_signal(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]]) -> None:
+    """Run ``main(stop)`` on the event loop; SIGINT/SIGTERM set ``stop``."""
+
+    async def wrapper() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await main(stop)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    run(wrapper())
+
+
+def _run(args: argparse.Namespace) -> int:
+    data_dir = (args.data_dir or default_data_dir()).resolve()
+    try:
+        if data_dir.exists() and not data_dir.is_dir():
+            raise CliError(f"data dir {data_dir} exists and is not a directory")
+        cluster = EmbeddedCluster(
+            data_dir=data_dir,
+            host=args.host,
+            namesrv_port=args.namesrv_port,
+            broker_port=args.broker_port,
+            broker_name=args.broker_name,
+            cluster=args.cluster,
+            flush=args.flush,
+        )
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+    async def main(stop: asyncio.Event) -> None:
+        async with cluster:
+            print(
+                f"{READY_PREFIX} namesrv={cluster.namesrv_addr} broker={cluster.broker_addr} data={data_dir}",
+                flush=True,
+            )
+            print(
+                f"rocketq name server on {cluster.namesrv_addr}, broker {args.broker_name} "
+                f"(cluster {args.cluster}) on {cluster.broker_addr}, {args.flush} flush, data in {data_dir}",
+                flush=True,
+            )
+            await stop.wait()
+            print("rocketq server stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True)
+        print("rocketq server stopped", file=sys.stderr, flush=True)
+
+    run_until_signal(main)
+    return 0
