@@ -594,3 +594,56 @@ def test_records_take_the_queue_they_are_appended_to_and_must_name_the_topic(sto
     with pytest.raises(ConfigError, match="another topic"):
         store.put_messages("U", 0, [record("U", 0, b"ok"), rec])
     assert store.max_offset("U", 0) == 0
+
+
+def test_group_commit_waits_for_the_appenders_it_just_released() -> None:
+    from rocketq.store.flush import GroupCommitService
+
+    started: list[threading.Event] = [threading.Event() for _ in range(3)]
+    release: list[threading.Event] = [threading.Event() for _ in range(3)]
+    calls = [0]
+
+    def flush() -> int:
+        n = calls[0]
+        calls[0] += 1
+        started[n].set()
+        assert release[n].wait(10)
+        return n
+
+    service = GroupCommitService(flush, lambda exc: None, max_wait=10.0)
+    service.start()
+    try:
+        f1 = service.request()
+        assert started[0].wait(10)  # round 1 runs for one appender
+        f2 = service.request()
+        f3 = service.request()  # two more ask while it runs: they share the next round
+        assert f2 is f3
+        assert f2 is not f1
+        time.sleep(0.3)  # a slow disk: the wait for stragglers may last as long as an fsync
+        release[0].set()
+        f1.result(timeout=10)
+        # three appenders are in flight now; the round waits for the one just released ...
+        assert not started[1].wait(0.05)
+        f4 = service.request()
+        assert f4 is f2
+        assert started[1].wait(10)  # ... and runs as soon as it is back
+        release[1].set()
+        f4.result(timeout=10)
+        assert (service.fsync_count, service.request_count) == (2, 4)
+    finally:
+        for event in release:
+            event.set()
+        service.stop()
+
+
+def test_group_commit_does_not_hold_back_a_lone_appender() -> None:
+    from rocketq.store.flush import GroupCommitService
+
+    service = GroupCommitService(lambda: 0, lambda exc: None, max_wait=10.0)
+    service.start()
+    try:
+        for _ in range(5):
+            service.request().result(timeout=5)  # would take 10 s per round if it waited
+        assert service.fsync_count == 5
+    finally:
+        service.stop()

@@ -60,6 +60,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -708,7 +709,7 @@ class MessageStore:
         queue_id: int,
         offset: int,
         max_count: int,
-        tags_codes: frozenset[int] | set[int] | None = None,
+        tags_codes: AbstractSet[int] | None = None,
         max_bytes: int | None = None,
         *,
         group: str | None = None,
