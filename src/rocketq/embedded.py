@@ -152,6 +152,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         return self.proc.returncode
 
     def __enter__(self) -> ServerProcess:
@@ -193,6 +195,7 @@ def spawn_server(
         if remaining <= 0 or proc.poll() is not None:
             proc.kill()
             proc.wait()
+            proc.stdout.close()
             raise RocketQError(f"rocketq server did not start (exit code {proc.returncode})")
         readable, _, _ = select.select([proc.stdout], [], [], remaining)
         if not readable:
