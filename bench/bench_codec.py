@@ -22,8 +22,9 @@ typed header conversion (``PullMessageRequestHeader.from_ext_fields`` / ``to_ext
 
 The file is a list of sections (``SECTIONS``); each is a function that prints its own table, so
 other parts of the codec can add theirs. Run: ``python bench/bench_codec.py [--seconds S]``.
-The last section, loopback request/response round trips through the transport, lives in
-``bench_remoting.py`` (runnable alone too).
+Messages decoded per second from 32-message pull bodies (and the recovery scan, encoding) are
+``bench_messages.py``'s section. The last section, loopback request/response round trips through
+the transport, lives in ``bench_remoting.py`` (runnable alone too).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from bench_messages import section_messages
 from bench_remoting import section_round_trips
 from rocketq.protocol import (
     FrameDecoder,
@@ -245,7 +247,12 @@ def section_headers(seconds: float) -> None:
     _row("PullMessageRequestHeader write", rate(seconds, write), rate(seconds, write_baseline))
 
 
-SECTIONS: list[Callable[[float], None]] = [section_frames, section_headers, section_round_trips]
+SECTIONS: list[Callable[[float], None]] = [
+    section_frames,
+    section_headers,
+    section_messages,
+    section_round_trips,
+]
 """Every section of this benchmark, in the order printed; add yours here."""
 
 
