@@ -229,6 +229,12 @@ def test_encoder_refuses_what_no_reader_accepts() -> None:
         encode_message(topic="t", body=b"", properties={"k": "v" * 40_000})
     with pytest.raises(ConfigError, match="topic"):
         encode_message(topic="t" * 70_000, body=b"")
+    with pytest.raises(ConfigError, match="int32/int64"):
+        encode_message(topic="t", body=b"", flag=2**31)
+    with pytest.raises(ConfigError, match="int32/int64"):
+        encode_message(topic="t", body=b"", queue_offset=2**63)
+    with pytest.raises(ConfigError, match="int32"):
+        encode_batch([Message("t", b"", -(2**31) - 1)])
 
 
 def test_message_ext_accessors() -> None:

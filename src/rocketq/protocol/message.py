@@ -482,11 +482,12 @@ def decode_messages(
     """Every stored message in ``body`` (a FOUND pull body, query/view results, commit-log bytes).
 
     ``decompress`` inflates compressed bodies as the Java client does; ``read_body=False`` skips
-    bodies (``body`` is then ``b""``, so such messages cannot be re-encoded), for index rebuilding. Anything that is not a whole number
-    of well-formed records - a bad magic code, a size running past the end, fields that do not
-    add up to the store size, invalid UTF-8 - raises :class:`~rocketq.errors.RemoteProtocolError`
-    naming the byte offset (Java's client silently drops the rest instead). Use
-    :func:`scan_stored` to find where a damaged commit log stops being valid.
+    bodies (``body`` is then ``b""``, so such messages cannot be re-encoded), for index
+    rebuilding. Anything that is not a whole number of well-formed records - a bad magic code, a
+    size running past the end, fields that do not add up to the store size, invalid UTF-8 -
+    raises :class:`~rocketq.errors.RemoteProtocolError` naming the byte offset (Java's client
+    silently drops the rest instead). Use :func:`scan_stored` to find where a damaged commit log
+    stops being valid.
     """
     buf = body if type(body) is bytes else bytes(body)
     end = len(buf)
@@ -550,8 +551,8 @@ def encode_message(
     ``STORE_OFFSETS`` at ``QUEUE_OFFSET_POSITION`` (and, if it must be the time of the append,
     the int64 at :func:`store_timestamp_position`) in place under it.
 
-    Raises :class:`~rocketq.errors.ConfigError` for a topic over 65535 bytes or properties over
-    32767 bytes.
+    Raises :class:`~rocketq.errors.ConfigError` for a topic over 65535 bytes, properties over
+    32767 bytes, or a number that does not fit its int32/int64 field.
     """
     topic_bytes = topic.encode()
     props = _properties_bytes(properties)
@@ -567,11 +568,14 @@ def encode_message(
     else:
         raise ConfigError(f"topic is {topic_len} UTF-8 bytes, too long for a message record")
     size = fixed.size + len(body) + len(topic_head) + topic_len + 2 + len(props)
-    head = fixed.pack(
-        size, magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, commit_log_offset,
-        sys_flag, born_timestamp, born_host.packed, store_timestamp, store_host.packed,
-        reconsume_times, prepared_transaction_offset, len(body),
-    )  # fmt: skip
+    try:
+        head = fixed.pack(
+            size, magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, commit_log_offset,
+            sys_flag, born_timestamp, born_host.packed, store_timestamp, store_host.packed,
+            reconsume_times, prepared_transaction_offset, len(body),
+        )  # fmt: skip
+    except struct.error as exc:
+        raise ConfigError(f"a message field does not fit its int32/int64 slot: {exc}") from None
     return b"".join((head, body, topic_head, topic_bytes, _I16.pack(len(props)), props))
 
 
@@ -623,9 +627,11 @@ def encode_batch(messages: Iterable[Message]) -> bytes:
     for msg in messages:
         props = _properties_bytes(msg.properties)
         body = msg.body
-        parts.append(
-            _BATCH_HEAD.pack(BATCH_RECORD_OVERHEAD + len(body) + len(props), 0, 0, msg.flag, len(body))
-        )
+        try:
+            head = _BATCH_HEAD.pack(BATCH_RECORD_OVERHEAD + len(body) + len(props), 0, 0, msg.flag, len(body))
+        except struct.error as exc:
+            raise ConfigError(f"a batch message field does not fit its int32 slot: {exc}") from None
+        parts.append(head)
         parts.append(body)
         parts.append(_I16.pack(len(props)))
         parts.append(props)
