@@ -309,7 +309,9 @@ class SendProcessor:
         put = self._put(topic, queue_id, record, code)
         if level:
             self._b.schedule_kick()
-        return self._respond(request, put, queue_id, self.msg_id(put.commit_log_offset), wait != "false")
+        # As Java: the request's queue id, but the offset where the message went (the schedule
+        # queue's for a delayed message).
+        return self._respond(request, put, s.queue_id, self.msg_id(put.commit_log_offset), wait != "false")
 
     def _delay_level(self, props: dict[str, str]) -> int:
         try:
