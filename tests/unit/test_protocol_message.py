@@ -393,6 +393,10 @@ def test_unsupported_or_corrupt_compression_is_a_protocol_error() -> None:
         decode_messages(encode_message(topic="t", body=b"xx", sys_flag=0x501))
     with pytest.raises(RemoteProtocolError, match="zlib"):
         decode_messages(encode_message(topic="t", body=b"not zlib", sys_flag=0x301))
+    # an empty body flagged compressed stays empty, as in Java (which only inflates bodies > 0)
+    empty = encode_message(topic="t", body=b"", sys_flag=0x301)
+    assert decode_messages(empty)[0].body == b""
+    assert encode_message_ext(decode_messages(empty)[0]) == empty
 
 
 # --------------------------------------------------------------------------------- bad input

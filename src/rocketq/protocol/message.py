@@ -463,7 +463,7 @@ def _decode_at(buf: bytes, pos: int, end: int, decompress: bool, read_body: bool
     properties = string_to_properties(props_text) if props_len else {}
     if read_body:
         body = buf[p:body_end]
-        if decompress and sys_flag & 0x1:
+        if decompress and sys_flag & 0x1 and body:  # Java leaves an empty body alone
             body = decompress_body(body, sys_flag)
     else:
         body = b""
@@ -588,7 +588,7 @@ def encode_message_ext(msg: MessageExt, *, compress: bool = True) -> bytes:
     ``decompress=False``. ``store_size`` and ``body_crc`` are recomputed, not copied.
     """
     body = msg.body
-    if compress and msg.sys_flag & 0x1:
+    if compress and msg.sys_flag & 0x1 and body:
         kind = CompressionType.of_sys_flag(msg.sys_flag)
         if kind is not CompressionType.ZLIB:
             raise ConfigError(f"cannot compress a body with {kind.name} (only zlib is supported)")
