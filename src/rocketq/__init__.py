@@ -8,6 +8,23 @@ rebalancing did. The names below are the curated public API; ``__all__`` is kept
 from __future__ import annotations
 
 from rocketq.allocate import AllocationStrategy, Plan, get_strategy, plan, plan_group
+from rocketq.client import (
+    ClientConfig,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    Message,
+    MessageExt,
+    MessageModel,
+    Producer,
+    ProducerConfig,
+    PushConsumer,
+    PushConsumerConfig,
+    RebalanceRecord,
+    RebalanceTrigger,
+    SendResult,
+    SendStatus,
+)
 from rocketq.errors import (
     BrokerError,
     ClientStateError,
@@ -22,17 +39,36 @@ from rocketq.models import MessageQueue
 
 __version__ = "0.1.0"
 
+#: The listener status of concurrent consumption (an alias of :class:`ConsumeConcurrentlyStatus`).
+ConsumeStatus = ConsumeConcurrentlyStatus
+
 __all__ = [
     "AllocationStrategy",
     "BrokerError",
+    "ClientConfig",
     "ClientStateError",
     "ConfigError",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "ConsumeStatus",
+    "Message",
+    "MessageExt",
+    "MessageModel",
     "MessageQueue",
     "Plan",
+    "Producer",
+    "ProducerConfig",
+    "PushConsumer",
+    "PushConsumerConfig",
+    "RebalanceRecord",
+    "RebalanceTrigger",
     "RemoteProtocolError",
     "RemotingError",
     "RemotingTimeoutError",
     "RocketQError",
+    "SendResult",
+    "SendStatus",
     "StoreError",
     "__version__",
     "get_strategy",

@@ -1,0 +1,88 @@
+"""RocketMQ clients: the producer, the push consumer, and the machinery they share.
+
+Usable from plain synchronous code — ``send()`` blocks, listeners are ordinary functions run on a
+thread pool — with asyncio inside: each client instance (one per client id, ``ip@instanceName``)
+runs its I/O on one background event-loop thread.
+
+* :class:`Producer` — sync / async / oneway / batch sends, selectors, retries on another broker;
+* :class:`PushConsumer` — subscriptions, RocketMQ's rebalance, long polling, concurrent
+  consumption, retries through the broker, graceful shutdown, and the structured rebalance log
+  (:class:`RebalanceRecord`);
+* the parts other consumers build on: :class:`~rocketq.client.instance.ClientInstance`,
+  :class:`~rocketq.client.rebalance.RebalanceImpl` (with :class:`RebalanceHooks`),
+  :class:`ProcessQueue`, the offset stores and the consume-service interface.
+
+Everything follows RocketMQ 4.9.4's Java client (``rocketmq-client``): the same requests, header
+fields and bodies on the wire, the same defaults, the same rebalance algorithm.
+"""
+
+from __future__ import annotations
+
+from rocketq.client.config import ClientConfig, ProducerConfig, PushConsumerConfig, ReadOffsetType
+from rocketq.client.consume_concurrently import ConsumeMessageConcurrentlyService, ConsumeService
+from rocketq.client.instance import ClientInstance
+from rocketq.client.message import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    Message,
+    MessageExt,
+    PullStatus,
+    SendResult,
+    SendStatus,
+)
+from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.producer import Producer, select_by_hash
+from rocketq.client.push_consumer import MessageQueueListener, PushConsumer
+from rocketq.client.rebalance import (
+    PullRequest,
+    QueueDiff,
+    RebalanceHooks,
+    RebalanceImpl,
+    allocate_topic,
+    diff_queues,
+    retry_topic,
+)
+from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
+
+__all__ = [
+    "ClientConfig",
+    "ClientInstance",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "ConsumeMessageConcurrentlyService",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
+    "ConsumeService",
+    "LocalFileOffsetStore",
+    "Message",
+    "MessageExt",
+    "MessageModel",
+    "MessageQueueListener",
+    "OffsetStore",
+    "ProcessQueue",
+    "Producer",
+    "ProducerConfig",
+    "PullRequest",
+    "PullStatus",
+    "PushConsumer",
+    "PushConsumerConfig",
+    "QueueDiff",
+    "ReadOffsetType",
+    "RebalanceHooks",
+    "RebalanceImpl",
+    "RebalanceLog",
+    "RebalanceRecord",
+    "RebalanceTrigger",
+    "RemoteBrokerOffsetStore",
+    "SendResult",
+    "SendStatus",
+    "allocate_topic",
+    "diff_queues",
+    "retry_topic",
+    "select_by_hash",
+]

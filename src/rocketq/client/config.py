@@ -1,0 +1,325 @@
+"""Client settings: frozen, keyword-only, durations in float seconds, RocketMQ's defaults.
+
+Three objects, as RocketMQ splits them: :class:`ClientConfig` (what a client instance shares:
+name servers, client id, the periodic tasks; Java's ``ClientConfig``), :class:`ProducerConfig`
+(``DefaultMQProducer``) and :class:`PushConsumerConfig` (``DefaultMQPushConsumer`` and the
+constants of ``DefaultMQPushConsumerImpl``/``RebalanceService``/``ProcessQueue``). Every default is
+RocketMQ 4.9.4's unless its comment says otherwise.
+
+Client ids are built as RocketMQ's ``ClientConfig.buildMQClientId`` builds them::
+
+    <client ip>@<instance name>[@<unit name>]
+
+The instance name defaults to ``DEFAULT``; producers and clustering consumers replace ``DEFAULT``
+with ``<pid>#<monotonic ns>`` (``changeInstanceNameToPID``), so two processes never share an id
+even when containers give them the same pid. Broadcasting consumers keep ``DEFAULT``, as Java
+does: their offsets live in a local file under the client id, which must survive a restart.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import socket
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Literal
+
+from rocketq.allocate import AllocationStrategy, get_strategy
+from rocketq.errors import ConfigError
+from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
+
+__all__ = [
+    "DEFAULT_INSTANCE_NAME",
+    "DEFAULT_NAMESRV",
+    "NAMESRV_ENV",
+    "ClientConfig",
+    "ConsumeFromWhere",
+    "MessageModel",
+    "ProducerConfig",
+    "PushConsumerConfig",
+    "ReadOffsetType",
+    "local_ip",
+    "pid_instance_name",
+    "resolve_namesrv",
+]
+
+NAMESRV_ENV = "NAMESRV_ADDR"
+"""RocketMQ's environment variable for the name server list."""
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+"""The name server used when neither an argument nor ``NAMESRV_ADDR`` gives one (ours; Java has none)."""
+DEFAULT_INSTANCE_NAME = "DEFAULT"
+CLIENT_IP_ENV = "ROCKETQ_CLIENT_IP"
+
+
+class ReadOffsetType(enum.Enum):
+    """Where an offset store reads from (RocketMQ's ``ReadOffsetType``)."""
+
+    READ_FROM_MEMORY = "READ_FROM_MEMORY"
+    READ_FROM_STORE = "READ_FROM_STORE"
+    MEMORY_FIRST_THEN_STORE = "MEMORY_FIRST_THEN_STORE"
+
+
+def resolve_namesrv(namesrv: str | None) -> tuple[str, ...]:
+    """Name server addresses from ``namesrv``, else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``.
+
+    The text is RocketMQ's ``;``-separated list; blanks are ignored.
+
+    >>> resolve_namesrv("10.0.0.1:9876; 10.0.0.2:9876;")
+    ('10.0.0.1:9876', '10.0.0.2:9876')
+    """
+    text = namesrv if namesrv else os.environ.get(NAMESRV_ENV, "") or DEFAULT_NAMESRV
+    addrs = tuple(a.strip() for a in text.split(";") if a.strip())
+    if not addrs:
+        raise ConfigError(f"no name server address in {text!r}")
+    for addr in addrs:
+        host, sep, port = addr.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ConfigError(f"name server address must look like host:port, got {addr!r}")
+    return addrs
+
+
+def local_ip() -> str:
+    """A non-loopback local IP, as RocketMQ's ``RemotingUtil.getLocalAddress`` picks one.
+
+    ``$ROCKETQ_CLIENT_IP`` wins; else the source address of the default route (found by
+    connecting a UDP socket, which sends nothing); else the host name's address; else 127.0.0.1.
+    """
+    forced = os.environ.get(CLIENT_IP_ENV)
+    if forced:
+        return forced
+    for family, target in ((socket.AF_INET, ("10.255.255.255", 1)), (socket.AF_INET6, ("fd00::1", 1))):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as sock:
+                sock.connect(target)
+                ip = str(sock.getsockname()[0])
+        except OSError:
+            continue
+        if not ip.startswith("127.") and ip not in ("::1", "0.0.0.0", "::"):
+            return ip
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        ip = "127.0.0.1"
+    return ip
+
+
+def pid_instance_name() -> str:
+    """``<pid>#<monotonic ns>``: RocketMQ's ``changeInstanceNameToPID`` result."""
+    return f"{os.getpid()}#{time.monotonic_ns()}"
+
+
+def _positive(name: str, value: float) -> None:
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientConfig:
+    """What one client instance (one client id) shares between its producers and consumers."""
+
+    #: Name servers, ``;``-separated; ``None``: ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``.
+    namesrv: str | None = None
+    #: The IP in the client id (Java ``clientIP``: a non-loopback local address; see :func:`local_ip`).
+    client_ip: str | None = None
+    #: Java ``instanceName`` (system property ``rocketmq.client.name``, default ``DEFAULT``).
+    instance_name: str = DEFAULT_INSTANCE_NAME
+    #: Java ``unitName``: appended to the client id when set.
+    unit_name: str | None = None
+    #: Seconds between route refreshes from the name server (``pollNameServerInterval`` 30000 ms).
+    poll_name_server_interval: float = 30.0
+    #: Seconds between heartbeats to every broker (``heartbeatBrokerInterval`` 30000 ms).
+    heartbeat_broker_interval: float = 30.0
+    #: Seconds between offset persists (``persistConsumerOffsetInterval`` 5000 ms).
+    persist_consumer_offset_interval: float = 5.0
+    #: Delay of the first offset persist (MQClientInstance schedules it 10 s after start).
+    persist_consumer_offset_initial_delay: float = 10.0
+    #: Seconds between periodic rebalances (``rocketmq.client.rebalance.waitInterval`` 20000 ms).
+    rebalance_interval: float = 20.0
+    #: Timeout of the client's own requests (``mqClientApiTimeout`` 3000 ms).
+    mq_client_api_timeout: float = 3.0
+    #: Use uvloop for the client's event loop thread when installed (ours).
+    use_uvloop: bool | None = None
+
+    def __post_init__(self) -> None:
+        resolve_namesrv(self.namesrv)
+        if not self.instance_name or "@" in self.instance_name:
+            raise ConfigError(f"instance_name must be non-empty and without '@', got {self.instance_name!r}")
+        for name in (
+            "poll_name_server_interval",
+            "heartbeat_broker_interval",
+            "persist_consumer_offset_interval",
+            "rebalance_interval",
+            "mq_client_api_timeout",
+        ):
+            _positive(name, getattr(self, name))
+
+    @property
+    def namesrv_addrs(self) -> tuple[str, ...]:
+        return resolve_namesrv(self.namesrv)
+
+    def with_pid_instance_name(self) -> ClientConfig:
+        """This config with ``DEFAULT`` replaced by ``<pid>#<ns>`` (others stay as they are)."""
+        if self.instance_name != DEFAULT_INSTANCE_NAME:
+            return self
+        return replace(self, instance_name=pid_instance_name())
+
+    def client_id(self) -> str:
+        """``ip@instance[@unit]``, as RocketMQ's ``buildMQClientId``.
+
+        >>> ClientConfig(client_ip="127.0.0.1", instance_name="c1").client_id()
+        '127.0.0.1@c1'
+        >>> ClientConfig(client_ip="10.0.0.7", instance_name="c1", unit_name="u").client_id()
+        '10.0.0.7@c1@u'
+        """
+        ip = self.client_ip or local_ip()
+        cid = f"{ip}@{self.instance_name}"
+        if self.unit_name:
+            cid += f"@{self.unit_name}"
+        return cid
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerConfig:
+    """A producer's settings (``DefaultMQProducer``)."""
+
+    #: Seconds a send may take, retries included (``sendMsgTimeout`` 3000 ms).
+    send_msg_timeout: float = 3.0
+    #: Bodies of at least this many bytes are zlib-compressed (``compressMsgBodyOverHowmuch`` 4096).
+    compress_msg_body_over_howmuch: int = 4096
+    #: zlib level (``rocketmq.message.compressLevel`` 5).
+    compress_level: int = 5
+    #: Extra attempts of a synchronous send, on another broker (``retryTimesWhenSendFailed`` 2).
+    retry_times_when_send_failed: int = 2
+    #: Extra attempts of an asynchronous send (``retryTimesWhenSendAsyncFailed`` 2).
+    retry_times_when_send_async_failed: int = 2
+    #: Retry when the broker stored the message but reported a flush/slave problem (false).
+    retry_another_broker_when_not_store_ok: bool = False
+    #: Largest body accepted (``maxMessageSize`` 4 MiB).
+    max_message_size: int = 4 * 1024 * 1024
+    #: The topic whose route a producer borrows for a topic without one (``createTopicKey`` TBW102).
+    create_topic_key: str = "TBW102"
+    #: Queues per broker of an auto-created topic (``defaultTopicQueueNums`` 4).
+    default_topic_queue_nums: int = 4
+
+    def __post_init__(self) -> None:
+        _positive("send_msg_timeout", self.send_msg_timeout)
+        _positive("max_message_size", self.max_message_size)
+        _positive("default_topic_queue_nums", self.default_topic_queue_nums)
+        if not 0 <= self.compress_level <= 9:
+            raise ConfigError(f"compress_level must be 0..9, got {self.compress_level}")
+        if self.retry_times_when_send_failed < 0 or self.retry_times_when_send_async_failed < 0:
+            raise ConfigError("retry counts must be >= 0")
+
+
+def _half_hour_ago() -> str:
+    return (datetime.now() - timedelta(minutes=30)).strftime("%Y%m%d%H%M%S")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushConsumerConfig:
+    """A push consumer's settings (``DefaultMQPushConsumer`` and its implementation's constants)."""
+
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    #: ``yyyyMMddHHmmss`` local time for CONSUME_FROM_TIMESTAMP (default: half an hour ago).
+    consume_timestamp: str = field(default_factory=_half_hour_ago)
+    #: Allocation strategy: a name for :func:`rocketq.allocate.get_strategy` or an instance (AVG).
+    allocate_strategy: str | AllocationStrategy = "AVG"
+    #: ``"topic"`` (RocketMQ) or ``"group"`` (ours: balance the totals across topics).
+    balance: Literal["topic", "group"] = "topic"
+    #: Listener threads (``consumeThreadMin``/``consumeThreadMax`` 20).
+    consume_thread_max: int = 20
+    #: Span between the lowest and highest cached offset of a queue above which pulling waits
+    #: (``consumeConcurrentlyMaxSpan`` 2000).
+    consume_concurrently_max_span: int = 2000
+    #: Cached messages per queue above which pulling waits (``pullThresholdForQueue`` 1000).
+    pull_threshold_for_queue: int = 1000
+    #: Cached MiB per queue above which pulling waits (``pullThresholdSizeForQueue`` 100).
+    pull_threshold_size_for_queue: int = 100
+    #: Per-topic limits split over its queues (``pullThresholdForTopic`` / ``...SizeForTopic``, -1 off).
+    pull_threshold_for_topic: int = -1
+    pull_threshold_size_for_topic: int = -1
+    #: Seconds between pulls of one queue (``pullInterval`` 0).
+    pull_interval: float = 0.0
+    #: Messages per listener call (``consumeMessageBatchMaxSize`` 1).
+    consume_message_batch_max_size: int = 1
+    #: Messages per pull (``pullBatchSize`` 32).
+    pull_batch_size: int = 32
+    #: Send the subscription expression with every pull (``postSubscriptionWhenPull`` false).
+    post_subscription_when_pull: bool = False
+    #: Deliveries before the dead-letter queue; -1 = 16 (``maxReconsumeTimes``).
+    max_reconsume_times: int = -1
+    #: Seconds an orderly queue pauses after SUSPEND_CURRENT_QUEUE_A_MOMENT (1000 ms).
+    suspend_current_queue_time: float = 1.0
+    #: Seconds before a message being consumed counts as timed out (``consumeTimeout`` 15 min).
+    consume_timeout: float = 15 * 60.0
+    #: Seconds shutdown waits for listeners still running (Java's default 0 does not wait; ours 10).
+    await_termination: float = 10.0
+    #: Seconds the broker holds a pull with no message (``BROKER_SUSPEND_MAX_TIME_MILLIS`` 15000).
+    broker_suspend_max_time: float = 15.0
+    #: Seconds a held pull may take (``CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND`` 30000).
+    consumer_timeout_when_suspend: float = 30.0
+    #: Retry delay after a pull failed (``pullTimeDelayMillsWhenException`` 3000).
+    pull_time_delay_when_exception: float = 3.0
+    #: Back-off while a queue is over a flow-control threshold
+    #: (``PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`` 50 ms).
+    pull_time_delay_when_flow_control: float = 0.05
+    #: Back-off while the consumer is paused (``PULL_TIME_DELAY_MILLS_WHEN_SUSPEND`` 1000).
+    pull_time_delay_when_suspend: float = 1.0
+    #: A queue not pulled for this long is dropped and re-added by rebalance (``pullMaxIdleTime`` 120 s).
+    pull_max_idle_time: float = 120.0
+    #: Delay before retrying locally the messages whose send-back failed (5000 ms).
+    consume_retry_local_delay: float = 5.0
+    #: Delay before an OFFSET_ILLEGAL queue's corrected offset is persisted and the queue removed
+    #: (Java waits 10000 ms; ours 1 s: nothing is consumed from a dropped queue meanwhile).
+    offset_illegal_delay: float = 1.0
+    #: Directory of broadcasting offsets (``rocketmq.client.localOffsetStoreDir``, ``~/.rocketmq_offsets``).
+    offset_store_dir: str | None = None
+    #: Rebalance records kept in memory (ours).
+    rebalance_log_size: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in (
+            "consume_thread_max",
+            "consume_concurrently_max_span",
+            "pull_threshold_for_queue",
+            "pull_threshold_size_for_queue",
+            "consume_message_batch_max_size",
+            "pull_batch_size",
+            "broker_suspend_max_time",
+            "consumer_timeout_when_suspend",
+            "consume_timeout",
+            "pull_max_idle_time",
+            "rebalance_log_size",
+        ):
+            _positive(name, getattr(self, name))
+        if not 1 <= self.consume_message_batch_max_size <= 1024:
+            raise ConfigError("consume_message_batch_max_size must be 1..1024")
+        if not 1 <= self.pull_batch_size <= 1024:
+            raise ConfigError("pull_batch_size must be 1..1024")
+        if self.consumer_timeout_when_suspend <= self.broker_suspend_max_time:
+            raise ConfigError("consumer_timeout_when_suspend must exceed broker_suspend_max_time")
+        if self.await_termination < 0 or self.pull_interval < 0:
+            raise ConfigError("await_termination and pull_interval must be >= 0")
+        if self.balance not in ("topic", "group"):
+            raise ConfigError(f"balance must be 'topic' or 'group', got {self.balance!r}")
+        if len(self.consume_timestamp) != 14 or not self.consume_timestamp.isdigit():
+            raise ConfigError(f"consume_timestamp must be yyyyMMddHHmmss, got {self.consume_timestamp!r}")
+        if isinstance(self.allocate_strategy, str):
+            get_strategy(self.allocate_strategy)
+
+    def strategy(self) -> AllocationStrategy:
+        if isinstance(self.allocate_strategy, AllocationStrategy):
+            return self.allocate_strategy
+        return get_strategy(self.allocate_strategy)
+
+    @property
+    def effective_max_reconsume_times(self) -> int:
+        """``max_reconsume_times`` with -1 read as 16, as the consumer reports it."""
+        return 16 if self.max_reconsume_times == -1 else self.max_reconsume_times
+
+    def consume_timestamp_ms(self) -> int:
+        """``consume_timestamp`` as epoch ms (local time, as Java's ``UtilAll.parseDate``)."""
+        return int(datetime.strptime(self.consume_timestamp, "%Y%m%d%H%M%S").timestamp() * 1000)

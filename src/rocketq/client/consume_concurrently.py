@@ -1,0 +1,378 @@
+"""Concurrent consumption (``ConsumeMessageConcurrentlyService``) and the consume-service seam.
+
+Messages a pull brings are cut into batches of ``consume_message_batch_max_size`` (1) and each
+batch is handed to the listener on a thread pool (``consume_thread_max`` threads, 20). The result
+comes back to the event loop, which:
+
+* on ``CONSUME_SUCCESS`` (up to the context's ``ack_index``) forgets the messages;
+* on ``RECONSUME_LATER`` or an exception (clustering) sends each message back to the broker
+  (``CONSUMER_SEND_MSG_BACK``: the broker re-queues it on ``%RETRY%<group>`` with a growing delay,
+  or to ``%DLQ%<group>`` after ``max_reconsume_times``); a message the broker would not take back
+  is consumed again locally 5 s later. Broadcasting consumers just log and drop failures;
+* commits ``ProcessQueue.remove_messages``' answer — the lowest offset still in flight — unless
+  the queue was dropped meanwhile (its new owner decides from the committed offset).
+
+Consume timeout (``consume_timeout``, 15 min): every ``consume_timeout`` the service looks at the
+oldest cached messages of each queue (up to 16) and sends back (delay level 3) those whose
+listener started more than ``consume_timeout`` ago, then removes them, as Java's
+``cleanExpireMsg`` does. A listener thread that hangs is not interrupted (Python cannot).
+
+:class:`ConsumeService` is what a push consumer needs of a service; the orderly service
+implements the same interface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.rebalance import retry_topic
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, ConsumeStatus, MessageModel
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.properties import MessageConst
+
+if TYPE_CHECKING:
+    from rocketq.client.push_consumer import PushConsumerCore
+
+__all__ = [
+    "ConcurrentListener",
+    "ConsumeMessageConcurrentlyService",
+    "ConsumeService",
+    "ConsumeStats",
+    "reset_retry_topic",
+]
+
+logger = logging.getLogger(__name__)
+
+ConcurrentListener = Callable[
+    [list[MessageExt], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus | None
+]
+"""``listener(msgs, context) -> status``; returning ``None`` or raising means RECONSUME_LATER."""
+
+_TIMEOUT_SCAN_MAX = 16
+
+
+def reset_retry_topic(msgs: Sequence[MessageExt], group: str) -> None:
+    """Give messages pulled from ``%RETRY%<group>`` their original topic back (``resetRetryAndNamespace``)."""
+    retry = retry_topic(group)
+    for msg in msgs:
+        original = msg.properties.get(MessageConst.RETRY_TOPIC)
+        if original is not None and msg.topic == retry:
+            msg.topic = original
+
+
+def adapt_listener(fn: Callable[..., Any]) -> ConcurrentListener:
+    """Accept ``fn(msgs, context)`` and also the simpler ``fn(msgs)``."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    if len(params) == 1 and not varargs:
+        return lambda msgs, _ctx: fn(msgs)
+    return fn
+
+
+def _dropped(pq: ProcessQueue) -> bool:
+    """``pq.dropped`` read afresh (after an await, another task may have set it)."""
+    return pq.dropped
+
+
+class ConsumeStats:
+    """Per-topic consume and pull statistics over the last minute (``ConsumerStatsManager``)."""
+
+    __slots__ = ("_events", "failed_total")
+
+    WINDOW = 60.0
+
+    def __init__(self) -> None:
+        # topic -> kind -> deque of (time, count, rt ms)
+        self._events: dict[str, dict[str, collections.deque[tuple[float, int, float]]]] = {}
+        self.failed_total: dict[str, int] = {}
+
+    def add(self, topic: str, kind: str, count: int, rt_ms: float = 0.0, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        dq = self._events.setdefault(topic, {}).setdefault(kind, collections.deque())
+        dq.append((now, count, rt_ms))
+        while dq and dq[0][0] < now - self.WINDOW:
+            dq.popleft()
+        if kind == "failed":
+            self.failed_total[topic] = self.failed_total.get(topic, 0) + count
+
+    def _window(self, topic: str, kind: str, now: float) -> tuple[int, float, int]:
+        dq = self._events.get(topic, {}).get(kind)
+        if not dq:
+            return 0, 0.0, 0
+        recent = [e for e in dq if e[0] >= now - self.WINDOW]
+        return sum(e[1] for e in recent), sum(e[2] for e in recent), len(recent)
+
+    def status(self, topic: str, now: float | None = None) -> ConsumeStatus:
+        now = time.monotonic() if now is None else now
+        ok, ok_rt, ok_n = self._window(topic, "ok", now)
+        failed, _, _ = self._window(topic, "failed", now)
+        pulled, pull_rt, pull_n = self._window(topic, "pull", now)
+        return ConsumeStatus(
+            pull_rt=pull_rt / pull_n if pull_n else 0.0,
+            pull_tps=pulled / self.WINDOW,
+            consume_rt=ok_rt / ok_n if ok_n else 0.0,
+            consume_ok_tps=ok / self.WINDOW,
+            consume_failed_tps=failed / self.WINDOW,
+            consume_failed_msgs=self.failed_total.get(topic, 0),
+        )
+
+
+class ConsumeService(Protocol):
+    """What a push consumer needs of its consume service (concurrent or orderly)."""
+
+    def start(self) -> None: ...
+
+    async def shutdown(self, await_termination: float) -> None: ...
+
+    def submit_consume_request(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool
+    ) -> None: ...
+
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult: ...
+
+    @property
+    def core_pool_size(self) -> int: ...
+
+
+class ConsumeMessageConcurrentlyService:
+    """Runs a concurrent listener on a thread pool and applies its results (see the module doc)."""
+
+    def __init__(self, consumer: PushConsumerCore, listener: ConcurrentListener) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        cfg = consumer.config
+        self.batch_size = cfg.consume_message_batch_max_size
+        self._pool_size = cfg.consume_thread_max
+        self.executor = ThreadPoolExecutor(
+            max_workers=cfg.consume_thread_max, thread_name_prefix=f"ConsumeMessageThread_{consumer.group}"
+        )
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._stopping = False
+        self._clean_task: asyncio.Task[None] | None = None
+
+    @property
+    def core_pool_size(self) -> int:
+        return self._pool_size
+
+    @property
+    def in_flight(self) -> int:
+        """Consume requests not finished yet."""
+        return len(self._tasks)
+
+    def start(self) -> None:
+        self._clean_task = asyncio.get_running_loop().create_task(self._clean_expired_loop())
+
+    async def shutdown(self, await_termination: float) -> None:
+        """Stop taking requests, wait up to ``await_termination`` s for running ones, stop the pool."""
+        self._stopping = True
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        if self._clean_task is not None:
+            self._clean_task.cancel()
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=await_termination)
+            if pending:
+                logger.warning(
+                    "group %s: %d consume request(s) still running after %.1fs; offsets not committed",
+                    self.consumer.group,
+                    len(pending),
+                    await_termination,
+                )
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # ---------------------------------------------------------------- requests
+
+    def submit_consume_request(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool
+    ) -> None:
+        if self._stopping:
+            return
+        loop = asyncio.get_running_loop()
+        size = self.batch_size
+        for i in range(0, len(msgs), size):
+            task = loop.create_task(self._consume(msgs[i : i + size], pq, mq))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        loop = asyncio.get_running_loop()
+        delay = self.consumer.config.consume_retry_local_delay
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            self.submit_consume_request(msgs, pq, mq, True)
+
+        handle = loop.call_later(delay, fire)
+        self._timers.add(handle)
+
+    def _call_listener(
+        self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+    ) -> ConsumeConcurrentlyStatus | None:
+        return self.listener(msgs, ctx)
+
+    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if pq.dropped:
+            logger.info(
+                "group %s: %s dropped; %d message(s) not consumed", self.consumer.group, mq, len(msgs)
+            )
+            return
+        ctx = ConsumeConcurrentlyContext(mq)
+        reset_retry_topic(msgs, self.consumer.group)
+        start_ms = str(time.time_ns() // 1_000_000)
+        for msg in msgs:
+            msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
+        loop = asyncio.get_running_loop()
+        begin = time.monotonic()
+        status: object
+        try:
+            status = await loop.run_in_executor(self.executor, self._call_listener, msgs, ctx)
+        except Exception:
+            logger.exception("group %s: listener failed on %s; reconsuming later", self.consumer.group, mq)
+            status = None
+        rt = time.monotonic() - begin
+        if rt > self.consumer.config.consume_timeout:
+            logger.warning(
+                "group %s: listener took %.1fs on %s (consume timeout)", self.consumer.group, rt, mq
+            )
+        if not isinstance(status, ConsumeConcurrentlyStatus):
+            if status is not None:
+                logger.warning(
+                    "group %s: listener returned %r; reconsuming later", self.consumer.group, status
+                )
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if _dropped(pq):
+            logger.info(
+                "group %s: %s was dropped while consuming; result not applied", self.consumer.group, mq
+            )
+            return
+        await self.process_consume_result(status, ctx, msgs, pq, mq, rt * 1000.0)
+
+    async def process_consume_result(
+        self,
+        status: ConsumeConcurrentlyStatus,
+        ctx: ConsumeConcurrentlyContext,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+        rt_ms: float = 0.0,
+    ) -> None:
+        if not msgs:
+            return
+        stats = self.consumer.stats
+        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            ack_index = min(ctx.ack_index, len(msgs) - 1)
+            ok = ack_index + 1
+            stats.add(mq.topic, "ok", ok, rt_ms)
+            if len(msgs) - ok:
+                stats.add(mq.topic, "failed", len(msgs) - ok)
+        else:
+            ack_index = -1
+            stats.add(mq.topic, "failed", len(msgs))
+        failed = msgs[ack_index + 1 :]
+        keep = msgs
+        if failed:
+            if self.consumer.message_model is MessageModel.BROADCASTING:
+                for msg in failed:
+                    logger.warning("BROADCASTING: consume failed, dropping message %s", msg.msg_id)
+            else:
+                back_failed = []
+                for msg in failed:
+                    if not await self.consumer.send_message_back(
+                        msg, ctx.delay_level_when_next_consume, mq.broker_name
+                    ):
+                        msg.reconsume_times += 1
+                        back_failed.append(msg)
+                if back_failed:
+                    ids = {id(m) for m in back_failed}
+                    keep = [m for m in msgs if id(m) not in ids]
+                    self._submit_later(back_failed, pq, mq)
+        offset = pq.remove_messages(keep, now=time.time())
+        if offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update_offset(mq, offset, True)
+
+    # ---------------------------------------------------------------- consume timeout
+
+    async def _clean_expired_loop(self) -> None:
+        interval = self.consumer.config.consume_timeout
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.clean_expired_messages(time.time())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("consume-timeout scan failed")
+
+    async def clean_expired_messages(self, now: float) -> int:
+        """Send back and forget cached messages whose listener started over ``consume_timeout`` ago."""
+        timeout_ms = self.consumer.config.consume_timeout * 1000.0
+        cleaned = 0
+        for mq, pq in list(self.consumer.rebalance.process_queue_table.items()):
+            for _ in range(_TIMEOUT_SCAN_MAX):
+                cached = pq.cached()[:1]
+                if not cached:
+                    break
+                msg = cached[0]
+                started = msg.properties.get(MessageConst.CONSUME_START_TIME)
+                if started is None or not started.isdigit() or now * 1000.0 - int(started) <= timeout_ms:
+                    break
+                logger.warning(
+                    "message %s of %s exceeded the consume timeout; sending it back", msg.msg_id, mq
+                )
+                await self.consumer.send_message_back(msg, 3, mq.broker_name)
+                offset = pq.remove_messages([msg], now=now)
+                if offset >= 0 and not pq.dropped:
+                    self.consumer.offset_store.update_offset(mq, offset, True)
+                cleaned += 1
+        return cleaned
+
+    # ---------------------------------------------------------------- CONSUME_MESSAGE_DIRECTLY
+
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        """Run the listener on one message a tool pushed (nothing is sent back or committed)."""
+        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
+        ctx = ConsumeConcurrentlyContext(mq)
+        reset_retry_topic([msg], self.consumer.group)
+        loop = asyncio.get_running_loop()
+        begin = time.monotonic()
+        try:
+            status = await loop.run_in_executor(self.executor, self._call_listener, [msg], ctx)
+            result = (
+                CMResult.CR_SUCCESS
+                if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+                else CMResult.CR_LATER
+            )
+            remark = None
+        except Exception as exc:
+            result = CMResult.CR_THROW_EXCEPTION
+            remark = repr(exc)
+        return ConsumeMessageDirectlyResult(
+            order=False,
+            auto_commit=True,
+            consume_result=result,
+            remark=remark,
+            spent_time_mills=int((time.monotonic() - begin) * 1000),
+        )

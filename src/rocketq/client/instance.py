@@ -1,0 +1,583 @@
+"""The client instance: what every producer and consumer of one client id shares (``MQClientInstance``).
+
+One instance per client id (``ip@instanceName``) per process, made on first use and closed when
+its last producer or consumer shuts down. It owns:
+
+* a background event-loop thread (:class:`~rocketq.client._sync.LoopThread`) where all client
+  I/O and state changes happen, and one :class:`~rocketq.remoting.RemotingClient`;
+* the route table (refreshed every ``poll_name_server_interval``, 30 s) and the broker address
+  table built from it;
+* heartbeats to every broker (every 30 s, and at once when a subscription changes), offset
+  persistence (every 5 s after 10 s) and the rebalance service (every 20 s, and **at once** when a
+  broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection);
+* answers to the requests brokers send clients: NOTIFY_CONSUMER_IDS_CHANGED,
+  GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET and
+  GET_CONSUMER_STATUS_FROM_CLIENT;
+* the internal producer ``CLIENT_INNER_PRODUCER`` consumers use to send back messages when the
+  broker cannot take a CONSUMER_SEND_MSG_BACK.
+
+Producers and consumers register as :class:`ProducerInner` / :class:`ConsumerInner`, the
+seams through which the instance drives them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from rocketq.client._sync import LoopThread
+from rocketq.client.api import ClientAPI
+from rocketq.client.config import ClientConfig, ProducerConfig
+from rocketq.client.rebalance_log import RebalanceTrigger
+from rocketq.client.routes import MASTER_ID, broker_addr_table, subscribe_info_from_route
+from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import (
+    ConsumeMessageDirectlyResult,
+    ConsumerData,
+    ConsumerRunningInfo,
+    ConsumeType,
+    GetConsumerStatusBody,
+    HeartbeatData,
+    MessageModel,
+    ProducerData,
+    ResetOffsetBody,
+    TopicRouteData,
+)
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from rocketq.protocol.message import decode_message
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.config import ClientConfig as RemotingConfig
+from rocketq.remoting.connection import RemotingConnection
+
+if TYPE_CHECKING:
+    from rocketq.client.producer import ProducerCore
+    from rocketq.protocol.message import MessageExt
+
+__all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
+
+logger = logging.getLogger(__name__)
+
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+
+
+class ProducerInner(Protocol):
+    """What the instance needs of a producer (``MQProducerInner``)."""
+
+    group: str
+
+    def publish_topics(self) -> Iterable[str]: ...
+
+    def is_publish_topic_need_update(self, topic: str) -> bool: ...
+
+    def update_topic_publish_info(self, topic: str, route: TopicRouteData) -> None: ...
+
+
+class ConsumerInner(Protocol):
+    """What the instance needs of a consumer (``MQConsumerInner``)."""
+
+    group: str
+    message_model: MessageModel
+    consume_type: ConsumeType
+
+    def consumer_data(self) -> ConsumerData: ...
+
+    def subscribed_topics(self) -> Iterable[str]: ...
+
+    def update_topic_subscribe_info(self, topic: str, mqs: frozenset[MessageQueue]) -> None: ...
+
+    async def do_rebalance(self, trigger: RebalanceTrigger) -> None: ...
+
+    async def persist_consumer_offset(self) -> None: ...
+
+    def running_info(self) -> ConsumerRunningInfo: ...
+
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult: ...
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None: ...
+
+
+_registry: dict[str, ClientInstance] = {}
+_registry_lock = threading.Lock()
+
+
+class ClientInstance:
+    """Shared state and periodic services of one client id. Get one with :meth:`acquire`."""
+
+    def __init__(self, config: ClientConfig, client_id: str) -> None:
+        self.config = config
+        self.client_id = client_id
+        self.namesrv_addrs = config.namesrv_addrs
+        self.loop_thread = LoopThread(f"rocketq-{client_id}", use_uvloop=config.use_uvloop)
+        self.remoting: RemotingClient | None = None
+        self.api: ClientAPI | None = None
+        self.topic_route_table: dict[str, TopicRouteData] = {}
+        self.broker_addr_table: dict[str, dict[int, str]] = {}
+        self.producers: dict[str, ProducerInner] = {}
+        self.consumers: dict[str, ConsumerInner] = {}
+        self._refs = 0
+        self._started = False
+        self._closed = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._rebalance_wakeup: asyncio.Event | None = None
+        self._rebalance_trigger = RebalanceTrigger.PERIODIC
+        self._heartbeat_lock: asyncio.Lock | None = None
+        self._route_lock: asyncio.Lock | None = None
+        self.inner_producer: ProducerCore | None = None
+        self.start_time_ms = int(time.time() * 1000)
+
+    def __repr__(self) -> str:
+        return f"<ClientInstance {self.client_id} producers={list(self.producers)} consumers={list(self.consumers)}>"  # noqa: E501
+
+    # -------------------------------------------------------------- registry
+
+    @classmethod
+    def acquire(cls, config: ClientConfig) -> ClientInstance:
+        """The running instance for ``config``'s client id, made and started if needed."""
+        client_id = config.client_id()
+        with _registry_lock:
+            inst = _registry.get(client_id)
+            if inst is None or inst._closed:
+                inst = cls(config, client_id)
+                _registry[client_id] = inst
+                try:
+                    inst.loop_thread.call(inst._start())
+                except BaseException:
+                    _registry.pop(client_id, None)
+                    inst.loop_thread.stop()
+                    raise
+            inst._refs += 1
+            return inst
+
+    def release(self) -> None:
+        """Drop one reference; the last one shuts the instance down (from a non-loop thread)."""
+        with _registry_lock:
+            self._refs -= 1
+            if self._refs > 0:
+                return
+            if _registry.get(self.client_id) is self:
+                del _registry[self.client_id]
+        if self.loop_thread.running:
+            if self.loop_thread.in_loop_thread:
+                self.loop_thread.loop.create_task(self._close())
+                return
+            with contextlib.suppress(Exception):
+                self.loop_thread.call(self._close(), timeout=10.0)
+        self.loop_thread.stop()
+
+    # -------------------------------------------------------------- lifecycle (on the loop)
+
+    async def _start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self.remoting = RemotingClient(
+            config=RemotingConfig(request_timeout=self.config.mq_client_api_timeout)
+        )
+        self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)
+        self._rebalance_wakeup = asyncio.Event()
+        self._heartbeat_lock = asyncio.Lock()
+        self._route_lock = asyncio.Lock()
+        r = self.remoting
+        r.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify_consumer_ids_changed)
+        r.register_handler(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_consumer_running_info)
+        r.register_handler(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
+        r.register_handler(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        r.register_handler(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_get_consumer_status)
+        from rocketq.client.producer import ProducerCore  # noqa: PLC0415 (the producer imports this module)
+
+        self.inner_producer = ProducerCore(self, CLIENT_INNER_PRODUCER_GROUP, ProducerConfig())
+        self.producers[CLIENT_INNER_PRODUCER_GROUP] = self.inner_producer
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(
+                self._every(0.01, cfg.poll_name_server_interval, self.update_all_routes, "route")
+            ),
+            loop.create_task(
+                self._every(
+                    1.0, cfg.heartbeat_broker_interval, self.send_heartbeat_to_all_brokers, "heartbeat"
+                )
+            ),
+            loop.create_task(
+                self._every(
+                    cfg.persist_consumer_offset_initial_delay,
+                    cfg.persist_consumer_offset_interval,
+                    self.persist_all_consumer_offsets,
+                    "persist offsets",
+                )
+            ),
+            loop.create_task(self._rebalance_service()),
+        ]
+
+    async def _close(self) -> None:
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.inner_producer is not None:
+            await self.inner_producer.unregister()
+        if self.remoting is not None:
+            await self.remoting.close()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self.loop_thread.loop
+
+    async def _every(
+        self, first: float, interval: float, fn: Callable[[], Awaitable[object]], what: str
+    ) -> None:
+        await asyncio.sleep(first)
+        while True:
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("periodic %s task failed", what)
+            await asyncio.sleep(interval)
+
+    # -------------------------------------------------------------- members
+
+    def register_producer(self, group: str, producer: ProducerInner) -> None:
+        if group in self.producers:
+            raise ConfigError(f"producer group {group!r} already has a producer in client {self.client_id}")
+        self.producers[group] = producer
+
+    def unregister_producer_local(self, group: str) -> None:
+        self.producers.pop(group, None)
+
+    def register_consumer(self, group: str, consumer: ConsumerInner) -> None:
+        if group in self.consumers:
+            raise ConfigError(f"consumer group {group!r} already has a consumer in client {self.client_id}")
+        self.consumers[group] = consumer
+
+    def unregister_consumer_local(self, group: str) -> None:
+        self.consumers.pop(group, None)
+
+    async def unregister_client(
+        self, *, producer_group: str | None = None, consumer_group: str | None = None
+    ) -> None:
+        """UNREGISTER_CLIENT to every known broker address (so a group rebalances at once)."""
+        assert self.api is not None
+        calls = []
+        for addrs in self.broker_addr_table.values():
+            for addr in addrs.values():
+                calls.append(
+                    self.api.unregister_client(
+                        addr, self.client_id, producer_group=producer_group, consumer_group=consumer_group
+                    )
+                )
+        for result in await asyncio.gather(*calls, return_exceptions=True):
+            if isinstance(result, Exception):
+                logger.warning("unregister of %s from a broker failed: %s", self.client_id, result)
+
+    # -------------------------------------------------------------- routes
+
+    async def update_all_routes(self) -> None:
+        """Refresh the route of every topic a producer or consumer of this client uses."""
+        topics: set[str] = set()
+        for consumer in list(self.consumers.values()):
+            topics.update(consumer.subscribed_topics())
+        for producer in list(self.producers.values()):
+            topics.update(producer.publish_topics())
+        for topic in sorted(topics):
+            await self.update_topic_route(topic)
+        self._clean_offline_brokers()
+
+    async def update_topic_route(self, topic: str, route: TopicRouteData | None = None) -> bool:
+        """Fetch ``topic``'s route (unless given) and update every table that depends on it.
+
+        Returns whether a route is known afterwards. Errors are logged, not raised.
+        """
+        assert self.api is not None
+        assert self._route_lock is not None
+        async with self._route_lock:
+            if route is None:
+                try:
+                    route = await self.api.get_topic_route(topic)
+                except RocketQError as exc:
+                    logger.debug("route of %s not updated: %s", topic, exc)
+                    return topic in self.topic_route_table
+                if route is None:
+                    if not topic.startswith("%RETRY%"):
+                        logger.debug("no route for topic %s", topic)
+                    return False
+            old = self.topic_route_table.get(topic)
+            changed = old != route
+            if not changed:
+                changed = any(p.is_publish_topic_need_update(topic) for p in self.producers.values()) or any(
+                    topic in c.subscribed_topics() and self._needs_subscribe_info(c, topic)
+                    for c in self.consumers.values()
+                )
+            if not changed:
+                return True
+            self.topic_route_table[topic] = route
+            for name, addrs in broker_addr_table(route).items():
+                self.broker_addr_table[name] = addrs
+            for producer in list(self.producers.values()):
+                if topic in set(producer.publish_topics()):
+                    producer.update_topic_publish_info(topic, route)
+            mqs = subscribe_info_from_route(topic, route)
+            for consumer in list(self.consumers.values()):
+                if topic in set(consumer.subscribed_topics()):
+                    consumer.update_topic_subscribe_info(topic, mqs)
+            return True
+
+    @staticmethod
+    def _needs_subscribe_info(consumer: ConsumerInner, topic: str) -> bool:
+        check = getattr(consumer, "is_subscribe_topic_need_update", None)
+        return bool(check(topic)) if check is not None else False
+
+    def _clean_offline_brokers(self) -> None:
+        live: set[str] = set()
+        for route in self.topic_route_table.values():
+            for bd in route.broker_datas:
+                live.update(bd.broker_addrs.values())
+        for name in list(self.broker_addr_table):
+            addrs = {i: a for i, a in self.broker_addr_table[name].items() if a in live}
+            if addrs:
+                self.broker_addr_table[name] = addrs
+            else:
+                del self.broker_addr_table[name]
+
+    def find_broker_address_in_publish(self, broker_name: str) -> str | None:
+        return self.broker_addr_table.get(broker_name, {}).get(MASTER_ID)
+
+    def find_broker_address_in_subscribe(self, broker_name: str, broker_id: int = MASTER_ID) -> str | None:
+        """The address of ``broker_id`` of ``broker_name`` (else any address of it)."""
+        addrs = self.broker_addr_table.get(broker_name)
+        if not addrs:
+            return None
+        addr = addrs.get(broker_id)
+        if addr is None:
+            addr = next(iter(addrs.values()))
+        return addr
+
+    async def locate_master(self, mq: MessageQueue) -> str | None:
+        """The master address of ``mq``'s broker, refreshing the topic's route once if unknown."""
+        addr = self.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            await self.update_topic_route(mq.topic)
+            addr = self.find_broker_address_in_publish(mq.broker_name)
+        return addr
+
+    def _find_broker_addr_by_topic(self, topic: str) -> str | None:
+        route = self.topic_route_table.get(topic)
+        if route is None or not route.broker_datas:
+            return None
+        bd = random.choice(route.broker_datas)
+        addr = bd.broker_addrs.get(MASTER_ID)
+        if addr is None and bd.broker_addrs:
+            addr = random.choice(list(bd.broker_addrs.values()))
+        return addr
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
+        """The group's client ids from one broker serving ``topic`` (``findConsumerIdList``)."""
+        assert self.api is not None
+        addr = self._find_broker_addr_by_topic(topic)
+        if addr is None:
+            await self.update_topic_route(topic)
+            addr = self._find_broker_addr_by_topic(topic)
+        if addr is None:
+            return None
+        try:
+            return await self.api.get_consumer_id_list(addr, group)
+        except RocketQError as exc:
+            logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
+            return None
+
+    async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client."""
+        assert self.api is not None
+        locked: set[MessageQueue] = set()
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for name, qs in by_broker.items():
+            addr = self.find_broker_address_in_subscribe(name)
+            if addr is None:
+                continue
+            try:
+                locked |= await self.api.lock_batch_mq(addr, group, self.client_id, qs)
+            except RocketQError as exc:
+                logger.warning("LOCK_BATCH_MQ on %s failed: %s", name, exc)
+        return locked
+
+    async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None:
+        assert self.api is not None
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for name, qs in by_broker.items():
+            addr = self.find_broker_address_in_subscribe(name)
+            if addr is None:
+                continue
+            try:
+                await self.api.unlock_batch_mq(addr, group, self.client_id, qs, oneway=oneway)
+            except RocketQError as exc:
+                logger.warning("UNLOCK_BATCH_MQ on %s failed: %s", name, exc)
+
+    # -------------------------------------------------------------- heartbeats
+
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(
+            client_id=self.client_id,
+            producer_data_set=tuple(ProducerData(group_name=g) for g in self.producers),
+            consumer_data_set=tuple(c.consumer_data() for c in self.consumers.values()),
+        )
+
+    async def send_heartbeat_to_all_brokers(self) -> None:
+        """HEART_BEAT to every broker (masters only when this client has no consumer)."""
+        assert self.api is not None
+        assert self._heartbeat_lock is not None
+        async with self._heartbeat_lock:
+            data = self.heartbeat_data()
+            if not data.producer_data_set and not data.consumer_data_set:
+                return
+            no_consumer = not data.consumer_data_set
+            calls = []
+            for addrs in list(self.broker_addr_table.values()):
+                for broker_id, addr in addrs.items():
+                    if no_consumer and broker_id != MASTER_ID:
+                        continue
+                    calls.append(self.api.send_heartbeat(addr, data))
+            for result in await asyncio.gather(*calls, return_exceptions=True):
+                if isinstance(result, Exception):
+                    logger.warning("heartbeat of %s failed: %s", self.client_id, result)
+
+    # -------------------------------------------------------------- offsets and rebalance
+
+    async def persist_all_consumer_offsets(self) -> None:
+        for consumer in list(self.consumers.values()):
+            try:
+                await consumer.persist_consumer_offset()
+            except Exception:
+                logger.exception("persisting offsets of group %s failed", consumer.group)
+
+    def rebalance_immediately(self, trigger: RebalanceTrigger = RebalanceTrigger.MANUAL) -> None:
+        """Wake the rebalance service now (thread-safe)."""
+
+        def wake() -> None:
+            self._rebalance_trigger = trigger
+            if self._rebalance_wakeup is not None:
+                self._rebalance_wakeup.set()
+
+        if self.loop_thread.in_loop_thread:
+            wake()
+        elif self.loop_thread.running:
+            self.loop.call_soon_threadsafe(wake)
+
+    async def _rebalance_service(self) -> None:
+        assert self._rebalance_wakeup is not None
+        wakeup = self._rebalance_wakeup
+        while True:
+            try:
+                await asyncio.wait_for(wakeup.wait(), self.config.rebalance_interval)
+                trigger = self._rebalance_trigger
+            except TimeoutError:
+                trigger = RebalanceTrigger.PERIODIC
+            wakeup.clear()
+            self._rebalance_trigger = RebalanceTrigger.PERIODIC
+            await self.do_rebalance(trigger)
+
+    async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
+        for consumer in list(self.consumers.values()):
+            try:
+                await consumer.do_rebalance(trigger)
+            except Exception:
+                logger.exception("rebalance of group %s failed", consumer.group)
+
+    # -------------------------------------------------------------- server-initiated requests
+
+    def _on_notify_consumer_ids_changed(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        try:
+            group = NotifyConsumerIdsChangedRequestHeader.from_ext_fields(request.ext_fields).consumer_group
+        except RemoteProtocolError:
+            group = "?"
+        logger.info(
+            "broker %s: consumer ids of group %s changed; rebalancing now", conn.remote_address, group
+        )
+        self.rebalance_immediately(RebalanceTrigger.NOTIFY)
+
+    def _on_get_consumer_running_info(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        try:
+            header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+        except RemoteProtocolError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        consumer = self.consumers.get(header.consumer_group)
+        if consumer is None:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
+            )
+        info = consumer.running_info()
+        return request.response(ResponseCode.SUCCESS, body=info.encode())
+
+    async def _on_consume_message_directly(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        try:
+            header = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
+            msg, _ = decode_message(request.body)
+        except RemoteProtocolError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        consumer = self.consumers.get(header.consumer_group)
+        if consumer is None:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
+            )
+        result = await consumer.consume_message_directly(msg, header.broker_name)
+        return request.response(ResponseCode.SUCCESS, body=result.encode())
+
+    async def _on_reset_offset(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        try:
+            header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+            body = ResetOffsetBody.decode(request.body) if request.body else ResetOffsetBody()
+        except RemoteProtocolError as exc:
+            logger.warning("bad RESET_CONSUMER_CLIENT_OFFSET from %s: %s", conn.remote_address, exc)
+            return
+        consumer = self.consumers.get(header.group)
+        if consumer is not None:
+            await consumer.reset_offset(header.topic, dict(body.offset_table))
+
+    def _on_get_consumer_status(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        try:
+            header = GetConsumerStatusRequestHeader.from_ext_fields(request.ext_fields)
+        except RemoteProtocolError as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        consumer = self.consumers.get(header.group)
+        table: dict[MessageQueue, int] = {}
+        if consumer is not None:
+            offsets = getattr(consumer, "offset_table", None)
+            if callable(offsets):
+                table = {mq: o for mq, o in offsets().items() if mq.topic == header.topic}
+        return request.response(
+            ResponseCode.SUCCESS, body=GetConsumerStatusBody(message_queue_table=table).encode()
+        )
+
+    # -------------------------------------------------------------- helpers for the facades
+
+    def ensure_running(self) -> None:
+        if self._closed or not self.loop_thread.running:
+            raise ClientStateError(f"client instance {self.client_id} is shut down")

@@ -1,0 +1,625 @@
+"""The producer (``DefaultMQProducer``): sync, async and oneway sends, batches, selectors, retries.
+
+A send finds the topic's publish info (route from the name server; for a topic without a route,
+the ``TBW102`` default topic's route so that the broker auto-creates it), picks a queue round
+robin over the writable queues of every broker (avoiding the broker that failed on a retry), gives
+the message a unique id (``UNIQ_KEY``), compresses a body of 4 KiB or more, and sends
+``SEND_MESSAGE_V2`` to the queue's master. Synchronous and asynchronous sends retry on another
+broker up to ``retry_times_when_send_failed`` times (2) after a transport error or a retriable
+broker answer, all within ``send_msg_timeout`` (3 s).
+
+>>> from rocketq import Producer, Message                       # doctest: +SKIP
+>>> with Producer("my-group", namesrv="127.0.0.1:9876") as producer:  # doctest: +SKIP
+...     result = producer.send(Message("TopicTest", b"hello", tags="TagA", keys="order-1"))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from rocketq.client.config import ClientConfig, ProducerConfig
+from rocketq.client.message import SendResult, SendStatus
+from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.client.routes import TopicPublishInfo, publish_info_from_route, route_for_auto_create
+from rocketq.errors import (
+    BrokerError,
+    ClientStateError,
+    ConfigError,
+    RemotingError,
+    RemotingTimeoutError,
+    RocketQError,
+    TopicNotExistError,
+)
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import TopicRouteData
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.headers import SendMessageRequestHeaderV2
+from rocketq.protocol.message import Message as ProtocolMessage
+from rocketq.protocol.message import MessageSysFlag, encode_batch, maybe_compress
+from rocketq.protocol.message_id import UniqIdGenerator
+from rocketq.protocol.properties import MessageConst, java_string_hash, properties_to_string
+
+if TYPE_CHECKING:
+    from rocketq.client.instance import ClientInstance
+
+__all__ = [
+    "MessageQueueSelector",
+    "Producer",
+    "ProducerCore",
+    "SendCallback",
+    "check_message",
+    "check_topic",
+    "select_by_hash",
+]
+
+logger = logging.getLogger(__name__)
+
+MessageQueueSelector = Callable[[Sequence[MessageQueue], ProtocolMessage, Any], MessageQueue]
+"""Picks a queue for a message: ``selector(queues, message, arg)`` (``MessageQueueSelector``)."""
+SendCallback = Callable[[SendResult], object]
+
+_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_MAX_TOPIC_LENGTH = 127
+_SYSTEM_TOPICS = frozenset(
+    {
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "BenchmarkTest",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRACE_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+#: Broker answers after which a send is tried on another broker (``retryResponseCodes``).
+RETRY_RESPONSE_CODES = frozenset(
+    {
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.NO_PERMISSION,
+        205,  # NO_BUYER_ID
+        206,  # NOT_IN_CURRENT_UNIT
+    }
+)
+_STATUS_BY_CODE: dict[int, SendStatus] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+def check_topic(topic: str) -> None:
+    """RocketMQ's ``Validators.checkTopic``: 1..127 chars of ``[%|a-zA-Z0-9_-]``."""
+    if not topic or not topic.strip():
+        raise ConfigError("the topic is blank")
+    if len(topic) > _MAX_TOPIC_LENGTH:
+        raise ConfigError(f"the topic is longer than {_MAX_TOPIC_LENGTH} characters: {topic!r}")
+    if not _TOPIC_RE.match(topic):
+        raise ConfigError(f"the topic {topic!r} contains characters other than [%|a-zA-Z0-9_-]")
+
+
+def check_message(msg: ProtocolMessage, max_size: int) -> None:
+    """RocketMQ's ``Validators.checkMessage``: valid topic, not a system topic, body 1..max bytes."""
+    check_topic(msg.topic)
+    if msg.topic in _SYSTEM_TOPICS:
+        raise ConfigError(f"the topic {msg.topic!r} is a system topic; sending to it is not allowed")
+    if not msg.body:
+        raise ConfigError("the message body is empty")
+    if len(msg.body) > max_size:
+        raise ConfigError(f"the message body is {len(msg.body)} bytes; the maximum is {max_size}")
+
+
+def select_by_hash(queues: Sequence[MessageQueue], msg: ProtocolMessage, arg: Any) -> MessageQueue:
+    """``SelectMessageQueueByHash``: ``abs(arg.hashCode()) % len(queues)`` (Java hash for str/int).
+
+    Messages with the same key go to the same queue, which is what ordered messages need.
+
+    >>> qs = [MessageQueue("T", "b", i) for i in range(4)]
+    >>> select_by_hash(qs, ProtocolMessage("T"), "order-1").queue_id
+    2
+    """
+    if isinstance(arg, str):
+        h = java_string_hash(arg)
+    elif isinstance(arg, int) and not isinstance(arg, bool):
+        h = ((arg ^ (arg >> 32)) & 0xFFFFFFFF) if not -(2**31) <= arg < 2**31 else arg
+        if h >= 2**31:
+            h -= 2**32
+    else:
+        h = java_string_hash(str(arg))
+    return queues[abs(h) % len(queues)]
+
+
+_uniq_lock = threading.Lock()
+_uniq_gen: UniqIdGenerator | None = None
+
+
+def _next_uniq_id(ip: str) -> str:
+    """A new ``UNIQ_KEY`` from the process-wide generator (one counter per process, as Java)."""
+    global _uniq_gen
+    with _uniq_lock:
+        if _uniq_gen is None:
+            try:
+                _uniq_gen = UniqIdGenerator(ip=ip, pid=os.getpid(), salt=id(_uniq_lock) & 0xFFFFFFFF)
+            except ConfigError:
+                _uniq_gen = UniqIdGenerator(ip="127.0.0.1", pid=os.getpid(), salt=id(_uniq_lock) & 0xFFFFFFFF)
+        return _uniq_gen.next_id(time.time_ns() // 1_000_000)
+
+
+class ProducerCore:
+    """The producer's asynchronous implementation; runs on its client instance's loop."""
+
+    def __init__(self, instance: ClientInstance, group: str, config: ProducerConfig) -> None:
+        self.instance = instance
+        self.group = group
+        self.config = config
+        self.publish_table: dict[str, TopicPublishInfo] = {}
+        self._ip = instance.client_id.partition("@")[0]
+
+    # ---------------------------------------------------------------- ProducerInner
+
+    def publish_topics(self) -> list[str]:
+        return list(self.publish_table)
+
+    def is_publish_topic_need_update(self, topic: str) -> bool:
+        info = self.publish_table.get(topic)
+        return info is None or not info.ok
+
+    def update_topic_publish_info(self, topic: str, route: TopicRouteData) -> None:
+        self.publish_table[topic] = publish_info_from_route(topic, route)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        self.instance.register_producer(self.group, self)
+        await self.instance.send_heartbeat_to_all_brokers()
+
+    async def unregister(self) -> None:
+        """UNREGISTER_CLIENT for this producer group on every broker, and forget it locally."""
+        self.instance.unregister_producer_local(self.group)
+        await self.instance.unregister_client(producer_group=self.group)
+
+    # ---------------------------------------------------------------- routes
+
+    async def find_publish_info(self, topic: str) -> TopicPublishInfo:
+        """``tryToFindTopicPublishInfo``: the route, else the default topic's (auto-create)."""
+        info = self.publish_table.get(topic)
+        if info is None or not info.ok:
+            self.publish_table.setdefault(topic, TopicPublishInfo([], None))
+            await self.instance.update_topic_route(topic)
+            info = self.publish_table[topic]
+        if info.have_route or info.ok:
+            return info
+        api = self.instance.api
+        assert api is not None
+        try:
+            default_route = await api.get_topic_route(self.config.create_topic_key)
+        except RocketQError as exc:
+            logger.warning("route of the default topic %s not found: %s", self.config.create_topic_key, exc)
+            default_route = None
+        if default_route is not None:
+            route = route_for_auto_create(default_route, self.config.default_topic_queue_nums)
+            await self.instance.update_topic_route(topic, route)
+        return self.publish_table[topic]
+
+    # ---------------------------------------------------------------- sending
+
+    def _properties_for(self, msg: ProtocolMessage, *, batch: bool) -> dict[str, str]:
+        props = dict(msg.properties)
+        if not batch and MessageConst.UNIQ_KEY not in props:
+            props[MessageConst.UNIQ_KEY] = _next_uniq_id(self._ip)
+        return props
+
+    async def send(
+        self,
+        msg: ProtocolMessage,
+        *,
+        timeout: float | None = None,
+        oneway: bool = False,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        retries: int | None = None,
+    ) -> SendResult | None:
+        """Send one message; ``None`` when ``oneway``. See the module docstring for the rules."""
+        check_message(msg, self.config.max_message_size)
+        props = self._properties_for(msg, batch=False)
+        body, sys_flag = maybe_compress(
+            msg.body, threshold=self.config.compress_msg_body_over_howmuch, level=self.config.compress_level
+        )
+        if props.get(MessageConst.TRAN_MSG) == "true":
+            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        uniq = props[MessageConst.UNIQ_KEY]
+        return await self._send_with_retries(
+            msg.topic, msg.flag, props, body, sys_flag, uniq, batch=False, timeout=timeout, oneway=oneway,
+            queue=queue, selector=selector, arg=arg, msg=msg, retries=retries,
+        )  # fmt: skip
+
+    async def send_batch(
+        self,
+        msgs: Sequence[ProtocolMessage],
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """Send messages of one topic as one SEND_BATCH_MESSAGE (no delay, no retry topic)."""
+        if not msgs:
+            raise ConfigError("a batch needs at least one message")
+        topic = msgs[0].topic
+        encoded = []
+        ids = []
+        for m in msgs:
+            if m.topic != topic:
+                raise ConfigError("every message of a batch must have the same topic")
+            if m.delay_time_level > 0:
+                raise ConfigError("delayed messages cannot be sent in a batch")
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise ConfigError("retry-group messages cannot be sent in a batch")
+            check_message(m, self.config.max_message_size)
+            props = self._properties_for(m, batch=False)
+            props.setdefault(MessageConst.WAIT, "true")
+            ids.append(props[MessageConst.UNIQ_KEY])
+            encoded.append(ProtocolMessage(topic, m.body, m.flag, props))
+        body = encode_batch(encoded)
+        if len(body) > self.config.max_message_size:
+            raise ConfigError(
+                f"the batch is {len(body)} bytes; the maximum is {self.config.max_message_size}"
+            )
+        wait = "true" if msgs[0].wait_store_msg_ok else "false"
+        result = await self._send_with_retries(
+            topic, 0, {MessageConst.WAIT: wait}, body, 0, ",".join(ids), batch=True, timeout=timeout,
+            oneway=False, queue=queue, selector=None, arg=None, msg=msgs[0], retries=None,
+        )  # fmt: skip
+        assert result is not None
+        return result
+
+    async def _send_with_retries(
+        self,
+        topic: str,
+        flag: int,
+        props: dict[str, str],
+        body: bytes,
+        sys_flag: int,
+        uniq: str,
+        *,
+        batch: bool,
+        timeout: float | None,
+        oneway: bool,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: Any,
+        msg: ProtocolMessage,
+        retries: int | None,
+    ) -> SendResult | None:
+        timeout = self.config.send_msg_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        info = await self.find_publish_info(topic)
+        if not info.ok:
+            raise TopicNotExistError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No route info of this topic: {topic} (and no default topic route)",
+            )
+        if queue is not None or selector is not None or oneway:
+            attempts = 1
+        else:
+            attempts = 1 + (self.config.retry_times_when_send_failed if retries is None else retries)
+        last_broker: str | None = None
+        last_error: Exception | None = None
+        for attempt in range(attempts):
+            if queue is not None:
+                mq = queue
+            elif selector is not None:
+                mq = selector(list(info.queues), msg, arg)
+            else:
+                mq = info.select_one(last_broker)
+            last_broker = mq.broker_name
+            remaining = timeout - (loop.time() - begin)
+            if remaining <= 0:
+                raise RemotingTimeoutError(
+                    f"send to {topic} timed out after {attempt} attempt(s)"
+                ) from last_error
+            try:
+                result = await self._send_kernel(
+                    topic,
+                    flag,
+                    props,
+                    body,
+                    sys_flag,
+                    uniq,
+                    mq,
+                    batch=batch,
+                    oneway=oneway,
+                    timeout=remaining,
+                )
+            except RemotingError as exc:
+                last_error = exc
+                logger.warning(
+                    "send to %s failed (%s); %s",
+                    mq,
+                    exc,
+                    "retrying" if attempt + 1 < attempts else "giving up",
+                )
+                continue
+            except BrokerError as exc:
+                last_error = exc
+                if exc.code in RETRY_RESPONSE_CODES and attempt + 1 < attempts:
+                    logger.warning("send to %s refused (%s); retrying on another broker", mq, exc)
+                    continue
+                raise
+            if (
+                result is not None
+                and result.status is not SendStatus.SEND_OK
+                and self.config.retry_another_broker_when_not_store_ok
+                and attempt + 1 < attempts
+            ):
+                continue
+            return result
+        assert last_error is not None
+        raise last_error
+
+    async def _send_kernel(
+        self,
+        topic: str,
+        flag: int,
+        props: dict[str, str],
+        body: bytes,
+        sys_flag: int,
+        uniq: str,
+        mq: MessageQueue,
+        *,
+        batch: bool,
+        oneway: bool,
+        timeout: float,
+    ) -> SendResult | None:
+        addr = await self.instance.locate_master(mq)
+        if addr is None:
+            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+        reconsume_times = 0
+        max_reconsume: int | None = None
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            props = dict(props)
+            rt = props.pop(MessageConst.RECONSUME_TIME, None)
+            if rt is not None and rt.isdigit():
+                reconsume_times = int(rt)
+            mr = props.pop(MessageConst.MAX_RECONSUME_TIMES, None)
+            if mr is not None and mr.lstrip("-").isdigit():
+                max_reconsume = int(mr)
+        header = SendMessageRequestHeaderV2(
+            producer_group=self.group,
+            topic=topic,
+            default_topic=self.config.create_topic_key,
+            default_topic_queue_nums=self.config.default_topic_queue_nums,
+            queue_id=mq.queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=time.time_ns() // 1_000_000,
+            flag=flag,
+            properties=properties_to_string(props),
+            reconsume_times=reconsume_times,
+            unit_mode=False,
+            max_reconsume_times=max_reconsume,
+            batch=batch,
+        )
+        api = self.instance.api
+        assert api is not None
+        response = await api.send_message(addr, header, body, batch=batch, oneway=oneway, timeout=timeout)
+        if response is None:
+            return None
+        return SendResult(
+            status=_STATUS_BY_CODE.get(response.code, SendStatus.SEND_OK),
+            msg_id=uniq,
+            offset_msg_id=response.offset_msg_id,
+            message_queue=MessageQueue(topic, mq.broker_name, response.queue_id),
+            queue_offset=response.queue_offset,
+            transaction_id=response.transaction_id,
+            region_id=response.region_id,
+            trace_on=response.trace_on,
+        )
+
+
+class Producer:
+    """A producer usable from plain synchronous code (and from asyncio via ``send_async``).
+
+    ``Producer(group, namesrv=None, *, instance_name=None, client_ip=None, config=None,
+    client_config=None)``; call :meth:`start` (or use ``with``), then :meth:`send` (blocks),
+    :meth:`send_future` / :meth:`send_callback` / ``await`` :meth:`send_async` (asynchronous),
+    :meth:`send_oneway`, :meth:`send_batch`; :meth:`shutdown` when done.
+    """
+
+    def __init__(
+        self,
+        group: str = "DEFAULT_PRODUCER",
+        namesrv: str | None = None,
+        *,
+        instance_name: str | None = None,
+        client_ip: str | None = None,
+        config: ProducerConfig | None = None,
+        client_config: ClientConfig | None = None,
+    ) -> None:
+        if not group or not _TOPIC_RE.match(group):
+            raise ConfigError(f"producer group must be a non-empty [%|a-zA-Z0-9_-] name, got {group!r}")
+        self.group = group
+        self.config = config or ProducerConfig()
+        if client_config is None:
+            client_config = ClientConfig(
+                namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT"
+            )
+        self.client_config = client_config.with_pid_instance_name()
+        self._instance: ClientInstance | None = None
+        self._core: ProducerCore | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "running" if self._core is not None else "stopped"
+        return f"<Producer {self.group} {state} {self.client_id}>"
+
+    @property
+    def client_id(self) -> str:
+        return self._instance.client_id if self._instance is not None else self.client_config.client_id()
+
+    @property
+    def core(self) -> ProducerCore:
+        if self._core is None:
+            raise ClientStateError("the producer is not started")
+        return self._core
+
+    def start(self) -> Producer:
+        from rocketq.client.instance import ClientInstance  # noqa: PLC0415 (instance imports producer)
+
+        with self._lock:
+            if self._core is not None:
+                return self
+            instance = ClientInstance.acquire(self.client_config)
+            core = ProducerCore(instance, self.group, self.config)
+            try:
+                instance.loop_thread.call(core.start())
+            except BaseException:
+                instance.release()
+                raise
+            self._instance, self._core = instance, core
+            return self
+
+    def shutdown(self) -> None:
+        with self._lock:
+            core, instance = self._core, self._instance
+            self._core = None
+            if core is None or instance is None:
+                return
+            try:
+                instance.loop_thread.call(core.unregister(), timeout=10.0)
+            except Exception as exc:
+                logger.warning("producer %s: unregister failed: %s", self.group, exc)
+            instance.release()
+
+    close = shutdown
+
+    def __enter__(self) -> Producer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    # ---------------------------------------------------------------- sends
+
+    def send(
+        self,
+        msg: ProtocolMessage,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> SendResult:
+        """Send and wait for the broker's answer; raises on failure after the retries."""
+        core = self.core
+        wait = (timeout or self.config.send_msg_timeout) + 5.0
+        result = core.instance.loop_thread.call(
+            core.send(msg, timeout=timeout, queue=queue, selector=selector, arg=arg), timeout=wait
+        )
+        assert result is not None
+        return result
+
+    def send_future(
+        self,
+        msg: ProtocolMessage,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> concurrent.futures.Future[SendResult]:
+        """Send asynchronously (retrying ``retry_times_when_send_async_failed`` times); a future."""
+        core = self.core
+        coro = core.send(
+            msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+            retries=self.config.retry_times_when_send_async_failed,
+        )  # fmt: skip
+        return core.instance.loop_thread.submit(coro)  # type: ignore[arg-type]
+
+    def send_callback(
+        self,
+        msg: ProtocolMessage,
+        on_success: SendCallback,
+        on_exception: Callable[[BaseException], object] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """Send asynchronously and call ``on_success(result)`` or ``on_exception(exc)`` (loop thread)."""
+        future = self.send_future(msg, timeout)
+
+        def done(f: concurrent.futures.Future[SendResult]) -> None:
+            exc = f.exception()
+            try:
+                if exc is not None:
+                    if on_exception is not None:
+                        on_exception(exc)
+                    else:
+                        logger.warning("async send failed: %s", exc)
+                else:
+                    on_success(f.result())
+            except Exception:
+                logger.exception("send callback failed")
+
+        future.add_done_callback(done)
+
+    async def send_async(
+        self,
+        msg: ProtocolMessage,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> SendResult:
+        """``await producer.send_async(msg)`` from any asyncio loop."""
+        return await asyncio.wrap_future(
+            self.send_future(msg, timeout, queue=queue, selector=selector, arg=arg)
+        )
+
+    def send_oneway(
+        self,
+        msg: ProtocolMessage,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> None:
+        """Send without waiting for an answer (the frame is written before this returns)."""
+        core = self.core
+        core.instance.loop_thread.call(
+            core.send(msg, oneway=True, queue=queue, selector=selector, arg=arg),
+            timeout=self.config.send_msg_timeout + 5.0,
+        )
+
+    def send_batch(
+        self,
+        msgs: Sequence[ProtocolMessage],
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """Send messages of one topic in one request; ``msg_id`` lists their ids joined by commas."""
+        core = self.core
+        return core.instance.loop_thread.call(
+            core.send_batch(msgs, timeout=timeout, queue=queue),
+            timeout=(timeout or self.config.send_msg_timeout) + 5.0,
+        )
+
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to ``topic`` may pick (``fetchPublishMessageQueues``)."""
+        core = self.core
+        info = core.instance.loop_thread.call(core.find_publish_info(topic))
+        return list(info.queues)

@@ -1,0 +1,852 @@
+"""The push consumer (``DefaultMQPushConsumer``): subscribe, rebalance, long-poll, consume.
+
+:class:`PushConsumer` is the synchronous facade; :class:`PushConsumerCore` does the work on the
+client instance's event loop. One pull task per owned queue runs RocketMQ's ``pullMessage``:
+
+1. skip the queue once it is dropped; note the pull time (pull expiry is judged from it);
+2. flow control: more than ``pull_threshold_for_queue`` (1,000) cached messages, more than
+   ``pull_threshold_size_for_queue`` (100) MiB, or (concurrent consumption) a span of more than
+   ``consume_concurrently_max_span`` (2,000) between the lowest and highest cached offset: wait
+   50 ms and look again;
+3. a long-poll ``PULL_MESSAGE`` (broker holds it up to 15 s; client timeout 30 s) for up to 32
+   messages, carrying the in-memory committed offset (commit flag set when > 0, clustering only)
+   and the subscription expression when ``post_subscription_when_pull``;
+4. FOUND: filter by tag, cache in the process queue, submit to the consume service, pull again;
+   NO_NEW_MSG / NO_MATCHED_MSG: move to the next begin offset (and commit it when nothing is
+   cached), pull again; OFFSET_ILLEGAL: drop the queue, store the broker's next begin offset,
+   persist it and remove the queue so the next rebalance re-adds it; any error: retry in 3 s.
+
+Seams for other consumers (the orderly service, clean handoff): :attr:`PushConsumerCore.consume_orderly`,
+:meth:`PushConsumerCore.make_consume_service`, :meth:`PushConsumerCore.pull_precheck`,
+:meth:`PushConsumerCore.remove_unnecessary_message_queue` and
+:meth:`PushConsumerCore.compute_pull_from_where` may be overridden by a subclass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from rocketq.client.config import ClientConfig, PushConsumerConfig, ReadOffsetType
+from rocketq.client.consume_concurrently import (
+    ConsumeMessageConcurrentlyService,
+    ConsumeService,
+    ConsumeStats,
+    adapt_listener,
+)
+from rocketq.client.message import PullStatus
+from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX, PullRequest, RebalanceImpl, retry_topic
+from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.routes import MASTER_ID
+from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
+    ConsumerData,
+    ConsumerRunningInfo,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+)
+from rocketq.protocol.codes import CURRENT_VERSION, ResponseCode, version_name
+from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader
+from rocketq.protocol.message import Message as ProtocolMessage
+from rocketq.protocol.message import MessageExt, decode_messages
+from rocketq.protocol.properties import MessageConst
+
+if TYPE_CHECKING:
+    from rocketq.client.instance import ClientInstance
+
+__all__ = ["MessageQueueListener", "PushConsumer", "PushConsumerCore", "pull_sys_flag"]
+
+logger = logging.getLogger(__name__)
+
+MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
+"""``fn(topic, all queues, my queues)`` after a rebalance changed this consumer's queues."""
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+FLAG_CLASS_FILTER = 0x8
+
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+def pull_sys_flag(
+    *, commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool = False
+) -> int:
+    """``PullSysFlag.buildSysFlag``.
+
+    >>> pull_sys_flag(commit_offset=True, suspend=True, subscription=False)
+    3
+    """
+    flag = 0
+    if commit_offset:
+        flag |= FLAG_COMMIT_OFFSET
+    if suspend:
+        flag |= FLAG_SUSPEND
+    if subscription:
+        flag |= FLAG_SUBSCRIPTION
+    if class_filter:
+        flag |= FLAG_CLASS_FILTER
+    return flag
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class PushConsumerCore:
+    """The push consumer's implementation; every method runs on the instance's event loop."""
+
+    consume_type = ConsumeType.CONSUME_PASSIVELY
+
+    def __init__(
+        self,
+        instance: ClientInstance,
+        group: str,
+        config: PushConsumerConfig,
+        subscriptions: dict[str, SubscriptionData],
+        listener: Callable[..., Any],
+        log: RebalanceLog,
+        queue_listeners: list[MessageQueueListener],
+    ) -> None:
+        self.instance = instance
+        self.group = group
+        self.config = config
+        self.message_model = config.message_model
+        self.listener = listener
+        self.log = log
+        self.queue_listeners = queue_listeners
+        self.stats = ConsumeStats()
+        self.offset_store: OffsetStore
+        if self.message_model is MessageModel.BROADCASTING:
+            self.offset_store = LocalFileOffsetStore(group, instance.client_id, config.offset_store_dir)
+        else:
+            self.offset_store = RemoteBrokerOffsetStore(group, self._api(), instance.locate_master)
+        self.rebalance = RebalanceImpl(
+            group=group,
+            message_model=self.message_model,
+            strategy=config.strategy(),
+            context=instance,
+            hooks=self,
+            log=log,
+            offset_store=self.offset_store,
+            balance=config.balance,
+            pull_max_idle=config.pull_max_idle_time,
+        )
+        for sub in subscriptions.values():
+            self.rebalance.set_subscription(sub)
+        self.consume_service: ConsumeService = self.make_consume_service()
+        self.pull_threshold_for_queue = config.pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = config.pull_threshold_size_for_queue
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._pull_from_which_node: dict[MessageQueue, int] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._flow_control_times = 0
+        self.paused = False
+        self._rebalance_ready = False  # the service's rebalances wait for the START one
+        self.running = False
+        self.stopping = False
+        self.start_timestamp = 0
+
+    def _api(self) -> Any:
+        api = self.instance.api
+        if api is None:
+            raise ClientStateError("client instance not started")
+        return api
+
+    # ---------------------------------------------------------------- seams
+
+    @property
+    def consume_orderly(self) -> bool:
+        """Whether queues are consumed in order (the orderly service overrides)."""
+        return False
+
+    def make_consume_service(self) -> ConsumeService:
+        return ConsumeMessageConcurrentlyService(self, adapt_listener(self.listener))
+
+    def pull_precheck(self, request: PullRequest) -> float | None:
+        """Seconds to wait before pulling ``request``'s queue, or ``None`` to pull now (flow control)."""
+        pq = request.pq
+        cfg = self.config
+        if pq.msg_count > self.pull_threshold_for_queue:
+            return self._flow_controlled("count", request)
+        if pq.msg_size > self.pull_threshold_size_for_queue * 1024 * 1024:
+            return self._flow_controlled("size", request)
+        if not self.consume_orderly and pq.max_span() > cfg.consume_concurrently_max_span:
+            return self._flow_controlled("span", request)
+        return None
+
+    def _flow_controlled(self, why: str, request: PullRequest) -> float:
+        self._flow_control_times += 1
+        if self._flow_control_times % 1000 == 1:
+            pq = request.pq
+            logger.warning(
+                "flow control (%s) on %s: %d cached messages, %d MiB, span %d; pulling again in %.0f ms",
+                why, request.mq, pq.msg_count, pq.msg_size // (1024 * 1024), pq.max_span(),
+                self.config.pull_time_delay_when_flow_control * 1000,
+            )  # fmt: skip
+        return self.config.pull_time_delay_when_flow_control
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        cfg = self.config
+        if self.message_model is MessageModel.CLUSTERING:
+            retry = retry_topic(self.group)
+            if retry not in self.rebalance.subscriptions:
+                self.rebalance.set_subscription(SubscriptionData.build(retry, "*", sub_version=_now_ms()))
+        await self.offset_store.load()
+        self.consume_service.start()
+        self.instance.register_consumer(self.group, self)
+        self.running = True
+        self.start_timestamp = _now_ms()
+        try:
+            for topic in list(self.rebalance.subscriptions):
+                await self.instance.update_topic_route(topic)
+            await self.instance.send_heartbeat_to_all_brokers()
+            await self.rebalance.do_rebalance(RebalanceTrigger.START)
+            self._rebalance_ready = True
+        except BaseException:
+            self.running = False
+            self.instance.unregister_consumer_local(self.group)
+            raise
+        logger.info(
+            "push consumer %s started as %s (%s, %s, strategy %s)",
+            self.group,
+            self.instance.client_id,
+            self.message_model,
+            cfg.consume_from_where,
+            self.rebalance.strategy.name,
+        )
+
+    async def shutdown(self, await_termination: float) -> list[RebalanceRecord]:
+        """Stop pulling, finish (bounded) in-flight listeners, persist offsets synchronously,
+        release every queue (SHUTDOWN records), unregister from every broker."""
+        if not self.running:
+            return []
+        self.stopping = True
+        tasks = list(self._pull_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._pull_tasks.clear()
+        await self.consume_service.shutdown(await_termination)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        mqs = list(self.rebalance.process_queue_table)
+        await self.offset_store.persist_all(mqs, oneway=False)
+        records = await self.rebalance.release_all(RebalanceTrigger.SHUTDOWN)
+        self.instance.unregister_consumer_local(self.group)
+        await self.instance.unregister_client(consumer_group=self.group)
+        self.running = False
+        logger.info("push consumer %s (%s) shut down", self.group, self.instance.client_id)
+        return records
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---------------------------------------------------------------- subscriptions
+
+    async def subscribe(self, sub: SubscriptionData) -> None:
+        assert sub.topic is not None
+        self.rebalance.set_subscription(sub)
+        if self.running:
+            await self.instance.update_topic_route(sub.topic)
+            await self.instance.send_heartbeat_to_all_brokers()
+            await self.rebalance.do_rebalance(RebalanceTrigger.SUBSCRIPTION)
+
+    async def unsubscribe(self, topic: str) -> None:
+        self.rebalance.subscriptions.pop(topic, None)
+        if self.running:
+            await self.instance.send_heartbeat_to_all_brokers()
+            await self.rebalance.do_rebalance(RebalanceTrigger.SUBSCRIPTION)
+
+    # ---------------------------------------------------------------- ConsumerInner
+
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=self.consume_type,
+            message_model=self.message_model,
+            consume_from_where=self.config.consume_from_where,
+            subscription_data_set=tuple(self.rebalance.subscriptions.values()),
+            unit_mode=False,
+        )
+
+    def subscribed_topics(self) -> list[str]:
+        return list(self.rebalance.subscriptions)
+
+    def is_subscribe_topic_need_update(self, topic: str) -> bool:
+        return topic in self.rebalance.subscriptions and topic not in self.rebalance.topic_subscribe_info
+
+    def update_topic_subscribe_info(self, topic: str, mqs: frozenset[MessageQueue]) -> None:
+        if topic in self.rebalance.subscriptions:
+            self.rebalance.topic_subscribe_info[topic] = mqs
+
+    async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
+        if self.running and self._rebalance_ready and not self.stopping and not self.paused:
+            # a topic without queues yet (the retry topic before the broker registered it) is
+            # looked up now rather than at the next 30 s route refresh
+            for topic in list(self.rebalance.subscriptions):
+                if topic not in self.rebalance.topic_subscribe_info:
+                    await self.instance.update_topic_route(topic)
+            await self.rebalance.do_rebalance(trigger)
+
+    async def persist_consumer_offset(self) -> None:
+        if self.running and not self.stopping:
+            await self.offset_store.persist_all(list(self.rebalance.process_queue_table))
+
+    def offset_table(self) -> dict[MessageQueue, int]:
+        return self.offset_store.clone_offset_table()
+
+    def running_info(self) -> ConsumerRunningInfo:
+        cfg = self.config
+        props = {
+            "consumerGroup": self.group,
+            "messageModel": str(self.message_model),
+            "consumeFromWhere": str(cfg.consume_from_where),
+            "consumeTimestamp": cfg.consume_timestamp,
+            "allocateMessageQueueStrategy": self.rebalance.strategy.name,
+            "consumeThreadMin": str(cfg.consume_thread_max),
+            "consumeThreadMax": str(cfg.consume_thread_max),
+            "consumeConcurrentlyMaxSpan": str(cfg.consume_concurrently_max_span),
+            "pullThresholdForQueue": str(self.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(self.pull_threshold_size_for_queue),
+            "pullThresholdForTopic": str(cfg.pull_threshold_for_topic),
+            "pullThresholdSizeForTopic": str(cfg.pull_threshold_size_for_topic),
+            "pullInterval": str(int(cfg.pull_interval * 1000)),
+            "consumeMessageBatchMaxSize": str(cfg.consume_message_batch_max_size),
+            "pullBatchSize": str(cfg.pull_batch_size),
+            "postSubscriptionWhenPull": str(cfg.post_subscription_when_pull).lower(),
+            "maxReconsumeTimes": str(cfg.max_reconsume_times),
+            "suspendCurrentQueueTimeMillis": str(int(cfg.suspend_current_queue_time * 1000)),
+            "consumeTimeout": str(int(cfg.consume_timeout // 60)),
+            "awaitTerminationMillisWhenShutdown": str(int(cfg.await_termination * 1000)),
+            "unitMode": "false",
+            "instanceName": self.instance.config.instance_name,
+            "clientIP": self.instance.client_id.partition("@")[0],
+            "PROP_NAMESERVER_ADDR": ";".join(self.instance.namesrv_addrs) + ";",
+            "PROP_CONSUME_TYPE": str(self.consume_type),
+            "PROP_CONSUMEORDERLY": str(self.consume_orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.consume_service.core_pool_size),
+            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
+            "PROP_CLIENT_VERSION": version_name(CURRENT_VERSION),
+        }
+        mq_table = {
+            mq: pq.info(self.offset_store.memory_offset(mq))
+            for mq, pq in sorted(self.rebalance.process_queue_table.items())
+        }
+        subs = tuple(self.rebalance.subscriptions.values())
+        status = {t: self.stats.status(t) for t in self.rebalance.subscriptions}
+        return ConsumerRunningInfo(
+            properties=props, subscription_set=subs, mq_table=mq_table, status_table=status
+        )
+
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        return await self.consume_service.consume_message_directly(msg, broker_name)
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (``resetOffset``): drop the topic's queues, write the new
+        offsets, and let the next rebalance re-add them from there."""
+        was_paused = self.paused
+        self.paused = True
+        try:
+            for mq, pq in list(self.rebalance.process_queue_table.items()):
+                if mq.topic == topic and mq in offsets:
+                    pq.dropped = True
+                    pq.clear()
+            await asyncio.sleep(0.01)
+            for mq, offset in offsets.items():
+                await self.offset_store.update_consume_offset_to_broker(mq, offset, oneway=False)
+                self.rebalance.remove_process_queue(mq)
+        finally:
+            self.paused = was_paused
+        await self.rebalance.do_rebalance(RebalanceTrigger.MANUAL)
+
+    # ---------------------------------------------------------------- RebalanceHooks
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        if not self.stopping:
+            await self.offset_store.persist(mq)
+        self.offset_store.remove_offset(mq)
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None and self.stopping:
+            task.cancel()
+        return True
+
+    def remove_dirty_offset(self, mq: MessageQueue) -> None:
+        self.offset_store.remove_offset(mq)
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """Where a newly owned queue starts (``RebalancePushImpl.computePullFromWhere``).
+
+        The committed offset when the broker has one. Otherwise (a new group): LAST_OFFSET → the
+        queue's max offset (0 for a retry topic), FIRST_OFFSET → 0, TIMESTAMP → the offset at
+        ``consume_timestamp`` (a retry topic: its max offset). An unreadable offset gives -1.
+        """
+        last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        if last >= 0:
+            return last
+        if last != -1:
+            return -1
+        where = self.config.consume_from_where
+        is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        addr = await self.instance.locate_master(mq)
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            if addr is None:
+                return -1
+            if is_retry:
+                return int(await self._api().get_max_offset(addr, mq))
+            return int(await self._api().search_offset(addr, mq, self.config.consume_timestamp_ms()))
+        # LAST_OFFSET and its deprecated aliases
+        if is_retry:
+            return 0
+        if addr is None:
+            return -1
+        return int(await self._api().get_max_offset(addr, mq))
+
+    def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
+        for request in requests:
+            self.execute_pull_request(request)
+            logger.debug("group %s: pulling %s from %d", self.group, request.mq, request.next_offset)
+
+    async def message_queue_changed(
+        self, topic: str, mq_all: frozenset[MessageQueue], mq_divided: frozenset[MessageQueue]
+    ) -> None:
+        self.rebalance.bump_sub_version(topic)
+        cfg = self.config
+        count = len(self.rebalance.process_queue_table)
+        if count:
+            if cfg.pull_threshold_for_topic != -1:
+                self.pull_threshold_for_queue = max(1, cfg.pull_threshold_for_topic // count)
+            if cfg.pull_threshold_size_for_topic != -1:
+                self.pull_threshold_size_for_queue = max(1, cfg.pull_threshold_size_for_topic // count)
+        await self.instance.send_heartbeat_to_all_brokers()
+        for fn in list(self.queue_listeners):
+            try:
+                fn(topic, mq_all, mq_divided)
+            except Exception:
+                logger.exception("message queue listener %r failed", fn)
+
+    # ---------------------------------------------------------------- pulling
+
+    def execute_pull_request(self, request: PullRequest, delay: float = 0.0) -> None:
+        if self.stopping:
+            return
+        old = self._pull_tasks.get(request.mq)
+        if old is not None and not old.done():
+            old.cancel()
+        task = asyncio.get_running_loop().create_task(self._pull_loop(request, delay))
+        self._pull_tasks[request.mq] = task
+        mq = request.mq
+        task.add_done_callback(lambda t: self._pull_done(mq, t))
+
+    def _pull_done(self, mq: MessageQueue, task: asyncio.Task[None]) -> None:
+        if self._pull_tasks.get(mq) is task:
+            del self._pull_tasks[mq]
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("pull loop of %s died", mq, exc_info=task.exception())
+
+    async def _pull_loop(self, request: PullRequest, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        while not request.pq.dropped and not self.stopping:
+            wait = await self.pull_once(request)
+            if wait is None:
+                return
+            if wait > 0:
+                await asyncio.sleep(wait)
+
+    async def pull_once(self, request: PullRequest) -> float | None:
+        """One ``pullMessage`` round; seconds to wait before the next, or ``None`` to stop."""
+        pq, mq, cfg = request.pq, request.mq, self.config
+        if pq.dropped:
+            return None
+        pq.last_pull_timestamp = time.time()
+        if self.paused:
+            return cfg.pull_time_delay_when_suspend
+        wait = self.pull_precheck(request)
+        if wait is not None:
+            return wait
+        sub = self.rebalance.subscriptions.get(mq.topic)
+        if sub is None:
+            logger.warning("no subscription for %s; pulling again later", mq)
+            return cfg.pull_time_delay_when_exception
+        commit_offset = 0
+        if self.message_model is MessageModel.CLUSTERING:
+            commit_offset = self.offset_store.memory_offset(mq)
+        sub_expression = (
+            sub.sub_string if cfg.post_subscription_when_pull and not sub.class_filter_mode else None
+        )
+        sys_flag = pull_sys_flag(
+            commit_offset=commit_offset > 0, suspend=True, subscription=sub_expression is not None
+        )
+        header = PullMessageRequestHeader(
+            consumer_group=self.group,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=request.next_offset,
+            max_msg_nums=cfg.pull_batch_size,
+            sys_flag=sys_flag,
+            commit_offset=max(commit_offset, 0),
+            suspend_timeout_millis=int(cfg.broker_suspend_max_time * 1000),
+            subscription=sub_expression,
+            sub_version=sub.sub_version,
+            expression_type=sub.expression_type,
+        )
+        begin = time.monotonic()
+        try:
+            addr = self.instance.find_broker_address_in_subscribe(
+                mq.broker_name, self._pull_from_which_node.get(mq, MASTER_ID)
+            )
+            if addr is None:
+                await self.instance.update_topic_route(mq.topic)
+                addr = self.instance.find_broker_address_in_subscribe(mq.broker_name)
+            if addr is None:
+                raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+            response = await self._api().pull_message(addr, header, cfg.consumer_timeout_when_suspend)
+        except asyncio.CancelledError:
+            raise
+        except (RocketQError, OSError) as exc:
+            if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                logger.warning(
+                    "pull of %s failed: %s; retrying in %.1fs", mq, exc, cfg.pull_time_delay_when_exception
+                )
+            return cfg.pull_time_delay_when_exception
+        if pq.dropped or self.stopping:
+            return None
+        self._pull_from_which_node[mq] = response.suggest_which_broker_id
+        status = _PULL_STATUS.get(response.code)
+        if status is PullStatus.FOUND:
+            try:
+                msgs = decode_messages(response.body)
+            except RemoteProtocolError as exc:
+                logger.error("undecodable pull body from %s: %s", mq, exc)
+                return cfg.pull_time_delay_when_exception
+            self.stats.add(mq.topic, "pull", len(msgs), (time.monotonic() - begin) * 1000.0)
+            if sub.tags_set and not sub.class_filter_mode:
+                tags = set(sub.tags_set)
+                msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
+            min_text, max_text = str(response.min_offset), str(response.max_offset)
+            for m in msgs:
+                m.properties[MessageConst.MIN_OFFSET] = min_text
+                m.properties[MessageConst.MAX_OFFSET] = max_text
+            prev = request.next_offset
+            request.next_offset = response.next_begin_offset
+            if response.next_begin_offset < prev:
+                logger.warning(
+                    "[BUG] %s: next begin offset %d < requested %d", mq, response.next_begin_offset, prev
+                )
+            if msgs:
+                dispatch = pq.put_messages(msgs)
+                self.consume_service.submit_consume_request(msgs, pq, mq, dispatch)
+            return cfg.pull_interval
+        if status is PullStatus.NO_NEW_MSG or status is PullStatus.NO_MATCHED_MSG:
+            request.next_offset = response.next_begin_offset
+            if pq.msg_count == 0:
+                self.offset_store.update_offset(mq, request.next_offset, True)
+            return 0.0
+        if status is PullStatus.OFFSET_ILLEGAL:
+            logger.warning(
+                "pull of %s at %d: offset illegal; restarting at %d",
+                mq,
+                request.next_offset,
+                response.next_begin_offset,
+            )
+            request.next_offset = response.next_begin_offset
+            pq.dropped = True
+            self._spawn(self._correct_illegal_offset(request))
+            return None
+        logger.warning("pull of %s: unexpected response code %d", mq, response.code)
+        return cfg.pull_time_delay_when_exception
+
+    async def _correct_illegal_offset(self, request: PullRequest) -> None:
+        await asyncio.sleep(self.config.offset_illegal_delay)
+        self.offset_store.update_offset(request.mq, request.next_offset, False)
+        await self.offset_store.persist(request.mq)
+        self.rebalance.remove_process_queue(request.mq)
+        logger.warning("%s: offset corrected to %d and persisted; rebalance will re-add it", request.mq,
+                       request.next_offset)  # fmt: skip
+
+    # ---------------------------------------------------------------- send back
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
+        """CONSUMER_SEND_MSG_BACK; if the broker fails, re-send to the retry topic through the
+        instance's inner producer. ``False`` when both failed (the caller retries locally)."""
+        cfg = self.config
+        max_times = cfg.effective_max_reconsume_times
+        addr = self.instance.find_broker_address_in_publish(broker_name) if broker_name else None
+        if addr is None:
+            addr = str(msg.store_host)
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset,
+            group=self.group,
+            delay_level=delay_level,
+            origin_msg_id=msg.msg_id,
+            origin_topic=msg.topic,
+            unit_mode=False,
+            max_reconsume_times=max_times,
+        )
+        try:
+            await self._api().consumer_send_msg_back(addr, header, timeout=5.0)
+            return True
+        except RocketQError as exc:
+            logger.warning(
+                "send back of %s to %s failed (%s); re-sending to the retry topic", msg.msg_id, addr, exc
+            )
+        producer = self.instance.inner_producer
+        if producer is None:
+            return False
+        props = dict(msg.properties)
+        props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
+        props[MessageConst.RETRY_TOPIC] = msg.topic
+        props[MessageConst.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        props[MessageConst.MAX_RECONSUME_TIMES] = str(max_times)
+        props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
+        props.pop(MessageConst.UNIQ_KEY, None)
+        retry = ProtocolMessage(retry_topic(self.group), msg.body, msg.flag, props)
+        try:
+            await producer.send(retry)
+            return True
+        except (RocketQError, ConfigError) as exc:
+            logger.warning("re-sending %s to %s failed: %s", msg.msg_id, retry.topic, exc)
+            return False
+
+
+class PushConsumer:
+    """A push consumer usable from plain synchronous code.
+
+    ::
+
+        consumer = PushConsumer("my-group", namesrv="127.0.0.1:9876")
+        consumer.subscribe("TopicTest", "TagA || TagB")
+        consumer.register_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        consumer.start()
+        ...
+        consumer.shutdown()
+
+    Listeners are ordinary functions run on the consumer's thread pool: ``fn(msgs, context)`` or
+    ``fn(msgs)``, returning :class:`ConsumeConcurrentlyStatus` (``None`` or an exception means
+    RECONSUME_LATER, as in Java).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | None = None,
+        *,
+        instance_name: str | None = None,
+        client_ip: str | None = None,
+        config: PushConsumerConfig | None = None,
+        client_config: ClientConfig | None = None,
+        **options: Any,
+    ) -> None:
+        if not group or group == "DEFAULT_CONSUMER":
+            raise ConfigError("a push consumer needs a consumer group other than DEFAULT_CONSUMER")
+        self.group = group
+        cfg = config or PushConsumerConfig()
+        if options:
+            try:
+                cfg = replace(cfg, **options)
+            except TypeError as exc:
+                raise ConfigError(f"unknown push consumer option: {exc}") from None
+        self.config = cfg
+        if client_config is None:
+            client_config = ClientConfig(
+                namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT"
+            )
+        if cfg.message_model is MessageModel.CLUSTERING:
+            client_config = client_config.with_pid_instance_name()
+        self.client_config = client_config
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._listener: Callable[..., Any] | None = None
+        self._queue_listeners: list[MessageQueueListener] = []
+        self.rebalance_log = RebalanceLog(cfg.rebalance_log_size)
+        self._instance: ClientInstance | None = None
+        self._core: PushConsumerCore | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "running" if self._core is not None else "stopped"
+        return f"<PushConsumer {self.group} {state} {self.client_id}>"
+
+    @property
+    def client_id(self) -> str:
+        return self._instance.client_id if self._instance is not None else self.client_config.client_id()
+
+    @property
+    def core(self) -> PushConsumerCore:
+        if self._core is None:
+            raise ClientStateError("the consumer is not started")
+        return self._core
+
+    # ---------------------------------------------------------------- setup
+
+    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``)."""
+        from rocketq.client.producer import check_topic  # noqa: PLC0415 (avoid a cycle at import)
+
+        check_topic(topic)
+        sub = SubscriptionData.build(topic, expression, sub_version=_now_ms())
+        self._subscriptions[topic] = sub
+        if self._core is not None:
+            core = self._core
+            core.instance.loop_thread.call(core.subscribe(sub))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._subscriptions.pop(topic, None)
+        if self._core is not None:
+            core = self._core
+            core.instance.loop_thread.call(core.unsubscribe(topic))
+
+    def register_listener(self, fn: Callable[..., Any]) -> None:
+        """The concurrent listener: ``fn(msgs, context)`` or ``fn(msgs)``."""
+        if self._core is not None:
+            raise ClientStateError("register the listener before start()")
+        self._listener = fn
+
+    register_message_listener = register_listener
+
+    def add_rebalance_listener(self, fn: RebalanceListener) -> None:
+        """Call ``fn(record)`` for every rebalance record (on the client's loop thread)."""
+        self.rebalance_log.add_listener(fn)
+
+    def remove_rebalance_listener(self, fn: RebalanceListener) -> None:
+        self.rebalance_log.remove_listener(fn)
+
+    def add_queue_listener(self, fn: MessageQueueListener) -> None:
+        """``fn(topic, all queues, my queues)`` whenever a rebalance changed this consumer's queues."""
+        self._queue_listeners.append(fn)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> PushConsumer:
+        from rocketq.client.instance import ClientInstance  # noqa: PLC0415 (instance imports this module)
+
+        with self._lock:
+            if self._core is not None:
+                return self
+            if self._listener is None:
+                raise ClientStateError("register a listener before start()")
+            if not self._subscriptions:
+                raise ClientStateError("subscribe to at least one topic before start()")
+            instance = ClientInstance.acquire(self.client_config)
+            try:
+                core = instance.loop_thread.call(self._make_core(instance))
+                instance.loop_thread.call(core.start(), timeout=60.0)
+            except BaseException:
+                instance.release()
+                raise
+            self._instance, self._core = instance, core
+            return self
+
+    async def _make_core(self, instance: ClientInstance) -> PushConsumerCore:
+        assert self._listener is not None
+        return PushConsumerCore(
+            instance, self.group, self.config, dict(self._subscriptions), self._listener, self.rebalance_log,
+            self._queue_listeners,
+        )  # fmt: skip
+
+    def shutdown(self, await_termination: float | None = None) -> None:
+        """Graceful: stop pulling, wait (bounded) for listeners, persist offsets, unregister."""
+        wait = self.config.await_termination if await_termination is None else await_termination
+        with self._lock:
+            core, instance = self._core, self._instance
+            self._core = None
+            if core is None or instance is None:
+                return
+            try:
+                instance.loop_thread.call(core.shutdown(wait), timeout=wait + 30.0)
+            except Exception as exc:
+                logger.warning("consumer %s: shutdown step failed: %s", self.group, exc)
+            finally:
+                with contextlib.suppress(Exception):
+                    instance.loop_thread.call(self._shutdown_pool(core), timeout=5.0)
+                instance.release()
+
+    @staticmethod
+    async def _shutdown_pool(core: PushConsumerCore) -> None:
+        executor = getattr(core.consume_service, "executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    close = shutdown
+
+    def __enter__(self) -> PushConsumer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    # ---------------------------------------------------------------- control and views
+
+    def pause(self) -> None:
+        """Stop pulling (queues stay owned); ``resume`` restarts (``suspend``/``resume`` in Java)."""
+        self.core.paused = True
+
+    def resume(self) -> None:
+        core = self.core
+        core.paused = False
+        core.instance.rebalance_immediately(RebalanceTrigger.MANUAL)
+
+    def rebalance(self) -> list[RebalanceRecord]:
+        """Rebalance now (trigger MANUAL) and return the records."""
+        core = self.core
+        return core.instance.loop_thread.call(core.rebalance.do_rebalance(RebalanceTrigger.MANUAL))
+
+    def assigned_queues(self, topic: str | None = None) -> list[MessageQueue]:
+        """The queues this consumer owns now (of one topic when given), sorted."""
+        core = self.core
+
+        async def snapshot() -> list[MessageQueue]:
+            return sorted(
+                mq for mq in core.rebalance.process_queue_table if topic is None or mq.topic == topic
+            )
+
+        return core.instance.loop_thread.call(snapshot())
+
+    def committed_offsets(self) -> dict[MessageQueue, int]:
+        """The in-memory committed offsets (what the next persist writes)."""
+        core = self.core
+
+        async def snapshot() -> dict[MessageQueue, int]:
+            return core.offset_store.clone_offset_table()
+
+        return core.instance.loop_thread.call(snapshot())
+
+    def running_info(self) -> ConsumerRunningInfo:
+        core = self.core
+
+        async def snapshot() -> ConsumerRunningInfo:
+            return core.running_info()
+
+        return core.instance.loop_thread.call(snapshot())
+
+    def rebalance_records(self, topic: str | None = None) -> list[RebalanceRecord]:
+        return self.rebalance_log.records(topic)
