@@ -28,6 +28,7 @@ same call again (perhaps elsewhere) can succeed.
     │   ├── ConsumerNotOnlineError      CONSUMER_NOT_ONLINE (206)
     │   └── ConsumeTimeoutError         CONSUME_MSG_TIMEOUT (207)        (retriable)
     ├── ClientStateError            a client used in the wrong state (not started, shut down)
+    ├── DataLossError               asked-for messages are gone from the broker (retention)
     └── StoreError                  the message store cannot do what was asked
         ├── StoreCorruptError           data on disk failed its checks
         └── StoreFullError              the disk or a segment has no room (retriable)
@@ -47,6 +48,7 @@ __all__ = [
     "ConfigError",
     "ConsumeTimeoutError",
     "ConsumerNotOnlineError",
+    "DataLossError",
     "FlushDiskTimeoutError",
     "MessageIllegalError",
     "NoPermissionError",
@@ -205,6 +207,10 @@ class ConsumeTimeoutError(BrokerError):
 
 class ClientStateError(RocketQError):
     """A client was used in a state that does not allow the call (not started, shut down)."""
+
+
+class DataLossError(RocketQError):
+    """Messages a reader asked for are no longer stored: retention removed them (or the queue was reset)."""
 
 
 class StoreError(RocketQError):

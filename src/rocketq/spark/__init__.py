@@ -1,0 +1,41 @@
+"""rocketq's Spark pipeline: the ``rocketmq`` data source (install with ``rocketq[spark]``).
+
+>>> import rocketq.spark                                  # doctest: +SKIP
+>>> rocketq.spark.register(spark)                         # doctest: +SKIP
+>>> df = (spark.read.format("rocketmq")                   # doctest: +SKIP
+...       .option("namesrv", "127.0.0.1:9876").option("topic", "TopicTest").load())
+
+``import rocketq`` never imports pyspark, and neither do :mod:`rocketq.spark.broker_io` and
+:mod:`rocketq.spark.offsets` (usable by any tool); pyspark is imported when the data source is
+first needed. The modules:
+
+* :mod:`rocketq.spark.source` — the data source, its schema and options;
+* :mod:`rocketq.spark.reader` — batch and streaming readers (Arrow record batches);
+* :mod:`rocketq.spark.writer` — batch and streaming writers;
+* :mod:`rocketq.spark.offsets` — per-queue offsets JSON, starting positions, read limits;
+* :mod:`rocketq.spark.broker_io` — blocking routes, offsets, pulls and sends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rocketq.spark.source import RocketMQDataSource
+
+__all__ = ["RocketMQDataSource", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RocketMQDataSource":
+        from rocketq.spark.source import RocketMQDataSource  # noqa: PLC0415 - pyspark only on demand
+
+        return RocketMQDataSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def register(spark: Any) -> None:
+    """Make ``format("rocketmq")`` available in ``spark`` (a ``SparkSession``)."""
+    from rocketq.spark.source import RocketMQDataSource  # noqa: PLC0415 - pyspark only on demand
+
+    spark.dataSource.register(RocketMQDataSource)

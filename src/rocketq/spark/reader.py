@@ -1,0 +1,464 @@
+"""Batch and streaming readers of the ``rocketmq`` data source, and the executor-side pull loop.
+
+Planning happens on the driver: routes from a name server, offsets from the brokers, one
+:class:`QueueRange` input partition per queue (split when a range holds more than
+``maxMessagesPerPartition`` offsets). Each executor task pulls its range straight from the
+queue's broker (:meth:`~rocketq.spark.broker_io.BrokerIO.pull_range`, pipelined) and turns the
+stored records into Arrow record batches column by column (:class:`ColumnBuilder`), whose Arrow
+schema is exactly Spark's for :data:`~rocketq.spark.source.SCHEMA_DDL`.
+
+Streaming offsets are :mod:`rocketq.spark.offsets` JSON; see there for why the first offset is
+symbolic. A queue added to a topic while a query runs shows up in the next ``latestOffset`` and is
+read from its earliest offset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from rocketq.errors import DataLossError, RocketQError
+from rocketq.models import MessageQueue
+from rocketq.protocol.message import decode_messages
+from rocketq.protocol.properties import MessageConst
+from rocketq.spark.broker_io import BrokerIO, PullStatus, QueueRoute
+from rocketq.spark.offsets import (
+    OffsetMap,
+    StartingPosition,
+    check_data_loss,
+    fair_limit,
+    from_json,
+    is_symbolic,
+    resolve_start,
+    split_range,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from rocketq.spark.source import SourceOptions
+
+__all__ = [
+    "ARROW_SCHEMA",
+    "ColumnBuilder",
+    "QueueRange",
+    "RocketMQBatchReader",
+    "RocketMQStreamReader",
+    "read_range",
+]
+
+logger = logging.getLogger(__name__)
+
+_TS: Final = pa.timestamp("us", tz="UTC")
+ARROW_SCHEMA: Final = pa.schema(
+    [
+        pa.field("topic", pa.string()),
+        pa.field("broker", pa.string()),
+        pa.field("queue_id", pa.int32()),
+        pa.field("queue_offset", pa.int64()),
+        pa.field("msg_id", pa.string()),
+        pa.field("tags", pa.string()),
+        pa.field("keys", pa.string()),
+        pa.field("body", pa.binary()),
+        pa.field("born_timestamp", _TS),
+        pa.field("store_timestamp", _TS),
+        pa.field("born_host", pa.string()),
+        pa.field("reconsume_times", pa.int32()),
+        pa.field("properties", pa.map_(pa.string(), pa.string())),
+    ]
+)
+"""The Arrow schema of a record batch: Spark's read schema, type for type."""
+
+ROWS_PER_BATCH: Final = 8192
+"""Rows per Arrow record batch handed to Spark."""
+
+
+class QueueRange(InputPartition):
+    """One input partition: offsets ``[start, end)`` of one queue, and where its broker is."""
+
+    def __init__(self, topic: str, broker: str, queue_id: int, addr: str, start: int, end: int) -> None:
+        super().__init__((topic, broker, queue_id, start, end))
+        self.topic = topic
+        self.broker = broker
+        self.queue_id = queue_id
+        self.addr = addr
+        self.start = start
+        self.end = end
+
+    @property
+    def route(self) -> QueueRoute:
+        return QueueRoute(MessageQueue(self.topic, self.broker, self.queue_id), self.addr)
+
+    def __repr__(self) -> str:
+        return (
+            f"QueueRange({self.topic} {self.broker}:{self.queue_id} [{self.start}, {self.end}) @ {self.addr})"
+        )
+
+
+class ColumnBuilder:
+    """Accumulates decoded messages of one queue as Arrow columns."""
+
+    __slots__ = (
+        "bodies",
+        "born",
+        "born_host",
+        "keys",
+        "map_keys",
+        "map_offsets",
+        "map_values",
+        "msg_ids",
+        "offsets",
+        "reconsume",
+        "store",
+        "tags",
+    )
+
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+        self.msg_ids: list[str] = []
+        self.tags: list[str | None] = []
+        self.keys: list[str | None] = []
+        self.bodies: list[bytes] = []
+        self.born: list[int] = []
+        self.store: list[int] = []
+        self.born_host: list[str] = []
+        self.reconsume: list[int] = []
+        self.map_offsets: list[int] = [0]
+        self.map_keys: list[str] = []
+        self.map_values: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def add_body(self, body: bytes, end: int, tag_set: frozenset[str] | None) -> bool:
+        """Decode a FOUND pull body and add its messages below ``end`` that pass ``tag_set``;
+        returns False once a message at or past ``end`` was seen."""
+        more = True
+        uniq_key = MessageConst.UNIQ_KEY
+        tags_key = MessageConst.TAGS
+        keys_key = MessageConst.KEYS
+        for msg in decode_messages(body):
+            if msg.queue_offset >= end:
+                more = False
+                break
+            props = msg.properties
+            tag = props.get(tags_key)
+            if tag_set is not None and (tag is None or tag not in tag_set):
+                continue
+            self.offsets.append(msg.queue_offset)
+            uniq = props.get(uniq_key)
+            self.msg_ids.append(uniq if uniq is not None else msg.offset_msg_id)
+            self.tags.append(tag)
+            self.keys.append(props.get(keys_key))
+            self.bodies.append(msg.body)
+            self.born.append(msg.born_timestamp * 1000)
+            self.store.append(msg.store_timestamp * 1000)
+            self.born_host.append(str(msg.born_host))
+            self.reconsume.append(msg.reconsume_times)
+            self.map_keys.extend(props)
+            self.map_values.extend(props.values())
+            self.map_offsets.append(len(self.map_keys))
+        return more
+
+    def record_batch(self, topic: str, broker: str, queue_id: int) -> pa.RecordBatch:
+        """The rows so far as one record batch (then cleared)."""
+        n = len(self.offsets)
+        properties = pa.MapArray.from_arrays(
+            pa.array(self.map_offsets, pa.int32()),
+            pa.array(self.map_keys, pa.string()),
+            pa.array(self.map_values, pa.string()),
+        )
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array([topic] * n, pa.string()),
+                pa.array([broker] * n, pa.string()),
+                pa.array([queue_id] * n, pa.int32()),
+                pa.array(self.offsets, pa.int64()),
+                pa.array(self.msg_ids, pa.string()),
+                pa.array(self.tags, pa.string()),
+                pa.array(self.keys, pa.string()),
+                pa.array(self.bodies, pa.binary()),
+                pa.array(self.born, _TS),
+                pa.array(self.store, _TS),
+                pa.array(self.born_host, pa.string()),
+                pa.array(self.reconsume, pa.int32()),
+                properties,
+            ],
+            schema=ARROW_SCHEMA,
+        )
+        self.__init__()  # type: ignore[misc]
+        return batch
+
+
+def read_range(part: QueueRange, options: SourceOptions) -> Iterator[pa.RecordBatch]:
+    """Pull ``part``'s range and yield it as record batches (executor side).
+
+    Messages removed by retention are handled by ``failOnDataLoss``; a queue that ends before
+    ``end`` (its data was truncated) is data loss too.
+    """
+    route = part.route
+    tag_set = options.tag_set
+    builder = ColumnBuilder()
+    pos, end = part.start, part.end
+    with BrokerIO(list(options.namesrv), timeout=options.timeout) as io:
+        while pos < end:
+            last = None
+            for result in io.pull_range(
+                route,
+                pos,
+                end,
+                group=options.pull_group,
+                batch_size=options.pull_batch_size,
+                expression=options.tags,
+            ):
+                last = result
+                if result.status is PullStatus.FOUND:
+                    more = builder.add_body(result.body, end, tag_set)
+                    if len(builder) >= ROWS_PER_BATCH:
+                        yield builder.record_batch(part.topic, part.broker, part.queue_id)
+                    if not more:
+                        pos = end
+                        break
+                if result.status in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
+                    pos = max(pos, result.next_begin_offset)
+            if pos >= end or last is None:
+                break
+            if last.status is PullStatus.OFFSET_ILLEGAL or last.status is PullStatus.NO_NEW_MSG:
+                if pos < last.min_offset:
+                    pos = check_data_loss(route.queue, pos, last.min_offset, fail=options.fail_on_data_loss)
+                    continue
+                if last.next_begin_offset > pos:
+                    pos = last.next_begin_offset  # the broker skipped a hole in the queue
+                    continue
+                text = (
+                    f"{part.topic} {part.broker}:{part.queue_id}: offsets {pos}..{end - 1} were planned "
+                    f"but the queue now ends at {last.max_offset} ({last.remark or last.status.value})"
+                )
+                if options.fail_on_data_loss:
+                    raise DataLossError(text + "; set failOnDataLoss to false to skip them")
+                logger.warning("%s; skipping them (failOnDataLoss is false)", text)
+                break
+            # FOUND / NO_MATCHED without progress: the broker is not moving us forward
+            raise RocketQError(
+                f"{part.topic} {part.broker}:{part.queue_id}: pull at offset {pos} made no progress "
+                f"({last.status.value}, next offset {last.next_begin_offset})"
+            )
+    if len(builder):
+        yield builder.record_batch(part.topic, part.broker, part.queue_id)
+
+
+def _read(part: InputPartition, options: SourceOptions) -> Iterator[Any]:
+    if not isinstance(part, QueueRange):  # pragma: no cover - Spark hands back our partitions
+        raise TypeError(f"unexpected partition {part!r}")
+    if part.start >= part.end:
+        return iter(())
+    batches = read_range(part, options)
+    if options.arrow_batches:
+        return batches
+    return (row for batch in batches for row in zip(*(c.to_pylist() for c in batch.columns), strict=True))
+
+
+def _partitions(
+    start: Mapping[MessageQueue, int],
+    end: Mapping[MessageQueue, int],
+    addrs: Mapping[MessageQueue, str],
+    max_per_partition: int,
+) -> list[QueueRange]:
+    parts: list[QueueRange] = []
+    for q in sorted(end):
+        e = end[q]
+        s = start.get(q, e)
+        if q not in addrs or s >= e:
+            continue
+        for a, b in split_range(s, e, max_per_partition):
+            parts.append(QueueRange(q.topic, q.broker_name, q.queue_id, addrs[q], a, b))
+    return parts
+
+
+class _Planner:
+    """Driver-side routes and offsets (one BrokerIO, reused across calls)."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._io: BrokerIO | None = None
+
+    @property
+    def io(self) -> BrokerIO:
+        if self._io is None:
+            self._io = BrokerIO(list(self.options.namesrv), timeout=self.options.timeout)
+        return self._io
+
+    def routes(self) -> dict[MessageQueue, QueueRoute]:
+        out: dict[MessageQueue, QueueRoute] = {}
+        for topic in self.options.topics:
+            for r in self.io.read_queues(topic):
+                out[r.queue] = r
+        return out
+
+    def close(self) -> None:
+        if self._io is not None:
+            self._io.close()
+            self._io = None
+
+
+class RocketMQBatchReader(DataSourceReader):
+    """``spark.read.format("rocketmq")``: one fixed range per queue, planned on the driver."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        planner = _Planner(self.options)
+        try:
+            routes = planner.routes()
+            io = planner.io
+            maxes = {q: io.max_offset(r) for q, r in routes.items()}
+            mins = {q: io.min_offset(r) for q, r in routes.items()}
+            start = resolve_start(
+                self.options.starting,
+                routes,
+                min_offset=mins.__getitem__,
+                latest=maxes.__getitem__,
+                search=lambda q, ts: io.search_offset(routes[q], ts),
+            )
+            ending = self.options.ending
+            if isinstance(ending, str):
+                end = dict(maxes)
+            else:
+                end = {q: (maxes[q] if ending.get(q, -1) == -1 else min(ending[q], maxes[q])) for q in routes}
+            for q in routes:
+                start[q] = check_data_loss(q, start[q], mins[q], fail=self.options.fail_on_data_loss)
+            addrs = {q: r.addr for q, r in routes.items()}
+            parts = _partitions(start, end, addrs, self.options.max_messages_per_partition)
+        finally:
+            planner.close()
+        logger.info("rocketmq batch read of %s: %d partitions", ",".join(self.options.topics), len(parts))
+        if not parts:
+            # Spark wants at least one partition; an empty range reads nothing
+            return [QueueRange(self.options.topics[0], "", 0, "", 0, 0)]
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read(partition, self.options)
+
+
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("rocketmq")``: micro-batches of per-queue offset ranges.
+
+    ``commit(end)`` stores ``end`` as the ``group``'s consumer offsets (when the option is set):
+    progress reporting only, Spark's checkpoint is what a restarted query resumes from.
+    """
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self._planner = _Planner(options)
+        self._routes: dict[MessageQueue, QueueRoute] = {}
+        self._target: OffsetMap | None = None
+
+    def _refresh(self) -> dict[MessageQueue, QueueRoute]:
+        routes = self._planner.routes()
+        added = sorted(set(routes) - set(self._routes))
+        if self._routes and added:
+            logger.info(
+                "rocketmq stream: new queues %s", ", ".join(f"{q.broker_name}:{q.queue_id}" for q in added)
+            )
+        self._routes = routes
+        return routes
+
+    def initialOffset(self) -> dict[str, Any]:
+        return self.options.starting.to_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        routes = self._refresh()
+        io = self._planner.io
+        self._target = {q: io.max_offset(r) for q, r in routes.items()}
+
+    def _resolve(self, start: Mapping[str, Any], latest: Mapping[MessageQueue, int]) -> OffsetMap:
+        """Numbers for ``start`` on every queue of ``latest`` (new queues: earliest)."""
+        io = self._planner.io
+        routes = self._routes
+        if is_symbolic(start):
+            position = StartingPosition.from_offset(start)
+            return resolve_start(
+                position,
+                latest,
+                min_offset=lambda q: io.min_offset(routes[q]) if q in routes else latest[q],
+                latest=latest.__getitem__,
+                search=lambda q, ts: io.search_offset(routes[q], ts) if q in routes else latest[q],
+            )
+        known = from_json(start, what="stream start offset")
+        out: OffsetMap = {}
+        for q in latest:
+            if q in known:
+                out[q] = known[q]
+            else:
+                out[q] = io.min_offset(routes[q]) if q in routes else latest[q]
+        for q, v in known.items():
+            out.setdefault(q, v)  # a queue that left the route keeps its position
+        return out
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        routes = self._refresh()
+        io = self._planner.io
+        latest = {q: io.max_offset(r) for q, r in routes.items()}
+        if self._target is not None:
+            latest = {q: min(v, self._target.get(q, v)) for q, v in latest.items()}
+        begin = self._resolve(start, latest)
+        # never move a queue backwards (a shrunk or reset queue keeps its position)
+        end = {q: max(latest.get(q, begin[q]), begin[q]) for q in begin}
+        if self._target is not None:
+            end = {q: (begin[q] if q not in self._target else v) for q, v in end.items()}
+        if is_symbolic(start) and StartingPosition.from_offset(start).kind == "latest":
+            return to_json(end)  # the first batch of a "latest" stream reads nothing
+        if isinstance(limit, ReadMaxRows):
+            end = fair_limit(begin, end, limit.max_rows)
+        return to_json(end)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        end_map = from_json(end, what="stream end offset")
+        if not self._routes or not set(end_map) <= set(self._routes):
+            self._refresh()
+        begin = self._resolve(start, end_map)
+        begin = {q: min(v, end_map[q]) for q, v in begin.items() if q in end_map}
+        addrs = {q: r.addr for q, r in self._routes.items()}
+        missing = sorted(q for q in end_map if q not in addrs and begin.get(q, 0) < end_map[q])
+        if missing:
+            raise RocketQError(f"no broker address for queues {missing}: they left the topic's route")
+        return _partitions(begin, end_map, addrs, self.options.max_messages_per_partition)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read(partition, self.options)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        group = self.options.group
+        if group is None or is_symbolic(end):
+            return
+        routes = self._routes or self._refresh()
+        io = self._planner.io
+        for q, offset in from_json(end, what="committed offset").items():
+            route = routes.get(q)
+            if route is None:
+                continue
+            try:
+                io.update_consumer_offset(route, group, offset)
+            except RocketQError as exc:
+                logger.warning("could not record %s's offset %d on %s: %s", group, offset, q, exc)
+
+    def stop(self) -> None:
+        self._planner.close()
