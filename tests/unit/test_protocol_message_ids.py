@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -158,3 +159,20 @@ def test_uniq_id_parse_errors(bad: str) -> None:
 def test_generator_rejects_bad_ip() -> None:
     with pytest.raises(ConfigError):
         UniqIdGenerator(ip="nope", pid=1, salt=1)
+
+
+def test_generator_shared_between_threads_never_repeats() -> None:
+    gen = UniqIdGenerator(ip="10.0.0.1", pid=1, salt=2)
+    now = ms(2026, 11, 21)
+    results: list[list[str]] = [[] for _ in range(4)]
+
+    def work(out: list[str]) -> None:
+        out.extend(gen.next_id(now) for _ in range(5000))
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ids = [i for out in results for i in out]
+    assert len(set(ids)) == len(ids) == 20_000

@@ -34,6 +34,7 @@ has no clock); :func:`parse_uniq_id` takes them apart.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import struct
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -194,7 +195,8 @@ class UniqIdGenerator:
     offset counts from is taken in ``tz`` (Java uses the JVM's default zone; rocketq defaults to
     UTC so that ids do not depend on the machine). ``pid`` keeps its low 16 bits, ``salt`` its
     low 32 (Java: the class loader's identity hash); the counter starts at ``counter`` and keeps
-    its low 16 bits on the wire. Not thread-safe: use one per thread or guard it.
+    its low 16 bits on the wire. Safe to share between threads: the counter is an
+    ``itertools.count`` and the month bounds are replaced as one tuple.
 
     >>> gen = UniqIdGenerator(ip="127.0.0.1", pid=4242, salt=0x1234ABCD)
     >>> gen.next_id(1795248381856), gen.next_id(1795248381857)
@@ -203,7 +205,7 @@ class UniqIdGenerator:
     1795248381857
     """
 
-    __slots__ = ("_counter", "_next_start", "_prefix", "_start", "_tz")
+    __slots__ = ("_counter", "_month", "_prefix", "_tz")
 
     def __init__(self, *, ip: str | bytes, pid: int, salt: int, tz: tzinfo = UTC, counter: int = 0) -> None:
         try:
@@ -212,17 +214,16 @@ class UniqIdGenerator:
             raise ConfigError(f"not an IP address: {ip!r}") from exc
         self._prefix = (address.packed + struct.pack(">HI", pid & 0xFFFF, salt & 0xFFFFFFFF)).hex().upper()
         self._tz = tz
-        self._counter = counter
-        self._start = 0
-        self._next_start = 0
+        self._counter = itertools.count(counter)
+        self._month = (0, 0)  # (start of the month, start of the next), epoch ms
 
     def next_id(self, now_ms: int) -> str:
         """A new id for a message created at ``now_ms`` (epoch milliseconds)."""
-        if now_ms >= self._next_start or now_ms < self._start - 1_000_000:
-            self._start, self._next_start = _month_start_ms(now_ms, self._tz)
-        diff = now_ms - self._start
+        month = self._month
+        if now_ms >= month[1] or now_ms < month[0] - 1_000_000:
+            month = self._month = _month_start_ms(now_ms, self._tz)
+        diff = now_ms - month[0]
         if -1_000_000 < diff < 0:  # the clock stepped back a little (NTP): Java clamps to 0
             diff = 0
-        counter = self._counter
-        self._counter = counter + 1
+        counter = next(self._counter)
         return f"{self._prefix}{diff & 0xFFFFFFFF:08X}{counter & 0xFFFF:04X}"
