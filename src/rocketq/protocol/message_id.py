@@ -6,8 +6,8 @@ address, int32 port) or 16 + 4 bytes (IPv6), chosen per host by a sys-flag bit.
 
 **Offset message id** (``offsetMsgId``; RocketMQ's ``MessageDecoder.createMessageId``): the store
 host's address bytes, its port as int32, and the message's commit-log offset as int64, in
-upper-case hex: 32 characters for an IPv4 store host, 56 for IPv6. Any broker can find the message
-from it alone (``VIEW_MESSAGE_BY_ID``).
+upper-case hex: 32 characters for an IPv4 store host, 56 for IPv6. It names the broker and the
+record, so a client can fetch the message from it alone (``VIEW_MESSAGE_BY_ID``).
 
 **Unique message id** (``UNIQ_KEY`` property, the "msgId" a Java producer returns; RocketMQ's
 ``MessageClientIDSetter``): upper-case hex of
