@@ -70,7 +70,7 @@ from rocketq.protocol.headers import (
     SendMessageResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from rocketq.protocol.message import Message, encode_batch
+from rocketq.protocol.message import Message, decode_messages, encode_batch
 from rocketq.protocol.message_id import UniqIdGenerator
 from rocketq.protocol.properties import MessageConst, properties_to_string
 from rocketq.remoting.blocking import BlockingRemotingClient
@@ -315,6 +315,21 @@ class BrokerIO:
         ).to_ext_fields()
         response = self._offset_call(q, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext, "offset by time")
         return SearchOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+
+    def offset_at_or_after(self, q: QueueRoute, timestamp_ms: int, *, group: str) -> int:
+        """The offset of the queue's first message stored at or after ``timestamp_ms``.
+
+        The broker's search answers the message *nearest* that time (RocketMQ's
+        ``getOffsetInQueueByTime``), which may be stored just before it; one pull of that message
+        tells, and the next offset is taken when it is early.
+        """
+        offset = self.search_offset(q, timestamp_ms)
+        result = self.pull(q, group=group, offset=offset, max_nums=1)
+        if result.status is PullStatus.FOUND:
+            messages = decode_messages(result.body, read_body=False)
+            if messages and messages[0].queue_offset == offset and messages[0].store_timestamp < timestamp_ms:
+                return offset + 1
+        return offset
 
     def consumer_offset(self, q: QueueRoute, group: str) -> int | None:
         """The group's committed offset on the queue, ``None`` when it has none."""

@@ -330,7 +330,7 @@ class RocketMQBatchReader(DataSourceReader):
                 routes,
                 min_offset=mins.__getitem__,
                 latest=maxes.__getitem__,
-                search=lambda q, ts: io.search_offset(routes[q], ts),
+                search=lambda q, ts: io.offset_at_or_after(routes[q], ts, group=self.options.pull_group),
             )
             ending = self.options.ending
             if isinstance(ending, str):
@@ -400,7 +400,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 latest,
                 min_offset=lambda q: io.min_offset(routes[q]) if q in routes else latest[q],
                 latest=latest.__getitem__,
-                search=lambda q, ts: io.search_offset(routes[q], ts) if q in routes else latest[q],
+                search=lambda q, ts: (
+                    io.offset_at_or_after(routes[q], ts, group=self.options.pull_group)
+                    if q in routes
+                    else latest[q]
+                ),
             )
         known = from_json(start, what="stream start offset")
         out: OffsetMap = {}

@@ -1,0 +1,187 @@
+"""Spark tests: one ``local[2]`` session per test run, and a real rocketq cluster per test module.
+
+The cluster (name server + broker, :class:`rocketq.embedded.EmbeddedCluster`) runs in this process
+on an event loop in a background thread, bound to 127.0.0.1 on free ports in a temp dir; Spark's
+Python workers reach it over loopback like any client. Test data is produced through the
+protocol (:class:`rocketq.spark.broker_io.BrokerIO`'s sends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketq.broker import BrokerConfig
+from rocketq.embedded import EmbeddedCluster
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol.headers import CreateTopicRequestHeader
+from rocketq.protocol.message import Message
+from rocketq.protocol.properties import MessageConst
+from rocketq.remoting import BlockingRemotingClient
+from rocketq.spark.broker_io import BrokerIO, QueueRoute, new_uniq_id_generator
+
+JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
+
+
+class ClusterThread:
+    """An :class:`EmbeddedCluster` on its own event loop thread."""
+
+    def __init__(self, data_dir: Path, broker: BrokerConfig | None = None) -> None:
+        self.cluster = EmbeddedCluster(data_dir=data_dir, namesrv_port=0, broker_port=0, broker=broker)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="rocketq-cluster", daemon=True)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.cluster.start())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+
+    def start(self) -> ClusterThread:
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def call(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def stop(self) -> None:
+        try:
+            self.call(self.cluster.close())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+            self.loop.close()
+
+    @property
+    def namesrv(self) -> str:
+        return self.cluster.namesrv_addr
+
+    @property
+    def broker_addr(self) -> str:
+        return self.cluster.broker_addr
+
+    def io(self) -> BrokerIO:
+        return BrokerIO(self.namesrv)
+
+    def create_topic(self, topic: str, queues: int, *, perm: int = 6) -> list[QueueRoute]:
+        """Create or update ``topic`` on the broker and wait until the name server routes it."""
+        header = CreateTopicRequestHeader(
+            topic=topic,
+            default_topic="TBW102",
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            topic_sys_flag=0,
+            order=False,
+        )
+        with BlockingRemotingClient(self.broker_addr) as client:
+            response = client.invoke(
+                RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+            )
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        deadline = time.monotonic() + 20
+        with self.io() as io:
+            while True:
+                try:
+                    routes = io.read_queues(topic)
+                    if len(routes) == queues:
+                        return routes
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"route of {topic} never showed {queues} queues")
+                time.sleep(0.02)
+
+    def produce(
+        self,
+        topic: str,
+        count: int,
+        *,
+        body: bytes | None = None,
+        tags: Sequence[str | None] = ("TagA",),
+        start: int = 0,
+        batch: int = 64,
+    ) -> list[Message]:
+        """Send ``count`` messages round-robin over the topic's queues, ``batch`` per send; message
+        ``i`` has body ``b"m-<i>"`` (or ``body``), key ``k<i>``, tags cycling through ``tags``."""
+        ids = new_uniq_id_generator()
+        sent: list[Message] = []
+        with self.io() as io:
+            routes = io.read_queues(topic)
+            pending: list[Message] = []
+            qi = 0
+            for i in range(start, start + count):
+                props = {MessageConst.KEYS: f"k{i}", "seq": str(i)}
+                tag = tags[i % len(tags)]
+                if tag is not None:
+                    props[MessageConst.TAGS] = tag
+                props[MessageConst.WAIT] = "true"
+                props[MessageConst.UNIQ_KEY] = ids.next_id(int(time.time() * 1000))
+                msg = Message(topic, body if body is not None else f"m-{i}".encode(), 0, props)
+                pending.append(msg)
+                sent.append(msg)
+                if len(pending) >= batch:
+                    io.send_batch(routes[qi % len(routes)], pending, producer_group="spark-test-producer")
+                    qi += 1
+                    pending = []
+            if pending:
+                io.send_batch(routes[qi % len(routes)], pending, producer_group="spark-test-producer")
+        return sent
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    os.environ["JAVA_HOME"] = JAVA_HOME
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import rocketq.spark
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("rocketq-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    rocketq.spark.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
+    data = tmp_path_factory.mktemp("rocketq-spark")
+    ct = ClusterThread(data, BrokerConfig()).start()
+    yield ct
+    ct.stop()
+
+
+def broker_config(**overrides: Any) -> BrokerConfig:
+    return replace(BrokerConfig(), **overrides)
