@@ -86,8 +86,9 @@ def test_offsets_survive_a_restart_of_the_group(cluster: ClusterThread) -> None:
             )
             consumer.subscribe("TopicRestart")
             consumer.register_listener(lambda msgs: (got.add("c", msgs), OK)[1])
+            want = 10 * (round_no + 1)
             with consumer:
-                assert wait_until(lambda: got.distinct() == 10 * (round_no + 1))
+                assert wait_until(lambda want=want: got.distinct() == want)
             for i in range(10):
                 producer.send(Message("TopicRestart", f"b{round_no}-{i}"))
     # the second consumer started from the committed offsets: nothing consumed twice

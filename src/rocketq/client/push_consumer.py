@@ -223,6 +223,8 @@ class PushConsumerCore:
             await self.instance.send_heartbeat_to_all_brokers()
             await self.rebalance.do_rebalance(RebalanceTrigger.START)
             self._rebalance_ready = True
+            if any(t not in self.rebalance.topic_subscribe_info for t in self.rebalance.subscriptions):
+                self._spawn(self._look_for_missing_routes())
         except BaseException:
             self.running = False
             self.instance.unregister_consumer_local(self.group)
@@ -259,6 +261,21 @@ class PushConsumerCore:
         self.running = False
         logger.info("push consumer %s (%s) shut down", self.group, self.instance.client_id)
         return records
+
+    async def _look_for_missing_routes(self, interval: float = 1.0, attempts: int = 60) -> None:
+        """Poll the routes of subscribed topics that have none yet (the ``%RETRY%`` topic until the
+        broker registers it after our first heartbeat) every second for a minute, and rebalance
+        as soon as one appears (:meth:`update_topic_subscribe_info`), instead of waiting for the 30 s
+        route refresh and the 20 s timer."""
+        for _ in range(attempts):
+            await asyncio.sleep(interval)
+            missing = [
+                t for t in self.rebalance.subscriptions if t not in self.rebalance.topic_subscribe_info
+            ]
+            if not missing:
+                return
+            for topic in missing:
+                await self.instance.update_topic_route(topic)  # a found route triggers a rebalance
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -300,8 +317,14 @@ class PushConsumerCore:
         return topic in self.rebalance.subscriptions and topic not in self.rebalance.topic_subscribe_info
 
     def update_topic_subscribe_info(self, topic: str, mqs: frozenset[MessageQueue]) -> None:
-        if topic in self.rebalance.subscriptions:
-            self.rebalance.topic_subscribe_info[topic] = mqs
+        """A route refresh found ``topic``'s readable queues; a new or changed set rebalances now
+        (RocketMQ waits for the 20 s timer)."""
+        if topic not in self.rebalance.subscriptions:
+            return
+        old = self.rebalance.topic_subscribe_info.get(topic)
+        self.rebalance.topic_subscribe_info[topic] = mqs
+        if old != mqs and self._rebalance_ready and not self.stopping:
+            self.instance.rebalance_immediately(RebalanceTrigger.ROUTE)
 
     async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
         if self.running and self._rebalance_ready and not self.stopping and not self.paused:
