@@ -8,6 +8,7 @@ rebalancing did. The names below are the curated public API; ``__all__`` is kept
 from __future__ import annotations
 
 from rocketq.allocate import AllocationStrategy, Plan, get_strategy, plan, plan_group
+from rocketq.broker import Broker, BrokerConfig
 from rocketq.client import (
     ClientConfig,
     ConsumeConcurrentlyContext,
@@ -25,6 +26,7 @@ from rocketq.client import (
     SendResult,
     SendStatus,
 )
+from rocketq.embedded import EmbeddedCluster
 from rocketq.errors import (
     BrokerError,
     ClientStateError,
@@ -44,6 +46,8 @@ ConsumeStatus = ConsumeConcurrentlyStatus
 
 __all__ = [
     "AllocationStrategy",
+    "Broker",
+    "BrokerConfig",
     "BrokerError",
     "ClientConfig",
     "ClientStateError",
@@ -52,6 +56,7 @@ __all__ = [
     "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
     "ConsumeStatus",
+    "EmbeddedCluster",
     "Message",
     "MessageExt",
     "MessageModel",
