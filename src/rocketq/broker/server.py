@@ -58,7 +58,7 @@ from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
 from rocketq.protocol.message_id import HostPort
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
-from rocketq.store import MessageStore
+from rocketq.store import FileIO, MessageStore
 
 __all__ = ["Broker", "BrokerStats"]
 
@@ -127,9 +127,17 @@ class Broker:
     """A RocketMQ-compatible broker; see the module docstring. Use ``async with`` or
     :meth:`start` / :meth:`close`. ``clock`` is the wall clock (seconds since the epoch)."""
 
-    def __init__(self, config: BrokerConfig | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        store_io: FileIO | None = None,
+    ) -> None:
+        """``store_io`` replaces the store's file calls (tests inject disk faults with it)."""
         self.config = cfg = config if config is not None else BrokerConfig()
         self._clock = clock
+        self._store_io = store_io
         self.delay_levels = cfg.delay_levels()
         self.stats = BrokerStats(clock())
         self.consumers: ConsumerRegistry[RemotingConnection] = ConsumerRegistry(
@@ -239,6 +247,7 @@ class Broker:
             cfg.store_dir,
             cfg.store_config(),
             clock=self._clock,
+            io=self._store_io,
             tags_code_function=schedule_tags_code_function(self.delay_levels),
         )
         self._store = store
