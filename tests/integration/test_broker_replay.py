@@ -1,12 +1,16 @@
 """Replay real Java traffic against rocketq's broker and compare its answers with the 4.9.4 broker's.
 
-The client->broker request frames of ``produce.jsonl``, ``push-consume.jsonl`` and ``pull.jsonl``
-(captured in that order against one fresh 4.9.4 broker) are sent in order, one TCP connection per
-captured connection, to one fresh rocketq broker. Every answer is compared with the captured one:
-same response code, same remark, the same ext-field keys in the same order and the same values -
-modulo the broker's address inside offset message ids - and for FOUND pulls the same messages
-byte for byte apart from store time stamps and host ports (the commit-log offsets, queue
-offsets, property strings in Java HashMap order, body CRCs ... all match).
+The client->broker request frames of ``produce.jsonl``, ``push-consume.jsonl``,
+``rebalance-notify.jsonl``, ``orderly.jsonl``, ``retry.jsonl`` and ``pull.jsonl`` (captured in that
+order against one 4.9.4 broker, fresh at the first) are sent in order, one TCP connection per
+captured connection, to one fresh rocketq broker: sends, batches, delayed messages, heartbeats,
+consumer lists, offsets, queue locks, send-backs to the retry topic and pulls. Every answer is
+compared with the captured one: same response code, same remark, the same ext-field keys in the
+same order and the same values - modulo the broker's address inside offset message ids - and for
+FOUND pulls the same messages byte for byte apart from store time stamps and host ports (the
+commit-log offsets, queue offsets, property strings in Java HashMap order, body CRCs ... all
+match). Consumer id lists are compared as sets (Java lists them in hash order, rocketq in join
+order), and the broker must send as many NOTIFY_CONSUMER_IDS_CHANGED per group as Java did.
 
 Not compared: pulls the Java broker held (long polling; their answer depends on timing),
 requests whose answer depends on the capture's clock (SEARCH_OFFSET_BY_TIMESTAMP,
@@ -17,6 +21,7 @@ REQUEST_CODE_NOT_SUPPORTED).
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,7 @@ from tests.wirecaps import frame_bytes, load
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
+EXTRA = ["push-consume.jsonl", "rebalance-notify.jsonl", "orderly.jsonl", "retry.jsonl", "pull.jsonl"]
 _CLOCK_DEPENDENT = {RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, RequestCode.GET_EARLIEST_MSG_STORETIME}
 _UNSUPPORTED = {RequestCode.QUERY_MESSAGE}
 
@@ -74,6 +80,7 @@ class Replay:
     async def close(self) -> None:
         for client in self.clients.values():
             await client.close()
+        await asyncio.gather(*self.pending, return_exceptions=True)  # held pulls end with the clients
 
     async def run_file(self, file: str) -> None:
         lines = load(file)
@@ -133,13 +140,21 @@ class Replay:
                 _message_view(m) for m in decode_messages(want.body)
             ]:
                 self.mismatches.append(f"{where}: viewed message differs")
+        elif request.code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
+            # Java lists members in hash order, rocketq in join order: compare as sets
+            if sorted(json.loads(got.body)["consumerIdList"]) != sorted(
+                json.loads(want.body)["consumerIdList"]
+            ):
+                self.mismatches.append(f"{where}: consumer lists differ: {got.body!r} != {want.body!r}")
         elif got.body != want.body:
             self.mismatches.append(f"{where}: body {got.body[:200]!r} != {want.body[:200]!r}")
 
 
 def test_replay_produce_push_consume_and_pull_captures(tmp_path: Path) -> None:
     async def main() -> Replay:
-        config = BrokerConfig(port=0, data_dir=tmp_path, flush="sync")
+        config = BrokerConfig(
+            port=0, data_dir=tmp_path, flush="sync", message_delay_level=" ".join(["100ms"] * 18)
+        )
         async with Broker(config) as broker:
             replay = Replay(broker)
             try:
@@ -151,15 +166,20 @@ def test_replay_produce_push_consume_and_pull_captures(tmp_path: Path) -> None:
                         break
                     await asyncio.sleep(0.02)
                 assert broker.store.max_offset("WireDemo", 1) == 7
-                await replay.run_file("push-consume.jsonl")
-                await replay.run_file("pull.jsonl")
+                for name in EXTRA:
+                    await replay.run_file(name)
             finally:
                 await replay.close()
             return replay
 
     replay = run(main())
     assert not replay.mismatches, "\n".join(replay.mismatches)
-    assert replay.compared >= 40
-    # the captured broker notified the push consumer's group and the pull consumer's group
-    assert replay.notices.get("WirePushGroup", 0) >= 1
-    assert replay.notices.get("WirePullGroup", 0) >= 1
+    assert replay.compared >= 170
+    # as many NOTIFY_CONSUMER_IDS_CHANGED per group as the captured broker sent
+    assert replay.notices == {
+        "WirePushGroup": 1,
+        "WireRebalanceGroup": 4,
+        "WireOrderlyGroup": 4,
+        "WireRetryGroup": 1,
+        "WirePullGroup": 1,
+    }
