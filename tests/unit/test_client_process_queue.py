@@ -1,0 +1,105 @@
+"""ProcessQueue: the committed offset is the lowest in flight; flow-control figures; orderly view."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.properties import MessageConst
+
+
+def msgs(*offsets: int, size: int = 10) -> list[MessageExt]:
+    return [MessageExt("T", b"x" * size, queue_offset=o) for o in offsets]
+
+
+def test_lowest_offset_in_flight_is_committed_never_past_an_unfinished_message() -> None:
+    pq = ProcessQueue(now=0.0)
+    pq.put_messages(msgs(10, 11, 12, 13))
+    assert pq.remove_messages(msgs(12), now=1.0) == 10
+    assert pq.remove_messages(msgs(11, 13), now=2.0) == 10
+    assert pq.remove_messages(msgs(10), now=3.0) == 14  # empty: one past the last put
+    assert pq.last_consume_timestamp == 3.0
+    assert pq.remove_messages(msgs(10), now=4.0) == -1  # nothing cached at all
+
+
+def test_counts_sizes_and_span() -> None:
+    pq = ProcessQueue(now=0.0)
+    assert pq.max_span() == 0
+    pq.put_messages(msgs(100, 101, size=1000))
+    pq.put_messages(msgs(101, 2100, size=1000))  # 101 again is ignored
+    assert pq.msg_count == 3
+    assert pq.msg_size == 3000
+    assert pq.max_span() == 2000
+    pq.remove_messages(msgs(100), now=1.0)
+    assert pq.max_span() == 1999
+    assert pq.msg_count == 2
+    assert pq.msg_size == 2000
+
+
+def test_put_reports_dispatch_once_until_consuming_is_cleared() -> None:
+    pq = ProcessQueue(now=0.0)
+    assert pq.put_messages(msgs(1)) is True
+    assert pq.put_messages(msgs(2)) is False  # a consumer is already dispatched (orderly)
+    assert pq.put_messages([]) is False
+
+
+def test_max_offset_property_gives_the_backlog() -> None:
+    pq = ProcessQueue(now=0.0)
+    m = msgs(5)
+    m[0].properties[MessageConst.MAX_OFFSET] = "50"
+    pq.put_messages(m)
+    assert pq.msg_acc_cnt == 45
+
+
+def test_out_of_order_puts_still_give_the_lowest_offset() -> None:
+    pq = ProcessQueue(now=0.0)
+    pq.put_messages(msgs(20, 21))
+    pq.put_messages(msgs(3))
+    assert pq.min_offset() == 3
+    assert pq.max_offset() == 21
+    assert pq.remove_messages(msgs(21), now=0.0) == 3
+
+
+def test_pull_expiry_and_info() -> None:
+    pq = ProcessQueue(now=100.0)
+    assert not pq.is_pull_expired(220.0, 120.0)
+    assert pq.is_pull_expired(220.5, 120.0)
+    pq.put_messages(msgs(7, 9, size=2 * 1024 * 1024))
+    info = pq.info(commit_offset=7)
+    assert (info.commit_offset, info.cached_msg_min_offset, info.cached_msg_max_offset) == (7, 7, 9)
+    assert (info.cached_msg_count, info.cached_msg_size_in_mib, info.droped) == (2, 4, False)
+    assert info.last_pull_timestamp == 100_000
+
+
+def test_orderly_take_commit_rollback() -> None:
+    pq = ProcessQueue(now=0.0)
+    pq.put_messages(msgs(1, 2, 3, 4))
+    taken = pq.take_messages(2)
+    assert [m.queue_offset for m in taken] == [1, 2]
+    pq.rollback()
+    assert [m.queue_offset for m in pq.take_messages(3)] == [1, 2, 3]
+    assert pq.commit() == 4
+    assert pq.msg_count == 1
+    again = pq.take_messages(1)
+    pq.make_messages_to_consume_again(again)
+    assert [m.queue_offset for m in pq.take_messages(5)] == [4]
+    assert pq.commit() == 5
+    assert pq.take_messages(1) == []
+    assert pq.consuming is False
+
+
+@given(st.lists(st.integers(0, 200), min_size=1, max_size=60, unique=True), st.data())
+def test_committed_offset_never_passes_an_unfinished_message(offsets: list[int], data: st.DataObject) -> None:
+    pq = ProcessQueue(now=0.0)
+    pq.put_messages(msgs(*sorted(offsets)))
+    pending = set(offsets)
+    order = data.draw(st.permutations(offsets))
+    for o in order:
+        committed = pq.remove_messages(msgs(o), now=0.0)
+        pending.discard(o)
+        if pending:
+            assert committed == min(pending)
+        else:
+            assert committed == max(offsets) + 1

@@ -1,0 +1,348 @@
+"""Rebalance: the pure allocation and diff, and RebalanceImpl applying them to a process-queue table."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from rocketq.allocate import get_strategy
+from rocketq.client.config import ReadOffsetType
+from rocketq.client.offset_store import OffsetStore
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.rebalance import PullRequest, RebalanceImpl, allocate_topic, diff_queues, retry_topic
+from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+
+T = "TopicTest"
+
+
+def qs(n: int, topic: str = T, broker: str = "broker-a") -> list[MessageQueue]:
+    return [MessageQueue(topic, broker, i) for i in range(n)]
+
+
+# ------------------------------------------------------------------------------------ pure parts
+
+
+def test_allocate_topic_sorts_queues_and_ids_as_java_before_avg() -> None:
+    queues = list(reversed(qs(8, broker="b"))) + qs(8, broker="a")
+    ids = ["127.0.0.1@c3", "127.0.0.1@c1", "127.0.0.1@c2"]
+    mine, mq_all, cid_all = allocate_topic(get_strategy("AVG"), "g", "127.0.0.1@c1", T, queues, ids)
+    assert cid_all == ["127.0.0.1@c1", "127.0.0.1@c2", "127.0.0.1@c3"]
+    assert mq_all[0] == MessageQueue(T, "a", 0)
+    assert mq_all[-1] == MessageQueue(T, "b", 7)
+    assert mine == [MessageQueue(T, "a", i) for i in range(6)]  # 16 over 3: 6/5/5, first id first
+
+
+def test_allocate_topic_id_not_in_list_gets_nothing_and_empty_inputs_are_safe() -> None:
+    strategy = get_strategy("AVG")
+    assert allocate_topic(strategy, "g", "x@1", T, qs(4), ["y@2"])[0] == []
+    assert allocate_topic(strategy, "g", "x@1", T, [], ["x@1"])[0] == []
+    assert allocate_topic(strategy, "g", "x@1", T, qs(4), [])[0] == []
+
+
+def test_group_balance_rotates_ids_by_the_queues_of_earlier_topics() -> None:
+    strategy = get_strategy("AVG")
+    ids = ["c@1", "c@2"]
+    topics = {"A": qs(3, "A"), "B": qs(3, "B")}
+    per_topic = {
+        cid: sum(
+            len(allocate_topic(strategy, "g", cid, t, q, ids, balance="topic")[0]) for t, q in topics.items()
+        )
+        for cid in ids
+    }
+    grouped = {
+        cid: sum(
+            len(allocate_topic(strategy, "g", cid, t, q, ids, balance="group", other_topics=topics)[0])
+            for t, q in topics.items()
+        )
+        for cid in ids
+    }
+    assert per_topic == {"c@1": 4, "c@2": 2}  # RocketMQ: the first id gets both extras
+    assert grouped == {"c@1": 3, "c@2": 3}
+
+
+def test_diff_queues_removed_added_kept_expired() -> None:
+    q = qs(4)
+    owned = {q[0]: ProcessQueue(now=0.0), q[1]: ProcessQueue(now=100.0), q[2]: ProcessQueue(now=100.0)}
+    owned[MessageQueue("Other", "broker-a", 0)] = ProcessQueue(now=0.0)
+    d = diff_queues(owned, T, [q[0], q[1], q[3]], now=150.0, pull_max_idle=120.0)
+    assert d.removed == (q[2],)
+    assert d.expired == (q[0],)
+    assert d.kept == (q[1],)
+    assert d.added == (q[3],)
+    # pull consumers never expire
+    assert diff_queues(owned, T, [q[0]], now=1e9, pull_max_idle=None).expired == ()
+
+
+# ------------------------------------------------------------------------------------ RebalanceImpl
+
+
+class MemoryOffsets(OffsetStore):
+    """An offset store whose persisted side is a dict (what a broker would hold)."""
+
+    def __init__(
+        self, stored: dict[MessageQueue, int] | None = None, unreadable: set[MessageQueue] | None = None
+    ):
+        super().__init__("g")
+        self.stored = dict(stored or {})
+        self.unreadable = unreadable or set()
+        self.persisted: list[tuple[MessageQueue, int]] = []
+
+    async def _read_from_store(self, mq: MessageQueue) -> int:
+        if mq in self.unreadable:
+            return -2
+        return self.stored.get(mq, -1)
+
+    async def persist_all(self, mqs, *, oneway: bool = True) -> None:  # type: ignore[no-untyped-def]
+        for mq in mqs:
+            await self.persist(mq)
+
+    async def persist(self, mq: MessageQueue, *, oneway: bool = True) -> None:
+        if mq in self._table:
+            self.stored[mq] = self._table[mq]
+            self.persisted.append((mq, self._table[mq]))
+
+
+class Context:
+    def __init__(
+        self, client_id: str, ids: list[str] | None, lockable: set[MessageQueue] | None = None
+    ) -> None:
+        self.client_id = client_id
+        self.ids = ids
+        self.lockable = lockable
+        self.unlocked: list[MessageQueue] = []
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
+        return self.ids
+
+    async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
+        return {mq for mq in mqs if self.lockable is None or mq in self.lockable}
+
+    async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None:
+        self.unlocked.extend(mqs)
+
+
+class Hooks:
+    """RebalancePushImpl's rules over a MemoryOffsets store: persist + forget on drop,
+    committed offset else 0 (FIRST_OFFSET) for a new queue."""
+
+    consume_type = ConsumeType.CONSUME_PASSIVELY
+
+    def __init__(self, store: MemoryOffsets, orderly: bool = False) -> None:
+        self.store = store
+        self.orderly = orderly
+        self.dispatched: list[PullRequest] = []
+        self.changed: list[tuple[str, frozenset[MessageQueue]]] = []
+        self.events: list[str] = []
+
+    @property
+    def consume_orderly(self) -> bool:
+        return self.orderly
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        assert pq.dropped
+        await self.store.persist(mq)
+        self.store.remove_offset(mq)
+        return True
+
+    def remove_dirty_offset(self, mq: MessageQueue) -> None:
+        self.store.remove_offset(mq)
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        last = await self.store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        if last >= 0:
+            return last
+        return 0 if last == -1 else -1
+
+    def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
+        self.events.append("dispatch")
+        self.dispatched.extend(requests)
+
+    async def message_queue_changed(
+        self, topic: str, mq_all: frozenset[MessageQueue], mq_divided: frozenset[MessageQueue]
+    ) -> None:
+        self.events.append("changed")
+        self.changed.append((topic, mq_divided))
+
+
+def make(
+    ids: list[str] | None,
+    *,
+    me: str = "c@1",
+    queues: int = 16,
+    stored: dict[MessageQueue, int] | None = None,
+    unreadable: set[MessageQueue] | None = None,
+    model: MessageModel = MessageModel.CLUSTERING,
+    orderly: bool = False,
+    lockable: set[MessageQueue] | None = None,
+) -> tuple[RebalanceImpl, Hooks, MemoryOffsets, Context]:
+    store = MemoryOffsets(stored, unreadable)
+    hooks = Hooks(store, orderly)
+    ctx = Context(me, ids, lockable)
+    impl = RebalanceImpl(
+        group="g",
+        message_model=model,
+        strategy=get_strategy("AVG"),
+        context=ctx,
+        hooks=hooks,
+        log=RebalanceLog(16),
+        offset_store=store,
+    )
+    impl.set_subscription(SubscriptionData.build(T, "*", sub_version=1))
+    impl.topic_subscribe_info[T] = frozenset(qs(queues))
+    return impl, hooks, store, ctx
+
+
+def run(impl: RebalanceImpl, trigger: RebalanceTrigger = RebalanceTrigger.PERIODIC) -> list[RebalanceRecord]:
+    return asyncio.run(impl.do_rebalance(trigger))
+
+
+def test_first_rebalance_adds_the_share_with_start_offsets_and_dispatches_after_the_change_hook() -> None:
+    q = qs(16)
+    impl, hooks, _store, _ = make(["c@2", "c@1"], stored={q[3]: 42})
+    [record] = run(impl, RebalanceTrigger.START)
+    assert sorted(impl.process_queue_table) == q[:8]
+    assert {r.mq: r.next_offset for r in hooks.dispatched} == {**dict.fromkeys(q[:8], 0), q[3]: 42}
+    assert hooks.events == ["changed", "dispatch"]  # the subscription version is heartbeated first
+    assert record.trigger is RebalanceTrigger.START
+    assert record.client_ids == ("c@1", "c@2")
+    assert record.added == tuple(q[:8])
+    assert record.removed == ()
+    assert record.pull_from[q[3]] == 42
+    assert record.changed
+    assert record.seq == 1
+    assert record.line().startswith("REBALANCE c@1 TopicTest owned=[broker-a:0,")
+
+
+def test_a_joining_consumer_makes_us_drop_queues_marking_them_and_persisting_offsets() -> None:
+    q = qs(16)
+    impl, hooks, store, ctx = make(["c@1", "c@2"])
+    run(impl)
+    pqs = dict(impl.process_queue_table)
+    for mq in q[:8]:
+        store.update_offset(mq, 100 + mq.queue_id, True)
+    ctx.ids = ["c@1", "c@2", "c@3"]
+    hooks.dispatched.clear()
+    [record] = run(impl, RebalanceTrigger.NOTIFY)
+    assert sorted(impl.process_queue_table) == q[:6]
+    assert pqs[q[6]].dropped
+    assert pqs[q[7]].dropped
+    assert not pqs[q[5]].dropped
+    assert record.removed == (q[6], q[7])
+    assert record.committed == {q[6]: 106, q[7]: 107}
+    assert store.stored[q[6]] == 106
+    assert q[6] not in store.clone_offset_table()
+    assert hooks.dispatched == []
+    assert record.owned == tuple(q[:6])
+
+
+def test_unchanged_rebalance_reports_no_change_and_does_not_call_hooks() -> None:
+    impl, hooks, _, _ = make(["c@1"])
+    run(impl)
+    hooks.events.clear()
+    [record] = run(impl)
+    assert not record.changed
+    assert hooks.events == []
+    assert len(record.owned) == 16
+
+
+def test_expired_pull_drops_the_queue_until_the_next_rebalance() -> None:
+    q = qs(2)
+    impl, _hooks, _, _ = make(["c@1"], queues=2)
+    run(impl)
+    impl.process_queue_table[q[1]].last_pull_timestamp -= 121.0
+    [record] = run(impl)
+    assert record.expired == (q[1],)
+    assert q[1] in record.removed
+    assert q[1] not in impl.process_queue_table
+    [again] = run(impl)
+    assert again.added == (q[1],)
+
+
+def test_unreadable_offsets_skip_the_queue_until_later() -> None:
+    q = qs(4)
+    impl, hooks, _, _ = make(["c@1"], queues=4, unreadable={q[2]})
+    [record] = run(impl)
+    assert q[2] not in impl.process_queue_table
+    assert q[2] not in {r.mq for r in hooks.dispatched}
+    assert len(record.owned) == 3
+
+
+def test_no_ids_or_no_route_keeps_ownership_and_says_why() -> None:
+    impl, _, _, ctx = make(["c@1"], queues=4)
+    run(impl)
+    ctx.ids = None
+    [record] = run(impl)
+    assert record.error == "no consumer ids from the brokers"
+    assert len(impl.process_queue_table) == 4
+    assert not record.changed
+    del impl.topic_subscribe_info[T]
+    [record] = run(impl)
+    assert record.error == "no route for the topic"
+
+
+def test_broadcasting_owns_every_queue_without_asking_for_ids() -> None:
+    impl, _, _, _ = make(None, model=MessageModel.BROADCASTING, queues=5)
+    [record] = run(impl)
+    assert len(impl.process_queue_table) == 5
+    assert record.client_ids == ()
+
+
+def test_orderly_adds_only_queues_it_could_lock() -> None:
+    q = qs(4)
+    impl, hooks, _, _ = make(["c@1"], queues=4, orderly=True, lockable={q[0], q[3]})
+    run(impl)
+    assert sorted(impl.process_queue_table) == [q[0], q[3]]
+    assert all(r.previously_locked and r.pq.locked for r in hooks.dispatched)
+
+
+def test_unsubscribed_topics_are_truncated_and_release_all_reports_shutdown() -> None:
+    impl, _, store, _ = make(["c@1"], queues=4)
+    other = MessageQueue("Gone", "broker-a", 0)
+    impl.process_queue_table[other] = ProcessQueue(now=0.0)
+    run(impl)
+    assert other not in impl.process_queue_table
+    for mq in impl.process_queue_table:
+        store.update_offset(mq, 7, True)
+    [record] = asyncio.run(impl.release_all())
+    assert record.trigger is RebalanceTrigger.SHUTDOWN
+    assert len(record.removed) == 4
+    assert record.owned == ()
+    assert set(record.committed.values()) == {7}
+    assert impl.process_queue_table == {}
+
+
+def test_retry_topic_name() -> None:
+    assert retry_topic("g") == "%RETRY%g"
+
+
+def test_records_go_to_listeners_and_a_bounded_ring() -> None:
+    log = RebalanceLog(maxlen=2)
+    heard: list[int] = []
+    log.add_listener(lambda r: heard.append(r.seq))
+    log.add_listener(lambda r: 1 / 0)  # a failing listener is logged, the others still hear
+    for _ in range(3):
+        impl, _, _, _ = make(["c@1"], queues=1)
+        impl.log = log
+        run(impl)
+    assert heard == [1, 2, 3]
+    assert [r.seq for r in log.records()] == [2, 3]
+    d = log.records()[-1].to_dict()
+    assert d["trigger"] == "periodic"
+    assert d["owned"][0] == {"topic": T, "broker": "broker-a", "queue_id": 0}
+    assert isinstance(d["start_ms"], int)
+    assert d["duration_ms"] >= 0
+
+
+@pytest.mark.parametrize("n_consumers", [1, 2, 3, 5, 16, 17])
+def test_every_queue_owned_exactly_once_across_the_group(n_consumers: int) -> None:
+    ids = [f"10.0.0.{i}@c" for i in range(n_consumers)]
+    owned: list[MessageQueue] = []
+    for cid in ids:
+        impl, _, _, _ = make(ids, me=cid)
+        run(impl)
+        owned.extend(impl.process_queue_table)
+    assert sorted(owned) == qs(16)
