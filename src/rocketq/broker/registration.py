@@ -95,9 +95,10 @@ class NamesrvRegistrar:
         loop = asyncio.get_running_loop()
         next_at = loop.time() + self._initial_delay
         while True:
-            self._soon.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._soon.wait(), max(next_at - loop.time(), 0.0))
+            # cleared before registering: a change during the round triggers the next one
+            self._soon.clear()
             if loop.time() >= next_at:
                 next_at = loop.time() + self._period
             try:

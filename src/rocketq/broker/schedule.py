@@ -56,6 +56,7 @@ DELAY_OFFSET_FILE = "delayOffset.json"
 _RETRY_AFTER_FAILURE = 10.0  # RocketMQ's DELAY_FOR_A_PERIOD: retry a failed re-store after 10 s
 _FIRST_DELAY = 1.0  # RocketMQ's FIRST_DELAY_TIME
 _BATCH = 32
+_ROUND_BUDGET = 1024  # messages re-stored per level and round before yielding the loop
 _ENTRY = re.compile(rb"(-?\d+)\s*:\s*(-?\d+)")
 
 
@@ -181,22 +182,26 @@ class ScheduleService:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), max(timeout, 0.001))
 
-    def deliver_due(self) -> float | None:
-        """Re-store every message that is due now; return seconds until the next one (``None``: none
-        is waiting). Runs on the event loop; each re-store is one store append."""
+    def deliver_due(self, budget: int = _ROUND_BUDGET) -> float | None:
+        """Re-store the messages that are due now, at most ``budget`` per level (so a backlog
+        after a long stop never holds the event loop for long: the rest goes in the next round,
+        right after other work had its turn); return seconds until the next one is due (0 when
+        the budget ran out, ``None`` when nothing is waiting). Each re-store is one store append."""
         wait: float | None = None
         for level in range(1, len(self._delays_ms) + 1):
-            level_wait = self._deliver_level(level)
+            level_wait = self._deliver_level(level, budget)
             if level_wait is not None and (wait is None or level_wait < wait):
                 wait = level_wait
         return wait
 
-    def _deliver_level(self, level: int) -> float | None:
+    def _deliver_level(self, level: int, budget: int) -> float | None:
         store = self._store
         queue_id = level - 1
         delay_ms = self._delays_ms[level - 1]
         offset = self._offsets.get(level, 0)
         while True:
+            if budget <= 0:
+                return 0.0
             result = store.get_messages(RMQ_SYS_SCHEDULE_TOPIC, queue_id, offset, _BATCH)
             if result.status is not GetMessageStatus.FOUND:
                 if (
@@ -236,6 +241,7 @@ class ScheduleService:
                     return _RETRY_AFTER_FAILURE
                 offset = msg.queue_offset + 1
                 self._set_offset(level, offset)
+                budget -= 1
 
     def _set_offset(self, level: int, offset: int) -> None:
         self._offsets[level] = offset
