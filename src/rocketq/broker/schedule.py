@@ -222,6 +222,8 @@ class ScheduleService:
                     continue
                 return None
             for msg in decode_messages(result.data, decompress=False):
+                if budget <= 0:
+                    return 0.0
                 now_ms = int(self._clock() * 1000)
                 due = msg.store_timestamp + delay_ms
                 if due > now_ms + delay_ms:
