@@ -605,3 +605,26 @@ def test_restart_keeps_messages_offsets_and_topics(tmp_path: Path) -> None:
             assert r.ext_fields == {"offset": "3"}
 
     arun(main())
+
+
+def test_compressed_and_periodic_registration(tmp_path: Path) -> None:
+    async def main() -> None:
+        base = BrokerConfig(compressed_register=True, register_period=0.2, register_initial_delay=0.0)
+        async with EmbeddedCluster(data_dir=tmp_path, namesrv_port=0, broker_port=0, broker=base) as cluster:
+            assert cluster.broker is not None
+            registrar = cluster.broker.registrar
+            assert registrar is not None
+            first = registrar.registrations
+            for _ in range(100):
+                if registrar.registrations >= first + 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert registrar.registrations >= first + 2
+            async with RemotingClient() as client:
+                fields = GetRouteInfoRequestHeader(topic="TBW102").to_ext_fields()
+                req = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, fields)
+                route = TopicRouteData.decode((await client.invoke(cluster.namesrv_addr, req)).body)
+                assert route.broker_datas[0].broker_addrs[0] == cluster.broker_addr
+                assert route.queue_datas[0].write_queue_nums == 8
+
+    arun(main())
