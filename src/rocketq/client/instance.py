@@ -135,6 +135,7 @@ class ClientInstance:
         self._started = False
         self._closed = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._side_tasks: set[asyncio.Task[None]] = set()
         self._rebalance_wakeup: asyncio.Event | None = None
         self._rebalance_trigger = RebalanceTrigger.PERIODIC
         self._heartbeat_lock: asyncio.Lock | None = None
@@ -228,9 +229,10 @@ class ClientInstance:
 
     async def _close(self) -> None:
         self._closed = True
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._side_tasks]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
         if self.inner_producer is not None:
             await self.inner_producer.unregister()
@@ -330,8 +332,14 @@ class ClientInstance:
             if not changed:
                 return True
             self.topic_route_table[topic] = route
+            known = {a for addrs in self.broker_addr_table.values() for a in addrs.values()}
             for name, addrs in broker_addr_table(route).items():
                 self.broker_addr_table[name] = addrs
+            if any(a not in known for addrs in broker_addr_table(route).values() for a in addrs.values()):
+                # a broker we never talked to: tell it who we are now rather than in up to 30 s
+                task = asyncio.get_running_loop().create_task(self.send_heartbeat_to_all_brokers())
+                self._side_tasks.add(task)
+                task.add_done_callback(self._side_tasks.discard)
             for producer in list(self.producers.values()):
                 if topic in set(producer.publish_topics()):
                     producer.update_topic_publish_info(topic, route)
