@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ from rocketq.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketq.remoting import RemotingClient, RemotingConnection, run
-from rocketq.store import FileIO
+from rocketq.store import FileIO, StoreConfig
 
 from .brokerkit import heartbeat_request, send_request
 from .test_broker import GROUP, create_topic
@@ -179,5 +180,45 @@ def test_a_full_disk_answers_service_not_available_and_recovers(tmp_path: Path) 
             r = await client.invoke(addr, send_request("Disk", b"after"))
             assert r.code == ResponseCode.SUCCESS
             assert r.ext_fields["queueOffset"] == "1"
+
+    run(main())
+
+
+class SlowSync(FileIO):
+    def __init__(self) -> None:
+        self.delay = 0.0
+
+    def fdatasync(self, fd: int) -> None:
+        if self.delay:
+            time.sleep(self.delay)
+        super().fdatasync(fd)
+
+
+def test_sync_flush_shares_fsyncs_and_answers_flush_disk_timeout(tmp_path: Path) -> None:
+    async def main() -> None:
+        io = SlowSync()
+        config = BrokerConfig(
+            port=0, data_dir=tmp_path, flush="sync", store=StoreConfig(sync_flush_timeout=0.2)
+        )
+        async with Broker(config, store_io=io) as broker, RemotingClient() as client:
+            addr = broker.address
+            await create_topic(client, addr, "Sync", 4)
+            before = broker.store.group_commit_fsyncs
+            answers = await asyncio.gather(
+                *(client.invoke(addr, send_request("Sync", b"s%d" % i, queue_id=i % 4)) for i in range(64))
+            )
+            assert all(a.code == ResponseCode.SUCCESS for a in answers)
+            fsyncs = broker.store.group_commit_fsyncs - before
+            assert 1 <= fsyncs < 64  # concurrent sends share fsyncs (group commit)
+            io.delay = 0.5
+            slow = await client.invoke(addr, send_request("Sync", b"slow"))
+            assert slow.code == ResponseCode.FLUSH_DISK_TIMEOUT
+            assert slow.ext_fields["queueOffset"]  # stored, as Java reports it
+            io.delay = 0.0
+            while broker.store.group_commit_fsyncs < before + fsyncs + 1:  # the slow fsync ends
+                await asyncio.sleep(0.05)
+            # the message was stored all the same and the broker goes on
+            ok = await client.invoke(addr, send_request("Sync", b"fast"))
+            assert ok.code == ResponseCode.SUCCESS
 
     run(main())

@@ -17,8 +17,10 @@ store's synchronous append:
   ``queueOffset`` and the ``MSG_REGION`` / ``TRACE_ON`` fields, in the key order a Java broker
   writes them for the request's serialization;
 * under sync flush, a producer waiting for the store (``WAIT`` not ``false``) is answered after
-  the group commit's fsync, awaited without blocking the loop; no fsync within
-  ``sync_flush_timeout`` answers FLUSH_DISK_TIMEOUT (the message is stored, as in RocketMQ).
+  the group commit's fsync: the handler returns at once and the fsync round's shared future
+  writes every waiting response when it completes (no task per send, the loop never blocks);
+  no fsync within ``sync_flush_timeout`` answers FLUSH_DISK_TIMEOUT (the message is stored, as
+  in RocketMQ).
 
 Store failures are answers, not crashes: an oversized message MESSAGE_ILLEGAL, a full disk or a
 store that stopped accepting writes SERVICE_NOT_AVAILABLE, another write error SYSTEM_ERROR.
@@ -30,10 +32,11 @@ as plain messages would deliver uncommitted data.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
-from collections.abc import Awaitable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rocketq.broker.topics import (
@@ -264,9 +267,7 @@ class SendProcessor:
 
     # ------------------------------------------------------------------ sends
 
-    def send(
-        self, conn: RemotingConnection, request: RemotingCommand
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+    def send(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         """Every producer send; returns the response, or an awaitable of it under sync flush."""
         s = self._parse(request)
         config = self._check_topic(s, conn)
@@ -312,7 +313,8 @@ class SendProcessor:
             self._b.schedule_kick()
         # As Java: the request's queue id, but the offset where the message went (the schedule
         # queue's for a delayed message).
-        return self._respond(request, put, s.queue_id, self.msg_id(put.commit_log_offset), wait != "false")
+        msg_id = self.msg_id(put.commit_log_offset)
+        return self._respond(conn, request, put, s.queue_id, msg_id, wait != "false")
 
     def _delay_level(self, props: dict[str, str]) -> int:
         try:
@@ -383,7 +385,7 @@ class SendProcessor:
 
     def _send_batch(
         self, conn: RemotingConnection, request: RemotingCommand, s: _Send
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+    ) -> RemotingCommand | None:
         topic = s.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise BrokerError(
@@ -432,11 +434,17 @@ class SendProcessor:
             raise _store_failure(exc) from None
         self._b.stats.on_put(topic, put.message_count, put.wrote_bytes)
         ids = ",".join([self.msg_id(o) for o in put.commit_log_offsets])
-        return self._respond(request, put, s.queue_id, ids, header_props.get(_WAIT) != "false")
+        return self._respond(conn, request, put, s.queue_id, ids, header_props.get(_WAIT) != "false")
 
     def _respond(
-        self, request: RemotingCommand, put: PutResult, queue_id: int, msg_id: str, wait: bool
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        self,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        put: PutResult,
+        queue_id: int,
+        msg_id: str,
+        wait: bool,
+    ) -> RemotingCommand | None:
         if request.serialize_type == SerializeType.ROCKETMQ:
             ext = {
                 "msgId": msg_id,
@@ -456,25 +464,22 @@ class SendProcessor:
         response = request.response(ext_fields=ext)
         if put.durable is None or not wait:
             return response
-        return self._after_flush(put, response)
+        self._after_flush(conn, request, put, response)
+        return None
 
-    async def _after_flush(self, put: PutResult, response: RemotingCommand) -> RemotingCommand:
+    def _after_flush(
+        self, conn: RemotingConnection, request: RemotingCommand, put: PutResult, response: RemotingCommand
+    ) -> None:
+        """Answer once the group commit's fsync covers the message (``None``: answered later).
+
+        No task per send: every send of one fsync round hangs a callback on the round's shared
+        future, which writes its response on its connection."""
         assert put.durable is not None
-        try:
-            await self._b.durable(put.durable)
-        except TimeoutError:
-            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
-            response.remark = "the message is stored but its flush to disk timed out"
-        except Exception as exc:  # the fsync itself failed
-            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
-            response.remark = f"the message is stored but flushing it to disk failed: {exc}"
-        return response
+        self._b.durable(put.durable).add_done_callback(partial(_flushed, conn, request, response))
 
     # ------------------------------------------------------------------ send back (retries)
 
-    def send_back(
-        self, conn: RemotingConnection, request: RemotingCommand
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+    def send_back(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         """CONSUMER_SEND_MSG_BACK: re-store a message for ``%RETRY%<group>`` (delayed by level
         3 + its reconsume count, or the requested level), or for ``%DLQ%<group>`` once it was
         retried ``maxReconsumeTimes`` times (or the level is negative)."""
@@ -562,7 +567,24 @@ class SendProcessor:
         response = request.response()
         if put.durable is None:
             return response
-        return self._after_flush(put, response)
+        self._after_flush(conn, request, put, response)
+        return None
+
+
+def _flushed(
+    conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand, done: asyncio.Future[None]
+) -> None:
+    if done.cancelled():  # the broker is closing; the connection goes with it
+        return
+    exc = done.exception()
+    if isinstance(exc, TimeoutError):
+        response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+        response.remark = "the message is stored but its flush to disk timed out"
+    elif exc is not None:  # the fsync itself failed
+        response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+        response.remark = f"the message is stored but flushing it to disk failed: {exc}"
+    if not request.is_oneway and not conn.is_closed:
+        conn.send_response(request, response)
 
 
 def _describe(config: TopicConfig) -> str:
