@@ -1,0 +1,216 @@
+"""The rocketmq data source against Spark's Parquet source, in the same run (ratios are the figures).
+
+Starts ``rocketq server`` in a child process on free ports in a temp dir, creates a topic with
+``--queues`` queues and fills it with ``--messages`` messages of ``--size`` bytes (batch sends over
+the protocol), then with one ``local[2]`` Spark session times:
+
+* **read**: the data source reading every message (all columns materialised by the ``noop`` sink),
+  once with Arrow record batches and once with tuples, beside Spark reading the same rows from a
+  local Parquet file;
+* **write**: the data source sending a DataFrame of ``--messages`` rows (body, tags, keys) to a
+  second topic, beside Spark writing the same DataFrame to Parquet.
+
+Each timing is the best of ``--repeat`` runs after a warm-up. Run::
+
+    python bench/bench_spark.py --messages 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rocketq.embedded import spawn_server
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol.headers import CreateTopicRequestHeader
+from rocketq.protocol.message import Message
+from rocketq.protocol.properties import MessageConst
+from rocketq.remoting import BlockingRemotingClient
+from rocketq.spark.broker_io import BrokerIO, new_uniq_id_generator
+
+JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
+
+
+def create_topic(broker: str, namesrv: str, topic: str, queues: int) -> None:
+    header = CreateTopicRequestHeader(
+        topic=topic,
+        default_topic="TBW102",
+        read_queue_nums=queues,
+        write_queue_nums=queues,
+        perm=6,
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=0,
+        order=False,
+    )
+    with BlockingRemotingClient(broker) as client:
+        r = client.invoke(
+            RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+        )
+    if r.code != ResponseCode.SUCCESS:
+        raise SystemExit(f"cannot create {topic}: {r.remark}")
+    with BrokerIO(namesrv) as io:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if len(io.read_queues(topic)) == queues:
+                    return
+            except Exception:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"route of {topic} did not appear")
+            time.sleep(0.05)
+
+
+def produce(namesrv: str, topic: str, count: int, size: int, batch: int) -> float:
+    """Send ``count`` messages with batch sends; returns messages per second."""
+    ids = new_uniq_id_generator()
+    body = os.urandom(size)
+    t0 = time.perf_counter()
+    with BrokerIO(namesrv, timeout=30) as io:
+        routes = io.read_queues(topic)
+        sent = 0
+        qi = 0
+        while sent < count:
+            n = min(batch, count - sent)
+            now = int(time.time() * 1000)
+            msgs = [
+                Message(
+                    topic,
+                    body,
+                    0,
+                    {
+                        MessageConst.TAGS: "TagA",
+                        MessageConst.KEYS: f"k{sent + i}",
+                        MessageConst.WAIT: "true",
+                        MessageConst.UNIQ_KEY: ids.next_id(now),
+                    },
+                )
+                for i in range(n)
+            ]
+            io.send_batch(routes[qi % len(routes)], msgs, producer_group="bench-producer")
+            qi += 1
+            sent += n
+    return count / (time.perf_counter() - t0)
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=256)
+    ap.add_argument("--queues", type=int, default=4)
+    ap.add_argument("--send-batch", type=int, default=256)
+    ap.add_argument("--pull-batch", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+
+    os.environ["JAVA_HOME"] = JAVA_HOME
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    tmp = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+    server = spawn_server(tmp / "data")
+    try:
+        namesrv, broker = server.namesrv_addr, server.broker_addr
+        create_topic(broker, namesrv, "BenchRead", args.queues)
+        create_topic(broker, namesrv, "BenchWrite", args.queues)
+        rate = produce(namesrv, "BenchRead", args.messages, args.size, args.send_batch)
+        print(f"produced {args.messages:,} messages of {args.size} B: {rate:,.0f} msg/s (batch sends)")
+
+        from pyspark.sql import SparkSession
+        from pyspark.sql import functions as F
+
+        import rocketq.spark
+
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.memory", "2g")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        rocketq.spark.register(spark)
+
+        def source(**opts: str) -> object:
+            r = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", "BenchRead")
+            r = r.option("pullBatchSize", str(args.pull_batch))
+            for k, v in opts.items():
+                r = r.option(k, v)
+            return r.load()
+
+        n = args.messages
+        parquet = tmp / "rows.parquet"
+        source().write.parquet(str(parquet))  # also the warm-up of the source
+        assert spark.read.parquet(str(parquet)).count() == n
+
+        def noop(df: object) -> None:
+            df.write.format("noop").mode("overwrite").save()  # type: ignore[attr-defined]
+
+        t_arrow = best(lambda: noop(source()), args.repeat)
+        t_tuples = best(lambda: noop(source(arrowBatches="false")), args.repeat)
+        t_parquet = best(lambda: noop(spark.read.parquet(str(parquet))), args.repeat)
+
+        print(f"\nread {n:,} rows (all columns, best of {args.repeat})")
+        print(f"  parquet                 {n / t_parquet:>12,.0f} rows/s   1.00")
+        print(
+            f"  rocketmq (arrow)        {n / t_arrow:>12,.0f} rows/s   {t_parquet / t_arrow:.3f} of parquet"
+        )
+        print(
+            f"  rocketmq (tuples)       {n / t_tuples:>12,.0f} rows/s   {t_parquet / t_tuples:.3f} of parquet"
+        )
+        print(f"  arrow / tuples          {t_tuples / t_arrow:.2f}x")
+
+        body = F.expr(f"unhex(repeat('ab', {args.size}))")
+        rows = (
+            spark.range(n, numPartitions=2)
+            .select(
+                body.alias("body"),
+                F.lit("TagA").alias("tags"),
+                F.concat(F.lit("k"), F.col("id")).alias("keys"),
+            )
+            .cache()
+        )
+        rows.count()
+        out = tmp / "write.parquet"
+
+        def write_parquet() -> None:
+            rows.write.mode("overwrite").parquet(str(out))
+
+        def write_source() -> None:
+            (
+                rows.write.format("rocketmq")
+                .option("namesrv", namesrv)
+                .option("topic", "BenchWrite")
+                .option("sendBatchSize", str(args.send_batch))
+                .mode("append")
+                .save()
+            )
+
+        t_wp = best(write_parquet, args.repeat)
+        t_ws = best(write_source, args.repeat)
+        print(f"\nwrite {n:,} rows of {args.size} B (best of {args.repeat})")
+        print(f"  parquet                 {n / t_wp:>12,.0f} rows/s   1.00")
+        print(f"  rocketmq                {n / t_ws:>12,.0f} rows/s   {t_wp / t_ws:.3f} of parquet")
+        spark.stop()
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
