@@ -103,3 +103,23 @@ def test_committed_offset_never_passes_an_unfinished_message(offsets: list[int],
             assert committed == min(pending)
         else:
             assert committed == max(offsets) + 1
+
+
+def test_flow_control_thresholds_of_the_push_consumer() -> None:
+    from rocketq.client.push_consumer import flow_control_reason
+
+    limits = {"max_count": 1000, "max_size_mib": 100, "max_span": 2000}
+    pq = ProcessQueue(now=0.0)
+    pq.put_messages(msgs(*range(1000)))
+    assert flow_control_reason(pq, **limits) is None  # exactly at the limit still pulls
+    pq.put_messages(msgs(1000))
+    assert flow_control_reason(pq, **limits) == "count"
+    big = ProcessQueue(now=0.0)
+    big.put_messages(msgs(1, 2, size=60 * 1024 * 1024))
+    assert flow_control_reason(big, **limits) == "size"
+    wide = ProcessQueue(now=0.0)
+    wide.put_messages(msgs(0, 2000))
+    assert flow_control_reason(wide, **limits) is None
+    wide.put_messages(msgs(2001))
+    assert flow_control_reason(wide, **limits) == "span"
+    assert flow_control_reason(wide, max_count=1000, max_size_mib=100, max_span=None) is None  # orderly

@@ -67,7 +67,7 @@ from rocketq.protocol.properties import MessageConst
 if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
 
-__all__ = ["MessageQueueListener", "PushConsumer", "PushConsumerCore", "pull_sys_flag"]
+__all__ = ["MessageQueueListener", "PushConsumer", "PushConsumerCore", "flow_control_reason", "pull_sys_flag"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +109,30 @@ def pull_sys_flag(
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def flow_control_reason(
+    pq: ProcessQueue, *, max_count: int, max_size_mib: int, max_span: int | None
+) -> str | None:
+    """Why a queue must not be pulled now (``"count"``, ``"size"``, ``"span"``), or ``None``.
+
+    RocketMQ's checks in ``pullMessage``: more cached messages than ``max_count``, more cached MiB
+    than ``max_size_mib``, or (concurrent consumption; ``max_span=None`` for orderly) a distance
+    between the lowest and highest cached offset above ``max_span``.
+
+    >>> from rocketq.protocol.message import MessageExt
+    >>> pq = ProcessQueue(now=0.0)
+    >>> _ = pq.put_messages([MessageExt("T", b"x", queue_offset=0), MessageExt("T", b"x", queue_offset=2001)])
+    >>> flow_control_reason(pq, max_count=1000, max_size_mib=100, max_span=2000)
+    'span'
+    """
+    if pq.msg_count > max_count:
+        return "count"
+    if pq.msg_size > max_size_mib * 1024 * 1024:
+        return "size"
+    if max_span is not None and pq.max_span() > max_span:
+        return "span"
+    return None
 
 
 class PushConsumerCore:
@@ -183,15 +207,13 @@ class PushConsumerCore:
 
     def pull_precheck(self, request: PullRequest) -> float | None:
         """Seconds to wait before pulling ``request``'s queue, or ``None`` to pull now (flow control)."""
-        pq = request.pq
-        cfg = self.config
-        if pq.msg_count > self.pull_threshold_for_queue:
-            return self._flow_controlled("count", request)
-        if pq.msg_size > self.pull_threshold_size_for_queue * 1024 * 1024:
-            return self._flow_controlled("size", request)
-        if not self.consume_orderly and pq.max_span() > cfg.consume_concurrently_max_span:
-            return self._flow_controlled("span", request)
-        return None
+        why = flow_control_reason(
+            request.pq,
+            max_count=self.pull_threshold_for_queue,
+            max_size_mib=self.pull_threshold_size_for_queue,
+            max_span=None if self.consume_orderly else self.config.consume_concurrently_max_span,
+        )
+        return None if why is None else self._flow_controlled(why, request)
 
     def _flow_controlled(self, why: str, request: PullRequest) -> float:
         self._flow_control_times += 1

@@ -1,0 +1,171 @@
+"""The producer against real brokers: round robin, retry on another broker, async forms, and the
+consumer's answer to GET_CONSUMER_RUNNING_INFO relayed by the broker."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rocketq import (
+    ClientConfig,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    Message,
+    Producer,
+    PushConsumer,
+    SendResult,
+    SendStatus,
+)
+from rocketq.broker import Broker
+from rocketq.broker.config import BrokerConfig
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol.bodies import ConsumerRunningInfo
+from rocketq.protocol.headers import GetConsumerRunningInfoRequestHeader
+from rocketq.remoting import RemotingClient
+from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, Received, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
+    c = ClusterThread(tmp_path / "cluster")
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def cfg(cluster: ClusterThread, name: str = "DEFAULT") -> ClientConfig:
+    return ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name)
+
+
+def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_dies(
+    cluster: ClusterThread, tmp_path: Path
+) -> None:
+    second = Broker(
+        BrokerConfig(
+            port=0,
+            broker_name="broker-b",
+            data_dir=tmp_path / "b",
+            namesrv_addrs=(cluster.namesrv,),
+            message_delay_level=FAST_DELAY_LEVELS,
+        )
+    )
+    cluster.thread.call(second.start(), timeout=30)
+    closed = False
+    try:
+        cluster.create_topic("TopicTwo", 2)
+        cluster.broker_addr, saved = second.address, cluster.broker_addr
+        cluster.create_topic("TopicTwo", 2)
+        cluster.broker_addr = saved
+        with Producer("two_producer", client_config=cfg(cluster)) as producer:
+            assert wait_until(lambda: len(producer.fetch_publish_queues("TopicTwo")) == 4, 5.0)
+            first = [producer.send(Message("TopicTwo", f"a{i}")) for i in range(8)]
+            assert {r.message_queue.short for r in first} == {
+                "broker-a:0",
+                "broker-a:1",
+                "broker-b:0",
+                "broker-b:1",
+            }
+            cluster.thread.call(second.close(), timeout=30)
+            closed = True
+            began = time.monotonic()
+            after = [producer.send(Message("TopicTwo", f"b{i}")) for i in range(8)]
+            # the route still lists broker-b (refreshed every 30 s): a send picking it fails to
+            # connect and is retried on broker-a within the same call
+            assert {r.message_queue.broker_name for r in after} == {"broker-a"}
+            assert all(r.status is SendStatus.SEND_OK for r in after)
+            assert time.monotonic() - began < 8 * 3.0
+    finally:
+        if not closed:
+            cluster.thread.call(second.close(), timeout=30)
+
+
+def test_async_future_callback_oneway_and_batch_sends(cluster: ClusterThread) -> None:
+    cluster.create_topic("TopicAsync", 4)
+    got = Received()
+    consumer = PushConsumer(
+        "async_group",
+        client_config=cfg(cluster, "a1"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    consumer.subscribe("TopicAsync")
+    consumer.register_listener(
+        lambda msgs: (got.add("a1", msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1]
+    )
+    with consumer, Producer("async_producer", client_config=cfg(cluster)) as producer:
+        futures = [producer.send_future(Message("TopicAsync", f"f{i}")) for i in range(20)]
+        results = [f.result(10) for f in concurrent.futures.as_completed(futures)]
+        assert all(isinstance(r, SendResult) for r in results)
+        called = threading.Event()
+        seen: list[SendResult] = []
+        producer.send_callback(Message("TopicAsync", b"cb"), lambda r: (seen.append(r), called.set()))
+        assert called.wait(10)
+
+        async def use_from_asyncio() -> list[SendResult]:
+            return list(
+                await asyncio.gather(*(producer.send_async(Message("TopicAsync", f"x{i}")) for i in range(5)))
+            )
+
+        assert len(asyncio.run(use_from_asyncio())) == 5
+        producer.send_oneway(Message("TopicAsync", b"oneway"))
+        batch = producer.send_batch([Message("TopicAsync", f"batch{i}") for i in range(4)])
+        assert len(batch.msg_id.split(",")) == 4
+        assert wait_until(lambda: got.distinct() == 20 + 1 + 5 + 1 + 4, 10.0), got.distinct()
+    assert seen[0].status is SendStatus.SEND_OK
+
+
+def test_large_bodies_are_compressed_and_arrive_whole(cluster: ClusterThread) -> None:
+    cluster.create_topic("TopicBig", 1)
+    got = Received()
+    body = bytes(range(256)) * 64  # 16 KiB
+    consumer = PushConsumer(
+        "big_group",
+        client_config=cfg(cluster, "g1"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    consumer.subscribe("TopicBig")
+    consumer.register_listener(
+        lambda msgs: (got.add("g1", msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1]
+    )
+    with consumer, Producer("big_producer", client_config=cfg(cluster)) as producer:
+        producer.send(Message("TopicBig", body))
+        assert wait_until(lambda: got.distinct() == 1)
+    msg = got.messages[0]
+    assert msg.body == body
+    assert msg.sys_flag & 0x1  # stored compressed, handed over inflated
+
+
+def test_the_consumer_answers_running_info_through_the_broker(cluster: ClusterThread) -> None:
+    cluster.create_topic("TopicInfo", 3)
+    consumer = PushConsumer("info_group", client_config=cfg(cluster, "i1"))
+    consumer.subscribe("TopicInfo", "TagA || TagB")
+    consumer.register_listener(lambda msgs: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    with consumer:
+
+        async def ask() -> RemotingCommand:
+            async with RemotingClient() as admin:
+                header = GetConsumerRunningInfoRequestHeader(
+                    consumer_group="info_group", client_id=consumer.client_id
+                )
+                request = RemotingCommand.request(
+                    RequestCode.GET_CONSUMER_RUNNING_INFO, header.to_ext_fields()
+                )
+                return await admin.invoke(cluster.broker_addr, request, 5.0)
+
+        response = cluster.thread.call(ask(), timeout=10)
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    info = ConsumerRunningInfo.decode(response.body)
+    assert {mq.queue_id for mq in info.mq_table if mq.topic == "TopicInfo"} == {0, 1, 2}
+    assert {s.topic for s in info.subscription_set} == {"TopicInfo", "%RETRY%info_group"}
+    assert info.properties["PROP_CONSUMEORDERLY"] == "false"
+    assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+    assert info.properties["pullBatchSize"] == "32"
+    assert "TopicInfo" in info.status_table
