@@ -436,9 +436,8 @@ class PushConsumerCore:
         if not self.stopping:
             await self.offset_store.persist(mq)
         self.offset_store.remove_offset(mq)
-        task = self._pull_tasks.pop(mq, None)
-        if task is not None and self.stopping:
-            task.cancel()
+        # its pull task, if in a long poll, ends when the answer comes (and is discarded);
+        # shutdown cancels it
         return True
 
     def remove_dirty_offset(self, mq: MessageQueue) -> None:
@@ -577,10 +576,10 @@ class PushConsumerCore:
         except asyncio.CancelledError:
             raise
         except (RocketQError, OSError) as exc:
+            if pq.dropped or self.stopping:
+                return None
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                logger.warning(
-                    "pull of %s failed: %s; retrying in %.1fs", mq, exc, cfg.pull_time_delay_when_exception
-                )
+                logger.warning("pull of %s failed: %s; retrying later", mq, exc)
             return cfg.pull_time_delay_when_exception
         if pq.dropped or self.stopping:
             return None
