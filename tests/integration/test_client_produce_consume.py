@@ -125,3 +125,43 @@ def test_broadcasting_consumers_each_get_every_message(cluster: ClusterThread, t
     files = list((tmp_path / "offsets").rglob("offsets.json"))
     assert len(files) == 2
     assert b'"offsetTable"' in files[0].read_bytes()
+
+
+def test_an_illegal_offset_is_corrected_persisted_and_the_queue_restarted(cluster: ClusterThread) -> None:
+    from rocketq.models import MessageQueue
+    from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+    from rocketq.protocol.headers import UpdateConsumerOffsetRequestHeader
+    from rocketq.remoting import RemotingClient
+
+    cluster.create_topic("TopicIllegal", 1)
+    with Producer("illegal_producer", client_config=client(cluster)) as producer:
+        for i in range(3):
+            producer.send(Message("TopicIllegal", f"old{i}"))
+
+    async def commit_far_ahead() -> None:
+        async with RemotingClient() as admin:
+            header = UpdateConsumerOffsetRequestHeader(
+                consumer_group="illegal_group", topic="TopicIllegal", queue_id=0, commit_offset=1000
+            )
+            request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields())
+            response = await admin.invoke(cluster.broker_addr, request, 5.0)
+            assert response.code == ResponseCode.SUCCESS
+
+    cluster.thread.call(commit_far_ahead(), timeout=10)
+    got = Received()
+    consumer = PushConsumer("illegal_group", client_config=client(cluster, "i1"))
+    consumer.subscribe("TopicIllegal")
+    consumer.register_listener(lambda msgs: (got.add("i1", msgs), OK)[1])
+    mq = MessageQueue("TopicIllegal", "broker-a", 0)
+    with consumer:
+        # the broker answers PULL_OFFSET_MOVED with its max offset: the consumer stores 3 and restarts
+        assert wait_until(lambda: consumer.committed_offsets().get(mq) == 3, 10.0), (
+            consumer.committed_offsets()
+        )
+        assert wait_until(lambda: mq in consumer.assigned_queues(), 5.0)
+        with Producer("illegal_producer2", client_config=client(cluster)) as producer:
+            producer.send(Message("TopicIllegal", b"new"))
+        assert wait_until(lambda: got.distinct() == 1, 10.0)
+    assert list(got.bodies) == [b"new"]
+    triggers = {r.trigger for r in consumer.rebalance_records("TopicIllegal") if r.changed}
+    assert RebalanceTrigger.CORRECTION in triggers

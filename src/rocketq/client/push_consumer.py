@@ -428,7 +428,7 @@ class PushConsumerCore:
                 self.rebalance.remove_process_queue(mq)
         finally:
             self.paused = was_paused
-        await self.rebalance.do_rebalance(RebalanceTrigger.MANUAL)
+        await self.rebalance.do_rebalance(RebalanceTrigger.CORRECTION)
 
     # ---------------------------------------------------------------- RebalanceHooks
 
@@ -633,6 +633,8 @@ class PushConsumerCore:
         self.offset_store.update_offset(request.mq, request.next_offset, False)
         await self.offset_store.persist(request.mq)
         self.rebalance.remove_process_queue(request.mq)
+        # Java waits for the next 20 s rebalance to re-add the queue; we do it now
+        self.instance.rebalance_immediately(RebalanceTrigger.CORRECTION)
         logger.warning("%s: offset corrected to %d and persisted; rebalance will re-add it", request.mq,
                        request.next_offset)  # fmt: skip
 

@@ -50,6 +50,8 @@ class RebalanceTrigger(enum.StrEnum):
     SUBSCRIPTION = "subscription"
     #: the route of a subscribed topic changed
     ROUTE = "route"
+    #: a queue was removed to restart it elsewhere (OFFSET_ILLEGAL correction, offset reset)
+    CORRECTION = "correction"
     #: asked for by code (``consumer.rebalance()``), tests and the lab
     MANUAL = "manual"
     #: the consumer shut down and released every queue
