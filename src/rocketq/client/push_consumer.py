@@ -203,10 +203,16 @@ class PushConsumerCore:
         return False
 
     def make_consume_service(self) -> ConsumeService:
+        """The service that runs the listener (called once, in ``__init__``)."""
         return ConsumeMessageConcurrentlyService(self, adapt_listener(self.listener))
 
-    def pull_precheck(self, request: PullRequest) -> float | None:
-        """Seconds to wait before pulling ``request``'s queue, or ``None`` to pull now (flow control)."""
+    async def pull_precheck(self, request: PullRequest) -> float | None:
+        """Seconds to wait before pulling ``request``'s queue, or ``None`` to pull now.
+
+        Concurrent consumption checks flow control here; an orderly consumer overrides it to also
+        wait for the queue's broker lock and, on the first pull after locking, to recompute
+        ``request.next_offset`` (``computePullFromWhere``), as ``pullMessage`` does in Java.
+        """
         why = flow_control_reason(
             request.pq,
             max_count=self.pull_threshold_for_queue,
@@ -533,7 +539,7 @@ class PushConsumerCore:
         pq.last_pull_timestamp = time.time()
         if self.paused:
             return cfg.pull_time_delay_when_suspend
-        wait = self.pull_precheck(request)
+        wait = await self.pull_precheck(request)
         if wait is not None:
             return wait
         sub = self.rebalance.subscriptions.get(mq.topic)
@@ -698,7 +704,12 @@ class PushConsumer:
     Listeners are ordinary functions run on the consumer's thread pool: ``fn(msgs, context)`` or
     ``fn(msgs)``, returning :class:`ConsumeConcurrentlyStatus` (``None`` or an exception means
     RECONSUME_LATER, as in Java).
+
+    ``core_class`` is the implementation :meth:`start` builds; consumers with other consumption
+    rules (orderly, clean handoff) set it to a :class:`PushConsumerCore` subclass.
     """
+
+    core_class: type[PushConsumerCore] = PushConsumerCore
 
     def __init__(
         self,
@@ -812,7 +823,7 @@ class PushConsumer:
 
     async def _make_core(self, instance: ClientInstance) -> PushConsumerCore:
         assert self._listener is not None
-        return PushConsumerCore(
+        return self.core_class(
             instance, self.group, self.config, dict(self._subscriptions), self._listener, self.rebalance_log,
             self._queue_listeners,
         )  # fmt: skip
