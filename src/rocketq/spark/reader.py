@@ -15,6 +15,7 @@ read from its earliest offset.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -31,8 +32,9 @@ from pyspark.sql.types import StructType
 
 from rocketq.errors import DataLossError, RocketQError
 from rocketq.models import MessageQueue
-from rocketq.protocol.message import decode_messages
-from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.message import MESSAGE_MAGIC_CODE, MessageSysFlag, decode_messages
+from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.properties import MessageConst, string_to_properties
 from rocketq.spark.broker_io import BrokerIO, PullStatus, QueueRoute
 from rocketq.spark.offsets import (
     OffsetMap,
@@ -82,6 +84,14 @@ ARROW_SCHEMA: Final = pa.schema(
 
 ROWS_PER_BATCH: Final = 8192
 """Rows per Arrow record batch handed to Spark."""
+
+# A stored record with the V1 magic and IPv4 hosts, up to its body length (see rocketq.protocol.message).
+_PLAIN: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
+_PLAIN_MIN: Final = _PLAIN.size + 3
+_I16: Final = struct.Struct(">h")
+_MAGIC_V1: Final = MESSAGE_MAGIC_CODE
+_SLOW_FLAGS: Final = int(MessageSysFlag.COMPRESSED | MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6)
+_host_text: dict[bytes, str] = {}
 
 
 class QueueRange(InputPartition):
@@ -143,24 +153,90 @@ class ColumnBuilder:
 
     def add_body(self, body: bytes, end: int, tag_set: frozenset[str] | None) -> bool:
         """Decode a FOUND pull body and add its messages below ``end`` that pass ``tag_set``;
-        returns False once a message at or past ``end`` was seen."""
-        more = True
-        uniq_key = MessageConst.UNIQ_KEY
-        tags_key = MessageConst.TAGS
-        keys_key = MessageConst.KEYS
+        returns False once a message at or past ``end`` was seen.
+
+        Plain records (V1 magic, IPv4 hosts, body not compressed: what every 4.x producer of small
+        messages writes) are read straight into the columns with one ``struct`` call each; any
+        other record, and everything after it in the body, goes through
+        :func:`~rocketq.protocol.message.decode_messages`, which gives the same values.
+        """
+        buf = body if type(body) is bytes else bytes(body)
+        size_all = len(buf)
+        unpack = _PLAIN.unpack_from
+        unpack_i16 = _I16.unpack_from
+        hosts = _host_text
+        offsets, msg_ids, tags, keys = self.offsets, self.msg_ids, self.tags, self.keys
+        bodies, born, store, born_host = self.bodies, self.born, self.store, self.born_host
+        reconsume, map_keys, map_values, map_offsets = (
+            self.reconsume,
+            self.map_keys,
+            self.map_values,
+            self.map_offsets,
+        )
+        pos = 0
+        while pos < size_all:
+            if size_all - pos < _PLAIN_MIN:
+                return self._add_decoded(buf[pos:], end, tag_set)
+            (size, magic, _crc, _qid, _flag, q_offset, _phys, sys_flag, born_ts, born_raw, store_ts, _store,
+             times, _prepared, body_len) = unpack(buf, pos)  # fmt: skip
+            rec_end = pos + size
+            if magic != _MAGIC_V1 or sys_flag & _SLOW_FLAGS or size < _PLAIN_MIN or rec_end > size_all:
+                return self._add_decoded(buf[pos:], end, tag_set)
+            if q_offset >= end:
+                return False
+            body_end = pos + 88 + body_len
+            if body_len < 0 or body_end + 3 > rec_end:
+                return self._add_decoded(buf[pos:], end, tag_set)  # raises the codec's error
+            topic_end = body_end + 1 + buf[body_end]
+            props_len = unpack_i16(buf, topic_end)[0] if topic_end + 2 <= rec_end else -1
+            if topic_end + 2 + props_len != rec_end:
+                return self._add_decoded(buf[pos:], end, tag_set)  # raises the codec's error
+            if props_len:
+                try:
+                    props = string_to_properties(buf[topic_end + 2 : rec_end].decode())
+                except UnicodeDecodeError:
+                    return self._add_decoded(buf[pos:], end, tag_set)  # raises the codec's error
+            else:
+                props = {}
+            uniq = props.get("UNIQ_KEY")
+            if uniq is None:
+                return self._add_decoded(buf[pos:], end, tag_set)  # needs the offset msg id
+            tag = props.get("TAGS")
+            pos = rec_end
+            if tag_set is not None and (tag is None or tag not in tag_set):
+                continue
+            offsets.append(q_offset)
+            msg_ids.append(uniq)
+            tags.append(tag)
+            keys.append(props.get("KEYS"))
+            bodies.append(buf[body_end - body_len : body_end])
+            born.append(born_ts * 1000)
+            store.append(store_ts * 1000)
+            host = hosts.get(born_raw)
+            if host is None:
+                if len(hosts) >= 4096:
+                    hosts.clear()
+                host = hosts[born_raw] = str(HostPort.from_packed(born_raw))
+            born_host.append(host)
+            reconsume.append(times)
+            map_keys.extend(props)
+            map_values.extend(props.values())
+            map_offsets.append(len(map_keys))
+        return True
+
+    def _add_decoded(self, body: bytes, end: int, tag_set: frozenset[str] | None) -> bool:
+        """:meth:`add_body` through the general codec (any record kind)."""
         for msg in decode_messages(body):
             if msg.queue_offset >= end:
-                more = False
-                break
+                return False
             props = msg.properties
-            tag = props.get(tags_key)
+            tag = props.get(MessageConst.TAGS)
             if tag_set is not None and (tag is None or tag not in tag_set):
                 continue
             self.offsets.append(msg.queue_offset)
-            uniq = props.get(uniq_key)
-            self.msg_ids.append(uniq if uniq is not None else msg.offset_msg_id)
+            self.msg_ids.append(msg.msg_id)
             self.tags.append(tag)
-            self.keys.append(props.get(keys_key))
+            self.keys.append(props.get(MessageConst.KEYS))
             self.bodies.append(msg.body)
             self.born.append(msg.born_timestamp * 1000)
             self.store.append(msg.store_timestamp * 1000)
@@ -169,7 +245,7 @@ class ColumnBuilder:
             self.map_keys.extend(props)
             self.map_values.extend(props.values())
             self.map_offsets.append(len(self.map_keys))
-        return more
+        return True
 
     def record_batch(self, topic: str, broker: str, queue_id: int) -> pa.RecordBatch:
         """The rows so far as one record batch (then cleared)."""
