@@ -169,3 +169,56 @@ def test_the_consumer_answers_running_info_through_the_broker(cluster: ClusterTh
     assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
     assert info.properties["pullBatchSize"] == "32"
     assert "TopicInfo" in info.status_table
+
+
+def test_a_topic_without_route_is_created_through_the_default_topic(cluster: ClusterThread) -> None:
+    with Producer("auto_producer", client_config=cfg(cluster)) as producer:
+        results = [producer.send(Message("TopicAuto", f"m{i}")) for i in range(8)]
+        # the broker created it from TBW102 with the producer's 4 queues
+        assert {r.message_queue.queue_id for r in results} == {0, 1, 2, 3}
+        assert all(r.status is SendStatus.SEND_OK for r in results)
+        assert wait_until(lambda: len(producer.fetch_publish_queues("TopicAuto")) == 4)
+
+
+def test_a_hash_selector_keeps_each_key_on_one_queue_in_order(cluster: ClusterThread) -> None:
+    from rocketq.client.producer import select_by_hash
+
+    cluster.create_topic("TopicOrder", 4)
+    with Producer("order_producer", client_config=cfg(cluster)) as producer:
+        placed: dict[str, set[int]] = {}
+        offsets: dict[str, list[int]] = {}
+        for step in range(5):
+            for order in ("order-0", "order-1", "order-2"):
+                r = producer.send(
+                    Message("TopicOrder", f"{order}:{step}"), selector=select_by_hash, arg=order
+                )
+                placed.setdefault(order, set()).add(r.message_queue.queue_id)
+                offsets.setdefault(order, []).append(r.queue_offset)
+    assert all(len(q) == 1 for q in placed.values())
+    assert all(o == sorted(o) for o in offsets.values())
+
+
+def test_consume_from_last_offset_on_a_young_queue_starts_at_zero_as_rocketmq_does(
+    cluster: ClusterThread,
+) -> None:
+    # RocketMQ's broker answers QUERY_CONSUMER_OFFSET with 0 for a new group while the queue's
+    # first message is still stored, so CONSUME_FROM_LAST_OFFSET only skips history on queues
+    # whose beginning was already deleted (a quirk the seed posts trip over).
+    cluster.create_topic("TopicLast", 1)
+    with Producer("last_producer", client_config=cfg(cluster)) as producer:
+        for i in range(3):
+            producer.send(Message("TopicLast", f"early{i}"))
+    got = Received()
+    consumer = PushConsumer(
+        "last_group",
+        client_config=cfg(cluster, "l1"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+    )
+    consumer.subscribe("TopicLast")
+    consumer.register_listener(
+        lambda msgs: (got.add("l1", msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1]
+    )
+    with consumer:
+        assert wait_until(lambda: got.distinct() == 3)
+    first = consumer.rebalance_records("TopicLast")[0]
+    assert list(first.pull_from.values()) == [0]
