@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from rocketq.broker import BrokerConfig
+from rocketq.errors import DataLossError
+from rocketq.spark.reader import QueueRange, read_range
+from rocketq.spark.source import parse_options
 from rocketq.store.config import StoreConfig
 
 from .conftest import ClusterThread
@@ -90,3 +93,11 @@ def test_fail_on_data_loss_both_ways(spark: Any, strict: ClusterThread) -> None:
         read("true").collect()
     offsets = sorted(r[0] for r in read("false").collect())
     assert offsets == list(range(low, 200))
+
+    # an executor whose planned range lost its start meanwhile (the broker answers PULL_OFFSET_MOVED)
+    part = QueueRange("Retained", "broker-a", 0, routes[0].addr, 0, 200)
+    with pytest.raises(DataLossError, match=rf"offsets 0\.\.{low - 1}"):
+        list(read_range(part, parse_options({"namesrv": strict.namesrv, "topic": "Retained"})))
+    lenient = parse_options({"namesrv": strict.namesrv, "topic": "Retained", "failOnDataLoss": "false"})
+    got = [o for batch in read_range(part, lenient) for o in batch.column("queue_offset").to_pylist()]
+    assert got == list(range(low, 200))

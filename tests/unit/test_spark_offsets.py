@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import json
 import logging
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -27,9 +28,13 @@ from rocketq.spark.offsets import (
     to_json,
 )
 
-pytest.importorskip("pyspark")
 
-from rocketq.spark.source import parse_options
+def parse_options(options: dict[str, str], **kw: bool) -> Any:
+    """``rocketq.spark.source.parse_options`` (the source module needs pyspark)."""
+    pytest.importorskip("pyspark")
+    from rocketq.spark.source import parse_options as parse
+
+    return parse(options, **kw)
 
 
 def test_doctests() -> None:
