@@ -29,7 +29,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.topics import validate_topic
 from rocketq.errors import BrokerError, RemotingError
@@ -49,6 +49,7 @@ from rocketq.protocol.bodies import (
     TopicFilterType,
     TopicOffset,
     TopicStatsTable,
+    java_hash_order,
 )
 from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
@@ -76,7 +77,8 @@ __all__ = ["QUERY_DUPLICATE_CLIENT_IDS", "AdminProcessor"]
 QUERY_DUPLICATE_CLIENT_IDS = 10901
 """rocketq's own request code: list duplicated client ids (see the module docstring)."""
 
-_NOT_SET = "not set any response code"  # Java's default remark, kept where RocketMQ leaves it
+_NOT_SET = "not set any response code"
+V = TypeVar("V")  # Java's default remark, kept where RocketMQ leaves it
 
 
 class AdminProcessor:
@@ -157,7 +159,7 @@ class AdminProcessor:
             lo, hi = store.min_offset(h.topic, qid), store.max_offset(h.topic, qid)
             last = store.store_time_at(h.topic, qid, hi - 1) if hi > 0 else 0
             table[mq] = TopicOffset(min_offset=lo, max_offset=hi, last_update_timestamp=max(last, 0))
-        return request.response(body=TopicStatsTable(offset_table=table).encode())
+        return request.response(body=TopicStatsTable(offset_table=_java_order(table)).encode())
 
     # ------------------------------------------------------------------ groups
 
@@ -204,7 +206,8 @@ class AdminProcessor:
                     broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=max(last, 0)
                 )
         tps = b.stats.group_tps(h.consumer_group)
-        return request.response(body=ConsumeStats(offset_table=table, consume_tps=tps).encode())
+        body = ConsumeStats(offset_table=_java_order(table), consume_tps=tps).encode()
+        return request.response(body=body)
 
     def consumed_by_who(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
@@ -312,7 +315,7 @@ class AdminProcessor:
                 target = b.store.offset_by_time(h.topic, qid, h.timestamp)
             new = target if h.is_force or target < current else current
             table[MessageQueue(h.topic, b.config.broker_name, qid)] = new
-        body = ResetOffsetBody(offset_table=table).encode()
+        body = ResetOffsetBody(offset_table=_java_order(table)).encode()
         members = b.consumers.connections(h.group)
         if not members:
             for mq, offset in table.items():
@@ -370,6 +373,11 @@ class AdminProcessor:
             "pid": str(os.getpid()),
         }
         return request.response(body=KVTable(table=table).encode())
+
+
+def _java_order(table: dict[MessageQueue, V]) -> dict[MessageQueue, V]:
+    """The table in the order Java's ``HashMap<MessageQueue, ...>`` writes it (the bodies' maps)."""
+    return {mq: table[mq] for mq in java_hash_order(table)}
 
 
 def _uptime(ms: int) -> str:
