@@ -42,6 +42,7 @@ from rocketq.protocol.headers import (
     GetRouteInfoRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryConsumerOffsetRequestHeader,
+    QueryMessageRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
@@ -626,5 +627,32 @@ def test_compressed_and_periodic_registration(tmp_path: Path) -> None:
                 route = TopicRouteData.decode((await client.invoke(cluster.namesrv_addr, req)).body)
                 assert route.broker_datas[0].broker_addrs[0] == cluster.broker_addr
                 assert route.queue_datas[0].write_queue_nums == 8
+
+    arun(main())
+
+
+def test_query_message_by_key_and_unique_key(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with broker_at(tmp_path) as broker, RemotingClient() as client:
+            addr = broker.address
+            await create_topic(client, addr, "QM", 2)
+            await client.invoke(
+                addr, send_request("QM", b"a", properties={"KEYS": "k1 k2", "UNIQ_KEY": "U1"})
+            )
+            await client.invoke(addr, send_request("QM", b"b", queue_id=1, properties={"KEYS": "k2"}))
+
+            async def query(key: str, unique: bool = False) -> RemotingCommand:
+                h = QueryMessageRequestHeader(
+                    topic="QM", key=key, max_num=32, begin_timestamp=0, end_timestamp=2**63 - 1
+                )
+                fields = h.to_ext_fields(extra={"_UNIQUE_KEY_QUERY": "true" if unique else "false"})
+                return await client.invoke(addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields))
+
+            assert sorted(m.body for m in decode_messages((await query("k2")).body)) == [b"a", b"b"]
+            assert [m.body for m in decode_messages((await query("k1")).body)] == [b"a"]
+            assert [m.body for m in decode_messages((await query("U1", unique=True)).body)] == [b"a"]
+            missing = await query("nope")
+            assert missing.code == ResponseCode.QUERY_NOT_FOUND
+            assert missing.remark == "can not find message, maybe time range not correct"
 
     arun(main())

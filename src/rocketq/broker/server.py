@@ -70,7 +70,7 @@ _NOTIFY_TIMEOUT = 3.0
 class BrokerStats:
     """Counters for GET_BROKER_RUNTIME_INFO and GET_CONSUME_STATS (cheap enough for the hot paths)."""
 
-    __slots__ = ("_sample", "boot_ms", "get_bytes", "get_total", "put_bytes", "put_total")
+    __slots__ = ("_sample", "boot_ms", "get_bytes", "get_total", "last_put_ms", "put_bytes", "put_total")
 
     def __init__(self, now: float) -> None:
         self.boot_ms = int(now * 1000)
@@ -78,11 +78,13 @@ class BrokerStats:
         self.put_bytes = 0
         self.get_total = 0
         self.get_bytes = 0
+        self.last_put_ms = 0
         self._sample = (now, 0, 0)
 
-    def on_put(self, topic: str, count: int, size: int) -> None:
+    def on_put(self, topic: str, count: int, size: int, store_ms: int = 0) -> None:
         self.put_total += count
         self.put_bytes += size
+        self.last_put_ms = store_ms
 
     def on_get(self, count: int, size: int) -> None:
         self.get_total += count

@@ -380,7 +380,7 @@ class SendProcessor:
             put = b.store.put_message(topic, queue_id, record, code)
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
-        b.stats.on_put(topic, 1, put.wrote_bytes)
+        b.stats.on_put(topic, 1, put.wrote_bytes, put.store_timestamp)
         return put
 
     def _send_batch(
@@ -432,7 +432,7 @@ class SendProcessor:
             put = self._b.store.put_messages(topic, s.queue_id, records, codes)
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
-        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes)
+        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
         ids = ",".join([self.msg_id(o) for o in put.commit_log_offsets])
         return self._respond(conn, request, put, s.queue_id, ids, header_props.get(_WAIT) != "false")
 
