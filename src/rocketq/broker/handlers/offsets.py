@@ -17,6 +17,7 @@ not meant for high rates. Matches are returned as stored records, as RocketMQ do
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -105,11 +106,27 @@ class OffsetProcessor:
         ts = self._b.store.earliest_message_time(h.topic, h.queue_id)
         return request.response(ext_fields={"timestamp": str(ts)})
 
-    def query_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    async def query_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """The scan runs in a worker thread (the store is thread-safe): the loop keeps serving."""
         h = parse_header(QueryMessageRequestHeader, request)
-        store = self._b.store
         unique = request.ext_fields.get(_UNIQUE_KEY_QUERY) == "true"
         max_num = _UNIQUE_MAX_NUM if unique else min(max(h.max_num, 1), _MAX_MSGS_NUM_BATCH)
+        found = await asyncio.to_thread(self._scan, h, unique, max_num)
+        store = self._b.store
+        ext = QueryMessageResponseHeader(
+            index_last_update_timestamp=max(self._b.stats.last_put_ms, 0),
+            index_last_update_phyoffset=store.commit_log_max_offset,
+        ).to_ext_fields()
+        if not found:
+            return request.response(
+                code=ResponseCode.QUERY_NOT_FOUND,
+                remark="can not find message, maybe time range not correct",
+                ext_fields=ext,
+            )
+        return request.response(ext_fields=ext, body=b"".join(found))
+
+    def _scan(self, h: QueryMessageRequestHeader, unique: bool, max_num: int) -> list[bytes]:
+        store = self._b.store
         found: list[bytes] = []
         scanned = 0
         for queue_id in store.queue_ids(h.topic):
@@ -137,17 +154,7 @@ class OffsetProcessor:
                         if data is not None:
                             found.append(data)
                 offset = result.next_begin_offset
-        ext = QueryMessageResponseHeader(
-            index_last_update_timestamp=max(self._b.stats.last_put_ms, 0),
-            index_last_update_phyoffset=store.commit_log_max_offset,
-        ).to_ext_fields()
-        if not found:
-            return request.response(
-                code=ResponseCode.QUERY_NOT_FOUND,
-                remark="can not find message, maybe time range not correct",
-                ext_fields=ext,
-            )
-        return request.response(ext_fields=ext, body=b"".join(found))
+        return found
 
     def view_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = parse_header(ViewMessageRequestHeader, request)
