@@ -119,6 +119,15 @@ def test_write_round_trip(spark: Any, cluster: ClusterThread) -> None:
     assert reader(spark, cluster, "Written").count() == 507
 
 
+def test_several_topics_in_one_read(spark: Any, cluster: ClusterThread) -> None:
+    cluster.create_topic("MultiA", 1)
+    cluster.create_topic("MultiB", 2)
+    cluster.produce("MultiA", 7, batch=7)
+    cluster.produce("MultiB", 12, batch=3)
+    rows = reader(spark, cluster, "MultiA, MultiB").groupBy("topic").count().collect()
+    assert {r["topic"]: r["count"] for r in rows} == {"MultiA": 7, "MultiB": 12}
+
+
 def test_writer_refuses_a_dataframe_without_body(spark: Any, cluster: ClusterThread) -> None:
     df = spark.createDataFrame([("x",)], "payload string")
     with pytest.raises(Exception, match="needs a 'body' column"):

@@ -406,6 +406,14 @@ class _Planner:
             self._io = BrokerIO(list(self.options.namesrv), timeout=self.options.timeout)
         return self._io
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles readers to ship them to executors: connections stay behind
+        return {"options": self.options, "_io": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.options = state["options"]
+        self._io = None
+
     def routes(self) -> dict[MessageQueue, QueueRoute]:
         out: dict[MessageQueue, QueueRoute] = {}
         for topic in self.options.topics:
