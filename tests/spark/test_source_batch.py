@@ -139,3 +139,49 @@ def test_writer_refuses_a_dataframe_without_body(spark: Any, cluster: ClusterThr
 def test_bad_option_fails_with_its_name(spark: Any, cluster: ClusterThread) -> None:
     with pytest.raises(Exception, match="'pullBatchSize' must be an integer"):
         reader(spark, cluster, "Ranges", pullBatchSize="lots").collect()
+
+
+def test_trace_messages_read_back_through_the_source(spark: Any, cluster: ClusterThread) -> None:
+    """Trace records published as Java's dispatcher packs them decode from the rows the source reads."""
+    from rocketq.protocol.message import Message
+    from rocketq.protocol.trace import (
+        RMQ_SYS_TRACE_TOPIC,
+        TraceBean,
+        TraceContext,
+        TraceType,
+        decode_trace,
+        pack_traces,
+    )
+
+    contexts = [
+        TraceContext(
+            trace_type=TraceType.SUB_BEFORE if i % 2 else TraceType.PUB,
+            timestamp=1_700_000_000_000 + i,
+            region_id="DefaultRegion",
+            group_name="G",
+            request_id=f"R{i}" if i % 2 else "",
+            cost_time=0 if i % 2 else 3,
+            beans=(
+                TraceBean(
+                    topic="" if i % 2 else "T",
+                    msg_id=f"M{i}",
+                    keys=f"k{i}",
+                    store_host="" if i % 2 else "h:1",
+                ),
+            ),
+        )
+        for i in range(40)
+    ]
+    routes = cluster.create_topic(RMQ_SYS_TRACE_TOPIC, 1)
+    packed = pack_traces(contexts, max_chars=600)
+    assert len(packed) > 1
+    with cluster.io() as io:
+        for n, tm in enumerate(packed):
+            props = {"KEYS": tm.keys_property, "WAIT": "true", "UNIQ_KEY": f"TRACE{n:027d}"}
+            io.send_batch(
+                routes[0], [Message(RMQ_SYS_TRACE_TOPIC, tm.body, 0, props)], producer_group="trace"
+            )
+    rows = reader(spark, cluster, RMQ_SYS_TRACE_TOPIC).orderBy("queue_offset").collect()
+    decoded = [ctx for row in rows for ctx in decode_trace(row["body"])]
+    assert decoded == contexts
+    assert rows[0]["keys"] == packed[0].keys_property
