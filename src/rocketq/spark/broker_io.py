@@ -46,6 +46,7 @@ from rocketq.errors import (
     RemoteProtocolError,
     RemotingClosedError,
     RemotingConnectError,
+    RemotingError,
     RemotingTimeoutError,
     TopicNotExistError,
 )
@@ -258,7 +259,7 @@ class BrokerIO:
             request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields())
             try:
                 response = self._invoke(addr, request, f"route of topic {topic!r}")
-            except Exception as exc:  # try the next name server
+            except RemotingError as exc:  # try the next name server
                 last = exc
                 continue
             if response.code == ResponseCode.SUCCESS:
@@ -332,7 +333,8 @@ class BrokerIO:
         return offset
 
     def consumer_offset(self, q: QueueRoute, group: str) -> int | None:
-        """The group's committed offset on the queue, ``None`` when it has none."""
+        """The group's committed offset on the queue, ``None`` when the broker has none (a RocketMQ
+        broker answers 0 instead while the queue still starts at offset 0, in memory)."""
         ext = QueryConsumerOffsetRequestHeader(
             consumer_group=group, topic=q.queue.topic, queue_id=q.queue.queue_id
         ).to_ext_fields()

@@ -129,7 +129,7 @@ class StartingPosition:
     """Where a read starts before it is resolved to numbers.
 
     ``kind`` is ``earliest``, ``latest``, ``timestamp`` (``timestamp`` ms: the first message
-    stored at or after it, as the broker's ``SEARCH_OFFSET_BY_TIMESTAMP`` finds it) or
+    stored at or after it: ``SEARCH_OFFSET_BY_TIMESTAMP`` and one pull to check) or
     ``offsets`` (``offsets`` per queue, -2/-1 markers allowed; queues not listed start at the
     earliest offset).
     """
