@@ -83,7 +83,8 @@ def test_new_queues_are_picked_up_and_group_progress_is_recorded(
         routes = cluster.create_topic("Growing", 4)
         cluster.produce("Growing", 80, batch=10, start=100)  # 20 to each of the four queues
         q.processAllAvailable()
-        cluster.produce("Growing", 4, batch=1, start=900)  # one more batch, so the previous commits
+        # one more micro-batch (one send, so one batch), whose start commits the previous batch's end
+        cluster.produce("Growing", 4, batch=4, start=900)
         q.processAllAvailable()
         deadline = time.monotonic() + 20
         with cluster.io() as io:
