@@ -28,6 +28,8 @@ same call again (perhaps elsewhere) can succeed.
     │   ├── ConsumerNotOnlineError      CONSUMER_NOT_ONLINE (206)
     │   └── ConsumeTimeoutError         CONSUME_MSG_TIMEOUT (207)        (retriable)
     ├── ClientStateError            a client used in the wrong state (not started, shut down)
+    ├── UnknownTopicError           an admin call named a topic no name server knows (also a LookupError)
+    ├── UnknownGroupError           an admin call named a consumer group no broker knows (also a LookupError)
     ├── DataLossError               asked-for messages are gone from the broker (retention)
     └── StoreError                  the message store cannot do what was asked
         ├── StoreCorruptError           data on disk failed its checks
@@ -67,6 +69,8 @@ __all__ = [
     "SystemBusyError",
     "TopicExistAlreadyError",
     "TopicNotExistError",
+    "UnknownGroupError",
+    "UnknownTopicError",
 ]
 
 
@@ -207,6 +211,14 @@ class ConsumeTimeoutError(BrokerError):
 
 class ClientStateError(RocketQError):
     """A client was used in a state that does not allow the call (not started, shut down)."""
+
+
+class UnknownTopicError(RocketQError, LookupError):
+    """An admin call named a topic that no name server has a route for."""
+
+
+class UnknownGroupError(RocketQError, LookupError):
+    """An admin call named a consumer group that no broker knows (no members, offsets or retry topic)."""
 
 
 class DataLossError(RocketQError):

@@ -1,0 +1,1030 @@
+"""Admin calls that the command line, the lab and the dashboard share (``DefaultMQAdminExt``'s job).
+
+:class:`AsyncAdmin` does the work on the caller's event loop over the client layer's
+:class:`~rocketq.client.api.ClientAPI` (plus the admin requests that API does not need); :class:`Admin`
+is its synchronous facade, running it on a background loop thread as the clients do::
+
+    with Admin("127.0.0.1:9876") as admin:
+        admin.create_topic("TopicTest", queues=8)
+        for q in admin.group_progress("my-group").queues:
+            print(q.queue.short, q.broker_offset, q.consumer_offset, q.lag, q.owner)
+
+What each call does, as RocketMQ 4.9.4's ``mqadmin`` does it:
+
+* **topics**: create/update send UPDATE_AND_CREATE_TOPIC to the master of every broker of a cluster
+  (or one broker); ordered topics also get their ``ORDER_TOPIC_CONFIG`` entry in the name servers.
+  The brokers re-register at once, and :meth:`AsyncAdmin.create_topic` waits (bounded) until the
+  name server's route shows the new queue counts, so a producer started next finds them. Delete
+  goes to every broker first, then to every name server (else a broker's next registration would
+  bring the topic back). List and route come from the name server, stats (per queue min/max offset
+  and last store time) from each broker of the route.
+* **groups**: members are the consumer connection list (client id, address, language, version);
+  the queues each owns come from the client itself (GET_CONSUMER_RUNNING_INFO relayed by the
+  broker), or — when a client does not answer — from re-running the group's strategy over the
+  broker's member list and the topic's queues, exactly as the client computes it
+  (:attr:`GroupMember.queues_source` says which). Client ids registered by two live connections
+  are flagged from the broker's duplicate view (rocketq's request 10901; against a broker that
+  lacks it, from the connection list, which then lists the id twice). Progress is GET_CONSUME_STATS
+  of every broker with the owner of each queue from the members' running info. Reset is
+  ``resetOffsetByTime``: INVOKE_BROKER_TO_RESET_OFFSET with force on, which a broker applies
+  through the online members (RESET_CONSUMER_CLIENT_OFFSET) or, for an offline group, by committing
+  the offsets itself; ``"first"`` resets to each queue's min offset, ``"last"`` to its max.
+
+Errors are one-line :class:`~rocketq.errors.RocketQError`\\ s: :class:`~rocketq.errors.UnknownTopicError`,
+:class:`~rocketq.errors.UnknownGroupError`, :class:`~rocketq.errors.RemotingConnectError` naming the
+name server or broker that could not be reached, :class:`~rocketq.errors.BrokerError` for refusals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+from rocketq.allocate import get_strategy, plan
+from rocketq.client._sync import LoopThread
+from rocketq.client.api import ClientAPI
+from rocketq.client.config import resolve_namesrv
+from rocketq.client.rebalance import retry_topic
+from rocketq.client.routes import MASTER_ID, subscribe_info_from_route
+from rocketq.errors import (
+    BrokerError,
+    ConfigError,
+    RemotingConnectError,
+    RocketQError,
+    UnknownGroupError,
+    UnknownTopicError,
+)
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import (
+    ClusterInfo,
+    Connection,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    ResetOffsetBody,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from rocketq.protocol.codes import RequestCode, ResponseCode, version_name
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PutKVConfigRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from rocketq.remoting.client import RemotingClient
+from rocketq.remoting.config import ClientConfig as RemotingConfig
+
+__all__ = [
+    "ORDER_TOPIC_CONFIG",
+    "QUERY_DUPLICATE_CLIENT_IDS",
+    "Admin",
+    "AsyncAdmin",
+    "DuplicateClientId",
+    "GroupMember",
+    "GroupMembers",
+    "GroupProgress",
+    "QueueProgress",
+    "QueueSource",
+    "ResetResult",
+    "TopicQueueStats",
+    "TopicStats",
+    "parse_reset_target",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+"""The name servers' KV namespace of ordered topics' ``brokerName:queues;...`` settings."""
+QUERY_DUPLICATE_CLIENT_IDS = 10901
+"""rocketq's broker request listing client ids registered by several live connections."""
+
+#: Where a member's queues came from: its own running info, or the strategy re-run here.
+QueueSource = Literal["running-info", "plan"]
+
+_FIRST = 0  # a reset to time stamp 0 lands on each queue's min offset
+_LAST = -1  # RocketMQ's "now": each queue's max offset
+
+
+# ------------------------------------------------------------------------------------ values
+
+
+def _mq_dict(mq: MessageQueue) -> dict[str, Any]:
+    return {"topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicQueueStats:
+    """One queue of a topic: the offsets the broker holds and when it last stored a message."""
+
+    queue: MessageQueue
+    min_offset: int
+    max_offset: int
+    last_update_ms: int
+
+    @property
+    def messages(self) -> int:
+        """Messages stored in the queue now (max - min)."""
+        return self.max_offset - self.min_offset
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **_mq_dict(self.queue),
+            "min_offset": self.min_offset,
+            "max_offset": self.max_offset,
+            "messages": self.messages,
+            "last_update_ms": self.last_update_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStats:
+    """Every queue of a topic on every broker of its route, sorted."""
+
+    topic: str
+    queues: tuple[TopicQueueStats, ...]
+
+    @property
+    def total_messages(self) -> int:
+        return sum(q.messages for q in self.queues)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "queues": [q.to_dict() for q in self.queues],
+            "total_messages": self.total_messages,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateClientId:
+    """A client id that several live connections registered in one group on one broker."""
+
+    group: str
+    client_id: str
+    broker_addr: str
+    addresses: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "client_id": self.client_id,
+            "broker": self.broker_addr,
+            "addresses": list(self.addresses),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    """One client id of a group: its connections, and the queues it owns.
+
+    ``queues_source`` is ``"running-info"`` when the client reported its queues itself, ``"plan"``
+    when they were computed here with ``strategy`` (the client did not answer: ``error`` says why).
+    Two processes sharing one client id (``duplicate``) both own these queues: they consume them
+    twice.
+    """
+
+    client_id: str
+    addresses: tuple[str, ...]
+    language: str
+    version: int
+    queues: tuple[MessageQueue, ...]
+    queues_source: QueueSource
+    strategy: str
+    duplicate: bool = False
+    error: str | None = None
+
+    @property
+    def version_name(self) -> str:
+        return version_name(self.version)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "client_id": self.client_id,
+            "addresses": list(self.addresses),
+            "language": self.language,
+            "version": self.version_name,
+            "queues": [_mq_dict(q) for q in self.queues],
+            "queues_source": self.queues_source,
+            "strategy": self.strategy,
+            "duplicate": self.duplicate,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMembers:
+    """The online members of a consumer group (empty when it has none)."""
+
+    group: str
+    members: tuple[GroupMember, ...]
+    subscriptions: Mapping[str, str] = field(default_factory=dict)
+    message_model: str | None = None
+    consume_type: str | None = None
+    consume_from_where: str | None = None
+    duplicates: tuple[DuplicateClientId, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "message_model": self.message_model,
+            "consume_type": self.consume_type,
+            "consume_from_where": self.consume_from_where,
+            "subscriptions": dict(self.subscriptions),
+            "members": [m.to_dict() for m in self.members],
+            "duplicates": [d.to_dict() for d in self.duplicates],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    """A queue as a group sees it: the broker's max offset, the group's committed offset, the lag."""
+
+    queue: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp_ms: int
+    owner: str | None
+
+    @property
+    def lag(self) -> int:
+        return max(self.broker_offset - self.consumer_offset, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **_mq_dict(self.queue),
+            "broker_offset": self.broker_offset,
+            "consumer_offset": self.consumer_offset,
+            "lag": self.lag,
+            "owner": self.owner,
+            "last_timestamp_ms": self.last_timestamp_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    """Consume progress of a group over its topics (or one), sorted by queue."""
+
+    group: str
+    queues: tuple[QueueProgress, ...]
+    consume_tps: float
+    owners_source: QueueSource | None = None
+
+    @property
+    def total_lag(self) -> int:
+        return sum(q.lag for q in self.queues)
+
+    @property
+    def total_broker_offset(self) -> int:
+        return sum(q.broker_offset for q in self.queues)
+
+    @property
+    def total_consumer_offset(self) -> int:
+        return sum(q.consumer_offset for q in self.queues)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "queues": [q.to_dict() for q in self.queues],
+            "total_broker_offset": self.total_broker_offset,
+            "total_consumer_offset": self.total_consumer_offset,
+            "total_lag": self.total_lag,
+            "consume_tps": self.consume_tps,
+            "owners_source": self.owners_source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ResetResult:
+    """The offsets a reset set, per queue; ``timestamp_ms`` -1 means "last", 0 "first"."""
+
+    group: str
+    topic: str
+    timestamp_ms: int
+    offsets: Mapping[MessageQueue, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "topic": self.topic,
+            "timestamp_ms": self.timestamp_ms,
+            "offsets": [{**_mq_dict(mq), "offset": o} for mq, o in sorted(self.offsets.items())],
+        }
+
+
+def parse_reset_target(text: str | int) -> int:
+    """A reset target as the time stamp RocketMQ's reset takes: ``"first"`` → 0 (each queue's min
+    offset), ``"last"``/``"now"`` → -1 (max offset), digits → epoch ms, else ISO-8601 (local time
+    when it has no offset).
+
+    >>> parse_reset_target("first"), parse_reset_target("last"), parse_reset_target("1700000000000")
+    (0, -1, 1700000000000)
+    >>> parse_reset_target("2023-11-14T22:13:20+00:00")
+    1700000000000
+    """
+    if isinstance(text, int):
+        if text < -1:
+            raise ConfigError(f"a reset time stamp must be >= -1, got {text}")
+        return text
+    value = text.strip()
+    if value in ("first", "earliest"):
+        return _FIRST
+    if value in ("last", "latest", "now"):
+        return _LAST
+    if value.isdigit():
+        return int(value)
+    from datetime import datetime  # noqa: PLC0415 (only for this rarely used form)
+
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(
+            f"reset target must be first, last, epoch milliseconds or ISO-8601, got {text!r}"
+        ) from None
+    return int(moment.timestamp() * 1000)
+
+
+# ------------------------------------------------------------------------------------ the core
+
+
+def _check(response: RemotingCommand, what: str) -> RemotingCommand:
+    if response.code != ResponseCode.SUCCESS:
+        raise BrokerError.for_code(response.code, f"{what}: {response.remark or 'no reason given'}")
+    return response
+
+
+class AsyncAdmin:
+    """Admin calls on the caller's event loop (see the module docstring).
+
+    ``namesrv`` is RocketMQ's ``;``-separated list (else ``$NAMESRV_ADDR``, else
+    ``127.0.0.1:9876``); ``timeout`` bounds each request (``timeoutMillis`` 5000 in ``mqadmin``).
+    Use as ``async with AsyncAdmin(...) as admin`` or call :meth:`close`.
+    """
+
+    def __init__(self, namesrv: str | None = None, *, timeout: float = 5.0) -> None:
+        self.namesrv_addrs = resolve_namesrv(namesrv)
+        self.timeout = timeout
+        self._remoting: RemotingClient | None = None
+        self._api: ClientAPI | None = None
+
+    @property
+    def api(self) -> ClientAPI:
+        """The client layer's API over this admin's connections (made on first use)."""
+        if self._api is None:
+            self._remoting = RemotingClient(config=RemotingConfig(request_timeout=self.timeout))
+            self._api = ClientAPI(self._remoting, self.namesrv_addrs, timeout=self.timeout)
+        return self._api
+
+    async def close(self) -> None:
+        if self._remoting is not None:
+            await self._remoting.close()
+        self._remoting = self._api = None
+
+    async def __aenter__(self) -> AsyncAdmin:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -------------------------------------------------------------- transport
+
+    async def _namesrv(self, request_factory: Callable[[], RemotingCommand]) -> RemotingCommand:
+        """Ask the name servers in turn until one answers."""
+        remoting = self.api.remoting
+        failures: list[str] = []
+        for addr in self.namesrv_addrs:
+            try:
+                return await remoting.invoke(addr, request_factory(), self.timeout)
+            except RemotingConnectError as exc:
+                failures.append(addr)
+                logger.debug("name server %s: %s", addr, exc)
+        raise RemotingConnectError(f"cannot reach name server {';'.join(failures)}")
+
+    async def _all_namesrv(self, request_factory: Callable[[], RemotingCommand], what: str) -> None:
+        """Send to every name server; each must answer SUCCESS."""
+        for addr in self.namesrv_addrs:
+            _check(await self._invoke(addr, request_factory(), "name server"), f"{what} on {addr}")
+
+    async def _invoke(self, addr: str, request: RemotingCommand, kind: str = "broker") -> RemotingCommand:
+        try:
+            return await self.api.remoting.invoke(addr, request, self.timeout)
+        except RemotingConnectError as exc:
+            raise RemotingConnectError(f"cannot reach {kind} {addr}: {_reason(exc)}") from exc
+
+    async def _get_route(self, topic: str) -> TopicRouteData | None:
+        try:
+            return await self.api.get_topic_route(topic, self.timeout)
+        except RemotingConnectError as exc:
+            raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
+
+    # -------------------------------------------------------------- cluster
+
+    async def cluster_info(self) -> ClusterInfo:
+        """Brokers by name and broker names by cluster (GET_BROKER_CLUSTER_INFO)."""
+        response = await self._namesrv(lambda: RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        _check(response, "cluster info")
+        return ClusterInfo.decode(response.body) if response.body else ClusterInfo()
+
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """``{broker name: master address}`` of one cluster (all clusters when ``None``), sorted."""
+        info = await self.cluster_info()
+        if cluster is not None:
+            if cluster not in info.cluster_addr_table:
+                known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+                raise ConfigError(f"no cluster named {cluster!r} in the name server (known: {known})")
+            names: Iterable[str] = info.cluster_addr_table[cluster]
+        else:
+            names = info.broker_addr_table
+        out: dict[str, str] = {}
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            if bd is not None and MASTER_ID in bd.broker_addrs:
+                out[name] = bd.broker_addrs[MASTER_ID]
+        return out
+
+    async def _broker_name_of(self, addr: str) -> str:
+        info = await self.cluster_info()
+        for name, bd in info.broker_addr_table.items():
+            if addr in bd.broker_addrs.values():
+                return name
+        raise ConfigError(f"no broker at {addr} is registered with the name server")
+
+    # -------------------------------------------------------------- topics
+
+    async def topic_list(self) -> list[str]:
+        """Every topic the name server knows, sorted."""
+        response = await self._namesrv(
+            lambda: RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        )
+        _check(response, "topic list")
+        return sorted(TopicList.decode(response.body).topic_list) if response.body else []
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        """The topic's route; :class:`UnknownTopicError` when the name server has none."""
+        route = await self._get_route(topic)
+        if route is None:
+            raise UnknownTopicError(f"topic {topic} does not exist (the name server has no route for it)")
+        return route
+
+    async def topic_stats(self, topic: str) -> TopicStats:
+        """Per queue min/max offset and last store time, from every broker of the route."""
+        route = await self.topic_route(topic)
+        queues: list[TopicQueueStats] = []
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is None:
+                continue
+            header = GetTopicStatsInfoRequestHeader(topic=topic)
+            request = RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, header.to_ext_fields())
+            response = await self._invoke(addr, request)
+            if response.code == ResponseCode.TOPIC_NOT_EXIST:
+                continue
+            _check(response, f"topic stats of {topic} from {addr}")
+            table = TopicStatsTable.decode(response.body).offset_table
+            queues.extend(
+                TopicQueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp)
+                for mq, o in table.items()
+            )
+        return TopicStats(topic, tuple(sorted(queues, key=lambda q: q.queue)))
+
+    async def create_topic(
+        self,
+        topic: str,
+        *,
+        queues: int | None = None,
+        read_queues: int | None = None,
+        write_queues: int | None = None,
+        perm: int = 6,
+        order: bool = False,
+        broker: str | None = None,
+        cluster: str | None = None,
+        wait: float = 5.0,
+    ) -> dict[str, str]:
+        """Create (or overwrite) ``topic`` on one broker (``broker`` address), every master of a
+        cluster, or — when neither is given — every master of the only cluster.
+
+        ``queues`` sets both queue counts; ``read_queues``/``write_queues`` override one of them.
+        Returns ``{broker name: address}`` of the brokers written. Waits up to ``wait`` seconds
+        for the name server's route to show the change.
+        """
+        read = read_queues if read_queues is not None else queues
+        write = write_queues if write_queues is not None else queues
+        if read is None or write is None:
+            raise ConfigError("say how many queues: queues, or both read_queues and write_queues")
+        _check_topic_args(topic, read, write, perm)
+        targets = await self._targets(broker, cluster)
+        for name, addr in targets.items():
+            await self._update_topic_config(addr, topic, read, write, perm, order)
+            logger.info(
+                "topic %s: %d read / %d write queues, perm %d on %s (%s)",
+                topic,
+                read,
+                write,
+                perm,
+                name,
+                addr,
+            )
+        if order:
+            await self._set_order_conf(topic, dict.fromkeys(targets, write), merge=broker is not None)
+        await self._await_route(topic, dict.fromkeys(targets, (read, write, perm)), wait)
+        return targets
+
+    async def update_topic(
+        self,
+        topic: str,
+        *,
+        queues: int | None = None,
+        read_queues: int | None = None,
+        write_queues: int | None = None,
+        perm: int | None = None,
+        order: bool | None = None,
+        broker: str | None = None,
+        cluster: str | None = None,
+        wait: float = 5.0,
+    ) -> dict[str, str]:
+        """Change an existing topic on the brokers that hold it (or one broker / one cluster's
+        masters); what is not given keeps each broker's current value from the route."""
+        route = await self.topic_route(topic)
+        current = {qd.broker_name: qd for qd in route.queue_datas if qd.broker_name is not None}
+        if broker is not None or cluster is not None:
+            targets = await self._targets(broker, cluster)
+        else:
+            masters = {bd.broker_name: bd.broker_addrs.get(MASTER_ID) for bd in route.broker_datas}
+            targets = {n: a for n, a in sorted(masters.items()) if n is not None and a is not None}
+        expect: dict[str, tuple[int, int, int]] = {}
+        for name, addr in targets.items():
+            qd = current.get(name)
+            read = read_queues if read_queues is not None else queues
+            write = write_queues if write_queues is not None else queues
+            read = read if read is not None else (qd.read_queue_nums if qd else None)
+            write = write if write is not None else (qd.write_queue_nums if qd else None)
+            if read is None or write is None:
+                raise ConfigError(f"topic {topic} is not on broker {name}: say how many queues it gets there")
+            p = perm if perm is not None else (qd.perm if qd else 6)
+            _check_topic_args(topic, read, write, p)
+            is_order = order if order is not None else bool(route.order_topic_conf)
+            await self._update_topic_config(addr, topic, read, write, p, is_order)
+            expect[name] = (read, write, p)
+        if order:
+            await self._set_order_conf(topic, {n: expect[n][1] for n in targets}, merge=broker is not None)
+        elif order is False and route.order_topic_conf:
+            await self._delete_order_conf(topic)
+        await self._await_route(topic, expect, wait)
+        return targets
+
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> dict[str, str]:
+        """Delete ``topic`` in its brokers (every broker of ``cluster`` when given), then in every
+        name server, as ``mqadmin deleteTopic`` does; returns the brokers it was deleted from."""
+        if cluster is not None:
+            info = await self.cluster_info()
+            if cluster not in info.cluster_addr_table:
+                raise ConfigError(f"no cluster named {cluster!r} in the name server")
+            datas = [info.broker_addr_table[n] for n in sorted(info.cluster_addr_table[cluster])]
+            brokers = {
+                f"{bd.broker_name}/{bid}": a for bd in datas for bid, a in sorted(bd.broker_addrs.items())
+            }
+        else:
+            route = await self.topic_route(topic)
+            brokers = {
+                f"{bd.broker_name}/{bid}": a
+                for bd in sorted(route.broker_datas, key=lambda b: b.broker_name or "")
+                for bid, a in sorted(bd.broker_addrs.items())
+            }
+        for addr in brokers.values():
+            header = DeleteTopicRequestHeader(topic=topic)
+            request = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext_fields())
+            _check(await self._invoke(addr, request), f"delete topic {topic} on {addr}")
+        ns_header = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
+        await self._all_namesrv(
+            lambda: RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, ns_header.to_ext_fields()),
+            f"delete topic {topic}",
+        )
+        await self._delete_order_conf(topic)
+        return brokers
+
+    async def _targets(self, broker: str | None, cluster: str | None) -> dict[str, str]:
+        if broker is not None and cluster is not None:
+            raise ConfigError("give a broker or a cluster, not both")
+        if broker is not None:
+            return {await self._broker_name_of(broker): broker}
+        if cluster is None:
+            info = await self.cluster_info()
+            clusters = sorted(info.cluster_addr_table)
+            if not clusters:
+                raise ConfigError("no broker is registered with the name server")
+            if len(clusters) > 1:
+                raise ConfigError(f"several clusters ({', '.join(clusters)}): say which one")
+            cluster = clusters[0]
+        targets = await self.master_addrs(cluster)
+        if not targets:
+            raise ConfigError(f"cluster {cluster} has no master broker")
+        return targets
+
+    async def _update_topic_config(
+        self, addr: str, topic: str, read: int, write: int, perm: int, order: bool
+    ) -> None:
+        header = CreateTopicRequestHeader(
+            topic=topic,
+            default_topic="TBW102",
+            read_queue_nums=read,
+            write_queue_nums=write,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            topic_sys_flag=0,
+            order=order,
+        )
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+        _check(await self._invoke(addr, request), f"create topic {topic} on {addr}")
+
+    async def _set_order_conf(self, topic: str, queues: Mapping[str, int], *, merge: bool) -> None:
+        """``ORDER_TOPIC_CONFIG`` ``brokerName:writeQueues;...`` in every name server
+        (``createOrUpdateOrderConf``: one broker merges into the existing value)."""
+        entries = {name: f"{name}:{n}" for name, n in queues.items()}
+        if merge:
+            old = await self._get_order_conf(topic)
+            for item in filter(None, (old or "").split(";")):
+                entries.setdefault(item.split(":", 1)[0], item)
+        value = ";".join(entries[k] for k in sorted(entries))
+        header = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=value)
+        await self._all_namesrv(
+            lambda: RemotingCommand.request(RequestCode.PUT_KV_CONFIG, header.to_ext_fields()),
+            f"order config of {topic}",
+        )
+
+    async def _get_order_conf(self, topic: str) -> str | None:
+        route = await self._get_route(topic)
+        return route.order_topic_conf if route is not None else None
+
+    async def _delete_order_conf(self, topic: str) -> None:
+        header = DeleteKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic)
+        for addr in self.namesrv_addrs:
+            request = RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, header.to_ext_fields())
+            try:
+                await self._invoke(addr, request, "name server")
+            except RocketQError as exc:
+                logger.warning("deleting the order config of %s on %s failed: %s", topic, addr, exc)
+
+    async def _await_route(self, topic: str, expect: Mapping[str, tuple[int, int, int]], wait: float) -> None:
+        """Poll the route until every broker in ``expect`` shows (read, write, perm), or ``wait`` ends."""
+        deadline = time.monotonic() + wait
+        delay = 0.02
+        while True:
+            route = await self._get_route(topic)
+            if route is not None:
+                seen = {
+                    qd.broker_name: (qd.read_queue_nums, qd.write_queue_nums, qd.perm)
+                    for qd in route.queue_datas
+                }
+                if all(seen.get(name) == want for name, want in expect.items()):
+                    return
+            if time.monotonic() >= deadline:
+                logger.warning("topic %s: the name server's route does not show the change yet", topic)
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    # -------------------------------------------------------------- groups
+
+    async def _group_brokers(self, group: str) -> dict[str, str]:
+        """``{broker name: master address}`` of every broker that may know ``group``: those of its
+        retry topic's route, else every master of every cluster."""
+        route = await self._get_route(retry_topic(group))
+        if route is not None:
+            out = {
+                bd.broker_name: bd.broker_addrs[MASTER_ID]
+                for bd in route.broker_datas
+                if bd.broker_name is not None and MASTER_ID in bd.broker_addrs
+            }
+            if out:
+                return dict(sorted(out.items()))
+        return await self.master_addrs()
+
+    async def consumer_connection(self, group: str) -> dict[str, ConsumerConnection]:
+        """GET_CONSUMER_CONNECTION_LIST from every broker that has the group online, by address."""
+        out: dict[str, ConsumerConnection] = {}
+        for addr in (await self._group_brokers(group)).values():
+            header = GetConsumerConnectionListRequestHeader(consumer_group=group)
+            request = RemotingCommand.request(
+                RequestCode.GET_CONSUMER_CONNECTION_LIST, header.to_ext_fields()
+            )
+            response = await self._invoke(addr, request)
+            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                continue
+            _check(response, f"connections of group {group} on {addr}")
+            out[addr] = ConsumerConnection.decode(response.body)
+        return out
+
+    async def running_info(
+        self, group: str, client_id: str, broker_addr: str | None = None
+    ) -> ConsumerRunningInfo:
+        """The client's own view (subscriptions, queues, statistics), relayed by a broker."""
+        addrs = [broker_addr] if broker_addr else list((await self._group_brokers(group)).values())
+        last: RocketQError | None = None
+        for addr in addrs:
+            header = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id)
+            request = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, header.to_ext_fields())
+            try:
+                response = _check(await self._invoke(addr, request), f"running info of {client_id}")
+            except RocketQError as exc:
+                last = exc
+                continue
+            return ConsumerRunningInfo.decode(response.body)
+        raise last if last is not None else UnknownGroupError(f"no broker knows consumer group {group}")
+
+    async def duplicate_client_ids(self, group: str | None = None) -> list[DuplicateClientId]:
+        """Client ids registered by several live connections, from every broker (rocketq's brokers
+        answer request 10901; a broker without it is skipped)."""
+        out: list[DuplicateClientId] = []
+        for addr in (await self.master_addrs()).values():
+            request = RemotingCommand.request(
+                QUERY_DUPLICATE_CLIENT_IDS, {"consumerGroup": group} if group is not None else {}
+            )
+            response = await self._invoke(addr, request)
+            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                continue
+            _check(response, f"duplicate client ids on {addr}")
+            for entry in json.loads(response.body or b"{}").get("duplicates", []):
+                out.append(
+                    DuplicateClientId(
+                        str(entry["group"]), str(entry["clientId"]), addr, tuple(map(str, entry["addresses"]))
+                    )
+                )
+        return out
+
+    async def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
+        """The group's online members with their queues (see the module docstring).
+
+        ``strategy`` is used to compute a member's queues only when it does not report them and
+        no other member says which strategy the group uses (default ``AVG``).
+        """
+        conns = await self.consumer_connection(group)
+        if not conns:
+            if await self._get_route(retry_topic(group)) is None:
+                raise UnknownGroupError(f"consumer group {group} is unknown to every broker")
+            return GroupMembers(group, ())
+        duplicates = [d for d in await self.duplicate_client_ids(group) if d.group == group]
+        # one entry per client id; the broker listing most connections for it gives its addresses
+        by_id: dict[str, tuple[Connection, list[str], str]] = {}
+        for addr, cc in conns.items():
+            per_id: dict[str, list[Connection]] = {}
+            for c in cc.connection_set:
+                if c.client_id:
+                    per_id.setdefault(c.client_id, []).append(c)
+            for cid, cs in per_id.items():
+                addresses = sorted(c.client_addr or "?" for c in cs)
+                if cid not in by_id or len(addresses) > len(by_id[cid][1]):
+                    by_id[cid] = (cs[0], addresses, addr)
+                if len(cs) > 1 and not any(d.client_id == cid and d.broker_addr == addr for d in duplicates):
+                    duplicates.append(DuplicateClientId(group, cid, addr, tuple(addresses)))
+        first = next(iter(conns.values()))
+        subs = {t: s.sub_string or "*" for t, s in sorted(first.subscription_table.items())}
+        infos: dict[str, ConsumerRunningInfo | RocketQError] = {}
+        for cid, (_, _, addr) in by_id.items():
+            try:
+                infos[cid] = await self.running_info(group, cid, addr)
+            except RocketQError as exc:
+                infos[cid] = exc
+        reported = [i for i in infos.values() if isinstance(i, ConsumerRunningInfo)]
+        group_strategy = next(
+            (
+                i.properties["allocateMessageQueueStrategy"]
+                for i in reported
+                if i.properties.get("allocateMessageQueueStrategy")
+            ),
+            strategy or "AVG",
+        )
+        planned: dict[str, list[MessageQueue]] | None = None
+        dup_ids = {d.client_id for d in duplicates}
+        members: list[GroupMember] = []
+        for cid in sorted(by_id):
+            conn, addresses, _ = by_id[cid]
+            info = infos[cid]
+            if isinstance(info, ConsumerRunningInfo):
+                queues = tuple(sorted(info.mq_table))
+                source: QueueSource = "running-info"
+                error = None
+                used = info.properties.get("allocateMessageQueueStrategy") or group_strategy
+            else:
+                if planned is None:
+                    planned = await self._plan(group, group_strategy, subs, list(by_id))
+                queues = tuple(planned.get(cid, ()))
+                source, error, used = "plan", str(info), group_strategy
+            members.append(
+                GroupMember(
+                    client_id=cid,
+                    addresses=tuple(addresses),
+                    language=str(conn.language or "?"),
+                    version=conn.version,
+                    queues=queues,
+                    queues_source=source,
+                    strategy=used,
+                    duplicate=cid in dup_ids,
+                    error=error,
+                )
+            )
+        return GroupMembers(
+            group,
+            tuple(members),
+            subscriptions=subs,
+            message_model=str(first.message_model) if first.message_model is not None else None,
+            consume_type=str(first.consume_type) if first.consume_type is not None else None,
+            consume_from_where=str(first.consume_from_where)
+            if first.consume_from_where is not None
+            else None,
+            duplicates=tuple(duplicates),
+        )
+
+    async def _plan(
+        self, group: str, strategy_name: str, subs: Mapping[str, str], client_ids: Sequence[str]
+    ) -> dict[str, list[MessageQueue]]:
+        """Each client id's queues over the subscribed topics, as every client computes them."""
+        try:
+            strategy = get_strategy(strategy_name)
+        except ConfigError:
+            logger.warning("group %s uses strategy %s, unknown here; planning with AVG", group, strategy_name)
+            strategy = get_strategy("AVG")
+        out: dict[str, list[MessageQueue]] = {cid: [] for cid in client_ids}
+        for topic in subs:
+            route = await self._get_route(topic)
+            if route is None:
+                continue
+            share = plan(strategy, group, subscribe_info_from_route(topic, route), client_ids)
+            for cid, qs in share.items():
+                out.setdefault(cid, []).extend(qs)
+        return {cid: sorted(qs) for cid, qs in out.items()}
+
+    async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
+        """Per queue: broker offset, committed offset, lag and owner, from every broker."""
+        if topic is not None:
+            route = await self.topic_route(topic)
+            brokers = {
+                bd.broker_name: bd.broker_addrs[MASTER_ID]
+                for bd in route.broker_datas
+                if bd.broker_name is not None and MASTER_ID in bd.broker_addrs
+            }
+        else:
+            brokers = await self._group_brokers(group)
+        table: dict[MessageQueue, tuple[int, int, int]] = {}
+        tps = 0.0
+        for addr in brokers.values():
+            header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+            request = RemotingCommand.request(RequestCode.GET_CONSUME_STATS, header.to_ext_fields())
+            response = _check(await self._invoke(addr, request), f"consume stats of {group} on {addr}")
+            stats = ConsumeStats.decode(response.body)
+            tps += stats.consume_tps
+            for mq, w in stats.offset_table.items():
+                table[mq] = (w.broker_offset, w.consumer_offset, w.last_timestamp)
+        if not table and topic is None and await self._get_route(retry_topic(group)) is None:
+            raise UnknownGroupError(f"consumer group {group} is unknown to every broker")
+        owners: dict[MessageQueue, str] = {}
+        source: QueueSource | None = None
+        try:
+            members = await self.group_members(group)
+        except UnknownGroupError:
+            members = GroupMembers(group, ())
+        for m in members.members:
+            for mq in m.queues:
+                owners.setdefault(mq, m.client_id)
+            source = "plan" if m.queues_source == "plan" or source == "plan" else "running-info"
+        queues = tuple(
+            QueueProgress(mq, b, c, last, owners.get(mq)) for mq, (b, c, last) in sorted(table.items())
+        )
+        return GroupProgress(group, queues, tps, source)
+
+    async def reset_offsets(self, group: str, topic: str, to: str | int) -> ResetResult:
+        """Move the group's offsets of ``topic`` to a time stamp, ``"first"`` or ``"last"``
+        (RocketMQ's ``resetOffsetByTime`` with force: online members reset and commit; for an
+        offline group the broker commits the offsets itself)."""
+        timestamp = parse_reset_target(to)
+        route = await self.topic_route(topic)
+        offsets: dict[MessageQueue, int] = {}
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is None:
+                continue
+            header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=True)
+            request = RemotingCommand.request(
+                RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext_fields()
+            )
+            response = await self._invoke(addr, request)
+            if response.code != ResponseCode.SUCCESS and "not exist" in (response.remark or ""):
+                raise UnknownGroupError(
+                    f"consumer group {group} has no offsets for topic {topic} on broker {bd.broker_name}"
+                )
+            _check(response, f"reset offsets of {group} on {addr}")
+            if response.body:
+                offsets.update(ResetOffsetBody.decode(response.body).offset_table)
+        return ResetResult(group, topic, timestamp, offsets)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    _, sep, rest = text.partition(": ")
+    return rest if sep else text
+
+
+def _check_topic_args(topic: str, read: int, write: int, perm: int) -> None:
+    if not topic:
+        raise ConfigError("a topic needs a name")
+    if read < 0 or write < 0 or read > 1024 or write > 1024:
+        raise ConfigError(f"queue counts must be 0..1024, got read {read}, write {write}")
+    if perm not in (2, 4, 6):
+        raise ConfigError(f"perm must be 2 (write), 4 (read) or 6 (read and write), got {perm}")
+
+
+# ------------------------------------------------------------------------------------ the facade
+
+
+class Admin:
+    """The synchronous facade of :class:`AsyncAdmin`: the same calls, blocking, on a loop thread."""
+
+    def __init__(self, namesrv: str | None = None, *, timeout: float = 5.0) -> None:
+        self.core = AsyncAdmin(namesrv, timeout=timeout)
+        self._thread: LoopThread | None = None
+
+    @property
+    def namesrv_addrs(self) -> tuple[str, ...]:
+        return self.core.namesrv_addrs
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._thread is None:
+            self._thread = LoopThread("rocketq-admin", use_uvloop=False)
+        return self._thread.call(coro)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            try:
+                self._thread.call(self.core.close(), timeout=10.0)
+            finally:
+                self._thread.stop()
+                self._thread = None
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def cluster_info(self) -> ClusterInfo:
+        return self._call(self.core.cluster_info())
+
+    def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        return self._call(self.core.master_addrs(cluster))
+
+    def topic_list(self) -> list[str]:
+        return self._call(self.core.topic_list())
+
+    def topic_route(self, topic: str) -> TopicRouteData:
+        return self._call(self.core.topic_route(topic))
+
+    def topic_stats(self, topic: str) -> TopicStats:
+        return self._call(self.core.topic_stats(topic))
+
+    def create_topic(self, topic: str, **kwargs: Any) -> dict[str, str]:
+        """See :meth:`AsyncAdmin.create_topic`."""
+        return self._call(self.core.create_topic(topic, **kwargs))
+
+    def update_topic(self, topic: str, **kwargs: Any) -> dict[str, str]:
+        """See :meth:`AsyncAdmin.update_topic`."""
+        return self._call(self.core.update_topic(topic, **kwargs))
+
+    def delete_topic(self, topic: str, *, cluster: str | None = None) -> dict[str, str]:
+        return self._call(self.core.delete_topic(topic, cluster=cluster))
+
+    def consumer_connection(self, group: str) -> dict[str, ConsumerConnection]:
+        return self._call(self.core.consumer_connection(group))
+
+    def running_info(self, group: str, client_id: str) -> ConsumerRunningInfo:
+        return self._call(self.core.running_info(group, client_id))
+
+    def duplicate_client_ids(self, group: str | None = None) -> list[DuplicateClientId]:
+        return self._call(self.core.duplicate_client_ids(group))
+
+    def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
+        return self._call(self.core.group_members(group, strategy=strategy))
+
+    def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
+        return self._call(self.core.group_progress(group, topic))
+
+    def reset_offsets(self, group: str, topic: str, to: str | int) -> ResetResult:
+        return self._call(self.core.reset_offsets(group, topic, to))
