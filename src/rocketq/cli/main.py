@@ -20,7 +20,9 @@ from rocketq.errors import RocketQError
 __all__ = ["CliError", "main"]
 
 # Subcommand modules, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("allocate", "server", "namesrv", "broker")
+COMMANDS: tuple[str, ...] = (
+    "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group",
+)  # fmt: skip
 
 EXIT_USAGE = 2
 

@@ -1,0 +1,139 @@
+"""Output and option helpers the client and admin commands share.
+
+* ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
+* :func:`admin_session`: an :class:`~rocketq.admin.Admin` whose connection failures become one-line
+  :class:`~rocketq.cli.main.CliError`\\ s with a hint (``is `rocketq server` running?``);
+* tables through rich (plain text when stdout is not a terminal, never wrapped), JSON lines;
+* :func:`body_text`: a message body as one printable line, shortened in the middle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+from rocketq.admin import Admin
+from rocketq.cli.main import CliError
+from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV
+from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
+
+__all__ = [
+    "BODY_LIMIT",
+    "add_json_option",
+    "add_namesrv_option",
+    "admin_session",
+    "body_text",
+    "format_ms",
+    "print_json",
+    "print_table",
+    "shorten",
+    "unreachable_hint",
+]
+
+BODY_LIMIT = 200
+"""Characters of a body printed at most; longer bodies keep their head and tail around an ellipsis."""
+
+_ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def add_namesrv_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--namesrv",
+        metavar="ADDR",
+        default=None,
+        help=f"name server(s), HOST:PORT[;HOST:PORT] (default ${NAMESRV_ENV}, else {DEFAULT_NAMESRV})",
+    )
+
+
+def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
+    parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of a table")
+
+
+def unreachable_hint(exc: RemotingConnectError | RemotingTimeoutError) -> CliError:
+    """A :class:`CliError` for a server that did not answer, with what to check."""
+    text = str(exc)
+    if "name server" in text:
+        return CliError(f"{text} (is `rocketq server` running? set --namesrv or ${NAMESRV_ENV})")
+    return CliError(f"{text} (is the broker running and reachable from here?)")
+
+
+@contextmanager
+def admin_session(namesrv: str | None) -> Iterator[Admin]:
+    """An :class:`Admin` for one command; unreachable servers and bad arguments end as CliError."""
+    try:
+        admin = Admin(namesrv)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        yield admin
+    except (RemotingConnectError, RemotingTimeoutError) as exc:
+        raise unreachable_hint(exc) from None
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        admin.close()
+
+
+def print_json(obj: Any, file: TextIO | None = None) -> None:
+    """One JSON document on one line."""
+    out = file if file is not None else sys.stdout
+    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+    out.flush()
+
+
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    footer: Sequence[object] | None = None,
+    right: Sequence[str] = (),
+) -> None:
+    """A rich table on stdout; ``right`` names the columns aligned right (numbers)."""
+    console = Console(soft_wrap=True, highlight=False, width=None if sys.stdout.isatty() else 1000)
+    table = Table(title=title, show_footer=footer is not None, title_justify="left")
+    for i, name in enumerate(columns):
+        table.add_column(
+            name,
+            justify="right" if name in right else "left",
+            footer=str(footer[i]) if footer is not None and footer[i] is not None else "",
+            overflow="fold",
+        )
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    console.print(table)
+
+
+def format_ms(ms: int) -> str:
+    """Epoch milliseconds as local ``YYYY-MM-DD HH:MM:SS.mmm`` (``-`` for 0)."""
+    if ms <= 0:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def shorten(text: str, limit: int = BODY_LIMIT) -> str:
+    """``text`` if it fits in ``limit`` characters, else its head and tail around ``…``.
+
+    The tail is kept because the sequence number ``rocketq produce`` appends is at the end.
+
+    >>> shorten("abcdefghij", 7)
+    'abcd…ij'
+    """
+    if len(text) <= limit:
+        return text
+    tail = max((limit - 1) // 3, 1)
+    head = limit - 1 - tail
+    return f"{text[:head]}…{text[-tail:]}"
+
+
+def body_text(body: bytes, limit: int = BODY_LIMIT) -> str:
+    """A body as one printable line: UTF-8 with replacement, line breaks and tabs escaped, shortened."""
+    return shorten(body.decode("utf-8", "replace").translate(_ESCAPES), limit)

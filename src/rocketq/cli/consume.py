@@ -1,0 +1,323 @@
+"""``rocketq consume TOPIC --group G``: a push consumer that prints what it receives and owns.
+
+stdout gets one line per message and one per rebalance, each flushed as written::
+
+    RECV <client id> <broker> <queue id> <queue offset> <msg id> <body>
+    REBALANCE <client id> <topic> owned=[broker-a:0,...] added=[...] removed=[...]
+
+(``--json``: one JSON object per line with the same facts, a ``type`` of ``recv`` or
+``rebalance``, and time stamps). Bodies are printed as UTF-8 with replacement, line breaks
+escaped, and shortened in the middle past 200 characters. A REBALANCE line is printed for the
+subscribed topic whenever the consumer's queues change (and for its first rebalance, so an idle
+consumer says so); rebalances of the group's retry topic only go to the log.
+
+The consumer runs until SIGINT/SIGTERM, ``--count`` messages or ``--seconds``, then shuts down
+gracefully - in-flight listeners finish, offsets are committed, the client unregisters so the
+group rebalances at once - and exits 0. With ``--count N``, messages delivered after the N-th
+are handed back (RECONSUME_LATER: the broker redelivers them to the group later) rather than
+printed. Logs and a closing summary (messages, distinct bodies) go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import signal
+import sys
+import threading
+import time
+from datetime import datetime
+from types import FrameType
+from typing import Any
+
+from rocketq.admin import Admin, parse_reset_target
+from rocketq.allocate import get_strategy, strategy_names
+from rocketq.cli._output import add_namesrv_option, body_text, unreachable_hint
+from rocketq.cli.main import CliError
+from rocketq.client import (
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    ConsumeOrderlyStatus,
+    MessageExt,
+    MessageModel,
+    PushConsumer,
+    PushConsumerConfig,
+    RebalanceRecord,
+)
+from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
+
+__all__ = ["ConsumeOutput", "consumer_options", "register"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "consume",
+        help="consume a topic in a group, printing every message and every rebalance",
+        description=(
+            "Run a push consumer in GROUP and print one line per message (RECV <client id> <broker> "
+            "<queue id> <queue offset> <msg id> <body>) and one per rebalance (REBALANCE <client id> "
+            "<topic> owned=[...] added=[...] removed=[...]) on stdout, flushed per line. Bodies are "
+            "decoded as UTF-8 with replacement, line breaks escaped, and bodies longer than 200 "
+            "characters shortened in the middle with an ellipsis (…). Stops gracefully on "
+            "SIGINT/SIGTERM, --count or --seconds (exit 0); logs go to stderr."
+        ),
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("--group", required=True, metavar="G", help="consumer group (required)")
+    parser.add_argument(
+        "--strategy",
+        default="AVG",
+        metavar="NAME",
+        help=f"allocation strategy: {', '.join(strategy_names())} (default AVG)",
+    )
+    parser.add_argument(
+        "--instance",
+        metavar="NAME",
+        help="instance name: the client id becomes <ip>@NAME (default <pid>#<ns>, unique per process)",
+    )
+    parser.add_argument(
+        "--orderly", action="store_true", help="orderly consumption: queues locked on the broker"
+    )
+    parser.add_argument(
+        "--broadcast",
+        action="store_true",
+        help="broadcasting: every consumer gets every message (local offsets)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="start",
+        default="last",
+        metavar="last|first|TIMESTAMP",
+        help="where a new group starts: last (default), first, or a time (epoch ms or ISO-8601)",
+    )
+    parser.add_argument(
+        "--handoff",
+        choices=("clean",),
+        help="clean: a queue changes owner only after the old owner committed it (no duplicates)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
+    parser.add_argument("--count", type=_positive_int, metavar="N", help="stop after printing N messages")
+    parser.add_argument("--seconds", type=_positive_float, metavar="S", help="stop after S seconds")
+    parser.add_argument(
+        "--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' (default *)"
+    )
+    add_namesrv_option(parser)
+    parser.set_defaults(handler=_run)
+
+
+def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`PushConsumerConfig` fields the options ask for.
+
+    ``--orderly`` and ``--handoff clean`` map to the config fields the client offers for them
+    (``consume_orderly``, ``handoff``); a client without them is a CliError, not a silent
+    fallback to another mode.
+    """
+    try:
+        get_strategy(args.strategy)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    options: dict[str, Any] = {"allocate_strategy": args.strategy}
+    try:
+        start = args.start.strip()
+        if start == "last":
+            options["consume_from_where"] = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+        elif start == "first":
+            options["consume_from_where"] = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        else:
+            ms = parse_reset_target(start)
+            if ms <= 0:
+                raise ConfigError(f"--from takes last, first or a time, got {start!r}")
+            options["consume_from_where"] = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+            options["consume_timestamp"] = datetime.fromtimestamp(ms / 1000).strftime("%Y%m%d%H%M%S")
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    if args.broadcast:
+        options["message_model"] = MessageModel.BROADCASTING
+    fields = {f.name for f in dataclasses.fields(PushConsumerConfig)}
+    if args.orderly:
+        if "consume_orderly" not in fields:
+            raise CliError("--orderly is not available: this build's push consumer has no orderly mode")
+        options["consume_orderly"] = True
+    if args.handoff:
+        if "handoff" not in fields:
+            raise CliError("--handoff clean is not available: this build's push consumer has no handoff mode")
+        options["handoff"] = args.handoff
+    return options
+
+
+class ConsumeOutput:
+    """Writes RECV and REBALANCE lines (thread-safe, flushed per line) and counts what came.
+
+    ``limit`` is ``--count``: :meth:`recv` returns False for messages past it (the caller hands
+    them back) and sets ``done`` when it is reached. A closed stdout (``| head``) sets ``done`` too.
+    """
+
+    def __init__(self, client_id: str, topic: str, *, json: bool, limit: int | None, out: Any = None) -> None:
+        self.client_id = client_id
+        self.topic = topic
+        self.json = json
+        self.limit = limit
+        self.out = out if out is not None else sys.stdout
+        self.done = threading.Event()
+        self.received = 0
+        self.digests: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+        self._topics_seen: set[str] = set()
+
+    @property
+    def duplicates(self) -> int:
+        return self.received - len(self.digests)
+
+    def _write(self, line: str) -> None:
+        try:
+            self.out.write(line + "\n")
+            self.out.flush()
+        except (BrokenPipeError, ValueError):  # reader went away / stream closed
+            self.done.set()
+
+    def recv(self, msg: MessageExt, broker: str) -> bool:
+        with self._lock:
+            if self.done.is_set() or (self.limit is not None and self.received >= self.limit):
+                return False
+            self.received += 1
+            digest = hashlib.blake2b(msg.body, digest_size=16).digest()
+            self.digests[digest] = self.digests.get(digest, 0) + 1
+            if self.json:
+                self._write_json(
+                    {
+                        "type": "recv",
+                        "ts_ms": time.time_ns() // 1_000_000,
+                        "client_id": self.client_id,
+                        "topic": msg.topic,
+                        "broker": broker,
+                        "queue_id": msg.queue_id,
+                        "queue_offset": msg.queue_offset,
+                        "msg_id": msg.msg_id,
+                        "tags": msg.tags,
+                        "keys": msg.keys,
+                        "reconsume_times": msg.reconsume_times,
+                        "born_ms": msg.born_timestamp,
+                        "stored_ms": msg.store_timestamp,
+                        "body_size": len(msg.body),
+                        "body": body_text(msg.body),
+                    }
+                )
+            else:
+                self._write(
+                    f"RECV {self.client_id} {broker} {msg.queue_id} {msg.queue_offset} {msg.msg_id} "
+                    f"{body_text(msg.body)}"
+                )
+            if self.limit is not None and self.received >= self.limit:
+                self.done.set()
+            return True
+
+    def _write_json(self, obj: dict[str, Any]) -> None:
+        self._write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+
+    def rebalance(self, record: RebalanceRecord) -> None:
+        if record.topic != self.topic:
+            return
+        with self._lock:
+            first = record.topic not in self._topics_seen
+            self._topics_seen.add(record.topic)
+            if not (record.changed or first or record.error):
+                return
+            if self.json:
+                self._write_json(
+                    {"type": "rebalance", "ts_ms": time.time_ns() // 1_000_000, **record.to_dict()}
+                )
+            else:
+                line = record.line()
+                if record.error:
+                    line += f" error={record.error.replace(' ', '_')}"
+                self._write(line)
+
+
+class _Stop:
+    def __init__(self, output: ConsumeOutput) -> None:
+        self.output = output
+        self.signalled = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.signalled = True
+        self.output.done.set()
+        # a second Ctrl-C while shutting down interrupts for real
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _run(args: argparse.Namespace) -> int:
+    options = consumer_options(args)
+    orderly = bool(args.orderly)
+    try:
+        with Admin(args.namesrv) as admin:
+            try:
+                admin.topic_route(args.topic)
+            except UnknownTopicError:
+                print(
+                    f"rocketq consume: topic {args.topic} has no route yet; waiting for it "
+                    f"(create it with `rocketq topic create {args.topic} --queues 8`)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        consumer = PushConsumer(args.group, namesrv=args.namesrv, instance_name=args.instance, **options)
+    except (RemotingConnectError, RemotingTimeoutError) as exc:
+        raise unreachable_hint(exc) from None
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    output = ConsumeOutput(consumer.client_id, args.topic, json=args.json, limit=args.count)
+
+    def listener(msgs: list[MessageExt], ctx: Any) -> object:
+        broker = ctx.message_queue.broker_name
+        for msg in msgs:
+            if not output.recv(msg, broker):
+                # past --count: not ours to print; let the broker (or the orderly queue) redeliver it
+                if orderly:
+                    return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.subscribe(args.topic, args.tag)
+    consumer.register_listener(listener)
+    consumer.add_rebalance_listener(output.rebalance)
+    stop = _Stop(output)
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    began = time.monotonic()
+    try:
+        consumer.start()
+        output.done.wait(args.seconds)
+    finally:
+        try:
+            consumer.shutdown()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    elapsed = time.monotonic() - began
+    print(
+        f"rocketq consume: {output.received} messages ({len(output.digests)} distinct bodies, "
+        f"{output.duplicates} duplicates) in {elapsed:.1f} s as {consumer.client_id}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 0

@@ -1,0 +1,321 @@
+"""``rocketq produce TOPIC``: send numbered messages, paced or as fast as the broker takes them.
+
+Every body is unique: ``--body TEXT`` sends ``TEXT-000000``, ``TEXT-000001`` ...; ``--size BYTES``
+sends bodies of exactly that size starting with the sequence number (``000042-xxxx...``), so a
+consumer can count what it received twice. Sends are pipelined (up to :data:`WINDOW` in flight,
+each retried on another broker as the producer does) or, with ``--batch N``, grouped into batch
+sends of N messages. ``--rate`` paces them with a :class:`TokenBucket` on the monotonic clock.
+The first send is made alone so that a wrong name server or topic fails at once, as one line.
+A progress bar shows on a terminal for 1,000 messages or more; a summary (sent, failed, rate)
+ends the run. Exit code 0 when everything was sent, 1 when some sends failed, 130 when
+interrupted (after the summary of what was sent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from types import FrameType
+from typing import Any
+
+from rocketq.admin import Admin
+from rocketq.cli._output import add_namesrv_option, print_json, unreachable_hint
+from rocketq.cli.main import CliError
+from rocketq.client import Message, Producer, SendResult
+from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, RocketQError
+
+__all__ = ["WINDOW", "TokenBucket", "body_maker", "register"]
+
+logger = logging.getLogger(__name__)
+
+WINDOW = 64
+"""Sends in flight at once (single-message mode)."""
+_PROGRESS_MIN = 1000
+_ERRORS_SHOWN = 5
+
+
+class TokenBucket:
+    """Pace events at ``rate`` per second with bursts of at most ``burst`` (default: 20 ms worth).
+
+    Tokens accrue from the elapsed time on ``clock`` (monotonic), so sleeping longer than asked
+    never slows the long-run rate and sleeping less never speeds it up: there is no drift. A call
+    may take more tokens than are there; the debt is what the caller waits.
+
+    >>> now = [0.0]
+    >>> bucket = TokenBucket(100.0, burst=1.0, clock=lambda: now[0])
+    >>> bucket.take(), bucket.take(), bucket.take()   # 1 token at start, then 10 ms each
+    (0.0, 0.01, 0.02)
+    >>> now[0] = 1.0; bucket.take()                   # idle time refills up to the burst only
+    0.0
+    """
+
+    __slots__ = ("_clock", "_stamp", "_tokens", "burst", "rate")
+
+    def __init__(
+        self, rate: float, *, burst: float | None = None, clock: Callable[[], float] = time.monotonic
+    ):
+        if rate <= 0:
+            raise ConfigError(f"rate must be positive, got {rate}")
+        self.rate = rate
+        self.burst = burst if burst is not None else max(1.0, rate * 0.02)
+        self._clock = clock
+        self._stamp = clock()
+        self._tokens = self.burst
+
+    def take(self, n: float = 1.0) -> float:
+        """Take ``n`` tokens; the seconds to wait before acting on them (0.0 when there now)."""
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        self._tokens -= n
+        return 0.0 if self._tokens >= 0 else round(-self._tokens / self.rate, 9)
+
+
+def body_maker(count: int, *, text: str | None, size: int | None) -> Callable[[int], bytes]:
+    """A function from sequence number to a unique body.
+
+    >>> body_maker(100, text="hi", size=None)(42)
+    b'hi-000042'
+    >>> body_maker(100, text=None, size=12)(42)
+    b'000042-xxxxx'
+    """
+    width = max(6, len(str(max(count - 1, 0))))
+    if size is not None:
+        prefix_len = width + 1
+        if size < prefix_len:
+            raise ConfigError(f"--size must be at least {prefix_len} bytes to hold the sequence number")
+        filler = b"x" * (size - prefix_len)
+        return lambda seq: f"{seq:0{width}d}-".encode() + filler
+    base = (text if text is not None else "message").encode()
+    return lambda seq: base + f"-{seq:0{width}d}".encode()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "produce",
+        help="send numbered messages to a topic (unique bodies, optional pacing and batches)",
+        description=(
+            "Send messages with unique bodies: TEXT-000000, TEXT-000001 ... (--body), or bodies of "
+            "exactly BYTES bytes starting with the sequence number (--size), so that consumers can "
+            "count duplicates. Prints a summary (sent, failed, rate); exit code 1 if any send failed."
+        ),
+    )
+    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument(
+        "--count", type=_positive_int, default=1, metavar="N", help="messages to send (default 1)"
+    )
+    body = parser.add_mutually_exclusive_group()
+    body.add_argument(
+        "--body", metavar="TEXT", help="body text; '-<sequence number>' is appended (default 'message')"
+    )
+    body.add_argument(
+        "--size", type=_positive_int, metavar="BYTES", help="fixed body size, sequence number first"
+    )
+    parser.add_argument("--tag", metavar="T", help="tag of every message")
+    parser.add_argument("--keys", metavar="K", help="key(s) of every message, space-separated")
+    parser.add_argument("--batch", type=_positive_int, metavar="N", help="send N messages per batch request")
+    parser.add_argument(
+        "--rate",
+        type=_positive_float,
+        metavar="MSGS_PER_S",
+        help="pace sends to this many messages per second",
+    )
+    parser.add_argument(
+        "--group", default="DEFAULT_PRODUCER", help="producer group (default DEFAULT_PRODUCER)"
+    )
+    add_namesrv_option(parser)
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.set_defaults(handler=_run)
+
+
+class _Stop:
+    """Set by SIGINT/SIGTERM while producing."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.event.set()
+
+
+def _batches(count: int, size: int) -> Iterator[range]:
+    for start in range(0, count, size):
+        yield range(start, min(start + size, count))
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        make_body = body_maker(args.count, text=args.body, size=args.size)
+        producer = Producer(args.group, namesrv=args.namesrv)
+        with Admin(args.namesrv) as admin:  # an unreachable name server is one clear line, not a route error
+            admin.topic_list()
+    except (RemotingConnectError, RemotingTimeoutError) as exc:
+        raise unreachable_hint(exc) from None
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+    def message(seq: int) -> Message:
+        return Message(args.topic, make_body(seq), tags=args.tag, keys=args.keys)
+
+    stop = _Stop()
+    sent = failed = sent_bytes = 0
+    errors: list[str] = []
+    bucket = TokenBucket(args.rate) if args.rate else None
+    with ExitStack() as stack:
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        stack.callback(lambda: [signal.signal(s, h) for s, h in previous.items()])
+        try:
+            producer.start()
+        except (RemotingConnectError, RemotingTimeoutError) as exc:
+            raise unreachable_hint(exc) from None
+        stack.callback(producer.shutdown)
+        progress = _progress(args.count, stack)
+        began = time.monotonic()
+
+        def pace(n: int) -> None:
+            if bucket is not None:
+                wait = bucket.take(n)
+                if wait > 0:
+                    stop.event.wait(wait)
+
+        def record(n: int, nbytes: int, exc: BaseException | None) -> None:
+            nonlocal sent, failed, sent_bytes
+            if exc is None:
+                sent += n
+                sent_bytes += nbytes
+            else:
+                failed += n
+                if len(errors) < _ERRORS_SHOWN:
+                    errors.append(f"{type(exc).__name__}: {exc}")
+            progress(n)
+
+        units = list(_batches(args.count, args.batch or 1))
+        # the first send alone: a wrong address or topic fails here, as one line
+        first = units[0]
+        pace(len(first))
+        try:
+            _send_unit(producer, [message(s) for s in first])
+        except (RemotingConnectError, RemotingTimeoutError) as exc:
+            raise unreachable_hint(exc) from None
+        record(len(first), sum(len(make_body(s)) for s in first), None)
+        if args.batch:
+            for unit in units[1:]:
+                if stop.event.is_set():
+                    break
+                pace(len(unit))
+                msgs = [message(s) for s in unit]
+                try:
+                    _send_unit(producer, msgs)
+                    record(len(msgs), sum(len(m.body) for m in msgs), None)
+                except RocketQError as exc:
+                    record(len(msgs), 0, exc)
+        else:
+            inflight: dict[concurrent.futures.Future[SendResult], int] = {}
+
+            def settle(done: set[concurrent.futures.Future[SendResult]]) -> None:
+                for f in done:
+                    nbytes = inflight.pop(f)
+                    record(1, nbytes, f.exception())
+
+            for seq in range(len(first), args.count):
+                if stop.event.is_set():
+                    break
+                pace(1)
+                if len(inflight) >= WINDOW:
+                    done, _ = concurrent.futures.wait(
+                        inflight, return_when=concurrent.futures.FIRST_COMPLETED
+                    )
+                    settle(done)
+                msg = message(seq)
+                inflight[producer.send_future(msg)] = len(msg.body)
+            if inflight:
+                done, _ = concurrent.futures.wait(inflight)
+                settle(done)
+        elapsed = max(time.monotonic() - began, 1e-9)
+    interrupted = stop.event.is_set()
+    summary = {
+        "topic": args.topic,
+        "sent": sent,
+        "failed": failed,
+        "not_sent": args.count - sent - failed,
+        "seconds": round(elapsed, 3),
+        "rate": round(sent / elapsed, 1),
+        "bytes": sent_bytes,
+        "interrupted": interrupted,
+        "errors": errors,
+    }
+    if args.json:
+        print_json(summary)
+    else:
+        extra = f", {summary['not_sent']} not sent (interrupted)" if interrupted else ""
+        print(
+            f"sent {sent} messages to {args.topic}, {failed} failed{extra}, in {elapsed:.2f} s: "
+            f"{sent / elapsed:.0f} msg/s ({sent_bytes / elapsed / 1e6:.2f} MB/s)",
+            flush=True,
+        )
+        for line in errors:
+            print(f"send failed: {line}", file=sys.stderr)
+        if failed > len(errors):
+            print(f"... and {failed - len(errors)} more failed sends", file=sys.stderr)
+    if interrupted:
+        return 130
+    return 1 if failed else 0
+
+
+def _send_unit(producer: Producer, msgs: list[Message]) -> None:
+    if len(msgs) == 1:
+        producer.send(msgs[0])
+    else:
+        producer.send_batch(msgs)
+
+
+def _progress(total: int, stack: ExitStack) -> Callable[[int], None]:
+    """A rich progress bar on stderr when it is a terminal and ``total`` is large; else a no-op."""
+    if total < _PROGRESS_MIN or not sys.stderr.isatty():
+        return lambda n: None
+    from rich.console import Console  # noqa: PLC0415 (only on a terminal)
+    from rich.progress import (  # noqa: PLC0415
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    stack.enter_context(bar)
+    task = bar.add_task("sending", total=total)
+    return lambda n: bar.advance(task, n)

@@ -1,0 +1,271 @@
+"""``rocketq topic create|update|delete|list|route|stats``: topic administration (``mqadmin``'s
+``updateTopic``, ``deleteTopic``, ``topicList``, ``topicRoute``, ``topicStatus``).
+
+Every subcommand talks to the name server given by ``--namesrv`` (else ``$NAMESRV_ADDR``, else
+``127.0.0.1:9876``) and the brokers it lists; the work is :class:`rocketq.admin.Admin`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rocketq.admin import Admin
+from rocketq.cli._output import (
+    add_json_option,
+    add_namesrv_option,
+    admin_session,
+    format_ms,
+    print_json,
+    print_table,
+)
+from rocketq.cli.main import CliError
+
+__all__ = ["register"]
+
+
+def _queue_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a queue count: {text!r}") from None
+    if not 0 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"queue count must be 0..1024, got {value}")
+    return value
+
+
+def _perm(text: str) -> int:
+    if text not in ("2", "4", "6"):
+        raise argparse.ArgumentTypeError(
+            f"perm must be 2 (write only), 4 (read only) or 6 (both), got {text!r}"
+        )
+    return int(text)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "topic",
+        help="create, change, delete, list and inspect topics",
+        description="Topic administration against a RocketMQ (or rocketq) name server and its brokers.",
+    )
+    sub = parser.add_subparsers(dest="topic_command", metavar="SUBCOMMAND", parser_class=type(parser))
+    sub.required = True
+
+    for name, doc in (
+        ("create", "create a topic on every master of a cluster, or on one broker"),
+        ("update", "change a topic's queue counts, permission or order flag (others keep their values)"),
+    ):
+        p = sub.add_parser(name, help=doc, description=doc[0].upper() + doc[1:] + ".")
+        p.add_argument("topic", metavar="TOPIC")
+        p.add_argument(
+            "--queues",
+            type=_queue_count,
+            required=name == "create",
+            metavar="N",
+            help="read and write queues per broker" + (" (required)" if name == "create" else ""),
+        )
+        p.add_argument(
+            "--read-queues", type=_queue_count, metavar="N", help="read queues (default: --queues)"
+        )
+        p.add_argument(
+            "--write-queues", type=_queue_count, metavar="N", help="write queues (default: --queues)"
+        )
+        p.add_argument(
+            "--perm",
+            type=_perm,
+            default=6 if name == "create" else None,
+            help="2 write, 4 read, 6 read and write" + (" (default 6)" if name == "create" else ""),
+        )
+        p.add_argument(
+            "--order",
+            action="store_true",
+            default=None,
+            help="ordered topic: also written to the name servers' ORDER_TOPIC_CONFIG",
+        )
+        where = p.add_mutually_exclusive_group()
+        where.add_argument("--broker", metavar="ADDR", help="only this broker (HOST:PORT)")
+        where.add_argument(
+            "--cluster",
+            metavar="NAME",
+            help="every master of this cluster (default: the only cluster"
+            + (")" if name == "create" else ", or the brokers holding the topic)"),
+        )
+        add_namesrv_option(p)
+        add_json_option(p)
+        p.set_defaults(handler=_create if name == "create" else _update)
+
+    p = sub.add_parser(
+        "delete",
+        help="delete a topic in its brokers, then in every name server",
+        description="Delete a topic in its brokers (or all brokers of --cluster), then in every name server.",
+    )
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--cluster", metavar="NAME", help="delete on every broker of this cluster")
+    add_namesrv_option(p)
+    add_json_option(p)
+    p.set_defaults(handler=_delete)
+
+    p = sub.add_parser("list", help="list the topics the name server knows", description="List every topic.")
+    add_namesrv_option(p)
+    add_json_option(p, "the list")
+    p.set_defaults(handler=_list)
+
+    p = sub.add_parser(
+        "route", help="show a topic's route: brokers and queue counts", description="Show a route."
+    )
+    p.add_argument("topic", metavar="TOPIC")
+    add_namesrv_option(p)
+    add_json_option(p, "the route")
+    p.set_defaults(handler=_route)
+
+    p = sub.add_parser(
+        "stats",
+        help="per queue: min and max offset, messages, last store time",
+        description="Per queue of a topic on every broker: min and max offset, messages held, last store.",
+    )
+    p.add_argument("topic", metavar="TOPIC")
+    add_namesrv_option(p)
+    add_json_option(p, "the stats")
+    p.set_defaults(handler=_stats)
+
+
+def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin: Admin) -> int:
+    route = admin.topic_route(args.topic)
+    by_name = {qd.broker_name: qd for qd in route.queue_datas}
+    if args.json:
+        print_json(
+            {
+                "topic": args.topic,
+                verb: [
+                    {
+                        "broker": name,
+                        "addr": addr,
+                        "read_queues": by_name[name].read_queue_nums if name in by_name else None,
+                        "write_queues": by_name[name].write_queue_nums if name in by_name else None,
+                        "perm": by_name[name].perm if name in by_name else None,
+                    }
+                    for name, addr in brokers.items()
+                ],
+                "order": route.order_topic_conf,
+            }
+        )
+        return 0
+    for name, addr in brokers.items():
+        qd = by_name.get(name)
+        counts = (
+            f"{qd.read_queue_nums} read / {qd.write_queue_nums} write queues, perm {qd.perm}" if qd else ""
+        )
+        print(f"topic {args.topic} {verb} on {name} ({addr}): {counts}".rstrip(": "))
+    if route.order_topic_conf:
+        print(f"order config: {route.order_topic_conf}")
+    return 0
+
+
+def _create(args: argparse.Namespace) -> int:
+    with admin_session(args.namesrv) as admin:
+        brokers = admin.create_topic(
+            args.topic,
+            queues=args.queues,
+            read_queues=args.read_queues,
+            write_queues=args.write_queues,
+            perm=args.perm,
+            order=bool(args.order),
+            broker=args.broker,
+            cluster=args.cluster,
+        )
+        return _changed(args, brokers, "created", admin)
+
+
+def _update(args: argparse.Namespace) -> int:
+    if all(v is None for v in (args.queues, args.read_queues, args.write_queues, args.perm, args.order)):
+        raise CliError("nothing to change: give --queues, --read-queues, --write-queues, --perm or --order")
+    with admin_session(args.namesrv) as admin:
+        brokers = admin.update_topic(
+            args.topic,
+            queues=args.queues,
+            read_queues=args.read_queues,
+            write_queues=args.write_queues,
+            perm=args.perm,
+            order=args.order,
+            broker=args.broker,
+            cluster=args.cluster,
+        )
+        return _changed(args, brokers, "updated", admin)
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with admin_session(args.namesrv) as admin:
+        brokers = admin.delete_topic(args.topic, cluster=args.cluster)
+    if args.json:
+        print_json({"topic": args.topic, "deleted": [{"broker": n, "addr": a} for n, a in brokers.items()]})
+    else:
+        where = ", ".join(f"{n} ({a})" for n, a in brokers.items()) or "no broker"
+        print(f"topic {args.topic} deleted on {where} and in the name server")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with admin_session(args.namesrv) as admin:
+        topics = admin.topic_list()
+    if args.json:
+        print_json({"topics": topics})
+    else:
+        for topic in topics:
+            print(topic)
+    return 0
+
+
+def _route(args: argparse.Namespace) -> int:
+    with admin_session(args.namesrv) as admin:
+        route = admin.topic_route(args.topic)
+    addrs = {bd.broker_name: bd for bd in route.broker_datas}
+    if args.json:
+        print_json({"topic": args.topic, **route.to_json()})
+        return 0
+    rows = []
+    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
+        bd = addrs.get(qd.broker_name)
+        rows.append(
+            (
+                qd.broker_name,
+                bd.cluster if bd else "",
+                " ".join(f"{i}={a}" for i, a in sorted(bd.broker_addrs.items())) if bd else "",
+                qd.read_queue_nums,
+                qd.write_queue_nums,
+                qd.perm,
+            )
+        )
+    print_table(
+        f"route of {args.topic}" + (f" (order: {route.order_topic_conf})" if route.order_topic_conf else ""),
+        ("broker", "cluster", "addresses (id=addr)", "read queues", "write queues", "perm"),
+        rows,
+        right=("read queues", "write queues", "perm"),
+    )
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with admin_session(args.namesrv) as admin:
+        stats = admin.topic_stats(args.topic)
+    if args.json:
+        print_json(stats.to_dict())
+        return 0
+    rows = [
+        (
+            q.queue.broker_name,
+            q.queue.queue_id,
+            q.min_offset,
+            q.max_offset,
+            q.messages,
+            format_ms(q.last_update_ms),
+        )
+        for q in stats.queues
+    ]
+    print_table(
+        f"topic {args.topic}",
+        ("broker", "queue", "min offset", "max offset", "messages", "last stored"),
+        rows,
+        footer=("total", len(stats.queues), None, None, stats.total_messages, None),
+        right=("queue", "min offset", "max offset", "messages"),
+    )
+    return 0
