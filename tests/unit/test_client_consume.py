@@ -71,6 +71,7 @@ def test_out_of_order_completion_commits_only_past_finished_prefixes(tmp_path: P
 
     async def scenario() -> list[int]:
         service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
         pq = ProcessQueue(now=0.0)
         msgs = batch(0, 1, 2, 3, 4)
         pq.put_messages(msgs)
@@ -98,6 +99,7 @@ def test_results_for_a_dropped_queue_do_not_move_its_offset(tmp_path: Path) -> N
 
     async def scenario() -> int:
         service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
         pq = ProcessQueue(now=0.0)
         msgs = batch(7)
         pq.put_messages(msgs)
@@ -128,6 +130,7 @@ def test_failures_are_sent_back_and_exceptions_count_as_failures(tmp_path: Path)
 
     async def scenario() -> None:
         service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
         pq = ProcessQueue(now=0.0)
         msgs = batch(0, 1, 2, 3)
         pq.put_messages(msgs)
@@ -153,6 +156,7 @@ def test_a_message_the_broker_will_not_take_back_stays_in_flight_and_is_retried_
 
     async def scenario() -> list[int]:
         service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
         pq = ProcessQueue(now=0.0)
         msgs = batch(0)
         pq.put_messages(msgs)
@@ -179,6 +183,7 @@ def test_batches_and_ack_index(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
         pq = ProcessQueue(now=0.0)
         msgs = batch(*range(6))
         pq.put_messages(msgs)
@@ -202,6 +207,7 @@ def test_consume_timeout_sends_back_stuck_messages(tmp_path: Path) -> None:
 
     async def scenario() -> int:
         service = ConsumeMessageConcurrentlyService(c, lambda m, x: OK)  # type: ignore[arg-type]
+        service.start()
         cleaned = await service.clean_expired_messages(now=5.5)
         await service.shutdown(0.1)
         return cleaned
@@ -219,6 +225,7 @@ def test_consume_directly_and_retry_topic_restore(tmp_path: Path) -> None:
 
     async def scenario() -> CMResult | None:
         service = ConsumeMessageConcurrentlyService(c, lambda m, x: OK)  # type: ignore[arg-type]
+        service.start()
         result = await service.consume_message_directly(MessageExt("T", b"y"), "broker-a")
         await service.shutdown(0.1)
         return result.consume_result

@@ -27,9 +27,10 @@ import asyncio
 import collections
 import inspect
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
@@ -84,11 +85,6 @@ def adapt_listener(fn: Callable[..., Any]) -> ConcurrentListener:
     if len(params) == 1 and not varargs:
         return lambda msgs, _ctx: fn(msgs)
     return fn
-
-
-def _dropped(pq: ProcessQueue) -> bool:
-    """``pq.dropped`` read afresh (after an await, another task may have set it)."""
-    return pq.dropped
 
 
 class ConsumeStats:
@@ -153,8 +149,29 @@ class ConsumeService(Protocol):
     def core_pool_size(self) -> int: ...
 
 
+class _Request:
+    """One listener call to make: a batch of one queue's messages (Java's ``ConsumeRequest``)."""
+
+    __slots__ = ("ctx", "mq", "msgs", "pq", "rt", "status")
+
+    def __init__(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        self.msgs = msgs
+        self.pq = pq
+        self.mq = mq
+        self.ctx = ConsumeConcurrentlyContext(mq)
+        self.status: ConsumeConcurrentlyStatus | None = None  # None: skipped (queue dropped)
+        self.rt = 0.0
+
+
 class ConsumeMessageConcurrentlyService:
-    """Runs a concurrent listener on a thread pool and applies its results (see the module doc)."""
+    """Runs a concurrent listener on worker threads and applies its results (see the module doc).
+
+    Speed: requests go to ``consume_thread_max`` worker threads through one ``SimpleQueue``, and
+    finished requests come back to the event loop in bulk — a worker wakes the loop only when the
+    result queue was empty — so a busy consumer costs no asyncio task and no loop wake-up per
+    message. Results that need the broker (send-back) become tasks; the common success is
+    applied inline.
+    """
 
     def __init__(self, consumer: PushConsumerCore, listener: ConcurrentListener) -> None:
         self.consumer = consumer
@@ -162,9 +179,14 @@ class ConsumeMessageConcurrentlyService:
         cfg = consumer.config
         self.batch_size = cfg.consume_message_batch_max_size
         self._pool_size = cfg.consume_thread_max
-        self.executor = ThreadPoolExecutor(
-            max_workers=cfg.consume_thread_max, thread_name_prefix=f"ConsumeMessageThread_{consumer.group}"
-        )
+        self._requests: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
+        self._results: collections.deque[_Request] = collections.deque()
+        self._results_lock = threading.Lock()
+        self._wake_scheduled = False
+        self._threads: list[threading.Thread] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending = 0  # submitted, result not applied yet (loop thread only)
+        self._idle: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
         self._stopping = False
@@ -176,30 +198,43 @@ class ConsumeMessageConcurrentlyService:
 
     @property
     def in_flight(self) -> int:
-        """Consume requests not finished yet."""
-        return len(self._tasks)
+        """Consume requests whose result is not applied yet."""
+        return self._pending
 
     def start(self) -> None:
-        self._clean_task = asyncio.get_running_loop().create_task(self._clean_expired_loop())
+        self._loop = asyncio.get_running_loop()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._clean_task = self._loop.create_task(self._clean_expired_loop())
+        for i in range(self._pool_size):
+            t = threading.Thread(
+                target=self._work, name=f"ConsumeMessageThread_{self.consumer.group}_{i + 1}", daemon=True
+            )
+            t.start()
+            self._threads.append(t)
 
     async def shutdown(self, await_termination: float) -> None:
-        """Stop taking requests, wait up to ``await_termination`` s for running ones, stop the pool."""
+        """Stop taking requests, wait up to ``await_termination`` s for queued and running ones to
+        finish and their results to be applied, then let the workers go."""
         self._stopping = True
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
         if self._clean_task is not None:
             self._clean_task.cancel()
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=await_termination)
-            if pending:
+        if self._pending and self._idle is not None:
+            try:
+                await asyncio.wait_for(self._idle.wait(), await_termination)
+            except TimeoutError:
                 logger.warning(
-                    "group %s: %d consume request(s) still running after %.1fs; offsets not committed",
+                    "group %s: %d consume request(s) unfinished after %.1fs; their offsets are not committed",
                     self.consumer.group,
-                    len(pending),
+                    self._pending,
                     await_termination,
                 )
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        for _ in self._threads:
+            self._requests.put(None)
+        self._threads = []
 
     # ---------------------------------------------------------------- requests
 
@@ -208,12 +243,13 @@ class ConsumeMessageConcurrentlyService:
     ) -> None:
         if self._stopping:
             return
-        loop = asyncio.get_running_loop()
         size = self.batch_size
+        put = self._requests.put
         for i in range(0, len(msgs), size):
-            task = loop.create_task(self._consume(msgs[i : i + size], pq, mq))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            put(_Request(msgs[i : i + size], pq, mq))
+            self._pending += 1
+        if self._idle is not None:
+            self._idle.clear()
 
     def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         loop = asyncio.get_running_loop()
@@ -231,42 +267,99 @@ class ConsumeMessageConcurrentlyService:
     ) -> ConsumeConcurrentlyStatus | None:
         return self.listener(msgs, ctx)
 
-    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        if pq.dropped:
-            logger.info(
-                "group %s: %s dropped; %d message(s) not consumed", self.consumer.group, mq, len(msgs)
-            )
-            return
-        ctx = ConsumeConcurrentlyContext(mq)
-        reset_retry_topic(msgs, self.consumer.group)
-        start_ms = str(time.time_ns() // 1_000_000)
-        for msg in msgs:
-            msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
-        loop = asyncio.get_running_loop()
-        begin = time.monotonic()
-        status: object
-        try:
-            status = await loop.run_in_executor(self.executor, self._call_listener, msgs, ctx)
-        except Exception:
-            logger.exception("group %s: listener failed on %s; reconsuming later", self.consumer.group, mq)
-            status = None
-        rt = time.monotonic() - begin
-        if rt > self.consumer.config.consume_timeout:
-            logger.warning(
-                "group %s: listener took %.1fs on %s (consume timeout)", self.consumer.group, rt, mq
-            )
-        if not isinstance(status, ConsumeConcurrentlyStatus):
-            if status is not None:
+    def _work(self) -> None:
+        """A worker thread: run requests until told to stop (``None``)."""
+        group = self.consumer.group
+        timeout = self.consumer.config.consume_timeout
+        while True:
+            request = self._requests.get()
+            if request is None:
+                return
+            if request.pq.dropped:
+                self._deliver(request)  # status None: skipped
+                continue
+            msgs = request.msgs
+            reset_retry_topic(msgs, group)
+            start_ms = str(time.time_ns() // 1_000_000)
+            for msg in msgs:
+                msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
+            begin = time.monotonic()
+            try:
+                status: object = self._call_listener(msgs, request.ctx)
+            except Exception:
+                logger.exception("group %s: listener failed on %s; reconsuming later", group, request.mq)
+                status = None
+            request.rt = time.monotonic() - begin
+            if request.rt > timeout:
                 logger.warning(
-                    "group %s: listener returned %r; reconsuming later", self.consumer.group, status
+                    "group %s: listener took %.1fs on %s (consume timeout)", group, request.rt, request.mq
                 )
-            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
-        if _dropped(pq):
-            logger.info(
-                "group %s: %s was dropped while consuming; result not applied", self.consumer.group, mq
+            if not isinstance(status, ConsumeConcurrentlyStatus):
+                if status is not None:
+                    logger.warning("group %s: listener returned %r; reconsuming later", group, status)
+                status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+            request.status = status
+            self._deliver(request)
+
+    def _deliver(self, request: _Request) -> None:
+        """Hand a finished request to the loop, waking it only if no wake-up is pending."""
+        with self._results_lock:
+            self._results.append(request)
+            if self._wake_scheduled:
+                return
+            self._wake_scheduled = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._apply_results)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+
+    def _apply_results(self) -> None:
+        with self._results_lock:
+            done = list(self._results)
+            self._results.clear()
+            self._wake_scheduled = False
+        for request in done:
+            self._apply(request)
+
+    def _apply(self, request: _Request) -> None:
+        status, pq, mq = request.status, request.pq, request.mq
+        group = self.consumer.group
+        if status is None:
+            logger.info("group %s: %s dropped; %d message(s) not consumed", group, mq, len(request.msgs))
+            self._finished()
+        elif pq.dropped:
+            logger.info("group %s: %s dropped while consuming; result not applied", group, mq)
+            self._finished()
+        elif (
+            status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+            and request.ctx.ack_index >= len(request.msgs) - 1
+        ):
+            # the common case, applied inline: no broker call needed
+            self.consumer.stats.add(mq.topic, "ok", len(request.msgs), request.rt * 1000.0)
+            offset = pq.remove_messages(request.msgs, now=time.time())
+            if offset >= 0:
+                self.consumer.offset_store.update_offset(mq, offset, True)
+            self._finished()
+        else:
+            task = asyncio.get_running_loop().create_task(
+                self.process_consume_result(status, request.ctx, request.msgs, pq, mq, request.rt * 1000.0)
             )
-            return
-        await self.process_consume_result(status, ctx, msgs, pq, mq, rt * 1000.0)
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("applying a consume result failed", exc_info=task.exception())
+        self._finished()
+
+    def _finished(self) -> None:
+        self._pending -= 1
+        if self._pending <= 0 and self._idle is not None:
+            self._pending = 0
+            self._idle.set()
 
     async def process_consume_result(
         self,
@@ -359,7 +452,7 @@ class ConsumeMessageConcurrentlyService:
         loop = asyncio.get_running_loop()
         begin = time.monotonic()
         try:
-            status = await loop.run_in_executor(self.executor, self._call_listener, [msg], ctx)
+            status = await loop.run_in_executor(None, self._call_listener, [msg], ctx)
             result = (
                 CMResult.CR_SUCCESS
                 if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS

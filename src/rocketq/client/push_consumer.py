@@ -25,7 +25,6 @@ Seams for other consumers (the orderly service, clean handoff): :attr:`PushConsu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
@@ -841,15 +840,7 @@ class PushConsumer:
             except Exception as exc:
                 logger.warning("consumer %s: shutdown step failed: %s", self.group, exc)
             finally:
-                with contextlib.suppress(Exception):
-                    instance.loop_thread.call(self._shutdown_pool(core), timeout=5.0)
                 instance.release()
-
-    @staticmethod
-    async def _shutdown_pool(core: PushConsumerCore) -> None:
-        executor = getattr(core.consume_service, "executor", None)
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
 
     close = shutdown
 
