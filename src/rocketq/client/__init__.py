@@ -14,6 +14,23 @@ runs its I/O on one background event-loop thread.
 
 Everything follows RocketMQ 4.9.4's Java client (``rocketmq-client``): the same requests, header
 fields and bodies on the wire, the same defaults, the same rebalance algorithm.
+
+Building another consumer on these parts (all state lives on the instance's loop thread):
+
+* register with :meth:`ClientInstance.register_consumer` an object meeting
+  :class:`~rocketq.client.instance.ConsumerInner` (``consumer_data``, ``subscribed_topics``,
+  ``update_topic_subscribe_info``, ``do_rebalance``, ``persist_consumer_offset``,
+  ``running_info``, ``consume_message_directly``, ``reset_offset``); the instance then refreshes
+  its routes, heartbeats it, persists its offsets and calls ``do_rebalance`` (20 s, NOTIFY ...);
+* own a :class:`RebalanceImpl` and pass it :class:`RebalanceHooks` (``consume_type``,
+  ``consume_orderly``, ``remove_unnecessary_message_queue``, ``remove_dirty_offset``,
+  ``compute_pull_from_where``, ``dispatch_pull_requests``, ``message_queue_changed``); with
+  ``consume_orderly`` it locks new queues (``ClientInstance.lock_queues``) before adding them;
+* push consumers with other consumption rules subclass
+  :class:`~rocketq.client.push_consumer.PushConsumerCore` (``consume_orderly``,
+  ``make_consume_service`` returning a :class:`ConsumeService`, the async ``pull_precheck``,
+  ``remove_unnecessary_message_queue``, ``compute_pull_from_where``, ``shutdown``) and set
+  :attr:`PushConsumer.core_class`.
 """
 
 from __future__ import annotations
