@@ -82,6 +82,8 @@ from rocketq.protocol.headers import (
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
     GetTopicStatsInfoRequestHeader,
     PutKVConfigRequestHeader,
     ResetOffsetRequestHeader,
@@ -570,6 +572,7 @@ class AsyncAdmin:
             masters = {bd.broker_name: bd.broker_addrs.get(MASTER_ID) for bd in route.broker_datas}
             targets = {n: a for n, a in sorted(masters.items()) if n is not None and a is not None}
         expect: dict[str, tuple[int, int, int]] = {}
+        is_order = order if order is not None else await self.order_conf(topic) is not None
         for name, addr in targets.items():
             qd = current.get(name)
             read = read_queues if read_queues is not None else queues
@@ -580,12 +583,11 @@ class AsyncAdmin:
                 raise ConfigError(f"topic {topic} is not on broker {name}: say how many queues it gets there")
             p = perm if perm is not None else (qd.perm if qd else 6)
             _check_topic_args(topic, read, write, p)
-            is_order = order if order is not None else bool(route.order_topic_conf)
             await self._update_topic_config(addr, topic, read, write, p, is_order)
             expect[name] = (read, write, p)
         if order:
             await self._set_order_conf(topic, {n: expect[n][1] for n in targets}, merge=broker is not None)
-        elif order is False and route.order_topic_conf:
+        elif order is False and await self.order_conf(topic) is not None:
             await self._delete_order_conf(topic)
         await self._await_route(topic, expect, wait)
         return targets
@@ -659,7 +661,7 @@ class AsyncAdmin:
         (``createOrUpdateOrderConf``: one broker merges into the existing value)."""
         entries = {name: f"{name}:{n}" for name, n in queues.items()}
         if merge:
-            old = await self._get_order_conf(topic)
+            old = await self.order_conf(topic)
             for item in filter(None, (old or "").split(";")):
                 entries.setdefault(item.split(":", 1)[0], item)
         value = ";".join(entries[k] for k in sorted(entries))
@@ -669,9 +671,19 @@ class AsyncAdmin:
             f"order config of {topic}",
         )
 
-    async def _get_order_conf(self, topic: str) -> str | None:
-        route = await self._get_route(topic)
-        return route.order_topic_conf if route is not None else None
+    async def order_conf(self, topic: str) -> str | None:
+        """The topic's ``ORDER_TOPIC_CONFIG`` (``brokerName:queues;...``) in the name server, if any.
+
+        (A route carries it only when the name server runs with ``orderMessageEnable``.)
+        """
+        header = GetKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic)
+        response = await self._namesrv(
+            lambda: RemotingCommand.request(RequestCode.GET_KV_CONFIG, header.to_ext_fields())
+        )
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        _check(response, f"order config of {topic}")
+        return GetKVConfigResponseHeader.from_ext_fields(response.ext_fields).value
 
     async def _delete_order_conf(self, topic: str) -> None:
         header = DeleteKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic)
@@ -999,6 +1011,9 @@ class Admin:
 
     def topic_stats(self, topic: str) -> TopicStats:
         return self._call(self.core.topic_stats(topic))
+
+    def order_conf(self, topic: str) -> str | None:
+        return self._call(self.core.order_conf(topic))
 
     def create_topic(self, topic: str, **kwargs: Any) -> dict[str, str]:
         """See :meth:`AsyncAdmin.create_topic`."""

@@ -37,6 +37,7 @@ from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import add_namesrv_option, body_text, unreachable_hint
 from rocketq.cli.main import CliError
 from rocketq.client import (
+    ClientConfig,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     ConsumeOrderlyStatus,
@@ -46,6 +47,7 @@ from rocketq.client import (
     PushConsumerConfig,
     RebalanceRecord,
 )
+from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
 
 __all__ = ["ConsumeOutput", "consumer_options", "register"]
@@ -122,6 +124,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seconds", type=_positive_float, metavar="S", help="stop after S seconds")
     parser.add_argument(
         "--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' (default *)"
+    )
+    parser.add_argument(
+        "--heartbeat-interval",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="seconds between heartbeats to every broker (default 30, RocketMQ's); lower it for a "
+        "broker that expires silent clients sooner than its 120 s default",
     )
     add_namesrv_option(parser)
     parser.set_defaults(handler=_run)
@@ -281,7 +291,12 @@ def _run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
-        consumer = PushConsumer(args.group, namesrv=args.namesrv, instance_name=args.instance, **options)
+        client_config = ClientConfig(
+            namesrv=args.namesrv,
+            instance_name=args.instance or DEFAULT_INSTANCE_NAME,
+            heartbeat_broker_interval=args.heartbeat_interval,
+        )
+        consumer = PushConsumer(args.group, client_config=client_config, **options)
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc) from None
     except ConfigError as exc:
@@ -316,7 +331,7 @@ def _run(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - began
     print(
         f"rocketq consume: {output.received} messages ({len(output.digests)} distinct bodies, "
-        f"{output.duplicates} duplicates) in {elapsed:.1f} s as {consumer.client_id}",
+        f"{output.duplicates} duplicates) in {elapsed:.2f} s as {consumer.client_id}",
         file=sys.stderr,
         flush=True,
     )

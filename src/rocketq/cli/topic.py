@@ -131,6 +131,7 @@ def register(subparsers: Any) -> None:
 
 def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin: Admin) -> int:
     route = admin.topic_route(args.topic)
+    order = admin.order_conf(args.topic)
     by_name = {qd.broker_name: qd for qd in route.queue_datas}
     if args.json:
         print_json(
@@ -146,7 +147,7 @@ def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin
                     }
                     for name, addr in brokers.items()
                 ],
-                "order": route.order_topic_conf,
+                "order": order,
             }
         )
         return 0
@@ -156,8 +157,8 @@ def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin
             f"{qd.read_queue_nums} read / {qd.write_queue_nums} write queues, perm {qd.perm}" if qd else ""
         )
         print(f"topic {args.topic} {verb} on {name} ({addr}): {counts}".rstrip(": "))
-    if route.order_topic_conf:
-        print(f"order config: {route.order_topic_conf}")
+    if order:
+        print(f"order config: {order}")
     return 0
 
 
@@ -218,9 +219,10 @@ def _list(args: argparse.Namespace) -> int:
 def _route(args: argparse.Namespace) -> int:
     with admin_session(args.namesrv) as admin:
         route = admin.topic_route(args.topic)
+        order = admin.order_conf(args.topic)
     addrs = {bd.broker_name: bd for bd in route.broker_datas}
     if args.json:
-        print_json({"topic": args.topic, **route.to_json()})
+        print_json({"topic": args.topic, **route.to_json(), "orderTopicConf": order})
         return 0
     rows = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
@@ -236,7 +238,7 @@ def _route(args: argparse.Namespace) -> int:
             )
         )
     print_table(
-        f"route of {args.topic}" + (f" (order: {route.order_topic_conf})" if route.order_topic_conf else ""),
+        f"route of {args.topic}" + (f" (order: {order})" if order else ""),
         ("broker", "cluster", "addresses (id=addr)", "read queues", "write queues", "perm"),
         rows,
         right=("read queues", "write queues", "perm"),

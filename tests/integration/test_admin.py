@@ -1,0 +1,212 @@
+"""rocketq.admin against real servers: an embedded name server and broker on port 0, plus a second
+broker for the cluster-wide calls, and an AsyncAdmin on its own event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
+from rocketq.admin import Admin, AsyncAdmin, parse_reset_target
+from rocketq.broker import Broker, BrokerConfig
+from rocketq.embedded import EmbeddedCluster
+from rocketq.errors import (
+    ConfigError,
+    RemotingConnectError,
+    UnknownGroupError,
+    UnknownTopicError,
+)
+from rocketq.models import MessageQueue
+from tests.integration.clientkit import ClusterThread, Received, wait_until
+
+pytestmark = pytest.mark.integration
+
+OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
+    c = ClusterThread(tmp_path / "cluster")
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def admin(cluster: ClusterThread) -> Iterator[Admin]:
+    with Admin(cluster.namesrv) as a:
+        yield a
+
+
+def consumer(cluster: ClusterThread, group: str, topic: str, name: str, got: Received) -> PushConsumer:
+    c = PushConsumer(
+        group,
+        client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    c.subscribe(topic)
+    c.register_listener(lambda msgs: (got.add(name, msgs), OK)[1])
+    return c.start()
+
+
+def test_topic_lifecycle_on_one_broker(cluster: ClusterThread, admin: Admin) -> None:
+    assert admin.create_topic("AdmT", queues=4) == {"broker-a": cluster.broker_addr}
+    assert "AdmT" in admin.topic_list()
+    route = admin.topic_route("AdmT")
+    assert [(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queue_datas] == [
+        ("broker-a", 4, 4, 6)
+    ]
+    with Producer("adm_p", client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1")) as p:
+        for i in range(10):
+            p.send(Message("AdmT", f"m{i}"), queue=MessageQueue("AdmT", "broker-a", i % 3))
+    stats = admin.topic_stats("AdmT")
+    assert [(q.queue.queue_id, q.min_offset, q.max_offset) for q in stats.queues] == [
+        (0, 0, 4), (1, 0, 3), (2, 0, 3), (3, 0, 0)
+    ]  # fmt: skip
+    assert stats.total_messages == 10
+    assert all(q.last_update_ms > 0 for q in stats.queues[:3])
+    assert stats.queues[3].last_update_ms == 0
+    # update keeps what it is not told: read queues stay 4
+    admin.update_topic("AdmT", write_queues=2, perm=4)
+    assert [
+        (q.read_queue_nums, q.write_queue_nums, q.perm) for q in admin.topic_route("AdmT").queue_datas
+    ] == [(4, 2, 4)]
+    assert admin.delete_topic("AdmT") == {"broker-a/0": cluster.broker_addr}
+    assert "AdmT" not in admin.topic_list()
+    with pytest.raises(UnknownTopicError, match="topic AdmT does not exist"):
+        admin.topic_route("AdmT")
+    with pytest.raises(UnknownTopicError):
+        admin.update_topic("AdmT", queues=2)
+
+
+def test_cluster_wide_create_order_conf_stats_and_delete_over_two_brokers(
+    cluster: ClusterThread, admin: Admin, tmp_path: Path
+) -> None:
+    second = Broker(
+        BrokerConfig(
+            port=0, broker_name="broker-b", data_dir=tmp_path / "b", namesrv_addrs=(cluster.namesrv,)
+        )
+    )
+    cluster.thread.call(second.start(), timeout=30)
+    try:
+        assert wait_until(lambda: len(admin.master_addrs()) == 2, 15.0)
+        created = admin.create_topic("AdmTwo", queues=3, order=True, cluster="DefaultCluster")
+        assert created == {"broker-a": cluster.broker_addr, "broker-b": second.address}
+        route = admin.topic_route("AdmTwo")
+        assert sorted((q.broker_name, q.write_queue_nums) for q in route.queue_datas) == [
+            ("broker-a", 3), ("broker-b", 3)
+        ]  # fmt: skip
+        assert admin.order_conf("AdmTwo") == "broker-a:3;broker-b:3"
+        # one broker only: its entry merges into the order config
+        admin.create_topic("AdmTwo", queues=5, order=True, broker=second.address)
+        assert admin.order_conf("AdmTwo") == "broker-a:3;broker-b:5"
+        stats = admin.topic_stats("AdmTwo")
+        assert [q.queue.short for q in stats.queues] == [f"broker-a:{i}" for i in range(3)] + [
+            f"broker-b:{i}" for i in range(5)
+        ]
+        with pytest.raises(ConfigError, match="a broker or a cluster, not both"):
+            admin.create_topic("AdmTwo", queues=1, broker=second.address, cluster="DefaultCluster")
+        with pytest.raises(ConfigError, match="no cluster named"):
+            admin.create_topic("AdmX", queues=1, cluster="Nope")
+        deleted = admin.delete_topic("AdmTwo", cluster="DefaultCluster")
+        assert set(deleted.values()) == {cluster.broker_addr, second.address}
+        assert "AdmTwo" not in admin.topic_list()
+        assert admin.order_conf("AdmTwo") is None
+        assert second.topics.select("AdmTwo") is None
+    finally:
+        cluster.thread.call(second.close(), timeout=30)
+
+
+def test_group_members_progress_and_reset(cluster: ClusterThread, admin: Admin) -> None:
+    admin.create_topic("AdmG", queues=8)
+    got = Received()
+    c1 = consumer(cluster, "adm_g", "AdmG", "c1", got)
+    c2 = consumer(cluster, "adm_g", "AdmG", "c2", got)
+    try:
+        assert wait_until(lambda: len(c1.assigned_queues("AdmG")) == 4 == len(c2.assigned_queues("AdmG")), 10)
+        view = admin.group_members("adm_g")
+        assert [m.client_id for m in view.members] == ["127.0.0.1@c1", "127.0.0.1@c2"]
+        for m, c in zip(view.members, (c1, c2), strict=True):
+            assert [q for q in m.queues if q.topic == "AdmG"] == c.assigned_queues("AdmG")
+            assert (m.queues_source, m.strategy, m.language, m.version_name) == (
+                "running-info", "AVG", "PYTHON", "V4_9_4"
+            )  # fmt: skip
+            assert not m.duplicate
+            assert len(m.addresses) == 1
+        assert view.subscriptions == {"%RETRY%adm_g": "*", "AdmG": "*"}
+        assert view.message_model == "CLUSTERING"
+        assert view.duplicates == ()
+
+        with Producer(
+            "adm_gp", client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1")
+        ) as p:
+            for i in range(40):
+                p.send(Message("AdmG", f"g{i}"), queue=MessageQueue("AdmG", "broker-a", i % 8))
+        assert wait_until(lambda: got.distinct() == 40, 10)
+        for c in (c1, c2):
+            c.core.instance.loop_thread.call(c.core.persist_consumer_offset())
+        progress = admin.group_progress("adm_g", "AdmG")
+        assert [(q.broker_offset, q.consumer_offset, q.lag) for q in progress.queues] == [(5, 5, 0)] * 8
+        owners = {q.queue: q.owner for q in progress.queues}
+        assert all(owners[q] == "127.0.0.1@c1" for q in c1.assigned_queues("AdmG"))
+        assert progress.owners_source == "running-info"
+
+        # online reset: the members drop the queues, commit, and consume everything again
+        result = admin.reset_offsets("adm_g", "AdmG", "first")
+        assert sorted(result.offsets.values()) == [0] * 8
+        assert result.timestamp_ms == 0
+        assert wait_until(lambda: sum(got.bodies.values()) == 80, 15)
+        assert got.distinct() == 40
+    finally:
+        c1.shutdown()
+        c2.shutdown()
+    # offline: the broker commits the reset itself
+    assert admin.group_members("adm_g").members == ()
+    admin.reset_offsets("adm_g", "AdmG", "first")
+    assert admin.group_progress("adm_g", "AdmG").total_lag == 40
+    admin.reset_offsets("adm_g", "AdmG", "last")
+    assert admin.group_progress("adm_g", "AdmG").total_lag == 0
+
+
+def test_unknown_names_and_unreachable_servers(cluster: ClusterThread, admin: Admin) -> None:
+    with pytest.raises(UnknownGroupError, match="consumer group nobody is unknown"):
+        admin.group_members("nobody")
+    with pytest.raises(UnknownGroupError):
+        admin.group_progress("nobody")
+    with pytest.raises(UnknownTopicError):
+        admin.topic_stats("NoSuchTopic")
+    with pytest.raises(UnknownTopicError):
+        admin.reset_offsets("g", "NoSuchTopic", "first")
+    with Admin("127.0.0.1:1") as dead, pytest.raises(RemotingConnectError, match="cannot reach name server"):
+        dead.topic_list()
+    with pytest.raises(ConfigError):
+        Admin("not-an-address")
+
+
+def test_parse_reset_target() -> None:
+    assert parse_reset_target("first") == 0
+    assert parse_reset_target("last") == -1
+    assert parse_reset_target("1700000000123") == 1700000000123
+    assert parse_reset_target("2023-11-14T22:13:20.5+00:00") == 1700000000500
+    with pytest.raises(ConfigError):
+        parse_reset_target("soon")
+
+
+def test_async_admin_on_the_callers_loop(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = EmbeddedCluster(data_dir=tmp_path / "a", namesrv_port=0, broker_port=0)
+        async with cluster as c, AsyncAdmin(c.namesrv_addr) as admin:
+            await admin.create_topic("AsyncT", queues=2)
+            assert "AsyncT" in await admin.topic_list()
+            info = await admin.cluster_info()
+            assert dict(info.cluster_addr_table) == {"DefaultCluster": ("broker-a",)}
+            stats = await admin.topic_stats("AsyncT")
+            assert [q.max_offset for q in stats.queues] == [0, 0]
+            await admin.delete_topic("AsyncT")
+            assert "AsyncT" not in await admin.topic_list()
+
+    asyncio.run(scenario())

@@ -1,0 +1,203 @@
+"""``rocketq produce`` and ``rocketq consume`` against the embedded broker.
+
+Commands run in-process (``rocketq.cli.main``, output captured) where no signal is involved, and
+as child processes (:mod:`tests.integration.clikit`) where two consumers or a signal are.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rocketq.admin import Admin
+from rocketq.cli.main import main
+from tests.integration.clientkit import ClusterThread
+from tests.integration.clikit import CliProcess, consume_args, parse_rebalance, parse_recv
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
+    c = ClusterThread(tmp_path / "cluster")
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str], str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def create_topic(cluster: ClusterThread, topic: str, queues: int) -> None:
+    with Admin(cluster.namesrv) as admin:
+        admin.create_topic(topic, queues=queues)
+
+
+def test_produce_n_then_consume_n_with_unique_bodies(
+    cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_topic(cluster, "CliT", 4)
+    code, out, _ = run(
+        capsys, "produce", "CliT", "--count", "200", "--body", "hi", "--namesrv", cluster.namesrv
+    )
+    assert code == 0
+    assert out[-1].startswith("sent 200 messages to CliT, 0 failed")
+    code, out, err = run(
+        capsys, "consume", "CliT", "--group", "cli_g1", "--from", "first", "--count", "200",
+        "--namesrv", cluster.namesrv,
+    )  # fmt: skip
+    assert code == 0
+    recvs = [r for r in map(parse_recv, out) if r is not None]
+    assert sorted(r.body for r in recvs) == [f"hi-{i:06d}" for i in range(200)]
+    assert len({(r.queue_id, r.queue_offset) for r in recvs}) == 200
+    assert {r.broker for r in recvs} == {"broker-a"}
+    first = parse_rebalance(out[0])
+    assert first is not None
+    assert first.topic == "CliT"
+    assert first.owned == tuple(f"broker-a:{i}" for i in range(4))
+    assert first.client_id == recvs[0].client_id
+    # the consumer shut down: its last line gives every queue back
+    last = parse_rebalance(out[-1])
+    assert last is not None
+    assert last.owned == ()
+    assert len(last.removed) == 4
+    assert "200 messages (200 distinct bodies, 0 duplicates)" in err
+
+
+def test_produce_sizes_batches_and_json_summary(
+    cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_topic(cluster, "CliSizes", 2)
+    code, out, _ = run(
+        capsys, "produce", "CliSizes", "--count", "100", "--size", "64", "--batch", "16", "--tag", "TagA",
+        "--keys", "k1 k2", "--json", "--namesrv", cluster.namesrv,
+    )  # fmt: skip
+    assert code == 0
+    summary = json.loads(out[-1])
+    assert (summary["sent"], summary["failed"], summary["bytes"]) == (100, 0, 6400)
+    code, out, _ = run(
+        capsys, "consume", "CliSizes", "--group", "cli_sizes", "--from", "first", "--count", "100", "--json",
+        "--tag", "TagA", "--namesrv", cluster.namesrv,
+    )  # fmt: skip
+    assert code == 0
+    events = [json.loads(line) for line in out]
+    recvs = [e for e in events if e["type"] == "recv"]
+    assert len(recvs) == 100
+    assert all(e["body_size"] == 64 and e["tags"] == "TagA" and e["keys"] == "k1 k2" for e in recvs)
+    assert sorted(e["body"][:7] for e in recvs) == [f"{i:06d}-" for i in range(100)]
+    assert all(e["stored_ms"] >= e["born_ms"] > 0 and e["ts_ms"] >= e["stored_ms"] for e in recvs)
+    rebalances = [e for e in events if e["type"] == "rebalance"]
+    assert rebalances[0]["trigger"] == "start"
+    assert len(rebalances[0]["owned"]) == 2
+    # a tag the messages do not carry filters everything out
+    code, out, _ = run(
+        capsys, "consume", "CliSizes", "--group", "cli_sizes_b", "--from", "first", "--seconds", "1.5",
+        "--tag", "TagB", "--namesrv", cluster.namesrv,
+    )  # fmt: skip
+    assert code == 0
+    assert not [line for line in out if line.startswith("RECV")]
+
+
+def test_seconds_stops_an_idle_consumer_with_exit_0(
+    cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_topic(cluster, "CliIdle", 2)
+    code, out, err = run(
+        capsys, "consume", "CliIdle", "--group", "cli_idle", "--seconds", "1", "--namesrv", cluster.namesrv
+    )
+    assert code == 0
+    assert [parse_rebalance(line) is not None for line in out] == [True, True]
+    assert "0 messages" in err
+
+
+def test_two_consumers_split_16_queues_8_8_then_sigterm_exits_0(cluster: ClusterThread) -> None:
+    create_topic(cluster, "CliSplit", 16)
+    procs = [
+        CliProcess(
+            consume_args(cluster.namesrv, "CliSplit", "cli_split", "--from", "first", "--instance", name)
+        )
+        for name in ("c1", "c2")
+    ]
+    try:
+        for p in procs:
+            assert p.wait_for(lambda _l, p=p: len(p.owned("CliSplit") or ()) == 8, 30.0), (p.lines, p.errors)
+        owned = [set(p.owned("CliSplit") or ()) for p in procs]
+        assert not owned[0] & owned[1]
+        assert owned[0] | owned[1] == {f"broker-a:{i}" for i in range(16)}
+        assert main(["produce", "CliSplit", "--count", "160", "--namesrv", cluster.namesrv]) == 0
+        assert procs[0].wait_for(lambda _l: sum(len(p.recvs()) for p in procs) >= 160, 30.0)
+        with Admin(cluster.namesrv) as admin:
+            per_queue = {q.queue.short: q.max_offset for q in admin.topic_stats("CliSplit").queues}
+        for p in procs:
+            got = p.recvs()
+            mine = set(p.owned("CliSplit") or ())
+            assert {f"broker-a:{r.queue_id}" for r in got} <= mine
+            assert len(got) == sum(per_queue[q] for q in mine)
+        bodies = [r.body for p in procs for r in p.recvs()]
+        assert sorted(bodies) == [f"message-{i:06d}" for i in range(160)]
+        for p in procs:
+            p.signal(signal.SIGTERM)
+        assert [p.wait(30.0) for p in procs] == [0, 0]
+        # the last to leave hands back everything it owned
+        assert all(p.rebalances("CliSplit")[-1].owned == () for p in procs)
+    finally:
+        for p in procs:
+            p.close()
+
+
+def test_sigterm_persists_offsets_and_a_restarted_consumer_does_not_re_receive(
+    cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_topic(cluster, "CliRestart", 4)
+    assert main(["produce", "CliRestart", "--count", "50", "--body", "a", "--namesrv", cluster.namesrv]) == 0
+    p = CliProcess(consume_args(cluster.namesrv, "CliRestart", "cli_restart", "--from", "first"))
+    try:
+        assert p.wait_for(lambda _l: len(p.recvs()) >= 50, 30.0), p.errors
+        p.signal(signal.SIGTERM)
+        assert p.wait(30.0) == 0
+        assert any("50 messages (50 distinct bodies" in line for line in p.errors)
+    finally:
+        p.close()
+    with Admin(cluster.namesrv) as admin:
+        progress = admin.group_progress("cli_restart", "CliRestart")
+    assert (progress.total_consumer_offset, progress.total_lag) == (50, 0)
+    capsys.readouterr()
+    assert main(["produce", "CliRestart", "--count", "10", "--body", "b", "--namesrv", cluster.namesrv]) == 0
+    code, out, _ = run(
+        capsys, "consume", "CliRestart", "--group", "cli_restart", "--from", "first", "--count", "10",
+        "--namesrv", cluster.namesrv,
+    )  # fmt: skip
+    assert code == 0
+    bodies = sorted(r.body for r in map(parse_recv, out) if r is not None)
+    assert bodies == [f"b-{i:06d}" for i in range(10)]
+
+
+def test_unreachable_name_server_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (
+        ["produce", "T", "--namesrv", "127.0.0.1:1"],
+        ["consume", "T", "--group", "g", "--namesrv", "127.0.0.1:1"],
+    ):
+        code, _out, err = run(capsys, *argv)
+        assert code == 2
+        lines = [line for line in err.splitlines() if "error" in line]
+        assert lines == [
+            f"rocketq {argv[0]}: error: cannot reach name server 127.0.0.1:1 "
+            "(is `rocketq server` running? set --namesrv or $NAMESRV_ADDR)"
+        ]
+
+
+def test_bad_arguments_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["produce", "T", "--size", "3", "--namesrv", "127.0.0.1:1"]) == 2
+    assert "--size must be at least 7 bytes" in capsys.readouterr().err
+    assert main(["consume", "T", "--group", "g", "--strategy", "NOPE", "--namesrv", "127.0.0.1:1"]) == 2
+    assert "NOPE" in capsys.readouterr().err
+    assert main(["consume", "T", "--group", "g", "--from", "yesterday", "--namesrv", "127.0.0.1:1"]) == 2
+    assert "yesterday" in capsys.readouterr().err
