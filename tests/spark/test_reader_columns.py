@@ -94,3 +94,78 @@ def test_malformed_bodies_raise_the_codecs_error() -> None:
         ColumnBuilder().add_body(good + bad[:-1], 10**9, None)
     with pytest.raises(RemoteProtocolError):
         ColumnBuilder().add_body(good[:50], 10**9, None)
+
+
+# ------------------------------------------------------------------------- the vectorised path
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rocketq.spark.columns import decode_columns  # noqa: E402
+
+
+def codec_batch(body: bytes, end: int = 10**9, tags: frozenset[str] | None = None) -> pa.RecordBatch:
+    builder = ColumnBuilder()
+    builder._add_decoded(body, end, tags)
+    return builder.record_batch("T", "b", 1)
+
+
+def test_vectorised_columns_equal_the_codecs() -> None:
+    body = b"".join(record(i, born_host=HostPort("10.0.0.7", 5000 + i % 3)) for i in range(50))
+    body += record(50, props={"UNIQ_KEY": "U50", "A": "1\x01x"})  # a value holding the separator
+    # a name twice, as a broker stores batched messages (WAIT again after CLUSTER): first place, last value
+    body += record(
+        51, properties="TAGS\x01A\x02WAIT\x01true\x02UNIQ_KEY\x01U51\x02CLUSTER\x01c\x02WAIT\x01no"
+    )
+    for end, tags in ((10**9, None), (30, None), (10**9, frozenset({"A"})), (10**9, frozenset({"Z"}))):
+        batch = decode_columns(body, topic="T", broker="b", end=end, tag_set=tags)
+        assert batch is not None
+        assert batch.equals(codec_batch(body, end, tags))
+    batch = decode_columns(body, topic="T", broker="b", end=10**9, tag_set=None)
+    assert batch is not None
+    assert batch.column("properties")[51].as_py() == [
+        ("TAGS", "A"),
+        ("WAIT", "no"),
+        ("UNIQ_KEY", "U51"),
+        ("CLUSTER", "c"),
+    ]
+    empty = decode_columns(b"", topic="T", broker="b", end=10, tag_set=None)
+    assert empty is not None
+    assert (empty.num_rows, empty.schema) == (0, ARROW_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        record(1, props={"TAGS": "B"}),  # no unique key
+        record(1, born_host=V6),
+        record(1, topic="L" * 200),
+        record(1, props={"UNIQ_KEY": "U1", "A": ""}),  # an empty value: RocketMQ skips the pair
+    ],
+)
+def test_vectorised_path_leaves_other_records_to_the_codec(odd: bytes) -> None:
+    body = record(0) + odd + record(2)
+    assert decode_columns(body, topic="T", broker="b", end=10**9, tag_set=None) is None
+
+
+def test_vectorised_path_refuses_malformed_buffers() -> None:
+    good = record(0)
+    assert decode_columns(good[:-1], topic="T", broker="b", end=10**9, tag_set=None) is None
+    assert decode_columns(good + good[:40], topic="T", broker="b", end=10**9, tag_set=None) is None
+
+
+_names = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "a", "b", "", "ü"])
+_values = st.text(alphabet=st.sampled_from(["x", "1", " ", "é", "\x01"]), max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(_names, _values), max_size=5), min_size=1, max_size=6))
+def test_vectorised_path_agrees_with_the_codec_or_declines(pairs: list[list[tuple[str, str]]]) -> None:
+    records = []
+    for i, row in enumerate(pairs):
+        text = "\x02".join(f"{k}\x01{v}" for k, v in row)
+        records.append(record(i, props={}, **({"properties": text} if text else {})))
+    body = b"".join(records)
+    batch = decode_columns(body, topic="T", broker="b", end=10**9, tag_set=None)
+    if batch is not None:
+        assert batch.equals(codec_batch(body))

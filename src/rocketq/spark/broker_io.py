@@ -409,7 +409,7 @@ class BrokerIO:
         group: str,
         batch_size: int = 32,
         expression: str = "*",
-        depth: int = 4,
+        depth: int = 16,
     ) -> Iterator[PullResult]:
         """Pull ``[start, end)`` of a queue, yielding each answer in offset order.
 

@@ -36,6 +36,7 @@ from rocketq.protocol.message import MESSAGE_MAGIC_CODE, MessageSysFlag, decode_
 from rocketq.protocol.message_id import HostPort
 from rocketq.protocol.properties import MessageConst, string_to_properties
 from rocketq.spark.broker_io import BrokerIO, PullStatus, QueueRoute
+from rocketq.spark.columns import ARROW_SCHEMA, TIMESTAMP, decode_columns
 from rocketq.spark.offsets import (
     OffsetMap,
     StartingPosition,
@@ -62,28 +63,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_TS: Final = pa.timestamp("us", tz="UTC")
-ARROW_SCHEMA: Final = pa.schema(
-    [
-        pa.field("topic", pa.string()),
-        pa.field("broker", pa.string()),
-        pa.field("queue_id", pa.int32()),
-        pa.field("queue_offset", pa.int64()),
-        pa.field("msg_id", pa.string()),
-        pa.field("tags", pa.string()),
-        pa.field("keys", pa.string()),
-        pa.field("body", pa.binary()),
-        pa.field("born_timestamp", _TS),
-        pa.field("store_timestamp", _TS),
-        pa.field("born_host", pa.string()),
-        pa.field("reconsume_times", pa.int32()),
-        pa.field("properties", pa.map_(pa.string(), pa.string())),
-    ]
-)
-"""The Arrow schema of a record batch: Spark's read schema, type for type."""
-
 ROWS_PER_BATCH: Final = 8192
-"""Rows per Arrow record batch handed to Spark."""
+"""Rows per Arrow record batch handed to Spark (about: pull answers are not split)."""
+BYTES_PER_BATCH: Final = 8 << 20
+"""Pull answers are decoded together once they hold this many bytes, whatever their count."""
 
 # A stored record with the V1 magic and IPv4 hosts, up to its body length (see rocketq.protocol.message).
 _PLAIN: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
@@ -265,8 +248,8 @@ class ColumnBuilder:
                 pa.array(self.tags, pa.string()),
                 pa.array(self.keys, pa.string()),
                 pa.array(self.bodies, pa.binary()),
-                pa.array(self.born, _TS),
-                pa.array(self.store, _TS),
+                pa.array(self.born, TIMESTAMP),
+                pa.array(self.store, TIMESTAMP),
                 pa.array(self.born_host, pa.string()),
                 pa.array(self.reconsume, pa.int32()),
                 properties,
@@ -307,19 +290,41 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
     """Pull ``part``'s range and yield it as record batches (executor side), or as tuples one by
     one when the ``arrowBatches`` option is false.
 
-    Messages removed by retention are handled by ``failOnDataLoss``; a queue that ends before
-    ``end`` (its data was truncated) is data loss too.
+    Pull answers are gathered until they hold about :data:`ROWS_PER_BATCH` messages, then decoded
+    together by :func:`~rocketq.spark.columns.decode_columns` (vectorised), or by
+    :class:`ColumnBuilder` when they hold records that path leaves to the codec. Messages removed
+    by retention are handled by ``failOnDataLoss``; a queue that ends before ``end`` (its data was
+    truncated) is data loss too.
     """
     route = part.route
     tag_set = options.tag_set
-    builder = ColumnBuilder()
     pos, end = part.start, part.end
+    chunks: list[bytes] = []
+    pending = 0  # offsets spanned by the gathered answers
+    pending_bytes = 0
 
     def emit() -> Iterator[Any]:
+        nonlocal pending, pending_bytes
+        if not chunks:
+            return
+        batch = None
         if options.arrow_batches:
-            yield builder.record_batch(part.topic, part.broker, part.queue_id)
-        else:
-            yield from builder.tuples(part.topic, part.broker, part.queue_id)
+            batch = decode_columns(
+                b"".join(chunks), topic=part.topic, broker=part.broker, end=end, tag_set=tag_set
+            )
+        if batch is None:
+            builder = ColumnBuilder()
+            for chunk in chunks:
+                builder.add_body(chunk, end, tag_set)
+            if options.arrow_batches:
+                batch = builder.record_batch(part.topic, part.broker, part.queue_id)
+            else:
+                chunks.clear()
+                yield from builder.tuples(part.topic, part.broker, part.queue_id)
+        chunks.clear()
+        pending = pending_bytes = 0
+        if batch is not None and batch.num_rows:
+            yield batch
 
     with BrokerIO(list(options.namesrv), timeout=options.timeout) as io:
         while pos < end:
@@ -333,15 +338,15 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
                 expression=options.tags,
             ):
                 last = result
-                if result.status is PullStatus.FOUND:
-                    more = builder.add_body(result.body, end, tag_set)
-                    if len(builder) >= ROWS_PER_BATCH:
-                        yield from emit()
-                    if not more:
-                        pos = end
-                        break
                 if result.status in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
-                    pos = max(pos, result.next_begin_offset)
+                    nxt = max(pos, result.next_begin_offset)
+                    if result.status is PullStatus.FOUND:
+                        chunks.append(result.body)
+                        pending += nxt - pos
+                        pending_bytes += len(result.body)
+                        if pending >= ROWS_PER_BATCH or pending_bytes >= BYTES_PER_BATCH:
+                            yield from emit()
+                    pos = nxt
             if pos >= end or last is None:
                 break
             if last.status is PullStatus.OFFSET_ILLEGAL or last.status is PullStatus.NO_NEW_MSG:
@@ -364,8 +369,7 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
                 f"{part.topic} {part.broker}:{part.queue_id}: pull at offset {pos} made no progress "
                 f"({last.status.value}, next offset {last.next_begin_offset})"
             )
-    if len(builder):
-        yield from emit()
+    yield from emit()
 
 
 def _read(part: InputPartition, options: SourceOptions) -> Iterator[Any]:
