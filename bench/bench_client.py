@@ -4,8 +4,8 @@
 
 What it measures, each beside a baseline taken in the same run against the same broker:
 
-* **send**: ``Producer.send`` (blocking, one at a time) and ``Producer.send_future`` (32 in
-  flight), against **raw send**: the same SEND_MESSAGE_V2 requests built once and fired through
+* **send**: ``Producer.send_future`` (32 in flight) and ``Producer.send`` (blocking, one at a
+  time), against **raw send** with the same concurrency: SEND_MESSAGE_V2 requests fired through
   the bare :class:`~rocketq.remoting.RemotingClient` (no routing, ids, retries or thread hop);
 * **consume**: a push consumer draining a backlog (pull → decode → process queue → thread-pool
   listener → offset commit), against **raw pull**: PULL_MESSAGE requests through the bare
@@ -75,11 +75,10 @@ async def create_topic(broker: str, topic: str, queues: int) -> None:
         assert response.code == ResponseCode.SUCCESS, response.remark
 
 
-async def raw_send(broker: str, topic: str, n: int, queues: int) -> float:
+async def raw_send(broker: str, topic: str, n: int, queues: int, window: int = 32) -> float:
     async with RemotingClient() as client:
         props = properties_to_string({"WAIT": "true"})
         began = time.perf_counter()
-        window = 32
         pending: set[asyncio.Task[RemotingCommand]] = set()
         for i in range(n):
             header = SendMessageRequestHeaderV2(
@@ -297,8 +296,9 @@ def main() -> None:
             run(create_topic(broker, topic, queues))
         time.sleep(0.5)
         raw_send_rate = run(raw_send(broker, "BenchRaw", N, 8))
+        raw_send_one = run(raw_send(broker, "BenchRaw", max(N // 4, 500), 8, window=1))
         sync_rate, async_rate = bench_sends(namesrv, "BenchClient", N)
-        raw_pull_rate = run(raw_pull(broker, "BenchRaw", 8, N))
+        raw_pull_rate = run(raw_pull(broker, "BenchRaw", 8, N + max(N // 4, 500)))
         total = N + 1 + max(N // 4, 500)
         consume_rate = bench_consume(namesrv, "BenchClient", total)
         p50, p99 = bench_latency(namesrv, "BenchLatency", 300 if QUICK else 1000)
@@ -309,7 +309,8 @@ def main() -> None:
         f"bench_client ({mode}, {N} messages of {len(BODY)} bytes, broker in a subprocess)",
         f"  raw send (32 in flight)        {raw_send_rate:10.0f} msg/s   baseline",
         f"  Producer.send_future (32)      {async_rate:10.0f} msg/s   {async_rate / raw_send_rate:5.2f}x raw",
-        f"  Producer.send (blocking)       {sync_rate:10.0f} msg/s   {sync_rate / raw_send_rate:5.2f}x raw",
+        f"  raw send (one at a time)       {raw_send_one:10.0f} msg/s   baseline",
+        f"  Producer.send (blocking)       {sync_rate:10.0f} msg/s   {sync_rate / raw_send_one:5.2f}x raw",
         f"  raw pull + decode              {raw_pull_rate:10.0f} msg/s   baseline",
         f"  PushConsumer drain             {consume_rate:10.0f} msg/s   {consume_rate / raw_pull_rate:5.2f}x",
         f"  send -> listener latency       p50 {p50:6.2f} ms   p99 {p99:6.2f} ms",

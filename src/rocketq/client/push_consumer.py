@@ -254,7 +254,9 @@ class PushConsumerCore:
                 self._spawn(self._look_for_missing_routes())
         except BaseException:
             self.running = False
+            self.stopping = True
             self.instance.unregister_consumer_local(self.group)
+            await self.consume_service.shutdown(0.0)
             raise
         logger.info(
             "push consumer %s started as %s (%s, %s, strategy %s)",
