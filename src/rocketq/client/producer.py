@@ -56,6 +56,7 @@ __all__ = [
     "Producer",
     "ProducerCore",
     "SendCallback",
+    "check_group",
     "check_message",
     "check_topic",
     "select_by_hash",
@@ -109,6 +110,16 @@ def check_topic(topic: str) -> None:
         raise ConfigError(f"the topic is longer than {_MAX_TOPIC_LENGTH} characters: {topic!r}")
     if not _TOPIC_RE.match(topic):
         raise ConfigError(f"the topic {topic!r} contains characters other than [%|a-zA-Z0-9_-]")
+
+
+def check_group(group: str) -> None:
+    """RocketMQ's ``Validators.checkGroup``: 1..255 chars of ``[%|a-zA-Z0-9_-]``."""
+    if not isinstance(group, str) or not group.strip():
+        raise ConfigError("the group name is blank")
+    if len(group) > 255:
+        raise ConfigError(f"the group name is longer than 255 characters: {group!r}")
+    if not _TOPIC_RE.match(group):
+        raise ConfigError(f"the group name {group!r} contains characters other than [%|a-zA-Z0-9_-]")
 
 
 def check_message(msg: ProtocolMessage, max_size: int) -> None:
@@ -440,7 +451,7 @@ class Producer:
 
     def __init__(
         self,
-        group: str = "DEFAULT_PRODUCER",
+        group: str,
         namesrv: str | None = None,
         *,
         instance_name: str | None = None,
@@ -448,8 +459,7 @@ class Producer:
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
     ) -> None:
-        if not group or not _TOPIC_RE.match(group):
-            raise ConfigError(f"producer group must be a non-empty [%|a-zA-Z0-9_-] name, got {group!r}")
+        check_group(group)  # Java also refuses DEFAULT_PRODUCER; we allow it (the CLI's default group)
         self.group = group
         self.config = config or ProducerConfig()
         if client_config is None:

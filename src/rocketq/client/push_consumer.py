@@ -43,6 +43,7 @@ from rocketq.client.consume_concurrently import (
 from rocketq.client.message import PullStatus
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.producer import check_group, check_topic
 from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX, PullRequest, RebalanceImpl, retry_topic
 from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.routes import MASTER_ID
@@ -723,8 +724,9 @@ class PushConsumer:
         client_config: ClientConfig | None = None,
         **options: Any,
     ) -> None:
-        if not group or group == "DEFAULT_CONSUMER":
-            raise ConfigError("a push consumer needs a consumer group other than DEFAULT_CONSUMER")
+        check_group(group)
+        if group == "DEFAULT_CONSUMER":
+            raise ConfigError("the consumer group cannot be DEFAULT_CONSUMER (as in RocketMQ); name one")
         self.group = group
         cfg = config or PushConsumerConfig()
         if options:
@@ -766,8 +768,6 @@ class PushConsumer:
 
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
         """Subscribe to ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``)."""
-        from rocketq.client.producer import check_topic  # noqa: PLC0415 (avoid a cycle at import)
-
         check_topic(topic)
         sub = SubscriptionData.build(topic, expression, sub_version=_now_ms())
         self._subscriptions[topic] = sub
