@@ -233,3 +233,46 @@ def test_reconsume_later_redelivers_through_the_retry_topic(cluster: ClusterThre
     assert seen[0] == (b"fail-once", 0, "TopicRetry")
     # redelivered from %RETRY%retry_group with the original topic restored
     assert seen[1] == (b"fail-once", 1, "TopicRetry")
+
+
+def test_shutdown_waits_for_listeners_only_as_long_as_asked(cluster: ClusterThread) -> None:
+    cluster.create_topic("TopicSlow", 1)
+    release = threading.Event()
+    started = threading.Event()
+    got = Received()
+
+    def slow(msgs: list) -> ConsumeConcurrentlyStatus:  # type: ignore[type-arg]
+        started.set()
+        release.wait(10)
+        return OK
+
+    first = PushConsumer(
+        "slow_group",
+        client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="s1"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    first.subscribe("TopicSlow")
+    first.register_listener(slow)
+    first.start()
+    with Producer(
+        "slow_producer", client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1")
+    ) as p:
+        p.send(Message("TopicSlow", b"stuck"))
+    try:
+        assert started.wait(10)
+        began = time.monotonic()
+        first.shutdown(await_termination=0.5)
+        assert time.monotonic() - began < 3.0
+    finally:
+        release.set()
+    # the unfinished message's offset was not committed: the next member gets it again
+    second = PushConsumer(
+        "slow_group",
+        client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="s2"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    second.subscribe("TopicSlow")
+    second.register_listener(lambda msgs: (got.add("s2", msgs), OK)[1])
+    with second:
+        assert wait_until(lambda: got.distinct() == 1, 10.0)
+    assert got.messages[0].body == b"stuck"
