@@ -231,3 +231,16 @@ def test_consume_directly_and_retry_topic_restore(tmp_path: Path) -> None:
         return result.consume_result
 
     assert asyncio.run(scenario()) is CMResult.CR_SUCCESS
+
+
+def test_stats_sum_into_second_buckets_over_a_minute() -> None:
+    stats = ConsumeStats()
+    for i in range(10_000):
+        stats.add("T", "ok", 1, 2.0, now=100.0 + i / 1000)  # 10 s of 1,000 msg/s
+    stats.add("T", "failed", 3, now=105.0)
+    status = stats.status("T", now=110.0)
+    assert status.consume_ok_tps == 10_000 / 60
+    assert status.consume_rt == 2.0
+    assert status.consume_failed_msgs == 3
+    assert len(stats._buckets["T"]["ok"]) == 10
+    assert stats.status("T", now=200.0).consume_ok_tps == 0

@@ -88,32 +88,43 @@ def adapt_listener(fn: Callable[..., Any]) -> ConcurrentListener:
 
 
 class ConsumeStats:
-    """Per-topic consume and pull statistics over the last minute (``ConsumerStatsManager``)."""
+    """Per-topic consume and pull statistics over the last minute (``ConsumerStatsManager``).
 
-    __slots__ = ("_events", "failed_total")
+    Events are summed into one-second buckets, so memory stays at 60 buckets per topic and kind
+    whatever the message rate.
+    """
+
+    __slots__ = ("_buckets", "failed_total")
 
     WINDOW = 60.0
 
     def __init__(self) -> None:
-        # topic -> kind -> deque of (time, count, rt ms)
-        self._events: dict[str, dict[str, collections.deque[tuple[float, int, float]]]] = {}
+        # topic -> kind -> buckets [second, count, rt sum ms, events]
+        self._buckets: dict[str, dict[str, collections.deque[list[float]]]] = {}
         self.failed_total: dict[str, int] = {}
 
     def add(self, topic: str, kind: str, count: int, rt_ms: float = 0.0, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
-        dq = self._events.setdefault(topic, {}).setdefault(kind, collections.deque())
-        dq.append((now, count, rt_ms))
-        while dq and dq[0][0] < now - self.WINDOW:
-            dq.popleft()
+        second = float(int(now))
+        dq = self._buckets.setdefault(topic, {}).setdefault(kind, collections.deque())
+        if dq and dq[-1][0] == second:
+            bucket = dq[-1]
+            bucket[1] += count
+            bucket[2] += rt_ms
+            bucket[3] += 1
+        else:
+            dq.append([second, count, rt_ms, 1])
+            while dq and dq[0][0] < second - self.WINDOW:
+                dq.popleft()
         if kind == "failed":
             self.failed_total[topic] = self.failed_total.get(topic, 0) + count
 
-    def _window(self, topic: str, kind: str, now: float) -> tuple[int, float, int]:
-        dq = self._events.get(topic, {}).get(kind)
+    def _window(self, topic: str, kind: str, now: float) -> tuple[float, float, float]:
+        dq = self._buckets.get(topic, {}).get(kind)
         if not dq:
             return 0, 0.0, 0
-        recent = [e for e in dq if e[0] >= now - self.WINDOW]
-        return sum(e[1] for e in recent), sum(e[2] for e in recent), len(recent)
+        recent = [b for b in dq if b[0] >= now - self.WINDOW]
+        return sum(b[1] for b in recent), sum(b[2] for b in recent), sum(b[3] for b in recent)
 
     def status(self, topic: str, now: float | None = None) -> ConsumeStatus:
         now = time.monotonic() if now is None else now
