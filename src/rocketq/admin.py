@@ -939,7 +939,8 @@ class AsyncAdmin:
             response = await self._invoke(addr, request)
             if response.code != ResponseCode.SUCCESS and "not exist" in (response.remark or ""):
                 raise UnknownGroupError(
-                    f"consumer group {group} has no offsets for topic {topic} on broker {bd.broker_name}"
+                    f"consumer group {group} has no committed offsets for topic {topic} on broker "
+                    f"{bd.broker_name} (running consumers commit theirs every 5 s)"
                 )
             _check(response, f"reset offsets of {group} on {addr}")
             if response.body:
