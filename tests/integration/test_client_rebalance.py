@@ -113,6 +113,13 @@ def test_two_consumers_split_then_a_third_joins_by_notification(cluster: Cluster
         c1 = g.records_of("c1")[-1]
         assert [q.queue_id for q in c1.owned] == [0, 1, 2, 3, 4, 5]
         assert [q.queue_id for q in g.consumers["c3"].assigned_queues("TopicJoin")] == [11, 12, 13, 14, 15]
+        # the queues c3 got were pulled at once
+        c3_start = g.records_of("c3")[0]
+        assert wait_until(
+            lambda: all(t is not None for t in g.consumers["c3"].first_pull_times().values()), 1.0
+        )
+        first_pulls = g.consumers["c3"].first_pull_times()
+        assert all(t is not None and t - c3_start.end_ms < 1000 for t in first_pulls.values())
         c2_change = next(r for r in g.records_of("c2", before["c2"]) if r.changed)
         assert [q.queue_id for q in c2_change.removed] == [11, 12, 13, 14, 15]
         assert [q.queue_id for q in c2_change.added] == [6, 7]

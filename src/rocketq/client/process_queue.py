@@ -48,6 +48,7 @@ class ProcessQueue:
         "_sorted",
         "consuming",
         "dropped",
+        "first_pull_ms",
         "last_consume_timestamp",
         "last_lock_timestamp",
         "last_pull_timestamp",
@@ -74,6 +75,9 @@ class ProcessQueue:
         self.last_pull_timestamp = now
         self.last_consume_timestamp = now
         self.last_lock_timestamp = now
+        #: wall-clock ms when the first pull of this queue was sent (``None``: not yet): the time
+        #: from owning a queue to reading it
+        self.first_pull_ms: int | None = None
 
     def __repr__(self) -> str:
         return (

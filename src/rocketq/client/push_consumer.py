@@ -571,6 +571,8 @@ class PushConsumerCore:
             expression_type=sub.expression_type,
         )
         begin = time.monotonic()
+        if pq.first_pull_ms is None:
+            pq.first_pull_ms = _now_ms()
         try:
             addr = self.instance.find_broker_address_in_subscribe(
                 mq.broker_name, self._pull_from_which_node.get(mq, MASTER_ID)
@@ -878,6 +880,18 @@ class PushConsumer:
             return sorted(
                 mq for mq in core.rebalance.process_queue_table if topic is None or mq.topic == topic
             )
+
+        return core.instance.loop_thread.call(snapshot())
+
+    def first_pull_times(self) -> dict[MessageQueue, int | None]:
+        """Wall-clock ms when each owned queue's first pull was sent (``None``: not yet).
+
+        Compare with the ``end_ms`` of the rebalance record that added the queue to see how long
+        a newly owned queue waited for its first pull."""
+        core = self.core
+
+        async def snapshot() -> dict[MessageQueue, int | None]:
+            return {mq: pq.first_pull_ms for mq, pq in sorted(core.rebalance.process_queue_table.items())}
 
         return core.instance.loop_thread.call(snapshot())
 
