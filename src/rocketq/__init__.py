@@ -7,6 +7,7 @@ rebalancing did. The names below are the curated public API; ``__all__`` is kept
 
 from __future__ import annotations
 
+from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, Plan, get_strategy, plan, plan_group
 from rocketq.broker import Broker, BrokerConfig
 from rocketq.client import (
@@ -45,6 +46,7 @@ __version__ = "0.1.0"
 ConsumeStatus = ConsumeConcurrentlyStatus
 
 __all__ = [
+    "Admin",
     "AllocationStrategy",
     "Broker",
     "BrokerConfig",
