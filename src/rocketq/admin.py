@@ -808,12 +808,15 @@ class AsyncAdmin:
                     duplicates.append(DuplicateClientId(group, cid, addr, tuple(addresses)))
         first = next(iter(conns.values()))
         subs = {t: s.sub_string or "*" for t, s in sorted(first.subscription_table.items())}
-        infos: dict[str, ConsumerRunningInfo | RocketQError] = {}
-        for cid, (_, _, addr) in by_id.items():
+
+        async def ask(cid: str, addr: str) -> ConsumerRunningInfo | RocketQError:
             try:
-                infos[cid] = await self.running_info(group, cid, addr)
+                return await self.running_info(group, cid, addr)
             except RocketQError as exc:
-                infos[cid] = exc
+                return exc
+
+        answers = await asyncio.gather(*(ask(cid, addr) for cid, (_, _, addr) in by_id.items()))
+        infos = dict(zip(by_id, answers, strict=True))
         reported = [i for i in infos.values() if isinstance(i, ConsumerRunningInfo)]
         group_strategy = next(
             (
@@ -1016,13 +1019,47 @@ class Admin:
     def order_conf(self, topic: str) -> str | None:
         return self._call(self.core.order_conf(topic))
 
-    def create_topic(self, topic: str, **kwargs: Any) -> dict[str, str]:
+    def create_topic(
+        self,
+        topic: str,
+        *,
+        queues: int | None = None,
+        read_queues: int | None = None,
+        write_queues: int | None = None,
+        perm: int = 6,
+        order: bool = False,
+        broker: str | None = None,
+        cluster: str | None = None,
+        wait: float = 5.0,
+    ) -> dict[str, str]:
         """See :meth:`AsyncAdmin.create_topic`."""
-        return self._call(self.core.create_topic(topic, **kwargs))
+        return self._call(
+            self.core.create_topic(
+                topic, queues=queues, read_queues=read_queues, write_queues=write_queues, perm=perm,
+                order=order, broker=broker, cluster=cluster, wait=wait,
+            )
+        )  # fmt: skip
 
-    def update_topic(self, topic: str, **kwargs: Any) -> dict[str, str]:
+    def update_topic(
+        self,
+        topic: str,
+        *,
+        queues: int | None = None,
+        read_queues: int | None = None,
+        write_queues: int | None = None,
+        perm: int | None = None,
+        order: bool | None = None,
+        broker: str | None = None,
+        cluster: str | None = None,
+        wait: float = 5.0,
+    ) -> dict[str, str]:
         """See :meth:`AsyncAdmin.update_topic`."""
-        return self._call(self.core.update_topic(topic, **kwargs))
+        return self._call(
+            self.core.update_topic(
+                topic, queues=queues, read_queues=read_queues, write_queues=write_queues, perm=perm,
+                order=order, broker=broker, cluster=cluster, wait=wait,
+            )
+        )  # fmt: skip
 
     def delete_topic(self, topic: str, *, cluster: str | None = None) -> dict[str, str]:
         return self._call(self.core.delete_topic(topic, cluster=cluster))
