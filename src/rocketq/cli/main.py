@@ -21,7 +21,7 @@ __all__ = ["CliError", "main"]
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
-    "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group",
+    "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group", "lab",
 )  # fmt: skip
 
 EXIT_USAGE = 2

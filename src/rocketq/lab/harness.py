@@ -1,0 +1,472 @@
+"""The lab's harness: a real rocketq server, consumer processes, a producer, and clean teardown.
+
+:class:`Lab` starts ``rocketq server`` as a child process (name server + broker, free loopback
+ports, a temp data dir unless given one), more brokers with ``rocketq broker`` when asked
+(``brokers=("room1@broker-a", "room2@broker-b")``), an :class:`~rocketq.admin.Admin` and a
+:class:`~rocketq.client.Producer` in this process, and consumer processes
+(:mod:`rocketq.lab.worker`) as :class:`Worker`\\ s whose JSON lines are read on threads. Waits
+are bounded and event-driven (:meth:`Worker.wait_for`, :meth:`Lab.wait_stable`), never sleeps
+standing in for an event. Everything started is stopped by pid on :meth:`Lab.close` - workers
+first (SIGTERM, graceful), then brokers and the server - also on errors and Ctrl-C::
+
+    with Lab() as lab:
+        lab.create_topic("LabTopic", 16)
+        c1 = lab.spawn_consumer("consumer-1", "lab-group", ["LabTopic"])
+        lab.wait_stable("lab-group", [c1], ["LabTopic"])
+        lab.send("LabTopic", b"hello")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocketq.admin import Admin
+from rocketq.allocate import AllocationStrategy, plan_group
+from rocketq.client import ClientConfig, Message, Producer, SendResult
+from rocketq.client.routes import subscribe_info_from_route
+from rocketq.embedded import ServerProcess, spawn_server
+from rocketq.errors import RocketQError
+from rocketq.lab.worker import build_strategy, worker_args
+from rocketq.models import MessageQueue
+
+__all__ = ["LAB_CLIENT_IP", "Lab", "LabError", "Received", "Worker", "queue_key", "queue_of"]
+
+LAB_CLIENT_IP = "127.0.0.1"
+"""The IP in the lab consumers' client ids, so ids read ``127.0.0.1@consumer-1`` and sort by name."""
+
+_BROKER_LISTENING = re.compile(r"listening on (\S+),")
+
+
+class LabError(RocketQError):
+    """The lab could not set up or observe what a scenario needs (a timeout, a process that died)."""
+
+
+def queue_key(mq: MessageQueue) -> str:
+    """``topic/broker:id``, the lab's name of a queue in JSON results."""
+    return f"{mq.topic}/{mq.broker_name}:{mq.queue_id}"
+
+
+def queue_of(d: Mapping[str, Any]) -> MessageQueue:
+    """A queue from the ``{"topic", "broker", "queue_id"}`` dicts rebalance records carry."""
+    return MessageQueue(str(d["topic"]), str(d["broker"]), int(d["queue_id"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """One message a worker consumed."""
+
+    worker: str
+    client_id: str
+    ts_ms: int
+    queue: MessageQueue
+    offset: int
+    body: str
+    reconsume_times: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "consumer": self.worker,
+            "client_id": self.client_id,
+            "ts_ms": self.ts_ms,
+            "queue": queue_key(self.queue),
+            "queue_id": self.queue.queue_id,
+            "offset": self.offset,
+            "body": self.body,
+        }
+
+
+class Worker:
+    """A consumer process and what it has said so far (its JSON lines, parsed, in order)."""
+
+    def __init__(
+        self,
+        name: str,
+        args: list[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        shared: threading.Condition | None = None,
+    ) -> None:
+        self.name = name
+        self._shared = shared
+        self.args = args
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        self.events: list[dict[str, Any]] = []
+        self.stderr: list[str] = []
+        self.client_id: str | None = None
+        self._cond = threading.Condition()
+        self._threads = [
+            threading.Thread(target=self._read_stdout, name=f"{name}-out", daemon=True),
+            threading.Thread(target=self._read_stderr, name=f"{name}-err", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                if event.get("type") == "started":
+                    self.client_id = str(event["client_id"])
+                self.events.append(event)
+                self._cond.notify_all()
+            self._notify_shared()
+        with self._cond:
+            self._cond.notify_all()
+        self._notify_shared()
+
+    def _notify_shared(self) -> None:
+        if self._shared is not None:
+            with self._shared:
+                self._shared.notify_all()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._cond:
+                self.stderr.append(line.rstrip("\n"))
+                del self.stderr[:-50]
+
+    def wait_for(self, predicate: Callable[[Worker], bool], timeout: float, what: str) -> None:
+        """Wait until ``predicate(self)`` holds (re-checked on every new line) or fail after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self):
+                remaining = deadline - time.monotonic()
+                if self.proc.poll() is not None and not predicate(self):
+                    raise LabError(
+                        f"{self.name} exited ({self.proc.returncode}) before {what}: {self.tail()}"
+                    )
+                if remaining <= 0:
+                    raise LabError(f"{self.name}: timed out after {timeout:.0f} s waiting for {what}")
+                self._cond.wait(min(remaining, 0.5))
+
+    def tail(self) -> str:
+        return " | ".join(self.stderr[-3:]) or "no output"
+
+    def wait_started(self, timeout: float = 30.0) -> str:
+        self.wait_for(lambda w: w.client_id is not None, timeout, "its consumer to start")
+        assert self.client_id is not None
+        return self.client_id
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._cond:
+            return list(self.events)
+
+    def rebalances(self, topic: str | None = None) -> list[dict[str, Any]]:
+        return [
+            e for e in self.snapshot() if e["type"] == "rebalance" and (topic is None or e["topic"] == topic)
+        ]
+
+    def owned(self, topic: str) -> list[MessageQueue] | None:
+        """The queues of ``topic`` the latest rebalance left this worker (``None``: none yet)."""
+        records = self.rebalances(topic)
+        if not records:
+            return None
+        return sorted(queue_of(d) for d in records[-1]["owned"])
+
+    def seen_ids(self, topic: str) -> list[str] | None:
+        records = self.rebalances(topic)
+        return list(records[-1]["client_ids"]) if records else None
+
+    def received(self) -> list[Received]:
+        cid = self.client_id or self.name
+        return [
+            Received(
+                self.name,
+                cid,
+                int(e["ts_ms"]),
+                MessageQueue(str(e["topic"]), str(e["broker"]), int(e["queue_id"])),
+                int(e["offset"]),
+                str(e["body"]),
+                int(e.get("reconsume_times", 0)),
+            )
+            for e in self.snapshot()
+            if e["type"] == "recv"
+        ]
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """Graceful stop (SIGTERM: commit, unregister), SIGKILL after ``timeout``; the exit code."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+                self.proc.wait()
+        for t in self._threads:
+            t.join(2.0)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        return self.proc.returncode
+
+
+@dataclass
+class _BrokerProcess:
+    name: str
+    proc: subprocess.Popen[str]
+    addr: str
+
+
+@dataclass
+class Lab:
+    """One lab run's servers, clients and processes (see the module docstring)."""
+
+    data_dir: Path | None = None
+    brokers: Sequence[str] = ("broker-a",)
+    workers: list[Worker] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._tmp: str | None = None
+        self.server: ServerProcess | None = None
+        self._extra: list[_BrokerProcess] = []
+        self._admin: Admin | None = None
+        self._producer: Producer | None = None
+        self.broker_addrs: dict[str, str] = {}
+        self.changed = threading.Condition()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Lab:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def root(self) -> Path:
+        if self.data_dir is not None:
+            return self.data_dir
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="rocketq-lab-")
+        return Path(self._tmp)
+
+    def start(self) -> None:
+        root = self.root
+        root.mkdir(parents=True, exist_ok=True)
+        first, *more = self.brokers
+        self.server = spawn_server(root / first.replace("@", "_"), extra_args=("--broker-name", first))
+        self.broker_addrs[first] = self.server.broker_addr
+        for name in more:
+            self._extra.append(self._spawn_broker(name, root / name.replace("@", "_")))
+        self._admin = Admin(self.namesrv)
+        if more:
+            deadline = time.monotonic() + 15.0
+            while len(self._admin.master_addrs()) < len(self.brokers):
+                if time.monotonic() > deadline:
+                    raise LabError("the extra brokers did not register with the name server")
+                time.sleep(0.1)
+
+    def _spawn_broker(self, name: str, data: Path) -> _BrokerProcess:
+        assert self.server is not None
+        args = [sys.executable, "-m", "rocketq", "broker", "--namesrv", self.namesrv, "--broker-name", name]
+        args += ["--broker-port", "0", "--data-dir", os.fspath(data)]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30.0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or proc.poll() is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                proc.wait()
+                raise LabError(f"broker {name} did not start (exit code {proc.returncode})")
+            readable, _, _ = select.select([proc.stdout], [], [], remaining)
+            if not readable:
+                continue
+            match = _BROKER_LISTENING.search(proc.stdout.readline())
+            if match:
+                self.broker_addrs[name] = match.group(1)
+                return _BrokerProcess(name, proc, match.group(1))
+
+    def close(self) -> None:
+        """Stop every process this lab started, by pid: workers, then brokers, then the server."""
+        for w in self.workers:
+            with contextlib.suppress(Exception):
+                w.stop()
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                self._producer.shutdown()
+            self._producer = None
+        if self._admin is not None:
+            with contextlib.suppress(Exception):
+                self._admin.close()
+            self._admin = None
+        for b in self._extra:
+            if b.proc.poll() is None:
+                b.proc.send_signal(signal.SIGTERM)
+                try:
+                    b.proc.wait(20.0)
+                except subprocess.TimeoutExpired:
+                    b.proc.kill()
+                    b.proc.wait()
+            if b.proc.stdout is not None:
+                b.proc.stdout.close()
+        self._extra.clear()
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                self.server.stop()
+            self.server = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    # ------------------------------------------------------------------ clients
+
+    @property
+    def namesrv(self) -> str:
+        if self.server is None:
+            raise LabError("the lab is not started")
+        return self.server.namesrv_addr
+
+    @property
+    def admin(self) -> Admin:
+        if self._admin is None:
+            raise LabError("the lab is not started")
+        return self._admin
+
+    @property
+    def producer(self) -> Producer:
+        if self._producer is None:
+            config = ClientConfig(namesrv=self.namesrv, client_ip=LAB_CLIENT_IP, instance_name="lab-producer")
+            self._producer = Producer("lab-producer-group", client_config=config).start()
+        return self._producer
+
+    def create_topic(self, topic: str, queues: int) -> list[MessageQueue]:
+        """Create ``topic`` with ``queues`` queues on every broker; its readable queues, sorted."""
+        self.admin.create_topic(topic, queues=queues)
+        return self.queues(topic)
+
+    def queues(self, topic: str) -> list[MessageQueue]:
+        return sorted(subscribe_info_from_route(topic, self.admin.topic_route(topic)))
+
+    def send(self, topic: str, body: str, *, queue: MessageQueue | None = None) -> SendResult:
+        return self.producer.send(Message(topic, body.encode()), queue=queue)
+
+    def spawn_consumer(
+        self,
+        name: str,
+        group: str,
+        topics: Sequence[str],
+        *,
+        instance: str | None = "",
+        env: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Worker:
+        """Start a consumer process; ``instance`` defaults to ``name`` (``None``: the unique default)."""
+        inst = name if instance == "" else instance
+        args = worker_args(
+            namesrv=self.namesrv,
+            group=group,
+            topics=topics,
+            instance=inst,
+            client_ip=LAB_CLIENT_IP,
+            **options,
+        )
+        worker = Worker(name, args, env, shared=self.changed)
+        self.workers.append(worker)
+        return worker
+
+    # ------------------------------------------------------------------ observation
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
+        """Wait until ``predicate()`` holds, re-checked whenever any worker prints a line (and at
+        least every 0.2 s, for conditions on the servers); :class:`LabError` after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not predicate():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise LabError(f"timed out after {timeout:.0f} s waiting for {what}")
+                self.changed.wait(min(remaining, 0.2))
+
+    def expected(
+        self,
+        group: str,
+        topics: Sequence[str],
+        client_ids: Sequence[str],
+        strategy: AllocationStrategy,
+        balance: str = "topic",
+    ) -> dict[str, dict[str, list[MessageQueue]]]:
+        """Per topic, each client id's queues as :mod:`rocketq.allocate` computes them."""
+        queues = {t: self.queues(t) for t in topics}
+        gp = plan_group(
+            strategy, group, queues, client_ids, balance="group" if balance == "group" else "topic"
+        )
+        return {t: {cid: list(qs) for cid, qs in gp.topics[t].items()} for t in topics}
+
+    def wait_stable(
+        self,
+        group: str,
+        workers: Sequence[Worker],
+        topics: Sequence[str],
+        *,
+        strategy: str = "AVG",
+        strategy_options: dict[str, Any] | None = None,
+        balance: str = "topic",
+        timeout: float = 30.0,
+    ) -> dict[str, dict[str, list[MessageQueue]]]:
+        """Wait until every worker saw exactly the group's client ids and owns its planned share.
+
+        Returns the plan (per topic, client id → queues). Client ids repeat when two workers
+        share one; the plan then counts the id twice, as RocketMQ's clients do.
+        """
+        ids = [w.wait_started() for w in workers]
+        expected = self.expected(group, topics, ids, build_strategy(strategy, strategy_options), balance)
+        wanted_ids = sorted(ids)
+        for w in workers:
+
+            def settled(w: Worker) -> bool:
+                for t in topics:
+                    seen = w.seen_ids(t)
+                    if seen is None or sorted(seen) != wanted_ids:
+                        return False
+                    assert w.client_id is not None
+                    if w.owned(t) != sorted(expected[t].get(w.client_id, [])):
+                        return False
+                return True
+
+            w.wait_for(settled, timeout, f"the rebalance over {len(ids)} consumer(s) to settle")
+        return expected
