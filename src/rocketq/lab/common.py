@@ -121,7 +121,9 @@ def explain_allocation(
         base, extra = divmod(n, m)
         if m == 1:
             rule = f"AVG: {n} queue(s) / 1 consumer -> all {n} to it"
-        elif n <= m:
+        elif n == m:
+            rule = f"AVG: {n} queues / {m} consumers -> one each, in sorted order"
+        elif n < m:
             rule = (
                 f"AVG: {n} queue(s) / {m} consumers -> one each to the first {n} in sorted order, none after"
             )

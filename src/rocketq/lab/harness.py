@@ -38,9 +38,10 @@ from typing import Any
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
 from rocketq.client import ClientConfig, Message, Producer, SendResult
+from rocketq.client.rebalance import retry_topic
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.embedded import ServerProcess, spawn_server
-from rocketq.errors import RocketQError
+from rocketq.errors import RocketQError, UnknownTopicError
 from rocketq.lab.worker import build_strategy, worker_args
 from rocketq.models import MessageQueue
 
@@ -218,11 +219,16 @@ class Worker:
     def running(self) -> bool:
         return self.proc.poll() is None
 
-    def stop(self, timeout: float = 20.0) -> int:
-        """Graceful stop (SIGTERM: commit, unregister), SIGKILL after ``timeout``; the exit code."""
+    def terminate(self) -> None:
+        """Ask for a graceful stop (SIGTERM) without waiting; :meth:`stop` waits."""
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """Graceful stop (SIGTERM: commit, unregister), SIGKILL after ``timeout``; the exit code."""
+        if self.proc.poll() is None:
+            self.terminate()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -321,11 +327,21 @@ class Lab:
                 self.broker_addrs[name] = match.group(1)
                 return _BrokerProcess(name, proc, match.group(1))
 
+    def stop_workers(self, workers: Sequence[Worker], timeout: float = 20.0) -> None:
+        """Stop several workers at once: SIGTERM to all, then wait for each."""
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            w.stop(timeout)
+
     def close(self) -> None:
         """Stop every process this lab started, by pid: workers, then brokers, then the server."""
+        with contextlib.suppress(Exception):
+            self.stop_workers(self.workers)
         for w in self.workers:
-            with contextlib.suppress(Exception):
-                w.stop()
+            if w.running:
+                with contextlib.suppress(Exception):
+                    w.stop(2.0)
         if self._producer is not None:
             with contextlib.suppress(Exception):
                 self._producer.shutdown()
@@ -432,6 +448,18 @@ class Lab:
     ) -> dict[str, dict[str, list[MessageQueue]]]:
         """Per topic, each client id's queues as :mod:`rocketq.allocate` computes them."""
         queues = {t: self.queues(t) for t in topics}
+        if balance == "group":
+            # the group's subscriptions include its retry topic, and group balance counts its queue
+            retry = retry_topic(group)
+            deadline = time.monotonic() + 10.0
+            while True:
+                try:
+                    queues[retry] = self.queues(retry)
+                    break
+                except UnknownTopicError:
+                    if time.monotonic() > deadline:
+                        raise LabError(f"the broker never created {retry}") from None
+                    time.sleep(0.1)
         gp = plan_group(
             strategy, group, queues, client_ids, balance="group" if balance == "group" else "topic"
         )
@@ -446,15 +474,20 @@ class Lab:
         strategy: str = "AVG",
         strategy_options: dict[str, Any] | None = None,
         balance: str = "topic",
+        expected: Mapping[str, Mapping[str, Sequence[MessageQueue]]] | None = None,
         timeout: float = 30.0,
     ) -> dict[str, dict[str, list[MessageQueue]]]:
         """Wait until every worker saw exactly the group's client ids and owns its planned share.
 
-        Returns the plan (per topic, client id → queues). Client ids repeat when two workers
-        share one; the plan then counts the id twice, as RocketMQ's clients do.
+        Returns the plan (per topic, client id → queues), computed here with the strategy unless
+        ``expected`` gives it (when consumers of one group run differently configured strategies,
+        as CONFIG's do). Client ids repeat when two workers share one; the plan then counts the
+        id twice, as RocketMQ's clients do.
         """
         ids = [w.wait_started() for w in workers]
-        expected = self.expected(group, topics, ids, build_strategy(strategy, strategy_options), balance)
+        if expected is None:
+            expected = self.expected(group, topics, ids, build_strategy(strategy, strategy_options), balance)
+        result = {t: {cid: sorted(qs) for cid, qs in expected[t].items()} for t in topics}
         wanted_ids = sorted(ids)
         for w in workers:
 
@@ -464,9 +497,9 @@ class Lab:
                     if seen is None or sorted(seen) != wanted_ids:
                         return False
                     assert w.client_id is not None
-                    if w.owned(t) != sorted(expected[t].get(w.client_id, [])):
+                    if w.owned(t) != result[t].get(w.client_id, []):
                         return False
                 return True
 
             w.wait_for(settled, timeout, f"the rebalance over {len(ids)} consumer(s) to settle")
-        return expected
+        return result

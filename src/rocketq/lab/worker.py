@@ -7,7 +7,8 @@ JSON object per line on stdout, flushed per line:
 
 * ``{"type": "started", "client_id", "pid", "ts_ms"}`` once the consumer runs;
 * ``{"type": "rebalance", "ts_ms", ...}`` (:meth:`RebalanceRecord.to_dict`) for each subscribed
-  topic's first rebalance and every one that changed the queues or failed (retry topics aside);
+  topic's first rebalance and every one that changed the queues or the group's client ids, or
+  failed (retry topics aside);
 * ``{"type": "recv", "ts_ms", "topic", "broker", "queue_id", "offset", "msg_id", "body",
   "reconsume_times"}`` per message consumed (``ts_ms`` when the listener saw it);
 * ``{"type": "stopped", "ts_ms", "received"}`` after a graceful shutdown.
@@ -199,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"worker: {exc}", file=sys.stderr)
         return EXIT_USAGE
     topics = set(args.topic)
-    seen: set[str] = set()
+    seen: dict[str, tuple[str, ...]] = {}
     work = args.work_ms / 1000.0
 
     def listener(msgs: list[MessageExt], ctx: Any) -> ConsumeConcurrentlyStatus:
@@ -226,9 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def on_rebalance(record: RebalanceRecord) -> None:
         if record.topic not in topics:
             return
-        first = record.topic not in seen
-        seen.add(record.topic)
-        if record.changed or first or record.error:
+        ids = record.client_ids
+        if record.changed or record.error or seen.get(record.topic) != ids:
+            seen[record.topic] = ids
             out.write({"type": "rebalance", "ts_ms": time.time_ns() // 1_000_000, **record.to_dict()})
 
     stop = threading.Event()
