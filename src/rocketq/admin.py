@@ -65,6 +65,7 @@ from rocketq.protocol.bodies import (
     ClusterInfo,
     Connection,
     ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
     ConsumerRunningInfo,
     ConsumeStats,
     ResetOffsetBody,
@@ -924,6 +925,60 @@ class AsyncAdmin:
         )
         return GroupProgress(group, queues, tps, source)
 
+    async def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int]:
+        """The offsets ``group`` has committed for ``topic`` on the brokers of its route (only the
+        queues it committed: GET_ALL_CONSUMER_OFFSET, unlike consume stats, tells "none" from 0)."""
+        route = await self.topic_route(topic)
+        out: dict[MessageQueue, int] = {}
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is None or bd.broker_name is None:
+                continue
+            request = RemotingCommand.request(RequestCode.GET_ALL_CONSUMER_OFFSET)
+            response = _check(await self._invoke(addr, request), f"committed offsets on {addr}")
+            table = ConsumerOffsetSerializeWrapper.decode(response.body).offset_table if response.body else {}
+            for qid, offset in table.get(f"{topic}@{group}", {}).items():
+                out[MessageQueue(topic, bd.broker_name, qid)] = offset
+        return dict(sorted(out.items()))
+
+    async def seed_new_group(self, group: str, topic: str, to: str | int) -> dict[MessageQueue, int] | None:
+        """Commit start offsets for a group that has none for ``topic`` yet; ``None`` when it has some.
+
+        ``to`` is ``"last"`` (each queue's max offset), ``"first"`` (min offset) or a time stamp
+        (the broker's offset for that time). A RocketMQ broker answers 0 to a new group on a queue
+        that still holds its first message, so a new consumer would start there whatever its
+        consume-from-where says; committing first makes the choice hold (what ``mqadmin
+        updateOffset`` would do by hand).
+        """
+        if await self.committed_offsets(group, topic):
+            return None
+        timestamp = parse_reset_target(to)
+        route = await self.topic_route(topic)
+        api = self.api
+        seeded: dict[MessageQueue, int] = {}
+        for qd in route.queue_datas:
+            addr = next(
+                (
+                    bd.broker_addrs.get(MASTER_ID)
+                    for bd in route.broker_datas
+                    if bd.broker_name == qd.broker_name
+                ),
+                None,
+            )
+            if addr is None or qd.broker_name is None:
+                continue
+            for qid in range(qd.read_queue_nums):
+                mq = MessageQueue(topic, qd.broker_name, qid)
+                if timestamp == _LAST:
+                    offset = await api.get_max_offset(addr, mq)
+                elif timestamp == _FIRST:
+                    offset = await api.get_min_offset(addr, mq)
+                else:
+                    offset = await api.search_offset(addr, mq, timestamp)
+                await api.update_consumer_offset(addr, group, mq, offset, oneway=False)
+                seeded[mq] = offset
+        return dict(sorted(seeded.items()))
+
     async def reset_offsets(self, group: str, topic: str, to: str | int) -> ResetResult:
         """Move the group's offsets of ``topic`` to a time stamp, ``"first"`` or ``"last"``
         (RocketMQ's ``resetOffsetByTime`` with force: online members reset and commit; for an
@@ -1081,3 +1136,9 @@ class Admin:
 
     def reset_offsets(self, group: str, topic: str, to: str | int) -> ResetResult:
         return self._call(self.core.reset_offsets(group, topic, to))
+
+    def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int]:
+        return self._call(self.core.committed_offsets(group, topic))
+
+    def seed_new_group(self, group: str, topic: str, to: str | int) -> dict[MessageQueue, int] | None:
+        return self._call(self.core.seed_new_group(group, topic, to))

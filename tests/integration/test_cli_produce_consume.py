@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -201,3 +202,69 @@ def test_bad_arguments_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -
     assert "NOPE" in capsys.readouterr().err
     assert main(["consume", "T", "--group", "g", "--from", "yesterday", "--namesrv", "127.0.0.1:1"]) == 2
     assert "yesterday" in capsys.readouterr().err
+
+
+def test_from_timestamp_and_last_hold_for_a_new_group(
+    cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_topic(cluster, "CliFrom", 1)
+    ns = cluster.namesrv
+    assert main(["produce", "CliFrom", "--count", "5", "--body", "old", "--namesrv", ns]) == 0
+    with Admin(ns) as admin:
+        last_old = admin.topic_stats("CliFrom").queues[0].last_update_ms
+        while time.time() * 1000 <= last_old + 1:  # the next message is stored at a later millisecond
+            time.sleep(0.001)
+        assert main(["produce", "CliFrom", "--count", "1", "--body", "new", "--namesrv", ns]) == 0
+        first_new = admin.topic_stats("CliFrom").queues[0].last_update_ms
+    code, out, err = run(
+        capsys, "consume", "CliFrom", "--group", "cli_from", "--from", str(first_new), "--count", "1",
+        "--namesrv", ns,
+    )  # fmt: skip
+    assert code == 0
+    assert [(r.body, r.queue_offset) for r in map(parse_recv, out) if r is not None] == [("new-000000", 5)]
+    assert "group cli_from is new on CliFrom; committed its start offsets" in err
+    assert "broker-a:0=5" in err
+    # --from last: only what is produced after the start
+    p = CliProcess(consume_args(ns, "CliFrom", "cli_last", "--from", "last"))
+    try:
+        assert p.wait_for(lambda _l: p.owned("CliFrom") == ("broker-a:0",), 30.0), p.errors
+        assert main(["produce", "CliFrom", "--count", "2", "--body", "later", "--namesrv", ns]) == 0
+        assert p.wait_for(lambda _l: len(p.recvs()) == 2, 30.0), p.errors
+        assert [r.body for r in p.recvs()] == ["later-000000", "later-000001"]
+    finally:
+        p.close()
+    # a group with offsets resumes from them whatever --from says
+    capsys.readouterr()
+    code, out, err = run(
+        capsys, "consume", "CliFrom", "--group", "cli_from", "--from", "last", "--count", "2", "--namesrv", ns
+    )
+    assert code == 0
+    assert [r.body for r in map(parse_recv, out) if r is not None] == ["later-000000", "later-000001"]
+    assert "committed its start offsets" not in err
+
+
+def test_broadcast_consumers_each_get_every_message(cluster: ClusterThread, tmp_path: Path) -> None:
+    create_topic(cluster, "CliCast", 4)
+    env = {"HOME": str(tmp_path)}  # broadcasting offsets live in ~/.rocketmq_offsets
+    procs = [
+        CliProcess(
+            consume_args(
+                cluster.namesrv, "CliCast", "cli_cast", "--broadcast", "--from", "first", "--instance", n
+            ),
+            env=env,
+        )
+        for n in ("b1", "b2")
+    ]
+    try:
+        for p in procs:
+            assert p.wait_for(lambda _l, p=p: len(p.owned("CliCast") or ()) == 4, 30.0), p.errors
+        assert main(["produce", "CliCast", "--count", "40", "--namesrv", cluster.namesrv]) == 0
+        for p in procs:
+            assert p.wait_for(lambda _l, p=p: len(p.recvs()) == 40, 30.0), p.errors
+            assert sorted(r.body for r in p.recvs()) == [f"message-{i:06d}" for i in range(40)]
+            p.signal(signal.SIGINT)
+        assert [p.wait(30.0) for p in procs] == [0, 0]
+        assert list((tmp_path / ".rocketmq_offsets").iterdir())
+    finally:
+        for p in procs:
+            p.close()

@@ -11,6 +11,12 @@ escaped, and shortened in the middle past 200 characters. A REBALANCE line is pr
 subscribed topic whenever the consumer's queues change (and for its first rebalance, so an idle
 consumer says so); rebalances of the group's retry topic only go to the log.
 
+``--from`` says where a group without committed offsets starts: ``first``, ``last`` or a time
+(epoch ms or ISO-8601). A RocketMQ broker answers 0 to a new group on any queue that still holds
+its first message, so the consumer's own consume-from-where would only matter for old queues; for
+``last`` and a time this command therefore commits the group's start offsets first (as ``mqadmin
+updateOffset`` would), and says so on stderr. A group that has offsets resumes from them.
+
 The consumer runs until SIGINT/SIGTERM, ``--count`` messages or ``--seconds``, then shuts down
 gracefully - in-flight listeners finish, offsets are committed, the client unregisters so the
 group rebalances at once - and exits 0. With ``--count N``, messages delivered after the N-th
@@ -112,7 +118,8 @@ def register(subparsers: Any) -> None:
         dest="start",
         default="last",
         metavar="last|first|TIMESTAMP",
-        help="where a new group starts: last (default), first, or a time (epoch ms or ISO-8601)",
+        help="where a group without offsets starts: last (default), first, or a time (epoch ms or "
+        "ISO-8601); for last and a time, its start offsets are committed before it starts",
     )
     parser.add_argument(
         "--handoff",
@@ -277,6 +284,21 @@ class _Stop:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _seed_new_group(admin: Admin, args: argparse.Namespace) -> None:
+    """Make ``--from last|TIMESTAMP`` hold for a new clustering group (see the module docstring)."""
+    if args.broadcast or args.start.strip() == "first":
+        return
+    seeded = admin.seed_new_group(args.group, args.topic, args.start)
+    if seeded:
+        offsets = " ".join(f"{mq.short}={o}" for mq, o in seeded.items())
+        print(
+            f"rocketq consume: group {args.group} is new on {args.topic}; committed its start offsets "
+            f"(--from {args.start}): {offsets}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
     options = consumer_options(args)
     orderly = bool(args.orderly)
@@ -291,6 +313,8 @@ def _run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                     flush=True,
                 )
+            else:
+                _seed_new_group(admin, args)
         client_config = ClientConfig(
             namesrv=args.namesrv,
             instance_name=args.instance or DEFAULT_INSTANCE_NAME,
