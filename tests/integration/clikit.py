@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +126,18 @@ class CliProcess:
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, sig)
+
+    def pause(self, timeout: float = 10.0) -> None:
+        """SIGSTOP, and wait until the kernel reports the process stopped (state ``T``)."""
+        self.signal(signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        stat = Path(f"/proc/{self.proc.pid}/stat")
+        while time.monotonic() < deadline:
+            # the state is the field after the parenthesised command name
+            if stat.read_text().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+            time.sleep(0.005)
+        raise AssertionError(f"process {self.proc.pid} did not stop")
 
     def wait(self, timeout: float = 30.0) -> int:
         code = self.proc.wait(timeout)

@@ -164,7 +164,7 @@ def test_group_members_progress_and_the_plan_fallback(
         for p in procs:
             assert p.wait_for(lambda _l, p=p: len(p.owned("GrpT") or ()) == 4, 30.0), p.errors
         before = sorted(procs[1].owned("GrpT") or ())
-        procs[1].signal(signal.SIGSTOP)
+        procs[1].pause()
         view = run_json(capsys, "group", "members", "grp_g", "--namesrv", ns)
         stopped = view["members"][1]  # type: ignore[index]
         assert (stopped["queues_source"], stopped["strategy"]) == ("plan", "AVG_BY_CIRCLE")

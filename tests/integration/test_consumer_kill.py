@@ -119,7 +119,7 @@ def run_scenario(cluster: ClusterThread, group: str, how: str) -> tuple[int, int
         if how == "kill":
             victim.signal(signal.SIGKILL)
         else:
-            victim.signal(signal.SIGSTOP)
+            victim.pause()
         t0 = time.monotonic()
         assert survivor.wait_for(lambda _l: set(survivor.owned(TOPIC) or ()) == ALL, 20.0), survivor.lines[
             -5:
