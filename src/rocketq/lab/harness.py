@@ -19,6 +19,7 @@ first (SIGTERM, graceful), then brokers and the server - also on errors and Ctrl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -37,7 +38,7 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
-from rocketq.client import ClientConfig, Message, Producer, SendResult
+from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SendResult
 from rocketq.client.rebalance import retry_topic
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.embedded import ServerProcess, spawn_server
@@ -258,6 +259,8 @@ class Lab:
     data_dir: Path | None = None
     brokers: Sequence[str] = ("broker-a",)
     workers: list[Worker] = field(default_factory=list)
+    #: Start the producer with message tracing on (when this build's producer offers it).
+    trace: bool = False
 
     def __post_init__(self) -> None:
         self._tmp: str | None = None
@@ -387,7 +390,12 @@ class Lab:
     def producer(self) -> Producer:
         if self._producer is None:
             config = ClientConfig(namesrv=self.namesrv, client_ip=LAB_CLIENT_IP, instance_name="lab-producer")
-            self._producer = Producer("lab-producer-group", client_config=config).start()
+            producer_config = ProducerConfig()
+            if self.trace and "trace" in {f.name for f in dataclasses.fields(ProducerConfig)}:
+                producer_config = dataclasses.replace(producer_config, trace=True)
+            self._producer = Producer(
+                "lab-producer-group", config=producer_config, client_config=config
+            ).start()
         return self._producer
 
     def create_topic(self, topic: str, queues: int) -> list[MessageQueue]:

@@ -237,11 +237,12 @@ def run_scaling(
     tick_interval: float = 0.25,
     drain_timeout: float = 20.0,
     work_ms: float = 0.0,
+    trace: bool = False,
 ) -> ScalingRun:
     """Run the scaling experiment (see the module docstring); ``tick(phase, workers, producer)``
     is called every ``tick_interval`` seconds while it runs (the demo's live view)."""
     lab.create_topic(topic, queues)
-    options: dict[str, Any] = {"handoff": handoff, "work_ms": work_ms}
+    options: dict[str, Any] = {"handoff": handoff, "work_ms": work_ms, "trace": trace}
     workers: list[Worker] = []
     active: list[Worker] = []
     producer = SteadyProducer(lab, topic, rate, f"{group}")

@@ -22,7 +22,8 @@ the default unique ``<pid>#<ns>``), its strategy with options as JSON (``--strat
 ``{"rooms": [...]}`` for MACHINE_ROOM, ``{"queues": [[topic, broker, id], ...]}`` for CONFIG,
 ``{"inner": "AVG"}`` for MACHINE_ROOM_NEARBY, whose consumer room is read from the instance name
 as ``ROOM-...``: see :class:`InstanceRoomResolver`), group-wide balance, clean handoff, and the
-client's intervals (the lab shortens the offset persist interval so its waits are short).
+client's intervals (the lab shortens the offset persist interval so its waits are short), and
+message tracing (``--trace``, for the Spark analytics).
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def worker_args(
     start: str = "first",
     persist_interval: float = 1.0,
     work_ms: float = 0.0,
+    trace: bool = False,
 ) -> list[str]:
     """The command line of a worker process with these settings."""
     args = [sys.executable, "-m", "rocketq.lab.worker", "--namesrv", namesrv, "--group", group]
@@ -132,6 +134,8 @@ def worker_args(
     if handoff is not None:
         args += ["--handoff", handoff]
     args += ["--persist-interval", str(persist_interval), "--work-ms", str(work_ms)]
+    if trace:
+        args.append("--trace")
     return args
 
 
@@ -167,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="start", choices=("first", "last"), default="first")
     p.add_argument("--persist-interval", type=float, default=1.0)
     p.add_argument("--work-ms", type=float, default=0.0, help="time each message takes to consume")
+    p.add_argument("--trace", action="store_true", help="publish message traces and the rebalance log")
     return p
 
 
@@ -188,6 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("worker: this build's push consumer has no clean handoff", file=sys.stderr)
                 return EXIT_USAGE
             options["handoff"] = args.handoff
+        if args.trace:
+            if "trace" not in {f.name for f in dataclasses.fields(PushConsumerConfig)}:
+                print("worker: this build's push consumer cannot trace", file=sys.stderr)
+                return EXIT_USAGE
+            options["trace"] = True
         client_config = ClientConfig(
             namesrv=args.namesrv,
             client_ip=args.client_ip,

@@ -1,0 +1,342 @@
+"""``rocketq demo``: the whole system at once, on the embedded default, with nothing else started.
+
+A rocketq server (name server + broker) in a temp data dir, a 16-queue topic, a producer at a
+steady rate, and a consumer group of real processes that grows from 1 to 3 and shrinks to 2
+(:func:`~rocketq.lab.scaling.run_scaling`), shown live: who owns which queue, messages per
+consumer, lag per queue and every rebalance as it happens (a rich ``Live`` view on a terminal;
+plain lines otherwise - a rebalance line as each happens and a status line every two seconds).
+Then a summary - delivered, duplicates, lost, the pause each change caused - and the Spark
+analytics over the demo's own traces (producer and consumers run with message tracing on) when
+``rocketq[spark]`` and ``rocketq report`` are available, with the path of the HTML report.
+Every process it starts is stopped by pid before it returns, on errors and Ctrl-C too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from rocketq.client import PushConsumerConfig
+from rocketq.client.config import ProducerConfig
+from rocketq.lab.harness import Lab, Worker, queue_of
+from rocketq.lab.narrate import queue_ranges
+from rocketq.lab.scaling import ScalingRun, SteadyProducer, run_scaling
+from rocketq.models import MessageQueue
+
+__all__ = ["DemoOptions", "DemoResult", "LiveView", "run_demo", "spark_status", "tracing_available"]
+
+TOPIC = "DemoTopic"
+GROUP = "demo-group"
+QUEUES = 16
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DemoOptions:
+    #: Seconds of steady traffic in total, split over the three group sizes.
+    seconds: float = 30.0
+    #: Messages per second.
+    rate: float = 200.0
+    #: Skip the Spark analytics.
+    spark: bool = True
+    #: Where the servers keep their data (default: a temp dir, removed afterwards).
+    data_dir: Path | None = None
+    #: Where the HTML report goes.
+    report_dir: Path = Path("rocketq-demo-report")
+    #: Force the plain line output even on a terminal.
+    plain: bool = False
+
+
+@dataclass
+class DemoResult:
+    run: ScalingRun | None = None
+    spark: str = ""
+    report: Path | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scaling": self.run.to_dict() if self.run is not None else None,
+            "spark": self.spark,
+            "report": str(self.report) if self.report is not None else None,
+            "seconds": round(self.seconds, 2),
+            "error": self.error,
+        }
+
+
+def tracing_available() -> bool:
+    """Whether this build's clients can publish message traces (``PushConsumerConfig.trace``)."""
+    return all(
+        "trace" in {f.name for f in dataclasses.fields(c)} for c in (PushConsumerConfig, ProducerConfig)
+    )
+
+
+def spark_status() -> str | None:
+    """Why the Spark analytics cannot run here (``None``: they can)."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "rocketq[spark] not installed (pip install -e '.[spark]')"
+    if importlib.util.find_spec("rocketq.cli.report") is None:
+        return "`rocketq report` is not available in this build"
+    if not tracing_available():
+        return "this build's clients cannot publish message traces"
+    return None
+
+
+class LiveView:
+    """The demo's view of the group, fed by the scaling run's ticks (see the module docstring)."""
+
+    def __init__(self, lab: Lab, console: Console, *, live: bool) -> None:
+        self.lab = lab
+        self.console = console
+        self.live_mode = live
+        self.live: Live | None = None
+        self.began = time.monotonic()
+        self._cursor: dict[str, int] = {}
+        self._consumed: dict[str, int] = {}
+        self._seen_bodies: set[str] = set()
+        self._per_queue: dict[int, int] = {}
+        self._events: list[tuple[int, str]] = []
+        self._last_status = 0.0
+        self.phase = "starting"
+
+    def __enter__(self) -> LiveView:
+        if self.live_mode:
+            self.live = Live(self._render(None), console=self.console, refresh_per_second=4, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+            self.live = None
+
+    def _absorb(self, workers: Sequence[Worker]) -> list[str]:
+        new_lines: list[str] = []
+        for w in workers:
+            events = w.snapshot()
+            start = self._cursor.get(w.name, 0)
+            self._cursor[w.name] = len(events)
+            for e in events[start:]:
+                if e["type"] == "recv":
+                    self._consumed[w.name] = self._consumed.get(w.name, 0) + 1
+                    if e["body"] not in self._seen_bodies:
+                        self._seen_bodies.add(e["body"])
+                        self._per_queue[int(e["queue_id"])] = self._per_queue.get(int(e["queue_id"]), 0) + 1
+                elif e["type"] == "rebalance" and (e["added"] or e["removed"]):
+                    added = [queue_of(d) for d in e["added"]]
+                    removed = [queue_of(d) for d in e["removed"]]
+                    owned = [queue_of(d) for d in e["owned"]]
+                    clock = time.strftime("%H:%M:%S", time.localtime(e["ts_ms"] / 1000))
+                    line = (
+                        f"{clock} {w.name} ({e['trigger']}, {len(e['client_ids'])} in group): "
+                        f"owns {queue_ranges(owned)}"
+                        + (f" +{queue_ranges(added)}" if added else "")
+                        + (f" -{queue_ranges(removed)}" if removed else "")
+                    )
+                    self._events.append((int(e["ts_ms"]), line))
+                    new_lines.append(line)
+        self._events.sort()
+        del self._events[:-8]
+        return new_lines
+
+    def tick(self, phase: str, active: list[Worker], producer: SteadyProducer) -> None:
+        self.phase = phase
+        workers = self.lab.workers
+        new_lines = self._absorb(workers)
+        sent = producer.snapshot()
+        if self.live is not None:
+            self.live.update(self._render(sent))
+            return
+        for line in new_lines:
+            self.console.print(f"REBALANCE {line}", markup=False, highlight=False)
+        now = time.monotonic()
+        if now - self._last_status >= 2.0 or phase in ("done",):
+            self._last_status = now
+            per = ", ".join(
+                f"{w.name} {len(w.owned(TOPIC) or [])}q {self._consumed.get(w.name, 0)} msgs"
+                for w in workers
+                if w.running
+            )
+            lag = len(sent) - len(self._seen_bodies & sent.keys())
+            self.console.print(
+                f"t={now - self.began:5.1f}s group {phase}: sent {len(sent)}, consumed "
+                f"{len(self._seen_bodies)}, lag {max(lag, 0)}; {per}",
+                markup=False,
+                highlight=False,
+            )
+
+    def _render(self, sent: dict[str, tuple[MessageQueue, int]] | None) -> Group:
+        sent = sent or {}
+        workers = self.lab.workers
+        owner: dict[int, str] = {}
+        for w in workers:
+            if w.running:
+                for q in w.owned(TOPIC) or []:
+                    owner[q.queue_id] = w.name
+        sent_per_queue: dict[int, int] = {}
+        for q, _ in sent.values():
+            sent_per_queue[q.queue_id] = sent_per_queue.get(q.queue_id, 0) + 1
+        head = Text.assemble(
+            ("rocketq demo", "bold"),
+            f"  {time.monotonic() - self.began:5.1f} s   group {self.phase}   sent {len(sent)}   "
+            f"consumed {len(self._seen_bodies)}",
+        )
+        consumers = Table(title="consumers", title_justify="left")
+        for col in ("consumer", "client id", "state", "queues", "messages"):
+            consumers.add_column(col, justify="right" if col == "messages" else "left")
+        for w in workers:
+            owned = w.owned(TOPIC) or []
+            consumers.add_row(
+                w.name,
+                w.client_id or "starting",
+                "running" if w.running else "stopped",
+                queue_ranges(owned) if w.running else "-",
+                str(self._consumed.get(w.name, 0)),
+            )
+        queues = Table(title="queues", title_justify="left")
+        queues.add_column("queue", justify="right")
+        queues.add_column("owner")
+        queues.add_column("sent", justify="right")
+        queues.add_column("consumed", justify="right")
+        queues.add_column("lag", justify="right")
+        for qid in range(QUEUES):
+            s, c = sent_per_queue.get(qid, 0), self._per_queue.get(qid, 0)
+            queues.add_row(str(qid), owner.get(qid, "-"), str(s), str(c), str(max(s - c, 0)))
+        events = Table(title="rebalances (latest last)", title_justify="left", show_header=False)
+        events.add_column("event")
+        for _, line in self._events:
+            events.add_row(line)
+        return Group(head, consumers, queues, events)
+
+
+def _fmt(ms: int | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.2f} s"
+
+
+def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult:
+    """Run the demo (see the module docstring); never leaves a process running."""
+    console = console or Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+    live = console.is_terminal and not options.plain
+    result = DemoResult()
+    began = time.monotonic()
+    trace = tracing_available() and options.spark and spark_status() is None
+    console.print("[bold]rocketq demo[/bold]: a server, a 16-queue topic, a steady producer, and a consumer "
+                  "group that grows from 1 to 3 processes and shrinks to 2")  # fmt: skip
+    lab = Lab(data_dir=options.data_dir, trace=trace)
+    try:
+        with lab:
+            console.print(
+                f"server: name server {lab.namesrv}, broker {lab.broker_addrs.get('broker-a')}, "
+                f"data in {lab.root} (pid {lab.server.pid if lab.server else '?'})",
+                markup=False,
+            )
+            console.print(
+                f"producer: {options.rate:g} msg/s; consumers: separate processes, AVG strategy; "
+                f"{options.seconds / 3:.0f} s per group size" + ("; tracing on" if trace else ""),
+                markup=False,
+            )
+            with LiveView(lab, console, live=live) as view:
+                run = run_scaling(
+                    lab,
+                    TOPIC,
+                    GROUP,
+                    sizes=(1, 3, 2),
+                    rate=options.rate,
+                    phase_seconds=options.seconds / 3,
+                    queues=QUEUES,
+                    tick=view.tick,
+                    trace=trace,
+                )
+            result.run = run
+            _summary(console, run)
+            if not options.spark:
+                result.spark = "skipped (--no-spark)"
+            else:
+                why = spark_status()
+                if why is not None:
+                    result.spark = f"skipped ({why})"
+                else:
+                    result.spark, result.report = _spark(lab, options.report_dir, console)
+            console.print(f"Spark analytics: {result.spark}", markup=False)
+            if result.report is not None:
+                console.print(f"HTML report: {result.report}", markup=False)
+    except KeyboardInterrupt:
+        result.error = "interrupted"
+        raise
+    finally:
+        result.seconds = time.monotonic() - began
+    console.print(
+        f"demo finished in {result.seconds:.1f} s; every process it started has stopped", markup=False
+    )
+    return result
+
+
+def _summary(console: Console, run: ScalingRun) -> None:
+    console.print()
+    console.print("[bold]summary[/bold]")
+    console.print(
+        f"sent {len(run.sent)} at {run.rate:g} msg/s, delivered {run.consumed}, duplicates {run.duplicates}, "
+        f"lost {len(run.lost)}" + (f", {run.failed_sends} sends failed" if run.failed_sends else ""),
+        markup=False,
+    )
+    table = Table(title="what each change of the group cost", title_justify="left")
+    for col in ("change", "queues moved", "longest pause", "median pause", "duplicates", "peak backlog"):
+        table.add_column(col, justify="left" if col == "change" else "right")
+    for t in run.transitions:
+        pauses = (_fmt(t.longest_pause_ms), _fmt(t.median_pause_ms))
+        table.add_row(t.label, str(len(t.handoffs)), *pauses, str(t.duplicates), str(t.peak_backlog))
+    console.print(table)
+    per = run.to_dict()["received_per_consumer"]
+    console.print(f"messages per consumer: {per}", markup=False)
+    console.print(
+        "pause: from the old owner's last consumption of a moved queue to the new owner's first; duplicates: "
+        "messages consumed again because the new owner started from the last committed offset "
+        "(`rocketq lab rebalance-cost` compares with the clean handoff)",
+        markup=False,
+    )
+
+
+def _spark(lab: Lab, report_dir: Path, console: Console) -> tuple[str, Path | None]:
+    """Run ``rocketq report`` over the demo's traces; (status, report path)."""
+    report_dir = report_dir.resolve()
+    if report_dir.exists():
+        shutil.rmtree(report_dir)
+    args = [
+        sys.executable,
+        "-m",
+        "rocketq",
+        "report",
+        "--namesrv",
+        lab.namesrv,
+        "--out",
+        os.fspath(report_dir),
+    ]
+    console.print("Spark analytics: running `rocketq report` over the demo's traces ...", markup=False)
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        return "failed (rocketq report took more than 5 minutes)", None
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"failed (rocketq report exit {proc.returncode}: {tail})", None
+    for line in proc.stdout.splitlines():
+        console.print(f"  {line}", markup=False)
+    html = sorted(report_dir.glob("*.html")) if report_dir.is_dir() else []
+    if not html:
+        return "ran, but wrote no HTML report", None
+    return "done", html[0]
