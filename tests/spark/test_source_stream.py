@@ -163,3 +163,16 @@ def test_replayed_first_batch_reads_the_same_messages(
     assert (ckpt / "offsets" / "0").read_text() == first
     bodies = [r["body"] for r in spark.read.parquet(str(out)).collect()]
     assert sorted(bodies) == sorted(f"m-{i}".encode() for i in range(80))
+
+
+def test_stream_from_a_timestamp(spark: Any, cluster: ClusterThread, tmp_path: Path) -> None:
+    cluster.create_topic("StreamStamps", 2)
+    cluster.produce("StreamStamps", 10, batch=1)
+    time.sleep(0.05)
+    cut = int(time.time() * 1000)
+    time.sleep(0.05)
+    cluster.produce("StreamStamps", 6, batch=1, start=10)
+    df = stream(spark, cluster, "StreamStamps", startingTimestamp=str(cut))
+    to_parquet(df, tmp_path / "out", tmp_path / "ckpt", availableNow=True).awaitTermination(120)
+    bodies = sorted(r["body"] for r in spark.read.parquet(str(tmp_path / "out")).collect())
+    assert bodies == sorted(f"m-{i}".encode() for i in range(10, 16))
