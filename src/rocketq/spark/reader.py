@@ -118,6 +118,10 @@ class ColumnBuilder:
     )
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Drop every row gathered so far."""
         self.offsets: list[int] = []
         self.msg_ids: list[str] = []
         self.tags: list[str | None] = []
@@ -256,7 +260,7 @@ class ColumnBuilder:
             ],
             schema=ARROW_SCHEMA,
         )
-        self.__init__()  # type: ignore[misc]
+        self.clear()
         return batch
 
     def tuples(self, topic: str, broker: str, queue_id: int) -> list[tuple[Any, ...]]:
@@ -282,7 +286,7 @@ class ColumnBuilder:
             )
             for i in range(len(self.offsets))
         ]
-        self.__init__()  # type: ignore[misc]
+        self.clear()
         return rows
 
 
