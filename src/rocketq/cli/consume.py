@@ -103,7 +103,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--instance",
         metavar="NAME",
-        help="instance name: the client id becomes <ip>@NAME (default <pid>#<ns>, unique per process)",
+        help="instance name: the client id becomes <ip>@NAME (default <pid>#<ns>, unique per process; "
+        "DEFAULT when broadcasting, as RocketMQ)",
     )
     parser.add_argument(
         "--orderly", action="store_true", help="orderly consumption: queues locked on the broker"
@@ -127,7 +128,12 @@ def register(subparsers: Any) -> None:
         help="clean: a queue changes owner only after the old owner committed it (no duplicates)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
-    parser.add_argument("--count", type=_positive_int, metavar="N", help="stop after printing N messages")
+    parser.add_argument(
+        "--count",
+        type=_positive_int,
+        metavar="N",
+        help="stop after printing N messages (later deliveries are handed back to the broker for redelivery)",
+    )
     parser.add_argument("--seconds", type=_positive_float, metavar="S", help="stop after S seconds")
     parser.add_argument(
         "--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' (default *)"
