@@ -234,6 +234,8 @@ def run_scenario(
                     f"rocketq server (pid {lab.server.pid if lab.server else '?'}) on name server "
                     f"{lab.namesrv}, brokers {', '.join(f'{b}={a}' for b, a in lab.broker_addrs.items())}"
                 ],
+                namesrv=lab.namesrv,
+                brokers=dict(lab.broker_addrs),
             )
             module.run(run)
     except (LabError, ConfigError) as exc:
