@@ -197,8 +197,12 @@ class Worker:
         return sorted(queue_of(d) for d in records[-1]["owned"])
 
     def seen_ids(self, topic: str) -> list[str] | None:
-        records = self.rebalances(topic)
-        return list(records[-1]["client_ids"]) if records else None
+        """The group's client ids as this worker's latest rebalance saw them (records without ids -
+        a clean handoff's lease acquired after a retry - repeat the ids of the rebalance before)."""
+        for record in reversed(self.rebalances(topic)):
+            if record["client_ids"]:
+                return list(record["client_ids"])
+        return None
 
     def received(self) -> list[Received]:
         cid = self.client_id or self.name

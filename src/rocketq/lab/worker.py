@@ -1,7 +1,7 @@
 """The lab's consumer process: one :class:`~rocketq.client.PushConsumer`, its life as JSON lines.
 
-The lab and the demo start each consumer as a **process** of its own (``python -m
-rocketq.lab.worker ...``), as the seed experiments started Java consumers, so every consumer
+The lab and the demo start each consumer as a **process** of its own (``python -m rocketq.lab
+worker ...``), as the seed experiments started Java consumers, so every consumer
 has its own client instance, connections, heartbeats and offset commits. The worker writes one
 JSON object per line on stdout, flushed per line:
 
@@ -123,7 +123,7 @@ def worker_args(
     trace: bool = False,
 ) -> list[str]:
     """The command line of a worker process with these settings."""
-    args = [sys.executable, "-m", "rocketq.lab.worker", "--namesrv", namesrv, "--group", group]
+    args = [sys.executable, "-m", "rocketq.lab", "worker", "--namesrv", namesrv, "--group", group]
     for topic in topics:
         args += ["--topic", topic]
     if instance is not None:
@@ -158,7 +158,7 @@ class _Out:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m rocketq.lab.worker", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m rocketq.lab worker", description=__doc__.split("\n\n")[0])
     p.add_argument("--namesrv", required=True)
     p.add_argument("--group", required=True)
     p.add_argument("--topic", action="append", required=True)
@@ -283,7 +283,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         consumer.shutdown()
         out.write({"type": "stopped", "ts_ms": time.time_ns() // 1_000_000, "received": out.received})
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
