@@ -1,0 +1,95 @@
+"""``rocketq demo`` as CI runs it (no terminal): plain lines, every rebalance, the summary, the Spark
+step's status, and nothing left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{proc.name}: {cmdline}")
+    return found
+
+
+def _demo(
+    tmp_path: Path, *args: str, timeout: float = 240.0
+) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
+    data = tmp_path / "data"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rocketq", "demo", "--json", "--data-dir", str(data), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    namesrv = re.search(r"name server (\S+),", proc.stdout)
+    assert namesrv is not None, proc.stdout[:2000]
+    assert _processes_mentioning(str(data)) == []
+    assert _processes_mentioning(f"--namesrv {namesrv.group(1)}") == []
+    return proc, result
+
+
+def test_demo_plain_output_without_spark(tmp_path: Path) -> None:
+    proc, result = _demo(tmp_path, "--seconds", "4.5", "--rate", "120", "--no-spark")
+    out = proc.stdout
+    assert "\x1b[" not in out  # no terminal: no escape codes, no live view
+    rebalances = [line for line in out.splitlines() if line.startswith("REBALANCE ")]
+    # consumer-1 alone, consumer-2 and -3 joining, consumer-3 leaving: every member says so
+    for who in ("consumer-1", "consumer-2", "consumer-3"):
+        assert any(f" {who} " in line for line in rebalances), rebalances
+    assert any("(shutdown, 0 in group)" in line for line in rebalances)
+    assert re.search(r"^t=\s*\d+\.\d+s group 1 -> 3: sent \d+", out, re.MULTILINE)
+    assert "Spark analytics: skipped (--no-spark)" in out
+    scaling = result["scaling"]
+    assert scaling["sizes"] == [1, 3, 2]
+    assert scaling["sent"] > 0
+    assert scaling["lost"] == 0
+    assert scaling["consumed"] == scaling["sent"]
+    assert [t["change"] for t in scaling["transitions"]] == ["1 -> 3", "3 -> 2"]
+    assert [t["moved_queues"] for t in scaling["transitions"]] == [10, 7]
+    assert set(scaling["received_per_consumer"]) == {"consumer-1", "consumer-2", "consumer-3"}
+    assert result["spark"] == "skipped (--no-spark)"
+    assert result["report"] is None
+    assert re.search(r"delivered \d+, duplicates \d+, lost 0", out)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_demo_with_spark(tmp_path: Path) -> None:
+    proc, result = _demo(tmp_path, "--seconds", "6", "--rate", "100", timeout=600)
+    assert result["scaling"]["lost"] == 0
+    spark = result["spark"]
+    if spark.startswith("skipped"):
+        # this build lacks the report or tracing: the demo must say which, never pretend
+        assert re.search(
+            r"skipped \((rocketq\[spark\] not installed|`rocketq report` is not available|this build)", spark
+        )
+        assert f"Spark analytics: {spark}" in proc.stdout
+    else:
+        assert spark == "done", spark
+        report = Path(result["report"])
+        assert report.is_file()
+        assert report.suffix == ".html"
+        assert f"HTML report: {report}" in proc.stdout
