@@ -222,3 +222,21 @@ def test_sync_flush_shares_fsyncs_and_answers_flush_disk_timeout(tmp_path: Path)
             assert ok.code == ResponseCode.SUCCESS
 
     run(main())
+
+
+def test_broker_config_lists_settings_under_rocketmq_names(tmp_path: Path) -> None:
+    async def main() -> None:
+        config = BrokerConfig(port=0, data_dir=tmp_path, flush="sync", broker_name="broker-z")
+        async with Broker(config) as broker, RemotingClient() as client:
+            r = await client.invoke(
+                broker.address, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG, None)
+            )
+            assert r.code == ResponseCode.SUCCESS
+            lines = dict(line.split("=", 1) for line in r.body.decode().splitlines())
+            assert lines["brokerName"] == "broker-z"
+            assert lines["flushDiskType"] == "SYNC_FLUSH"
+            assert lines["listenPort"] == str(broker.port)
+            assert lines["autoCreateTopicEnable"] == "true"
+            assert '"counter"' in r.ext_fields["version"]
+
+    run(main())

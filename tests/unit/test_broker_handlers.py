@@ -14,6 +14,7 @@ from rocketq.broker.schedule import (
     load_delay_offsets,
     schedule_tags_code_function,
 )
+from rocketq.broker.server import BrokerStats
 from rocketq.errors import ConfigError
 from rocketq.protocol import decode_frame, decode_messages
 from rocketq.protocol.message import encode_message
@@ -138,3 +139,18 @@ def test_schedule_backlog_is_delivered_in_bounded_rounds(tmp_path: Path) -> None
         assert service.deliver_due(budget=2) is None
         bodies = [m.body for m in decode_messages(store.get_messages("Real", 1, 0, 32).data)]
         assert bodies == [b"m%d" % i for i in range(5)]
+
+
+def test_broker_stats_rates_over_a_window() -> None:
+    stats = BrokerStats(1000.0)
+    stats.on_put("T", 50, 5000, 1_000_000)
+    stats.on_get("G", 30, 3000)
+    stats.on_get("H", 10, 1000)
+    assert stats.put_tps(1005.0) == pytest.approx(10.0)
+    assert stats.group_tps("G", 1005.0) == pytest.approx(6.0)
+    assert stats.group_tps("nobody", 1005.0) == 0.0
+    assert stats.get_tps(1010.0) == pytest.approx(4.0)  # the window rolls here
+    stats.on_get("G", 20, 2000)
+    assert stats.group_tps("G", 1015.0) == pytest.approx(4.0)
+    assert stats.get_total == 60
+    assert stats.last_put_ms == 1_000_000

@@ -6,7 +6,7 @@ GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_CONSUME_STATS, GET_ALL_CONSUMER_OFFSET,
 QUERY_TOPIC_CONSUME_BY_WHO. Connections: GET_CONSUMER_CONNECTION_LIST,
 GET_PRODUCER_CONNECTION_LIST, GET_CONSUMER_RUNNING_INFO (relayed to the client over its own
 connection, its answer returned as is). Offsets: INVOKE_BROKER_TO_RESET_OFFSET. Broker:
-GET_BROKER_RUNTIME_INFO.
+GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG (read-only: UPDATE_BROKER_CONFIG is not supported).
 
 Deviations, on purpose:
 
@@ -104,6 +104,7 @@ class AdminProcessor:
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.consumer_running_info,
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
+            RequestCode.GET_BROKER_CONFIG: self.broker_config,
             QUERY_DUPLICATE_CLIENT_IDS: self.duplicate_client_ids,
         }
 
@@ -340,6 +341,49 @@ class AdminProcessor:
 
     # ------------------------------------------------------------------ broker
 
+    def broker_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """GET_BROKER_CONFIG: the settings as ``name=value`` lines under RocketMQ's names (what
+        ``mqadmin getBrokerConfig`` prints), header ``version`` the topic table's data version."""
+        b = self._b
+        cfg = b.config
+        store = cfg.store_config()
+        values = {
+            "brokerName": cfg.broker_name,
+            "brokerClusterName": cfg.broker_cluster_name,
+            "brokerId": cfg.broker_id,
+            "brokerIP1": cfg.advertised_ip,
+            "listenPort": b.port,
+            "namesrvAddr": ";".join(cfg.namesrv_addrs),
+            "storePathRootDir": b.store.root,
+            "flushDiskType": "SYNC_FLUSH" if cfg.flush == "sync" else "ASYNC_FLUSH",
+            "brokerRole": "ASYNC_MASTER",
+            "maxMessageSize": cfg.max_message_size,
+            "messageDelayLevel": cfg.message_delay_level,
+            "autoCreateTopicEnable": cfg.auto_create_topic_enable,
+            "autoCreateSubscriptionGroup": cfg.auto_create_subscription_group,
+            "defaultTopicQueueNums": cfg.default_topic_queue_nums,
+            "clusterTopicEnable": cfg.cluster_topic_enable,
+            "brokerTopicEnable": cfg.broker_topic_enable,
+            "longPollingEnable": cfg.long_polling_enable,
+            "shortPollingTimeMills": int(cfg.short_polling_time * 1000),
+            "notifyConsumerIdsChangedEnable": cfg.notify_consumer_ids_changed_enable,
+            "registerNameServerPeriod": int(cfg.register_period * 1000),
+            "compressedRegister": cfg.compressed_register,
+            "regionId": cfg.region_id,
+            "traceOn": cfg.trace_on,
+            "mappedFileSizeCommitLog": store.commit_log_segment_size,
+            "flushIntervalCommitLog": int(store.flush_interval * 1000),
+            "syncFlushTimeout": int(store.sync_flush_timeout * 1000),
+            "fileReservedTime": int(store.file_reserved_time // 3600),
+            "deleteWhen": store.delete_when,
+            "diskMaxUsedSpaceRatio": store.disk_max_used_space_ratio,
+            "maxTransferCountOnMessageInMemory": store.max_transfer_count,
+            "maxTransferBytesOnMessageInMemory": store.max_transfer_bytes,
+        }
+        text = "".join(f"{k}={_java_text(v)}\n" for k, v in values.items())
+        version = b.topics.data_version.encode().decode()
+        return request.response(ext_fields={"version": version}, body=text.encode())
+
     def runtime_info(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         """A subset of RocketMQ's runtime table with true values (its keys where it has one)."""
         b = self._b
@@ -373,6 +417,12 @@ class AdminProcessor:
             "pid": str(os.getpid()),
         }
         return request.response(body=KVTable(table=table).encode())
+
+
+def _java_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _java_order(table: dict[MessageQueue, V]) -> dict[MessageQueue, V]:

@@ -254,7 +254,7 @@ class PullProcessor:
             self._arm(deadline)
             return None
         if code == ResponseCode.SUCCESS:
-            b.stats.on_get(result.message_count, len(result.data))
+            b.stats.on_get(group, result.message_count, len(result.data))
         if request.serialize_type == SerializeType.ROCKETMQ:
             ext = {
                 "suggestWhichBrokerId": "0",
