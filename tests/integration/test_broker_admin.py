@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocketq.broker import Broker, BrokerConfig
+from rocketq.errors import RemotingError, StoreError
 from rocketq.models import MessageQueue
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import (
@@ -238,5 +239,23 @@ def test_broker_config_lists_settings_under_rocketmq_names(tmp_path: Path) -> No
             assert lines["listenPort"] == str(broker.port)
             assert lines["autoCreateTopicEnable"] == "true"
             assert '"counter"' in r.ext_fields["version"]
+
+    run(main())
+
+
+def test_failed_starts_release_the_data_dir_and_the_port(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with Broker(BrokerConfig(port=0, data_dir=tmp_path / "one")) as first:
+            taken = Broker(BrokerConfig(port=first.port, data_dir=tmp_path / "two"))
+            with pytest.raises(RemotingError):
+                await taken.start()
+            await taken.close()
+            same_dir = Broker(BrokerConfig(port=0, data_dir=tmp_path / "one"))
+            with pytest.raises(StoreError):
+                await same_dir.start()
+            await same_dir.close()
+        # the failed start let go of its data dir: it opens again
+        async with Broker(BrokerConfig(port=0, data_dir=tmp_path / "two")) as again:
+            assert again.topics.select("TBW102") is not None
 
     run(main())
