@@ -656,3 +656,27 @@ def test_query_message_by_key_and_unique_key(tmp_path: Path) -> None:
             assert missing.remark == "can not find message, maybe time range not correct"
 
     arun(main())
+
+
+def test_a_held_pull_ignores_messages_its_filter_refuses(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with broker_at(tmp_path) as broker, RemotingClient() as client, RemotingClient() as producer:
+            addr = broker.address
+            await create_topic(client, addr, "TF", 1)
+            held = asyncio.ensure_future(
+                client.invoke(
+                    addr, pull_request(GROUP, "TF", 0, 0, suspend_ms=10000, subscription="TagA"), 15
+                )
+            )
+            while not broker.held_pulls:
+                await asyncio.sleep(0.01)
+            await producer.invoke(addr, send_request("TF", b"not for me", tags="TagB"))
+            await asyncio.sleep(0.2)
+            assert not held.done()
+            assert broker.held_pulls == 1
+            await producer.invoke(addr, send_request("TF", b"mine", tags="TagA"))
+            resp = await asyncio.wait_for(held, 2.0)
+            assert resp.code == ResponseCode.SUCCESS
+            assert [m.body for m in decode_messages(resp.body)] == [b"mine"]
+
+    arun(main())

@@ -190,6 +190,11 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        #: (topic, queue id, tag code) of the single message being appended on the loop, set by the
+        #: send handler around its store call: the arrival listener passes the tag code on to the
+        #: hold table, so a held pull whose filter refuses the message stays held (as RocketMQ's
+        #: arriving listener does); ``None`` (batches, redeliveries) wakes every held pull.
+        self.arrival_tag: tuple[str, int, int] | None = None
         self._last_cf: concurrent.futures.Future[None] | None = None
         self._last_af: asyncio.Future[None] | None = None
         self._started = False
@@ -468,7 +473,9 @@ class Broker:
             return
         pull = self._pull
         if pull is not None:
-            pull.on_arrival(topic, queue_id, max_offset)
+            hint = self.arrival_tag
+            tag = hint[2] if hint is not None and hint[0] == topic and hint[1] == queue_id else None
+            pull.on_arrival(topic, queue_id, max_offset, tag)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
 

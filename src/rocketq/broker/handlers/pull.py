@@ -273,12 +273,14 @@ class PullProcessor:
 
     # ------------------------------------------------------------------ held pulls
 
-    def on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
-        """The store appended to (topic, queue_id): answer the pulls this wakes (event loop only)."""
+    def on_arrival(self, topic: str, queue_id: int, max_offset: int, tag_code: int | None = None) -> None:
+        """The store appended to (topic, queue_id): answer the pulls this wakes (event loop only).
+
+        ``tag_code`` is the arrived message's, when known: pulls whose filter refuses it stay held."""
         holds = self.holds
         if not len(holds):
             return
-        ready = holds.on_arrival(topic, queue_id, max_offset, self._loop.time())
+        ready = holds.on_arrival(topic, queue_id, max_offset, self._loop.time(), tag_code)
         if ready:
             self._answer(ready)
 

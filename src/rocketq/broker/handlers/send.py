@@ -376,10 +376,13 @@ class SendProcessor:
                 f"the message is illegal: {len(record)} bytes stored, over the broker's maxMessageSize "
                 f"of {limit} bytes",
             )
+        b.arrival_tag = (topic, queue_id, code)  # lets held pulls filter by the arriving tag
         try:
             put = b.store.put_message(topic, queue_id, record, code)
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
+        finally:
+            b.arrival_tag = None
         b.stats.on_put(topic, 1, put.wrote_bytes, put.store_timestamp)
         return put
 
