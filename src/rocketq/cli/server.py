@@ -38,8 +38,11 @@ def port_number(text: str) -> int:
     return value
 
 
-def add_broker_options(parser: argparse.ArgumentParser) -> None:
-    """The options ``rocketq server`` and ``rocketq broker`` share."""
+def add_broker_options(
+    parser: argparse.ArgumentParser, after_host: Callable[[argparse.ArgumentParser], None] | None = None
+) -> None:
+    """The options ``rocketq server`` and ``rocketq broker`` share (``after_host`` adds more
+    options in between, so ``--help`` lists them in the documented order)."""
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -48,6 +51,8 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
         help="where messages, offsets and configs live (default $ROCKETQ_HOME or ./rocketq-data)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    if after_host is not None:
+        after_host(parser)
     parser.add_argument(
         "--broker-port",
         type=port_number,
@@ -73,13 +78,16 @@ def register(subparsers: Any) -> None:
             "SIGTERM. Real RocketMQ 4.9 clients can use it: point them at the name server."
         ),
     )
-    add_broker_options(parser)
-    parser.add_argument(
-        "--namesrv-port",
-        type=port_number,
-        default=DEFAULT_PORT,
-        help=f"name server port, 0 for any (default {DEFAULT_PORT})",
-    )
+
+    def namesrv_port(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--namesrv-port",
+            type=port_number,
+            default=DEFAULT_PORT,
+            help=f"name server port, 0 for any (default {DEFAULT_PORT})",
+        )
+
+    add_broker_options(parser, namesrv_port)
     parser.set_defaults(handler=_run)
 
 
