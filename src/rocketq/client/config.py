@@ -202,6 +202,11 @@ class ProducerConfig:
     create_topic_key: str = "TBW102"
     #: Queues per broker of an auto-created topic (``defaultTopicQueueNums`` 4).
     default_topic_queue_nums: int = 4
+    #: Publish a Pub trace record per answered send (``enableMsgTrace``, false; see
+    #: :mod:`rocketq.client.trace`).
+    trace: bool = False
+    #: Topic of those records (``customizedTraceTopic``; ``None``: ``RMQ_SYS_TRACE_TOPIC``).
+    trace_topic: str | None = None
 
     def __post_init__(self) -> None:
         _positive("send_msg_timeout", self.send_msg_timeout)
@@ -279,6 +284,11 @@ class PushConsumerConfig:
     offset_store_dir: str | None = None
     #: Rebalance records kept in memory (ours).
     rebalance_log_size: int = 1024
+    #: Publish SubBefore/SubAfter trace records around every listener call and the rebalance log
+    #: (``enableMsgTrace``, false; see :mod:`rocketq.client.trace`).
+    trace: bool = False
+    #: Topic of the trace records (``customizedTraceTopic``; ``None``: ``RMQ_SYS_TRACE_TOPIC``).
+    trace_topic: str | None = None
 
     def __post_init__(self) -> None:
         for name in (

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.rebalance import retry_topic
+from rocketq.client.trace import consume_return_type
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, ConsumeStatus, MessageModel
 from rocketq.protocol.message import MessageExt
@@ -291,16 +292,25 @@ class ConsumeMessageConcurrentlyService:
                 continue
             msgs = request.msgs
             reset_retry_topic(msgs, group)
+            hook = getattr(self.consumer, "trace_hook", None)  # PushConsumerCore's; absent elsewhere
+            token = hook.before(msgs) if hook is not None else None
             start_ms = str(time.time_ns() // 1_000_000)
             for msg in msgs:
                 msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
             begin = time.monotonic()
+            raised = False
             try:
                 status: object = self._call_listener(msgs, request.ctx)
             except Exception:
                 logger.exception("group %s: listener failed on %s; reconsuming later", group, request.mq)
                 status = None
+                raised = True
             request.rt = time.monotonic() - begin
+            if hook is not None:
+                hook.after(
+                    token, len(msgs), success=status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
+                    return_type=consume_return_type(status, raised, request.rt, timeout),
+                )  # fmt: skip
             if request.rt > timeout:
                 logger.warning(
                     "group %s: listener took %.1fs on %s (consume timeout)", group, request.rt, request.mq

@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ from rocketq.protocol.properties import MessageConst, java_string_hash, properti
 
 if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
+    from rocketq.client.trace import ProducerTracing
 
 __all__ = [
     "MessageQueueSelector",
@@ -70,13 +72,14 @@ SendCallback = Callable[[SendResult], object]
 
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _MAX_TOPIC_LENGTH = 127
+#: System topics a producer may not send to. The trace topic is not one of them: trace producers
+#: send there, as RocketMQ's ``NOT_ALLOWED_SEND_TOPIC_SET`` allows.
 _SYSTEM_TOPICS = frozenset(
     {
         "TBW102",
         "SCHEDULE_TOPIC_XXXX",
         "BenchmarkTest",
         "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRACE_TOPIC",
         "RMQ_SYS_TRANS_OP_HALF_TOPIC",
         "TRANS_CHECK_MAX_TIME_TOPIC",
         "SELF_TEST_TOPIC",
@@ -178,6 +181,7 @@ class ProducerCore:
         self.config = config
         self.publish_table: dict[str, TopicPublishInfo] = {}
         self._ip = instance.client_id.partition("@")[0]
+        self.trace: ProducerTracing | None = None  # set by Producer.start when tracing
 
     # ---------------------------------------------------------------- ProducerInner
 
@@ -425,10 +429,11 @@ class ProducerCore:
         )
         api = self.instance.api
         assert api is not None
+        begin_ms = time.time_ns() // 1_000_000
         response = await api.send_message(addr, header, body, batch=batch, oneway=oneway, timeout=timeout)
         if response is None:
             return None
-        return SendResult(
+        result = SendResult(
             status=_STATUS_BY_CODE.get(response.code, SendStatus.SEND_OK),
             msg_id=uniq,
             offset_msg_id=response.offset_msg_id,
@@ -438,6 +443,23 @@ class ProducerCore:
             region_id=response.region_id,
             trace_on=response.trace_on,
         )
+        if self.trace is not None:
+            self.trace.on_send(
+                group=self.group, topic=topic, properties=props, body_length=len(body), broker_addr=addr,
+                begin_ms=begin_ms, result=result, batch=batch,
+            )  # fmt: skip
+        return result
+
+
+def _start_tracing(
+    group: str, client_id: str, client_config: ClientConfig, trace_topic: str | None
+) -> ProducerTracing:
+    from rocketq.client.trace import ProducerTracing, TraceDispatcher  # noqa: PLC0415 (trace imports us)
+
+    dispatcher = TraceDispatcher(
+        group, "PRODUCER", client_id=client_id, client_config=client_config, trace_topic=trace_topic
+    )
+    return ProducerTracing(dispatcher.start())
 
 
 class Producer:
@@ -458,10 +480,13 @@ class Producer:
         client_ip: str | None = None,
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
+        trace: bool | None = None,
     ) -> None:
         check_group(group)  # Java also refuses DEFAULT_PRODUCER; we allow it (the CLI's default group)
         self.group = group
         self.config = config or ProducerConfig()
+        if trace is not None:  # Java's enableMsgTrace; see rocketq.client.trace
+            self.config = replace(self.config, trace=trace)
         if client_config is None:
             client_config = ClientConfig(
                 namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT"
@@ -495,6 +520,9 @@ class Producer:
             core = ProducerCore(instance, self.group, self.config)
             try:
                 instance.loop_thread.call(core.start())
+                if self.config.trace:
+                    core.trace = _start_tracing(self.group, instance.client_id, self.client_config,
+                                                self.config.trace_topic)  # fmt: skip
             except BaseException:
                 instance.release()
                 raise
@@ -511,6 +539,8 @@ class Producer:
                 instance.loop_thread.call(core.unregister(), timeout=10.0)
             except Exception as exc:
                 logger.warning("producer %s: unregister failed: %s", self.group, exc)
+            if core.trace is not None:
+                core.trace.shutdown()
             instance.release()
 
     close = shutdown

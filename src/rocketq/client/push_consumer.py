@@ -66,6 +66,7 @@ from rocketq.protocol.properties import MessageConst
 
 if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
+    from rocketq.client.trace import ConsumerTracing, ConsumeTraceHook
 
 __all__ = ["MessageQueueListener", "PushConsumer", "PushConsumerCore", "flow_control_reason", "pull_sys_flag"]
 
@@ -139,6 +140,9 @@ class PushConsumerCore:
     """The push consumer's implementation; every method runs on the instance's event loop."""
 
     consume_type = ConsumeType.CONSUME_PASSIVELY
+    #: Called around each listener call when tracing (``PushConsumer(..., trace=True)``); consume
+    #: services call ``trace_hook.before(msgs)`` and ``trace_hook.after(token, n, ...)``.
+    trace_hook: ConsumeTraceHook | None = None
 
     def __init__(
         self,
@@ -748,6 +752,7 @@ class PushConsumer:
         self._listener: Callable[..., Any] | None = None
         self._queue_listeners: list[MessageQueueListener] = []
         self.rebalance_log = RebalanceLog(cfg.rebalance_log_size)
+        self._tracing: ConsumerTracing | None = None
         self._instance: ClientInstance | None = None
         self._core: PushConsumerCore | None = None
         self._lock = threading.Lock()
@@ -817,8 +822,19 @@ class PushConsumer:
             instance = ClientInstance.acquire(self.client_config)
             try:
                 core = instance.loop_thread.call(self._make_core(instance))
+                if self.config.trace:
+                    from rocketq.client.trace import ConsumerTracing  # noqa: PLC0415 (optional part)
+
+                    self._tracing = ConsumerTracing.start(
+                        self.group, instance.client_id, self.client_config, self.rebalance_log,
+                        self.config.trace_topic,
+                    )  # fmt: skip
+                    core.trace_hook = self._tracing.hook
                 instance.loop_thread.call(core.start(), timeout=60.0)
             except BaseException:
+                if self._tracing is not None:
+                    self._tracing.shutdown()
+                    self._tracing = None
                 instance.release()
                 raise
             self._instance, self._core = instance, core
@@ -844,6 +860,9 @@ class PushConsumer:
             except Exception as exc:
                 logger.warning("consumer %s: shutdown step failed: %s", self.group, exc)
             finally:
+                if self._tracing is not None:  # after the SHUTDOWN records, so they are published
+                    self._tracing.shutdown()
+                    self._tracing = None
                 instance.release()
 
     close = shutdown

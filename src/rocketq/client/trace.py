@@ -1,0 +1,585 @@
+"""Message tracing for rocketq clients, as Java clients do it with ``enableMsgTrace``.
+
+A producer or push consumer created with ``trace=True`` describes what it does in RocketMQ's own
+trace records (:mod:`rocketq.protocol.trace`) and publishes them to ``RMQ_SYS_TRACE_TOPIC``
+(or the configured ``trace_topic``), so traces of Java clients and of rocketq clients feed the same
+tools. What is recorded, and when (RocketMQ 4.9.4's ``SendMessageTraceHookImpl`` and
+``ConsumeMessageTraceHookImpl``):
+
+* **Pub** after a send the broker answered (not oneway, not a failed send; skipped when the broker
+  answered ``TRACE_ON=false`` or without a region): the time the send began, the broker's region,
+  the producer group, topic, msg id (a batch's ids joined by commas), tags, keys, the broker address
+  as store host, body length, cost ms, message type and the offset msg id. Java 4.9.4 leaves
+  asynchronous sends untraced (its hook runs before the answer); rocketq traces them when they
+  complete, in the same record.
+* **SubBefore** just before a listener call, one bean per message: time, the message's region
+  (its ``MSG_REGION`` property, which brokers do not store, so usually ``null``), the group, a
+  fresh request id shared by the call's beans, msg id, retry times, keys. Messages stored with
+  ``TRACE_ON=false`` are left out.
+* **SubAfter** after the call: the same request id, msg ids and keys, cost ms per message,
+  success (``CONSUME_SUCCESS``), the context code (:class:`ConsumeReturnType`: SUCCESS, TIME_OUT,
+  EXCEPTION, RETURNNULL, FAILED) and the group.
+
+A missing tag or key is written as the text ``null``, as Java's ``StringBuilder`` writes a null.
+
+:class:`TraceDispatcher` is Java's ``AsyncTraceDispatcher``: ``append`` queues a context (at most
+1,024 waiting; more are dropped and counted); a worker thread takes contexts for 100 ms at a time,
+encodes each, and packs them per trace topic until the text reaches 118,000 characters or the
+oldest waited 0.5 s (:class:`TraceBatcher`); each pack is one message, keyed by every traced msg id
+and key (``KEYS``, space-separated), sent asynchronously by a trace producer of its own: group
+``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>-<n>``, instance name
+``PID_CLIENT_INNER_TRACE_PRODUCER_<name servers>``, 5 s send timeout. The trace topic needs no
+setup: without a route, the send goes through ``TBW102`` and the broker creates it (4 queues), as
+with Java; a broker started with ``traceTopicEnable`` has it from the start (1 queue).
+
+Two additions of ours, outside the trace text (so Java tools read these messages unchanged):
+
+* every trace message carries the user property :data:`CLIENT_ID_PROPERTY` (``rqClientId``), the
+  traced client's id (``ip@instance``): Sub lines name a group but not the consumer, and the
+  trace producer's address (the message's born host) is shared by every client of a process;
+* a traced push consumer publishes its rebalance log (:class:`~rocketq.client.RebalanceRecord`)
+  to :data:`REBALANCE_TOPIC` (``RQ_SYS_REBALANCE_TOPIC``): one message per record (one per topic
+  per rebalance, changed or not), body the UTF-8 JSON of :meth:`RebalanceRecord.to_dict` plus
+  ``"v": 1``, tags the consumer group, keys the group and the client id. The fields: ``v``,
+  ``seq``, ``trigger`` (start, notify, periodic, subscription, route, correction, manual,
+  shutdown), ``group``, ``client_id``, ``topic``, ``message_model``, ``strategy``, ``client_ids``
+  (the group as the broker listed it), ``all_queues``, ``owned`` (after), ``added``, ``removed``,
+  ``expired`` (queues as ``{"topic", "broker", "queue_id"}``), ``pull_from`` and ``committed``
+  (queues with an ``offset``), ``changed``, ``start_ms``, ``end_ms``, ``duration_ms`` (epoch ms)
+  and ``error`` (null, or why no assignment could be computed).
+
+>>> b = TraceBatcher(max_chars=40, wait_threshold=0.5)
+>>> ctx = TraceContext(trace_type=TraceType.SUB_AFTER, timestamp=1, group_name="G", request_id="R",
+...                    beans=(TraceBean(msg_id="M1", keys="k1"),))
+>>> b.add(ctx, now=10.0)
+[]
+>>> [m.keys for m in b.add(ctx, now=10.1)]     # two lines of 30 characters reach 40
+[('M1', 'k1')]
+>>> b.add(ctx, now=10.2), b.due(now=10.6), [m.keys for m in b.due(now=10.7)]
+([], [], [('M1', 'k1')])
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
+
+from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
+from rocketq.client.rebalance_log import RebalanceRecord
+from rocketq.protocol.message import Message as ProtocolMessage
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.message_id import UniqIdGenerator
+from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.trace import (
+    RMQ_SYS_TRACE_TOPIC,
+    TRACE_GROUP_PREFIX,
+    TRACE_MAX_MESSAGE_SIZE,
+    ConsumeReturnType,
+    TraceBean,
+    TraceContext,
+    TraceMessage,
+    TraceMessageType,
+    TraceType,
+    encode_trace,
+    trace_keys,
+)
+
+if TYPE_CHECKING:
+    from rocketq.client.config import ClientConfig
+    from rocketq.client.producer import Producer
+    from rocketq.client.rebalance_log import RebalanceLog
+
+__all__ = [
+    "CLIENT_ID_PROPERTY",
+    "REBALANCE_RECORD_VERSION",
+    "REBALANCE_TOPIC",
+    "TRACE_INSTANCE_NAME",
+    "ConsumeTraceHook",
+    "ConsumerTracing",
+    "ProducerTracing",
+    "TraceBatcher",
+    "TraceDispatcher",
+    "consume_return_type",
+    "rebalance_message",
+]
+
+logger = logging.getLogger(__name__)
+
+REBALANCE_TOPIC: Final = "RQ_SYS_REBALANCE_TOPIC"
+"""Where traced consumers publish their rebalance records (ours; see the module docstring)."""
+REBALANCE_RECORD_VERSION: Final = 1
+"""The ``"v"`` of the rebalance JSON this module writes."""
+CLIENT_ID_PROPERTY: Final = "rqClientId"
+"""User property naming the traced client on trace and rebalance messages (ours)."""
+TRACE_INSTANCE_NAME: Final = "PID_CLIENT_INNER_TRACE_PRODUCER"
+"""Java's ``TraceConstants.TRACE_INSTANCE_NAME``: the trace producer's instance name prefix."""
+NULL_TEXT: Final = "null"
+"""How Java writes a missing tag or key into a trace line."""
+
+_QUEUE_SIZE = 1024  # AsyncTraceDispatcher's traceContextQueue capacity
+_POLL = 0.1  # pollingTimeMil
+_WAIT_THRESHOLD = 0.5  # waitTimeThresholdMil
+_TRACE_SEND_TIMEOUT = 5.0
+_counter = itertools.count(1)  # Java's static COUNTER for trace producer group names
+
+Sender = Callable[[ProtocolMessage], "concurrent.futures.Future[object] | None"]
+"""Sends one trace or rebalance message; may return a future that completes with the send."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TraceBatcher:
+    """Packs encoded contexts into trace messages by size and age (Java's ``TraceDataSegment``).
+
+    Pure: the caller passes the time. One batcher serves one trace topic.
+    """
+
+    __slots__ = ("_contexts", "_first_add", "_size", "_texts", "max_chars", "wait_threshold")
+
+    def __init__(
+        self, *, max_chars: int = TRACE_MAX_MESSAGE_SIZE, wait_threshold: float = _WAIT_THRESHOLD
+    ) -> None:
+        self.max_chars = max_chars
+        self.wait_threshold = wait_threshold
+        self._texts: list[str] = []
+        self._contexts: list[TraceContext] = []
+        self._size = 0
+        self._first_add: float | None = None
+
+    def __len__(self) -> int:
+        return len(self._contexts)
+
+    def add(self, ctx: TraceContext, now: float) -> list[TraceMessage]:
+        """Add one context; the message it completes (size reached), if any."""
+        if not ctx.beans:
+            return []
+        text = encode_trace((ctx,))
+        if self._first_add is None:
+            self._first_add = now
+        self._texts.append(text)
+        self._contexts.append(ctx)
+        self._size += len(text)
+        if self._size >= self.max_chars:
+            return self.drain()
+        return []
+
+    def due(self, now: float) -> list[TraceMessage]:
+        """Everything held, if the oldest context waited ``wait_threshold`` seconds."""
+        if self._first_add is not None and now - self._first_add >= self.wait_threshold:
+            return self.drain()
+        return []
+
+    def drain(self) -> list[TraceMessage]:
+        """Everything held, now."""
+        if not self._contexts:
+            return []
+        message = TraceMessage("".join(self._texts).encode(), tuple(trace_keys(self._contexts)))
+        self._texts.clear()
+        self._contexts.clear()
+        self._size = 0
+        self._first_add = None
+        return [message]
+
+
+def rebalance_message(record: RebalanceRecord, topic: str = REBALANCE_TOPIC) -> ProtocolMessage:
+    """The message that publishes ``record`` (format in the module docstring)."""
+    body = json.dumps({"v": REBALANCE_RECORD_VERSION, **record.to_dict()}, separators=(",", ":"))
+    props = {
+        MessageConst.TAGS: record.group,
+        MessageConst.KEYS: f"{record.group} {record.client_id}",
+        CLIENT_ID_PROPERTY: record.client_id,
+        MessageConst.WAIT: "true",
+    }
+    return ProtocolMessage(topic, body.encode(), 0, props)
+
+
+class TraceDispatcher:
+    """Queues trace contexts and rebalance records and publishes them (``AsyncTraceDispatcher``).
+
+    ``send`` publishes one message; without it, :meth:`start` makes the trace producer (see the
+    module docstring) from ``client_config`` (the traced client's: its name servers and IP).
+    ``client_id`` is the traced client's id, written as :data:`CLIENT_ID_PROPERTY`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        kind: Literal["PRODUCER", "CONSUMER"],
+        *,
+        client_id: str,
+        client_config: ClientConfig | None = None,
+        trace_topic: str | None = None,
+        send: Sender | None = None,
+        max_chars: int = TRACE_MAX_MESSAGE_SIZE,
+        wait_threshold: float = _WAIT_THRESHOLD,
+        queue_size: int = _QUEUE_SIZE,
+    ) -> None:
+        if send is None and client_config is None:
+            raise ValueError("give either send or client_config")
+        self.group = group
+        self.kind = kind
+        self.client_id = client_id
+        self.client_config = client_config
+        self.trace_topic = trace_topic or RMQ_SYS_TRACE_TOPIC
+        self._send = send
+        self._batcher = TraceBatcher(max_chars=max_chars, wait_threshold=wait_threshold)
+        self._queue: queue.Queue[TraceContext | ProtocolMessage] = queue.Queue(queue_size)
+        self._producer: Producer | None = None
+        self._worker: threading.Thread | None = None
+        self._stopped = threading.Event()
+        self._pending: set[concurrent.futures.Future[object]] = set()
+        self._pending_lock = threading.Lock()
+        self._busy = 0  # items taken from the queue and not yet handed to a send
+        self.discarded = 0
+        self.sent_messages = 0
+        self.failed_messages = 0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> TraceDispatcher:
+        if self._worker is not None:
+            return self
+        if self._send is None:
+            from rocketq.client.config import ClientConfig, ProducerConfig  # noqa: PLC0415
+            from rocketq.client.producer import Producer  # noqa: PLC0415 (producer imports us lazily)
+
+            assert self.client_config is not None
+            namesrv = ";".join(self.client_config.namesrv_addrs)
+            trace_client = ClientConfig(
+                namesrv=self.client_config.namesrv,
+                client_ip=self.client_config.client_ip,
+                instance_name=f"{TRACE_INSTANCE_NAME}_{namesrv}",
+            )
+            group = f"{TRACE_GROUP_PREFIX}-{self.group}-{self.kind}-{next(_counter)}"
+            config = ProducerConfig(
+                send_msg_timeout=_TRACE_SEND_TIMEOUT, max_message_size=TRACE_MAX_MESSAGE_SIZE
+            )
+            self._producer = Producer(group, client_config=trace_client, config=config).start()
+        self._worker = threading.Thread(
+            target=self._run, name=f"rocketq-trace-{self.kind.lower()}-{self.group}", daemon=True
+        )
+        self._worker.start()
+        return self
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Publish what is queued (waiting up to ``timeout`` s for the sends), then stop."""
+        self._stopped.set()
+        if self._worker is not None:
+            self._worker.join(timeout)
+            self._worker = None
+        self._wait_pending(timeout)
+        if self._producer is not None:
+            self._producer.shutdown()
+            self._producer = None
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until everything appended so far is sent (or ``timeout`` passes); whether it was."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._queue.empty() and self._busy == 0 and not len(self._batcher):
+                break
+            time.sleep(0.01)
+        return self._wait_pending(max(0.0, deadline - time.monotonic()))
+
+    # ---------------------------------------------------------------- input
+
+    def append(self, item: TraceContext | ProtocolMessage) -> bool:
+        """Queue a context (or a ready message, such as a rebalance record); ``False`` when the
+        queue is full and it was dropped."""
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self.discarded += 1
+            if self.discarded % 1000 == 1:
+                logger.info("trace buffer full; %d context(s) dropped so far", self.discarded)
+            return False
+        return True
+
+    def publish_rebalance(self, record: RebalanceRecord) -> None:
+        """Queue ``record`` for :data:`REBALANCE_TOPIC` (a rebalance-log listener)."""
+        self.append(rebalance_message(record))
+
+    # ---------------------------------------------------------------- worker
+
+    def _run(self) -> None:
+        batcher = self._batcher
+        while True:
+            stopping = self._stopped.is_set()
+            end = time.monotonic() + _POLL
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    item = self._queue.get(timeout=left)
+                except queue.Empty:
+                    break
+                self._busy += 1
+                try:
+                    if isinstance(item, TraceContext):
+                        for message in batcher.add(item, time.monotonic()):
+                            self._dispatch(self._trace_message(message))
+                    else:
+                        self._dispatch(item)
+                finally:
+                    self._busy -= 1
+            ready = batcher.drain() if stopping else batcher.due(time.monotonic())
+            for message in ready:
+                self._dispatch(self._trace_message(message))
+            if stopping and self._queue.empty():
+                return
+
+    def _trace_message(self, message: TraceMessage) -> ProtocolMessage:
+        props = {CLIENT_ID_PROPERTY: self.client_id, MessageConst.WAIT: "true"}
+        if message.keys:
+            props[MessageConst.KEYS] = message.keys_property
+        return ProtocolMessage(self.trace_topic, message.body, 0, props)
+
+    def _dispatch(self, message: ProtocolMessage) -> None:
+        try:
+            if self._send is not None:
+                future = self._send(message)
+            else:
+                assert self._producer is not None
+                future = self._producer.send_future(message)  # type: ignore[assignment]
+        except Exception as exc:
+            self.failed_messages += 1
+            logger.warning("sending a %s message failed: %s", message.topic, exc)
+            return
+        if future is None:
+            self.sent_messages += 1
+            return
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._sent)
+
+    def _sent(self, future: concurrent.futures.Future[object]) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+        exc = future.exception() if not future.cancelled() else None
+        if exc is None and not future.cancelled():
+            self.sent_messages += 1
+        else:
+            self.failed_messages += 1
+            logger.warning("sending trace data failed: %s", exc)
+
+    def _wait_pending(self, timeout: float) -> bool:
+        with self._pending_lock:
+            pending = set(self._pending)
+        if not pending:
+            return True
+        _, not_done = concurrent.futures.wait(pending, timeout)
+        return not not_done
+
+
+# -------------------------------------------------------------------------------------- hooks
+
+
+def _text(value: str | None) -> str:
+    return NULL_TEXT if value is None else value
+
+
+def _msg_type(props: dict[str, str] | None) -> TraceMessageType:
+    if props is None:
+        return TraceMessageType.NORMAL
+    if props.get(MessageConst.TRAN_MSG) == "true":
+        return TraceMessageType.TRANS_HALF
+    if MessageConst.DELAY in props or "__STARTDELIVERTIME" in props:
+        return TraceMessageType.DELAY
+    return TraceMessageType.NORMAL
+
+
+class ProducerTracing:
+    """A traced producer's part: builds Pub contexts and owns the producer's dispatcher."""
+
+    def __init__(self, dispatcher: TraceDispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def on_send(
+        self,
+        *,
+        group: str,
+        topic: str,
+        properties: dict[str, str] | None,
+        body_length: int,
+        broker_addr: str,
+        begin_ms: int,
+        result: SendResult,
+        batch: bool = False,
+    ) -> None:
+        """Record one answered send that began at ``begin_ms`` (``sendMessageAfter``)."""
+        if topic.startswith(self.dispatcher.trace_topic) or topic == REBALANCE_TOPIC:
+            return
+        if not result.region_id or not result.trace_on:
+            return
+        props = None if batch else properties
+        cost = _now_ms() - begin_ms
+        bean = TraceBean(
+            topic=topic,
+            msg_id=result.msg_id,
+            offset_msg_id=result.offset_msg_id,
+            tags=_text(props.get(MessageConst.TAGS) if props else None),
+            keys=_text(props.get(MessageConst.KEYS) if props else None),
+            store_host=broker_addr,
+            store_time=begin_ms + cost // 2,
+            body_length=body_length,
+            msg_type=_msg_type(props),
+        )
+        ctx = TraceContext(
+            trace_type=TraceType.PUB,
+            timestamp=begin_ms,
+            region_id=result.region_id,
+            group_name=group,
+            cost_time=cost,
+            success=result.status is SendStatus.SEND_OK,
+            request_id=_request_id(),
+            beans=(bean,),
+        )
+        self.dispatcher.append(ctx)
+
+    def shutdown(self) -> None:
+        self.dispatcher.shutdown()
+
+
+def consume_return_type(status: object, raised: bool, rt: float, timeout: float) -> ConsumeReturnType:
+    """How a listener call ended, as Java's consume services classify it (``ConsumeReturnType``):
+    no status → EXCEPTION (it raised) or RETURNNULL; ran ``timeout`` seconds or more → TIME_OUT;
+    RECONSUME_LATER (or any other answer) → FAILED; CONSUME_SUCCESS → SUCCESS."""
+    if status is None:
+        return ConsumeReturnType.EXCEPTION if raised else ConsumeReturnType.RETURNNULL
+    if rt >= timeout:
+        return ConsumeReturnType.TIME_OUT
+    if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS or getattr(status, "name", "") == "SUCCESS":
+        return ConsumeReturnType.SUCCESS
+    return ConsumeReturnType.FAILED
+
+
+_request_lock = threading.Lock()
+_request_ids: UniqIdGenerator | None = None
+
+
+def _request_id() -> str:
+    """A fresh request id, made as Java makes one (``MessageClientIDSetter.createUniqID``)."""
+    global _request_ids
+    with _request_lock:
+        if _request_ids is None:
+            import os  # noqa: PLC0415
+
+            from rocketq.client.config import local_ip  # noqa: PLC0415
+
+            try:
+                _request_ids = UniqIdGenerator(ip=local_ip(), pid=os.getpid(), salt=id(_request_lock))
+            except Exception:
+                _request_ids = UniqIdGenerator(ip="127.0.0.1", pid=os.getpid(), salt=id(_request_lock))
+        return _request_ids.next_id(_now_ms())
+
+
+@dataclass(frozen=True, slots=True)
+class _Before:
+    ctx: TraceContext
+    begin_ms: int
+
+
+class ConsumeTraceHook:
+    """Called by a consume service around each listener call (``ConsumeMessageTraceHookImpl``).
+
+    ``before(msgs)`` → a token (``None`` when nothing is traced) to hand to ``after``. A consume
+    service calls them on its worker thread; both only queue contexts.
+    """
+
+    def __init__(self, dispatcher: TraceDispatcher, group: str) -> None:
+        self.dispatcher = dispatcher
+        self.group = group
+
+    def before(self, msgs: Sequence[MessageExt]) -> object:
+        beans: list[TraceBean] = []
+        region = ""
+        for msg in msgs:
+            props = msg.properties
+            if props.get(MessageConst.TRACE_ON) == "false":
+                continue
+            region = _text(props.get(MessageConst.MSG_REGION))  # brokers do not store it: "null"
+            beans.append(
+                TraceBean(
+                    topic=msg.topic,
+                    msg_id=msg.msg_id,
+                    tags=_text(props.get(MessageConst.TAGS)),
+                    keys=_text(props.get(MessageConst.KEYS)),
+                    store_time=msg.store_timestamp,
+                    body_length=msg.store_size,
+                    retry_times=msg.reconsume_times,
+                )
+            )
+        if not beans:
+            return None
+        now = _now_ms()
+        ctx = TraceContext(
+            trace_type=TraceType.SUB_BEFORE,
+            timestamp=now,
+            region_id=region,
+            group_name=self.group,
+            request_id=_request_id(),
+            beans=tuple(beans),
+        )
+        self.dispatcher.append(ctx)
+        return _Before(ctx, now)
+
+    def after(self, token: object, count: int, *, success: bool, return_type: ConsumeReturnType) -> None:
+        """After the listener call of ``count`` messages; ``success`` is CONSUME_SUCCESS."""
+        if not isinstance(token, _Before) or count <= 0:
+            return
+        before = token.ctx
+        now = _now_ms()
+        ctx = TraceContext(
+            trace_type=TraceType.SUB_AFTER,
+            timestamp=now,
+            region_id=before.region_id,
+            group_name=before.group_name,
+            request_id=before.request_id,
+            success=success,
+            cost_time=(now - token.begin_ms) // count,
+            context_code=int(return_type),
+            beans=before.beans,
+        )
+        self.dispatcher.append(ctx)
+
+
+class ConsumerTracing:
+    """A traced push consumer's part: the dispatcher, the consume hook, the rebalance listener."""
+
+    def __init__(self, dispatcher: TraceDispatcher, log: RebalanceLog) -> None:
+        self.dispatcher = dispatcher
+        self.hook = ConsumeTraceHook(dispatcher, dispatcher.group)
+        self._log = log
+        log.add_listener(dispatcher.publish_rebalance)
+
+    @classmethod
+    def start(
+        cls,
+        group: str,
+        client_id: str,
+        client_config: ClientConfig,
+        log: RebalanceLog,
+        trace_topic: str | None = None,
+    ) -> ConsumerTracing:
+        dispatcher = TraceDispatcher(
+            group, "CONSUMER", client_id=client_id, client_config=client_config, trace_topic=trace_topic
+        ).start()
+        return cls(dispatcher, log)
+
+    def shutdown(self) -> None:
+        try:
+            self._log.remove_listener(self.dispatcher.publish_rebalance)
+        except ValueError:
+            pass
+        self.dispatcher.shutdown()
