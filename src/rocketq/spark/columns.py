@@ -91,6 +91,8 @@ def decode_columns(
     """The messages of ``buf`` below queue offset ``end`` whose tag is in ``tag_set`` (all when
     ``None``), as a record batch; ``None`` when ``buf`` holds a record this path does not handle."""
     size_all = len(buf)
+    if size_all >= 1 << 31:
+        return None  # Arrow's 32-bit offsets index the buffer
     starts: list[int] = []
     append = starts.append
     unpack = _I32.unpack_from
