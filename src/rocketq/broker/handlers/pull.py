@@ -49,6 +49,7 @@ from rocketq.remoting import RemotingConnection, describe_exception
 from rocketq.store import GetMessageStatus
 
 from .common import parse_header, system_error
+from .send import topic_not_exist_remark
 
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
@@ -196,7 +197,7 @@ class PullProcessor:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         config = b.topics.select(topic)
         if config is None:
-            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic, pull=True))
         if not config.perm & _PERM_READ:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         queue_id = p.queue_id

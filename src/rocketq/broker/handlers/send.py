@@ -80,7 +80,7 @@ from .common import parse_header, system_error
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
 
-__all__ = ["SendProcessor", "java_properties_string"]
+__all__ = ["SendProcessor", "java_properties_string", "topic_not_exist_remark"]
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,7 @@ _TRAN_MSG = MessageConst.TRAN_MSG
 _MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
 _TRANSACTION_BITS = 0xC
 _V3_4_9 = int(MQVersion.V3_4_9)
+_FAQ_HINT = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."  # FAQUrl.suggestTodo
 _PERM_WRITE = 0x2  # PermName.PERM_WRITE as a plain int: IntFlag arithmetic is slow on this path
 
 
@@ -243,16 +244,7 @@ class SendProcessor:
                 remote_addr=conn.remote_address,
             )
             if config is None:
-                raise BrokerError(
-                    ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please! "
-                    "http://rocketmq.apache.org/docs/faq/ (auto-creation is "
-                    + (
-                        "on but the default topic cannot be inherited)"
-                        if b.config.auto_create_topic_enable
-                        else "off on this broker)"
-                    ),
-                )
+                raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic))
         if not config.perm & _PERM_WRITE:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         queue_id = s.queue_id
@@ -588,6 +580,13 @@ def _flushed(
         response.remark = f"the message is stored but flushing it to disk failed: {exc}"
     if not request.is_oneway and not conn.is_closed:
         conn.send_response(request, response)
+
+
+def topic_not_exist_remark(topic: str, *, pull: bool = False) -> str:
+    """RocketMQ's remark for a send to a topic the broker does not have and could not auto-create
+    (``AbstractSendMessageProcessor.msgCheck``), or for a pull (``PullMessageProcessor``, which
+    puts a space before the FAQ hint)."""
+    return f"topic[{topic}] not exist, apply first please!{' ' if pull else ''}{_FAQ_HINT}"
 
 
 def _describe(config: TopicConfig) -> str:
