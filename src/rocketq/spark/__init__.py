@@ -11,6 +11,7 @@ first needed. The modules:
 
 * :mod:`rocketq.spark.source` — the data source, its schema and options;
 * :mod:`rocketq.spark.reader` — batch and streaming readers (Arrow record batches);
+* :mod:`rocketq.spark.columns` — stored records to Arrow columns, vectorised;
 * :mod:`rocketq.spark.writer` — batch and streaming writers;
 * :mod:`rocketq.spark.offsets` — per-queue offsets JSON, starting positions, read limits;
 * :mod:`rocketq.spark.broker_io` — blocking routes, offsets, pulls and sends.
