@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumers import Changes, ConsumerRegistry, ConsumerRegistryConfig
@@ -65,6 +65,8 @@ __all__ = ["Broker", "BrokerStats"]
 log = logging.getLogger(__name__)
 
 _NOTIFY_TIMEOUT = 3.0
+
+T = TypeVar("T")
 
 
 class BrokerStats:
@@ -206,26 +208,27 @@ class Broker:
 
     # ------------------------------------------------------------------ parts (after start)
 
-    def _need(self, value: Any, what: str) -> Any:
+    @staticmethod
+    def _need(value: T | None, what: str) -> T:
         if value is None:
             raise ClientStateError(f"Broker.{what} is available only after start()")
         return value
 
     @property
     def store(self) -> MessageStore:
-        return self._need(self._store, "store")  # type: ignore[no-any-return]
+        return self._need(self._store, "store")
 
     @property
     def topics(self) -> TopicConfigManager:
-        return self._need(self._topics, "topics")  # type: ignore[no-any-return]
+        return self._need(self._topics, "topics")
 
     @property
     def groups(self) -> SubscriptionGroupManager:
-        return self._need(self._groups, "groups")  # type: ignore[no-any-return]
+        return self._need(self._groups, "groups")
 
     @property
     def schedule(self) -> ScheduleService:
-        return self._need(self._schedule, "schedule")  # type: ignore[no-any-return]
+        return self._need(self._schedule, "schedule")
 
     @property
     def registrar(self) -> NamesrvRegistrar | None:
@@ -234,7 +237,7 @@ class Broker:
     @property
     def store_host(self) -> HostPort:
         """This broker as a message's store host (``brokerIP1`` and the bound port)."""
-        return self._need(self._store_host, "store_host")  # type: ignore[no-any-return]
+        return self._need(self._store_host, "store_host")
 
     @property
     def port(self) -> int:
