@@ -34,7 +34,14 @@ from rocketq.errors import ConfigError, RocketQError
 from rocketq.namesrv import DEFAULT_PORT, NameServer, NamesrvConfig
 from rocketq.store.config import FlushMode
 
-__all__ = ["READY_PREFIX", "EmbeddedCluster", "ServerProcess", "parse_ready_line", "spawn_server"]
+__all__ = [
+    "READY_PREFIX",
+    "EmbeddedCluster",
+    "ReadyLine",
+    "ServerProcess",
+    "parse_ready_line",
+    "spawn_server",
+]
 
 READY_PREFIX = "rocketq server ready:"
 """The first line ``rocketq server`` prints once both servers listen."""
@@ -115,6 +122,8 @@ class EmbeddedCluster:
 
 @dataclass(frozen=True, slots=True)
 class ReadyLine:
+    """What ``rocketq server``'s first line says: both addresses and the data directory."""
+
     namesrv_addr: str
     broker_addr: str
     data_dir: Path
