@@ -13,6 +13,7 @@ from typing import Any
 
 from rocketq.cli._output import print_json
 from rocketq.lab.demo import DemoOptions, run_demo
+from rocketq.lab.harness import interrupt_on_sigterm
 
 __all__ = ["register"]
 
@@ -71,7 +72,8 @@ def _run(args: argparse.Namespace) -> int:
         report_dir=args.report_dir,
         plain=args.plain,
     )
-    result = run_demo(options)
+    with interrupt_on_sigterm():
+        result = run_demo(options)
     if args.json:
         print_json(result.to_dict())
     return 0 if result.error is None and result.run is not None and not result.run.lost else 1

@@ -17,6 +17,7 @@ from typing import Any
 from rocketq.allocate import strategy_names
 from rocketq.cli._output import print_json
 from rocketq.cli.main import CliError
+from rocketq.lab.harness import interrupt_on_sigterm
 from rocketq.lab.narrate import Narrator
 from rocketq.lab.scenario import SCENARIOS, LabOptions, run_scenario
 
@@ -91,7 +92,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.phase_seconds is not None:
         extra["phase_seconds"] = args.phase_seconds
     options = LabOptions(strategy=strategy, data_dir=args.data_dir, extra=extra)
-    result = run_scenario(args.name, options, Narrator(quiet=args.json))
+    with interrupt_on_sigterm():
+        result = run_scenario(args.name, options, Narrator(quiet=args.json))
     if args.json:
         print_json(result.to_dict())
     sys.stdout.flush()

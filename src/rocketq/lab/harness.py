@@ -4,7 +4,9 @@
 ports, a temp data dir unless given one), more brokers with ``rocketq broker`` when asked
 (``brokers=("room1@broker-a", "room2@broker-b")``), an :class:`~rocketq.admin.Admin` and a
 :class:`~rocketq.client.Producer` in this process, and consumer processes
-(:mod:`rocketq.lab.worker`) as :class:`Worker`\\ s whose JSON lines are read on threads. Waits
+(:mod:`rocketq.lab.worker`) as :class:`Worker`\\ s whose JSON lines are read on threads. Children
+run in sessions of their own (Ctrl-C reaches only the lab, which stops them in order) and get
+SIGTERM if the lab process dies (``PR_SET_PDEATHSIG``). Waits
 are bounded and event-driven (:meth:`Worker.wait_for`, :meth:`Lab.wait_stable`), never sleeps
 standing in for an event. Everything started is stopped by pid on :meth:`Lab.close` - workers
 first (SIGTERM, graceful), then brokers and the server - also on errors and Ctrl-C::
@@ -19,6 +21,7 @@ first (SIGTERM, graceful), then brokers and the server - also on errors and Ctrl
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import json
 import os
@@ -31,27 +34,78 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SendResult
 from rocketq.client.rebalance import retry_topic
 from rocketq.client.routes import subscribe_info_from_route
-from rocketq.embedded import ServerProcess, spawn_server
+from rocketq.embedded import READY_PREFIX, ServerProcess, parse_ready_line
 from rocketq.errors import RocketQError, UnknownTopicError
 from rocketq.lab.worker import build_strategy, worker_args
 from rocketq.models import MessageQueue
 
-__all__ = ["LAB_CLIENT_IP", "Lab", "LabError", "Received", "Worker", "queue_key", "queue_of"]
+__all__ = [
+    "LAB_CLIENT_IP",
+    "Lab",
+    "LabError",
+    "Received",
+    "Worker",
+    "interrupt_on_sigterm",
+    "queue_key",
+    "queue_of",
+]
 
 LAB_CLIENT_IP = "127.0.0.1"
 """The IP in the lab consumers' client ids, so ids read ``127.0.0.1@consumer-1`` and sort by name."""
 
 _BROKER_LISTENING = re.compile(r"listening on (\S+),")
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return cast("Callable[..., int]", ctypes.CDLL(None, use_errno=True).prctl)
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()  # resolved here: a forked child must not import or load libraries
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In a child before exec: SIGTERM it when the lab process dies (Linux ``PR_SET_PDEATHSIG``),
+    so not even a lab killed outright leaves servers or consumers behind."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
+def _spawn(args: list[str], **kwargs: Any) -> subprocess.Popen[str]:
+    """A child in a session of its own (Ctrl-C reaches only the lab, which stops it in order)."""
+    return subprocess.Popen(args, text=True, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)  # noqa: PLW1509
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM (and SIGINT, even where a shell ignored it) into KeyboardInterrupt meanwhile, so
+    a lab or demo being stopped unwinds through :meth:`Lab.close` and stops its children."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class LabError(RocketQError):
@@ -106,12 +160,11 @@ class Worker:
         self.name = name
         self._shared = shared
         self.args = args
-        self.proc = subprocess.Popen(
+        self.proc = _spawn(
             args,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
             env={**os.environ, **(env or {})},
         )
         self.events: list[dict[str, Any]] = []
@@ -300,7 +353,7 @@ class Lab:
         root = self.root
         root.mkdir(parents=True, exist_ok=True)
         first, *more = self.brokers
-        self.server = spawn_server(root / first.replace("@", "_"), extra_args=("--broker-name", first))
+        self.server = self._spawn_server(root / first.replace("@", "_"), first)
         self.broker_addrs[first] = self.server.broker_addr
         for name in more:
             self._extra.append(self._spawn_broker(name, root / name.replace("@", "_")))
@@ -312,11 +365,9 @@ class Lab:
                     raise LabError("the extra brokers did not register with the name server")
                 time.sleep(0.1)
 
-    def _spawn_broker(self, name: str, data: Path) -> _BrokerProcess:
-        assert self.server is not None
-        args = [sys.executable, "-m", "rocketq", "broker", "--namesrv", self.namesrv, "--broker-name", name]
-        args += ["--broker-port", "0", "--data-dir", os.fspath(data)]
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    @staticmethod
+    def _first_line(proc: subprocess.Popen[str], what: str, parse: Callable[[str], Any]) -> Any:
+        """Read ``proc``'s stdout until ``parse(line)`` returns something (bounded)."""
         assert proc.stdout is not None
         deadline = time.monotonic() + 30.0
         while True:
@@ -325,14 +376,46 @@ class Lab:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 proc.wait()
-                raise LabError(f"broker {name} did not start (exit code {proc.returncode})")
+                raise LabError(f"{what} did not start (exit code {proc.returncode})")
             readable, _, _ = select.select([proc.stdout], [], [], remaining)
             if not readable:
                 continue
-            match = _BROKER_LISTENING.search(proc.stdout.readline())
-            if match:
-                self.broker_addrs[name] = match.group(1)
-                return _BrokerProcess(name, proc, match.group(1))
+            found = parse(proc.stdout.readline())
+            if found is not None:
+                return found
+
+    def _spawn_server(self, data: Path, broker_name: str) -> ServerProcess:
+        """``rocketq server`` on free ports (what :func:`rocketq.embedded.spawn_server` does, in a
+        session of its own)."""
+        args = [
+            sys.executable,
+            "-m",
+            "rocketq",
+            "server",
+            "--data-dir",
+            os.fspath(data),
+            "--namesrv-port",
+            "0",
+        ]
+        args += ["--broker-port", "0", "--broker-name", broker_name]
+        proc = _spawn(args, stdout=subprocess.PIPE)
+        ready = self._first_line(
+            proc,
+            "rocketq server",
+            lambda line: parse_ready_line(line.strip()) if line.startswith(READY_PREFIX) else None,
+        )
+        return ServerProcess(proc, ready)
+
+    def _spawn_broker(self, name: str, data: Path) -> _BrokerProcess:
+        assert self.server is not None
+        args = [sys.executable, "-m", "rocketq", "broker", "--namesrv", self.namesrv, "--broker-name", name]
+        args += ["--broker-port", "0", "--data-dir", os.fspath(data)]
+        proc = _spawn(args, stdout=subprocess.PIPE)
+        addr = self._first_line(
+            proc, f"broker {name}", lambda line: m.group(1) if (m := _BROKER_LISTENING.search(line)) else None
+        )
+        self.broker_addrs[name] = addr
+        return _BrokerProcess(name, proc, addr)
 
     def stop_workers(self, workers: Sequence[Worker], timeout: float = 20.0) -> None:
         """Stop several workers at once: SIGTERM to all, then wait for each."""
