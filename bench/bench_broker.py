@@ -12,6 +12,8 @@ data dir, free ports). This process drives it with rocketq's asyncio ``RemotingC
 * **batch**: the same with SEND_BATCH_MESSAGE of 16 messages per request;
 * **consume**: 8 concurrent pullers (one per queue) read everything back in pulls of 32
   (PULL_MESSAGE with a ``*`` subscription, as a push consumer's pull service does);
+* **long-poll wake**: a pull held at the end of a queue (suspend 15 s), then one send: the time
+  from the send's request to the held pull's answer, p50/p99 over 200 rounds;
 * **baseline**: the same ``N`` concurrent clients calling GET_MAX_OFFSET, a round trip through the
   same server, transport and codec with no store work - the ceiling for any request type here.
   Send rates are printed as a ratio of it. For sync flush a second baseline: this disk's
@@ -238,7 +240,56 @@ async def _bench_server(addr: str, flush: str, concurrency: int, duration: float
             f"({pulled:,} messages, sizes mixed)  vs Java push consumer {rate / JAVA_PUSH_CONSUME:4.2f}x"
         )
         assert pulled == sent, f"pulled {pulled} of {sent}"
+        out.append(await _wake_latency(client, addr, flush))
     return out
+
+
+async def _wake_latency(client: RemotingClient, addr: str, flush: str, rounds: int = 200) -> str:
+    """Long polling: a pull held at the end of a queue, then one send; the time from the send's
+    request to the held pull's answer (the send's own round trip included)."""
+    waits: list[float] = []
+    queue_id = 0
+    offset = int(
+        (
+            await client.invoke(
+                addr,
+                RemotingCommand.request(
+                    RequestCode.GET_MAX_OFFSET,
+                    GetMaxOffsetRequestHeader(topic=TOPIC, queue_id=queue_id).to_ext_fields(),
+                ),
+            )
+        ).ext_fields["offset"]
+    )
+    for i in range(rounds):
+        h = PullMessageRequestHeader(
+            consumer_group="bench_wake_group",
+            topic=TOPIC,
+            queue_id=queue_id,
+            queue_offset=offset,
+            max_msg_nums=32,
+            sys_flag=4 | 2,
+            commit_offset=0,
+            suspend_timeout_millis=15000,
+            subscription="*",
+            sub_version=0,
+            expression_type="TAG",
+        )
+        held = asyncio.ensure_future(
+            client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext_fields()), 30)
+        )
+        await asyncio.sleep(0.002)  # let the pull reach the broker and be parked
+        t0 = time.perf_counter()
+        fields = _send_fields(queue_id, False, 9_000_000 + i)
+        await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, b"wake"), 30)
+        r = await held
+        waits.append(time.perf_counter() - t0)
+        if r.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"held pull answered {r.code} {r.remark}")
+        offset = int(r.ext_fields["nextBeginOffset"])
+    return (
+        f"{flush:5} long-poll wake: send -> held pull answered   {_lat(waits)}  "
+        f"({rounds} rounds, suspend 15 s)"
+    )
 
 
 def main() -> None:
