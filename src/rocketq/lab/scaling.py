@@ -22,7 +22,7 @@ import bisect
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "ScalingRun",
     "SteadyProducer",
     "TransitionCost",
+    "change_costs",
     "measure",
     "run_scaling",
 ]
@@ -338,11 +339,8 @@ def run_scaling(
 
 
 def measure(run: ScalingRun, marks: Sequence[tuple[str, int, int]]) -> list[TransitionCost]:
-    """The cost of each change after the first (see the module docstring)."""
-    names = {w.client_id: w.name for w in run.workers}
-    by_queue: dict[MessageQueue, list[Received]] = {}
-    for r in run.receipts:
-        by_queue.setdefault(r.queue, []).append(r)
+    """The cost of each change after the first, from the run's workers' records."""
+    names = {w.client_id or w.name: w.name for w in run.workers}
     # drop time of a queue by a consumer: the rebalance record that removed it
     drops: dict[tuple[str, MessageQueue], list[int]] = {}
     for w in run.workers:
@@ -350,11 +348,31 @@ def measure(run: ScalingRun, marks: Sequence[tuple[str, int, int]]) -> list[Tran
             for d in rec["removed"]:
                 q = MessageQueue(str(d["topic"]), str(d["broker"]), int(d["queue_id"]))
                 drops.setdefault((w.name, q), []).append(int(rec["end_ms"]))
-    sent_times = sorted(ts for _, ts in run.sent.values())
+    return change_costs(run.receipts, run.sent, run.plans, marks, names, drops)
+
+
+def change_costs(
+    receipts: Sequence[Received],
+    sent: Mapping[str, tuple[MessageQueue, int]],
+    plans: Sequence[Mapping[str, Sequence[MessageQueue]]],
+    marks: Sequence[tuple[str, int, int]],
+    names: Mapping[str, str],
+    drops: Mapping[tuple[str, MessageQueue], Sequence[int]],
+) -> list[TransitionCost]:
+    """The cost of each change after the first (see the module docstring), from plain records.
+
+    ``receipts`` sorted by time; ``sent`` body -> (queue, send time); ``plans[k]`` the settled
+    plan (client id -> queues) after change ``k``; ``marks[k]`` (label, began, settled) in epoch
+    ms; ``names`` client id -> consumer name; ``drops`` (consumer, queue) -> times it dropped it.
+    """
+    by_queue: dict[MessageQueue, list[Received]] = {}
+    for r in receipts:
+        by_queue.setdefault(r.queue, []).append(r)
+    sent_times = sorted(ts for _, ts in sent.values())
     first_seen: dict[str, int] = {}
     dup_times: list[int] = []
-    for r in run.receipts:
-        if r.body not in run.sent:
+    for r in receipts:
+        if r.body not in sent:
             continue
         if r.body in first_seen:
             dup_times.append(r.ts_ms)
@@ -362,12 +380,12 @@ def measure(run: ScalingRun, marks: Sequence[tuple[str, int, int]]) -> list[Tran
             first_seen[r.body] = r.ts_ms
     consumed_times = sorted(first_seen.values())
     out: list[TransitionCost] = []
-    end_of_run = run.receipts[-1].ts_ms if run.receipts else _now_ms()
+    end_of_run = receipts[-1].ts_ms if receipts else _now_ms()
     for k in range(1, len(marks)):
         label, began, settled = marks[k]
         end = marks[k + 1][1] if k + 1 < len(marks) else end_of_run
         cost = TransitionCost(label, began, settled, end)
-        before, after = run.plans[k - 1], run.plans[k]
+        before, after = plans[k - 1], plans[k]
         owner_before = {q: names.get(cid, cid) for cid, qs in before.items() for q in qs}
         owner_after = {q: names.get(cid, cid) for cid, qs in after.items() for q in qs}
         for q in sorted(owner_after):
@@ -387,7 +405,7 @@ def measure(run: ScalingRun, marks: Sequence[tuple[str, int, int]]) -> list[Tran
                 )
                 if start is not None:
                     pause = max(first_new - start, 0)
-                    backlog = sum(1 for bq, ts in run.sent.values() if bq == q and start < ts <= first_new)
+                    backlog = sum(1 for bq, ts in sent.values() if bq == q and start < ts <= first_new)
             cost.handoffs.append(QueueHandoff(q, old, new, pause, backlog))
         cost.duplicates = sum(1 for t in dup_times if began <= t < end)
         peak = 0
