@@ -259,3 +259,18 @@ def test_failed_starts_release_the_data_dir_and_the_port(tmp_path: Path) -> None
             assert again.topics.select("TBW102") is not None
 
     run(main())
+
+
+def test_all_delay_offsets_show_the_schedule_progress(tmp_path: Path) -> None:
+    async def main() -> None:
+        config = BrokerConfig(port=0, data_dir=tmp_path, message_delay_level="50ms 1h")
+        async with Broker(config) as broker, RemotingClient() as client:
+            addr = broker.address
+            await create_topic(client, addr, "Later", 1)
+            await client.invoke(addr, send_request("Later", b"x", properties={"DELAY": "1"}))
+            while broker.store.max_offset("Later", 0) == 0:
+                await asyncio.sleep(0.02)
+            r = await client.invoke(addr, RemotingCommand.request(RequestCode.GET_ALL_DELAY_OFFSET, None))
+            assert r.body == b'{"offsetTable":{1:1}}'
+
+    run(main())

@@ -44,6 +44,7 @@ __all__ = [
     "DELAY_OFFSET_FILE",
     "ScheduleService",
     "delay_level_of",
+    "encode_delay_offsets",
     "load_delay_offsets",
     "schedule_tags_code_function",
 ]
@@ -98,7 +99,8 @@ def load_delay_offsets(path: Path) -> dict[int, int]:
     return read_with_backup(path, parse) or {}
 
 
-def _encode_offsets(offsets: Mapping[int, int]) -> bytes:
+def encode_delay_offsets(offsets: Mapping[int, int]) -> bytes:
+    """``delayOffset.json``'s content (and GET_ALL_DELAY_OFFSET's body): ``{"offsetTable":{1:5}}``."""
     inner = ",".join(f"{level}:{offset}" for level, offset in sorted(offsets.items()))
     return ('{"offsetTable":{' + inner + "}}").encode()
 
@@ -158,7 +160,7 @@ class ScheduleService:
         if not self._dirty:
             return
         try:
-            write_atomically(self._path, _encode_offsets(self._offsets))
+            write_atomically(self._path, encode_delay_offsets(self._offsets))
             self._dirty = False
         except OSError as exc:
             log.error("cannot persist %s: %s", self._path, exc)

@@ -2,7 +2,7 @@
 
 Topics: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG,
 GET_TOPIC_STATS_INFO. Groups: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP,
-GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_CONSUME_STATS, GET_ALL_CONSUMER_OFFSET,
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_CONSUME_STATS, GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET,
 QUERY_TOPIC_CONSUME_BY_WHO. Connections: GET_CONSUMER_CONNECTION_LIST,
 GET_PRODUCER_CONNECTION_LIST, GET_CONSUMER_RUNNING_INFO (relayed to the client over its own
 connection, its answer returned as is). Offsets: INVOKE_BROKER_TO_RESET_OFFSET. Broker:
@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
+from rocketq.broker.schedule import encode_delay_offsets
 from rocketq.broker.topics import validate_topic
 from rocketq.errors import BrokerError, RemotingError
 from rocketq.models import MessageQueue
@@ -105,6 +106,7 @@ class AdminProcessor:
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
             RequestCode.GET_BROKER_CONFIG: self.broker_config,
+            RequestCode.GET_ALL_DELAY_OFFSET: self.all_delay_offsets,
             QUERY_DUPLICATE_CLIENT_IDS: self.duplicate_client_ids,
         }
 
@@ -182,6 +184,10 @@ class AdminProcessor:
 
     def all_groups(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         return request.response(body=self._b.groups.wrapper().encode())
+
+    def all_delay_offsets(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """GET_ALL_DELAY_OFFSET: the schedule service's progress per delay level."""
+        return request.response(body=encode_delay_offsets(self._b.schedule.offsets))
 
     def all_consumer_offsets(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         table = self._b.store.consumer_offsets.table()
