@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -268,3 +270,30 @@ def test_broadcast_consumers_each_get_every_message(cluster: ClusterThread, tmp_
     finally:
         for p in procs:
             p.close()
+
+
+def test_a_consumer_whose_reader_goes_away_stops_even_when_idle(cluster: ClusterThread) -> None:
+    create_topic(cluster, "CliPipe", 2)
+    assert main(["produce", "CliPipe", "--count", "3", "--namesrv", cluster.namesrv]) == 0
+    args = [
+        sys.executable,
+        "-m",
+        "rocketq",
+        *consume_args(cluster.namesrv, "CliPipe", "cli_pipe", "--from", "first"),
+    ]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(4)]  # the REBALANCE line and the 3 messages
+        assert sum(line.startswith("RECV ") for line in lines) == 3
+        proc.stdout.close()  # like `| head -4`: nothing more will be written, the topic is quiet
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0
+        assert "3 messages" in err
+        assert "Exception" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()

@@ -30,7 +30,10 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import os
+import select
 import signal
+import stat
 import sys
 import threading
 import time
@@ -204,6 +207,8 @@ class ConsumeOutput:
         self.limit = limit
         self.out = out if out is not None else sys.stdout
         self.done = threading.Event()
+        #: stdout's reader went away (``| head``): nothing more can be printed
+        self.closed = False
         self.received = 0
         self.digests: dict[bytes, int] = {}
         self._lock = threading.Lock()
@@ -218,6 +223,7 @@ class ConsumeOutput:
             self.out.write(line + "\n")
             self.out.flush()
         except (BrokenPipeError, ValueError):  # reader went away / stream closed
+            self.closed = True
             self.done.set()
 
     def recv(self, msg: MessageExt, broker: str) -> bool:
@@ -290,6 +296,36 @@ class _Stop:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _reader_gone(stream: Any) -> bool:
+    """Whether ``stream`` is a pipe whose reading end has closed (poll reports POLLERR on it).
+
+    A consumer piped into ``head`` learns of it only when it next writes, which may be never on
+    a quiet topic; this lets it notice while idle.
+    """
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+    except (OSError, ValueError, AttributeError):
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)  # error conditions are always reported
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+
+
+def _wait(output: ConsumeOutput, seconds: float | None) -> None:
+    """Until ``output`` is done (signal, --count, closed stdout) or ``seconds`` pass."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while True:
+        step = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+        if step <= 0 or output.done.wait(step):
+            return
+        if _reader_gone(output.out):
+            output.closed = True
+            output.done.set()
+            return
+
+
 def _seed_new_group(admin: Admin, args: argparse.Namespace) -> None:
     """Make ``--from last|TIMESTAMP`` hold for a new clustering group (see the module docstring)."""
     if args.broadcast or args.start.strip() == "first":
@@ -351,7 +387,7 @@ def _run(args: argparse.Namespace) -> int:
     began = time.monotonic()
     try:
         consumer.start()
-        output.done.wait(args.seconds)
+        _wait(output, args.seconds)
     finally:
         try:
             consumer.shutdown()
@@ -359,6 +395,11 @@ def _run(args: argparse.Namespace) -> int:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     elapsed = time.monotonic() - began
+    if output.closed:
+        # the reader is gone: point stdout at /dev/null so the interpreter's last flush stays quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     print(
         f"rocketq consume: {output.received} messages ({len(output.digests)} distinct bodies, "
         f"{output.duplicates} duplicates) in {elapsed:.2f} s as {consumer.client_id}",
