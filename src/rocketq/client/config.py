@@ -289,6 +289,30 @@ class PushConsumerConfig:
     trace: bool = False
     #: Topic of the trace records (``customizedTraceTopic``; ``None``: ``RMQ_SYS_TRACE_TOPIC``).
     trace_topic: str | None = None
+    #: Seconds between renewals of the broker locks of owned queues, orderly and clean handoff
+    #: (``rocketmq.client.rebalance.lockInterval`` 20000 ms).
+    rebalance_lock_interval: float = 20.0
+    #: Seconds after its last renewal a queue lock counts as expired client-side, and consuming the
+    #: queue stops (``rocketmq.client.rebalance.lockMaxLiveTime`` 30000 ms; the broker keeps 60 s).
+    rebalance_lock_max_live_time: float = 30.0
+    #: Orderly: seconds before a queue taken away while messages are still cached is unlocked on
+    #: the broker (``rocketmq.client.unlockDelayTimeMills`` 20000).
+    unlock_delay: float = 20.0
+    #: Orderly: seconds one queue may be consumed without a break before the thread yields
+    #: (``rocketmq.client.maxTimeConsumeContinuously`` 60000 ms).
+    max_time_consume_continuously: float = 60.0
+    #: How queues change owners (ours): ``"default"`` is RocketMQ (the old and the new owner may
+    #: overlap; the dropped queue's offset is committed one-way, so a rebalance can re-deliver);
+    #: ``"clean"`` consumes a queue only under a broker lease and hands it over commit-then-unlock
+    #: (see :mod:`rocketq.client.handoff`).
+    handoff: Literal["default", "clean"] = "default"
+    #: Clean handoff: seconds the old owner waits for the queue's cached messages to be consumed
+    #: and committed before abandoning the rest to the new owner (ours).
+    handoff_await: float = 3.0
+    #: Clean handoff: first and longest delay between attempts to acquire the lease of a queue
+    #: another consumer still holds (ours; the delay grows 1.5x per failed attempt).
+    lease_retry_min: float = 0.05
+    lease_retry_max: float = 1.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -303,6 +327,11 @@ class PushConsumerConfig:
             "consume_timeout",
             "pull_max_idle_time",
             "rebalance_log_size",
+            "rebalance_lock_interval",
+            "rebalance_lock_max_live_time",
+            "max_time_consume_continuously",
+            "lease_retry_min",
+            "lease_retry_max",
         ):
             _positive(name, getattr(self, name))
         if not 1 <= self.consume_message_batch_max_size <= 1024:
@@ -313,6 +342,12 @@ class PushConsumerConfig:
             raise ConfigError("consumer_timeout_when_suspend must exceed broker_suspend_max_time")
         if self.await_termination < 0 or self.pull_interval < 0:
             raise ConfigError("await_termination and pull_interval must be >= 0")
+        if self.handoff not in ("default", "clean"):
+            raise ConfigError(f"handoff must be 'default' or 'clean', got {self.handoff!r}")
+        if self.unlock_delay < 0 or self.handoff_await < 0:
+            raise ConfigError("unlock_delay and handoff_await must be >= 0")
+        if self.lease_retry_max < self.lease_retry_min:
+            raise ConfigError("lease_retry_max must be >= lease_retry_min")
         if self.balance not in ("topic", "group"):
             raise ConfigError(f"balance must be 'topic' or 'group', got {self.balance!r}")
         if len(self.consume_timestamp) != 14 or not self.consume_timestamp.isdigit():

@@ -19,6 +19,7 @@ seconds), so tests drive them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 
 from rocketq.protocol.bodies import ProcessQueueInfo
@@ -46,6 +47,7 @@ class ProcessQueue:
         "_consuming_orderly",
         "_msgs",
         "_sorted",
+        "consume_lock",
         "consuming",
         "dropped",
         "first_pull_ms",
@@ -75,6 +77,9 @@ class ProcessQueue:
         self.last_pull_timestamp = now
         self.last_consume_timestamp = now
         self.last_lock_timestamp = now
+        #: held by the thread running an orderly listener on this queue (Java's ``consumeLock``):
+        #: a rebalance that takes it knows no listener is running and none will start
+        self.consume_lock = threading.Lock()
         #: wall-clock ms when the first pull of this queue was sent (``None``: not yet): the time
         #: from owning a queue to reading it
         self.first_pull_ms: int | None = None
@@ -182,7 +187,18 @@ class ProcessQueue:
         return now - self.last_pull_timestamp > max_idle
 
     def is_lock_expired(self, now: float, max_lock_time: float) -> bool:
+        """The broker lock was last confirmed more than ``max_lock_time`` seconds ago
+        (``isLockExpired``; the client judges 30 s while the broker keeps a lock 60 s)."""
         return now - self.last_lock_timestamp > max_lock_time
+
+    def lock_confirmed(self, now: float) -> None:
+        """The broker (re)granted this queue's lock at ``now``."""
+        self.locked = True
+        self.last_lock_timestamp = now
+
+    def holds_valid_lock(self, now: float, max_lock_time: float) -> bool:
+        """Locked and the lock not expired client-side: consuming may go on."""
+        return self.locked and not self.is_lock_expired(now, max_lock_time)
 
     # ---------------------------------------------------------------- orderly view
 

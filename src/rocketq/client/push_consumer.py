@@ -206,6 +206,11 @@ class PushConsumerCore:
         """Whether queues are consumed in order (the orderly service overrides)."""
         return False
 
+    @property
+    def lock_new_queues(self) -> bool:
+        """Whether a new queue is locked on the broker before it is consumed (orderly; clean handoff)."""
+        return self.consume_orderly
+
     def make_consume_service(self) -> ConsumeService:
         """The service that runs the listener (called once, in ``__init__``)."""
         return ConsumeMessageConcurrentlyService(self, adapt_listener(self.listener))
@@ -750,6 +755,7 @@ class PushConsumer:
         self.client_config = client_config
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Callable[..., Any] | None = None
+        self._orderly = False
         self._queue_listeners: list[MessageQueueListener] = []
         self.rebalance_log = RebalanceLog(cfg.rebalance_log_size)
         self._tracing: ConsumerTracing | None = None
@@ -788,11 +794,40 @@ class PushConsumer:
             core = self._core
             core.instance.loop_thread.call(core.unsubscribe(topic))
 
-    def register_listener(self, fn: Callable[..., Any]) -> None:
-        """The concurrent listener: ``fn(msgs, context)`` or ``fn(msgs)``."""
+    def register_listener(self, fn: Callable[..., Any], *, orderly: bool = False) -> None:
+        """The listener: ``fn(msgs, context)`` or ``fn(msgs)``.
+
+        Concurrent (default): returns :class:`ConsumeConcurrentlyStatus`. With ``orderly=True``
+        (Java's ``MessageListenerOrderly``): each queue is consumed by one thread at a time, in
+        offset order, under a broker lock; ``fn`` gets a :class:`ConsumeOrderlyContext` and
+        returns :class:`ConsumeOrderlyStatus` (``None`` or an exception means
+        SUSPEND_CURRENT_QUEUE_A_MOMENT). See :mod:`rocketq.client.consume_orderly`.
+        """
         if self._core is not None:
             raise ClientStateError("register the listener before start()")
         self._listener = fn
+        self._orderly = orderly
+
+    def register_orderly_listener(self, fn: Callable[..., Any]) -> None:
+        """``register_listener(fn, orderly=True)``."""
+        self.register_listener(fn, orderly=True)
+
+    @property
+    def orderly(self) -> bool:
+        """Whether the registered listener consumes orderly."""
+        return self._orderly
+
+    def _core_class(self) -> type[PushConsumerCore]:
+        """The implementation to build: orderly, clean handoff, or ``core_class``."""
+        if self._orderly:
+            from rocketq.client.consume_orderly import OrderlyPushConsumerCore  # noqa: PLC0415 (imports us)
+
+            return OrderlyPushConsumerCore
+        if self.config.handoff == "clean" and self.config.message_model is MessageModel.CLUSTERING:
+            from rocketq.client.handoff import CleanHandoffPushCore  # noqa: PLC0415 (imports us)
+
+            return CleanHandoffPushCore
+        return self.core_class
 
     register_message_listener = register_listener
 
@@ -842,7 +877,7 @@ class PushConsumer:
 
     async def _make_core(self, instance: ClientInstance) -> PushConsumerCore:
         assert self._listener is not None
-        return self.core_class(
+        return self._core_class()(
             instance, self.group, self.config, dict(self._subscriptions), self._listener, self.rebalance_log,
             self._queue_listeners,
         )  # fmt: skip

@@ -194,6 +194,12 @@ class RebalanceHooks(Protocol):
     @property
     def consume_orderly(self) -> bool: ...
 
+    @property
+    def lock_new_queues(self) -> bool:
+        """Lock new queues on the broker before adding them (orderly, clean handoff); a queue
+        another client holds is skipped this time."""
+        ...
+
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         """Release a dropped queue (persist its offset...); ``False`` keeps it in the table."""
         ...
@@ -245,6 +251,8 @@ class RebalanceImpl:
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info: dict[str, frozenset[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        #: each topic's queues the last rebalance gave this consumer (owned or still to acquire)
+        self.allocated: dict[str, frozenset[MessageQueue]] = {}
         self._lock = asyncio.Lock()
 
     # -------------------------------------------------------------- subscriptions
@@ -321,6 +329,7 @@ class RebalanceImpl:
                     error=f"allocation failed: {exc}",
                 )
                 return self._publish(record)
+        self.allocated[topic] = frozenset(mine)
         changed, added, removed, expired, committed, requests = await self._update_table(topic, mine)
         if changed:
             # before the first pulls: it bumps the subscription version and heartbeats it, and a
@@ -417,20 +426,30 @@ class RebalanceImpl:
             if await self._drop(mq, committed):
                 expired.append(mq)
                 changed = True
-        requests: list[PullRequest] = []
-        added: dict[MessageQueue, int] = {}
         to_add = list(diff.added)
-        if to_add and self.hooks.consume_orderly:
+        # hooks written before ``lock_new_queues`` existed lock exactly when orderly
+        lock_first = bool(getattr(self.hooks, "lock_new_queues", self.hooks.consume_orderly))
+        if to_add and lock_first:
             locked = await self.context.lock_queues(self.group, to_add)
             skipped = [mq for mq in to_add if mq not in locked]
             if skipped:
                 logger.info("not adding %s this time: locked by another consumer", [q.short for q in skipped])
             to_add = [mq for mq in to_add if mq in locked]
-        for mq in to_add:
+        added, changed_add, requests = await self._add_queues(to_add, locked=lock_first)
+        return changed or changed_add, added, removed, expired, committed, requests
+
+    async def _add_queues(
+        self, mqs: Sequence[MessageQueue], *, locked: bool
+    ) -> tuple[dict[MessageQueue, int], bool, list[PullRequest]]:
+        """Make process queues for ``mqs`` (their starting offsets computed) and their pull requests."""
+        requests: list[PullRequest] = []
+        added: dict[MessageQueue, int] = {}
+        changed = False
+        for mq in mqs:
             self.hooks.remove_dirty_offset(mq)
             pq = ProcessQueue(now=time.time())
-            if self.hooks.consume_orderly:
-                pq.locked = True
+            if locked:
+                pq.lock_confirmed(time.time())
             try:
                 next_offset = await self.hooks.compute_pull_from_where(mq)
             except Exception as exc:
@@ -442,10 +461,58 @@ class RebalanceImpl:
             if mq in self.process_queue_table:
                 continue
             self.process_queue_table[mq] = pq
-            requests.append(PullRequest(self.group, mq, pq, next_offset, self.hooks.consume_orderly))
+            requests.append(PullRequest(self.group, mq, pq, next_offset, locked))
             added[mq] = next_offset
             changed = True
-        return changed, added, removed, expired, committed, requests
+        return added, changed, requests
+
+    async def adopt(
+        self, topic: str, mqs: Iterable[MessageQueue], trigger: RebalanceTrigger
+    ) -> RebalanceRecord | None:
+        """Add queues of ``topic`` whose broker lock this consumer acquired after the rebalance
+        that allocated them (a clean handoff's new owner): the ones still allocated and not owned
+        get a process queue, a starting offset read now — after the lock — and a pull.
+
+        Returns the record published (with ``trigger``, the rebalance that allocated them), or
+        ``None`` when nothing was added."""
+        async with self._lock:
+            start = _now_ms()
+            target = self.allocated.get(topic, frozenset())
+            todo = [
+                mq for mq in sorted_queues(set(mqs)) if mq in target and mq not in self.process_queue_table
+            ]
+            if not todo:
+                return None
+            added, changed, requests = await self._add_queues(todo, locked=True)
+            if not changed:
+                return None
+            mq_all = self.topic_subscribe_info.get(topic, frozenset())
+            await self.hooks.message_queue_changed(topic, frozenset(mq_all), target)
+            if requests:
+                self.hooks.dispatch_pull_requests(requests)
+            owned = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
+            return self._publish(
+                self._record(
+                    trigger,
+                    topic,
+                    start,
+                    owned,
+                    all_queues=tuple(sorted_queues(mq_all)),
+                    added=tuple(sorted(added)),
+                    pull_from=dict(sorted(added.items())),
+                )
+            )
+
+    def pending(self) -> dict[str, list[MessageQueue]]:
+        """Per topic, the allocated queues not owned yet (their lock is held elsewhere)."""
+        out: dict[str, list[MessageQueue]] = {}
+        for topic, target in self.allocated.items():
+            if topic not in self.subscriptions:
+                continue
+            missing = [mq for mq in target if mq not in self.process_queue_table]
+            if missing:
+                out[topic] = sorted_queues(missing)
+        return out
 
     async def _truncate_not_my_topics(self) -> None:
         for mq in [mq for mq in self.process_queue_table if mq.topic not in self.subscriptions]:

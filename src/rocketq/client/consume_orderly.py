@@ -1,0 +1,564 @@
+"""Orderly consumption (``ConsumeMessageOrderlyService`` with ``RebalancePushImpl``'s lock rules).
+
+Each queue is consumed by one thread at a time, in offset order, and — in a clustering group —
+only while this client holds the queue's lock on the broker:
+
+* a rebalance locks a new queue (LOCK_BATCH_MQ) before reading its offset and pulling it; a
+  queue locked by another client is skipped until it is released;
+* every ``rebalance_lock_interval`` (20 s) the locks of all owned queues are renewed
+  (``lockAll``); the process queue keeps ``locked`` and the time of the last confirmation, and a
+  lock not confirmed for ``rebalance_lock_max_live_time`` (30 s) counts as expired;
+* a consume request (one per queue at a time; :meth:`ConsumeMessageOrderlyService.submit_consume_request`
+  starts one when a pull finds the queue idle) takes up to ``consume_message_batch_max_size``
+  messages in offset order (``ProcessQueue.take_messages``) and runs the listener on the thread
+  pool while holding the queue's ``consume_lock``. It stops when the queue is dropped, when its
+  lock is lost or expired (it then re-locks and goes on 10 ms later, or retries in 3 s:
+  ``tryLockLaterAndReconsume``), and yields after ``max_time_consume_continuously`` (60 s);
+* the listener returns ``SUCCESS`` (the batch is committed: the offset moves past it) or
+  ``SUSPEND_CURRENT_QUEUE_A_MOMENT`` (or ``None``, or raises): the same messages are consumed
+  again after ``suspend_current_queue_time`` (1 s; the context may set another) — unless a message
+  has been reconsumed ``max_reconsume_times`` times (unlimited by default for orderly, as Java's
+  -1), which is then sent to the retry topic marked as exhausted, so the broker moves it to the
+  group's dead-letter queue, and the batch is committed. With ``context.auto_commit = False``,
+  ``COMMIT`` commits, ``SUCCESS`` only moves on, ``ROLLBACK`` puts the batch back;
+* a rebalance that takes a queue away takes its ``consume_lock`` (waiting up to 1 s for a running
+  listener): got it → the offset is committed and awaited, then the queue is unlocked — after
+  ``unlock_delay`` (20 s) when messages are still cached, as Java, so that the next owner starts
+  after them; not got → the queue stays (dropped) until the next rebalance tries again;
+* shutdown persists every offset synchronously, then unlocks every queue (Java unlocks first),
+  then unregisters.
+
+Broadcasting consumers need no lock: every client owns every queue.
+
+With ``handoff="clean"`` the orderly consumer also retries a lock another client holds every
+50 ms (growing to 1 s) instead of waiting for the next rebalance, and unlocks a queue taken away at
+once after the commit (no ``unlock_delay``): the committed offset is exactly where the next owner
+must start. See :mod:`rocketq.client.handoff`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rocketq.client.consume_concurrently import reset_retry_topic
+from rocketq.client.handoff import LeaseKeeper, commit_offset_sync, lock_one
+from rocketq.client.message import ConsumeOrderlyContext, ConsumeOrderlyStatus
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.push_consumer import PushConsumerCore, flow_control_reason
+from rocketq.client.rebalance import PullRequest, retry_topic
+from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
+from rocketq.errors import ConfigError, RocketQError
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
+from rocketq.protocol.message import Message as ProtocolMessage
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.properties import MessageConst
+
+__all__ = [
+    "ConsumeMessageOrderlyService",
+    "OrderlyListener",
+    "OrderlyPushConsumerCore",
+    "adapt_orderly_listener",
+]
+
+logger = logging.getLogger(__name__)
+
+OrderlyListener = Callable[[list[MessageExt], ConsumeOrderlyContext], ConsumeOrderlyStatus | None]
+"""``listener(msgs, context) -> status``; ``None`` or an exception means SUSPEND_CURRENT_QUEUE_A_MOMENT."""
+
+#: Delay before going on after re-locking a queue, and before retrying a failed re-lock
+#: (``tryLockLaterAndReconsume``: 10 ms / 3000 ms).
+_RECONSUME_AFTER_LOCK = 0.01
+_RETRY_LOCK_LATER = 3.0
+#: How long a rebalance waits for a running listener before keeping a queue (Java's tryLock(1000 ms)).
+_CONSUME_LOCK_WAIT = 1.0
+#: What -1 means for orderly ``max_reconsume_times`` (Java: ``Integer.MAX_VALUE``).
+_UNLIMITED = 2**31 - 1
+#: Delay when the consume lock is not yet locked or expired at dispatch (Java 100 ms).
+_LOCK_LATER_AT_START = 0.1
+
+
+def adapt_orderly_listener(fn: Callable[..., Any]) -> OrderlyListener:
+    """Accept ``fn(msgs, context)`` and also ``fn(msgs)``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
+    if len(params) == 1 and not varargs:
+        return lambda msgs, _ctx: fn(msgs)
+    return fn
+
+
+def clamp_suspend(seconds: float, default: float) -> float:
+    """The pause of a suspended queue: ``-1`` → the consumer's default, then kept in 10 ms..30 s.
+
+    >>> clamp_suspend(-1, 1.0), clamp_suspend(0.001, 1.0), clamp_suspend(60, 1.0)
+    (1.0, 0.01, 30.0)
+    """
+    if seconds == -1:
+        seconds = default
+    return min(max(seconds, 0.01), 30.0)
+
+
+_SKIPPED = object()  # the queue was dropped before the listener could run
+
+
+class ConsumeMessageOrderlyService:
+    """Runs an orderly listener: one consume request per queue at a time (see the module doc)."""
+
+    def __init__(self, consumer: OrderlyPushConsumerCore, listener: OrderlyListener) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        cfg = consumer.config
+        self.batch_size = cfg.consume_message_batch_max_size
+        self._pool_size = cfg.consume_thread_max
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._running: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._idle: asyncio.Event | None = None
+        self._stopped = False
+        max_times = cfg.max_reconsume_times
+        self.max_reconsume_times = _UNLIMITED if max_times == -1 else max_times
+
+    @property
+    def core_pool_size(self) -> int:
+        return self._pool_size
+
+    def start(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            self._pool_size, thread_name_prefix=f"ConsumeMessageThread_{self.consumer.group}"
+        )
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def shutdown(self, await_termination: float) -> None:
+        """Stop starting requests; wait up to ``await_termination`` s for running listeners."""
+        self._stopped = True
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        if self._running and self._idle is not None:
+            try:
+                await asyncio.wait_for(self._idle.wait(), await_termination)
+            except TimeoutError:
+                logger.warning(
+                    "group %s: %d orderly queue(s) still consuming after %.1fs; batches not committed",
+                    self.consumer.group,
+                    len(self._running),
+                    await_termination,
+                )
+        for task in list(self._running.values()):
+            task.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---------------------------------------------------------------- requests
+
+    def submit_consume_request(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch_to_consume: bool
+    ) -> None:
+        if dispatch_to_consume:
+            self._start(pq, mq)
+
+    def _start(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        if self._stopped:
+            return
+        task = asyncio.get_running_loop().create_task(self._consume(pq, mq))
+        key = mq
+        # a second request for the same queue waits on the queue lock; track the latest
+        self._running[key] = task
+        if self._idle is not None:
+            self._idle.clear()
+        task.add_done_callback(lambda t: self._request_done(key, t))
+
+    def _request_done(self, mq: MessageQueue, task: asyncio.Task[None]) -> None:
+        if self._running.get(mq) is task:
+            del self._running[mq]
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("orderly consume request of %s failed", mq, exc_info=task.exception())
+        if not self._running and self._idle is not None:
+            self._idle.set()
+
+    def submit_later(self, pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
+        """Start a consume request for ``mq`` after ``delay`` seconds (``submitConsumeRequestLater``)."""
+        if self._stopped:
+            return
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            self._start(pq, mq)
+
+        handle = loop.call_later(delay, fire)
+        self._timers.add(handle)
+
+    def try_lock_later_and_reconsume(self, pq: ProcessQueue, mq: MessageQueue, delay: float) -> None:
+        """Re-lock ``mq`` after ``delay``; go on 10 ms later if locked, else try again in 3 s."""
+        if self._stopped:
+            return
+        loop = asyncio.get_running_loop()
+
+        async def relock() -> None:
+            ok = await self.consumer.lock_queue(mq, pq)
+            self.submit_later(pq, mq, _RECONSUME_AFTER_LOCK if ok else _RETRY_LOCK_LATER)
+
+        def fire() -> None:
+            self._timers.discard(handle)
+            if not self._stopped and not pq.dropped:
+                self.consumer.spawn(relock())
+
+        handle = loop.call_later(delay, fire)
+        self._timers.add(handle)
+
+    def _lock_for(self, mq: MessageQueue) -> asyncio.Lock:
+        lock = self._queue_locks.get(mq)
+        if lock is None:
+            lock = self._queue_locks[mq] = asyncio.Lock()
+        return lock
+
+    async def _consume(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        """One ``ConsumeRequest.run``: consume ``mq`` while it stays ours and has messages."""
+        if pq.dropped:
+            return
+        consumer = self.consumer
+        cfg = consumer.config
+        clustering = consumer.message_model is MessageModel.CLUSTERING
+        max_live = cfg.rebalance_lock_max_live_time
+        async with self._lock_for(mq):
+            if clustering and not pq.holds_valid_lock(time.time(), max_live):
+                if not pq.dropped:
+                    self.try_lock_later_and_reconsume(pq, mq, _LOCK_LATER_AT_START)
+                return
+            begin = time.monotonic()
+            while True:
+                if pq.dropped or self._stopped:
+                    return
+                if clustering and not pq.holds_valid_lock(time.time(), max_live):
+                    self.try_lock_later_and_reconsume(pq, mq, _RECONSUME_AFTER_LOCK)
+                    return
+                if time.monotonic() - begin > cfg.max_time_consume_continuously:
+                    self.submit_later(pq, mq, _RECONSUME_AFTER_LOCK)
+                    return
+                msgs = pq.take_messages(self.batch_size)
+                if not msgs:
+                    return
+                reset_retry_topic(msgs, consumer.group)
+                ctx = ConsumeOrderlyContext(mq)
+                assert self._pool is not None
+                loop = asyncio.get_running_loop()
+                started = time.monotonic()
+                try:
+                    status = await loop.run_in_executor(self._pool, self._run_listener, msgs, ctx, pq)
+                except RuntimeError:  # the pool was shut down
+                    pq.make_messages_to_consume_again(msgs)
+                    return
+                if status is _SKIPPED:
+                    return
+                rt_ms = (time.monotonic() - started) * 1000.0
+                assert status is None or isinstance(status, ConsumeOrderlyStatus)
+                if not await self.process_consume_result(msgs, status, ctx, pq, mq, rt_ms):
+                    return
+
+    def _run_listener(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext, pq: ProcessQueue) -> object:
+        """On a worker thread, holding the queue's consume lock (a rebalance waits for it)."""
+        group = self.consumer.group
+        start_ms = str(time.time_ns() // 1_000_000)
+        for msg in msgs:
+            msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
+        with pq.consume_lock:
+            if pq.dropped:
+                return _SKIPPED
+            try:
+                status: object = self.listener(msgs, ctx)
+            except Exception:
+                logger.exception(
+                    "group %s: orderly listener failed on %s; suspending the queue", group, ctx.message_queue
+                )
+                return None
+        if status is not None and not isinstance(status, ConsumeOrderlyStatus):
+            logger.warning("group %s: orderly listener returned %r; suspending the queue", group, status)
+            return None
+        return status
+
+    async def process_consume_result(
+        self,
+        msgs: list[MessageExt],
+        status: ConsumeOrderlyStatus | None,
+        ctx: ConsumeOrderlyContext,
+        pq: ProcessQueue,
+        mq: MessageQueue,
+        rt_ms: float = 0.0,
+    ) -> bool:
+        """Apply a listener's answer; whether the request goes on with the next batch."""
+        consumer = self.consumer
+        stats = consumer.stats
+        if status is None:
+            status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        suspend = clamp_suspend(ctx.suspend_current_queue_time, consumer.config.suspend_current_queue_time)
+        commit_offset = -1
+        go_on = True
+        if ctx.auto_commit:
+            if status in (ConsumeOrderlyStatus.COMMIT, ConsumeOrderlyStatus.ROLLBACK):
+                logger.warning(
+                    "group %s: %s is for auto_commit=False; treated as SUCCESS", consumer.group, status
+                )
+                status = ConsumeOrderlyStatus.SUCCESS
+            if status is ConsumeOrderlyStatus.SUCCESS:
+                commit_offset = pq.commit()
+                stats.add(mq.topic, "ok", len(msgs), rt_ms)
+            else:
+                stats.add(mq.topic, "failed", len(msgs))
+                if await self.check_reconsume_times(msgs):
+                    pq.make_messages_to_consume_again(msgs)
+                    self.submit_later(pq, mq, suspend)
+                    go_on = False
+                else:
+                    commit_offset = pq.commit()
+        elif status is ConsumeOrderlyStatus.SUCCESS:
+            stats.add(mq.topic, "ok", len(msgs), rt_ms)
+        elif status is ConsumeOrderlyStatus.COMMIT:
+            commit_offset = pq.commit()
+            stats.add(mq.topic, "ok", len(msgs), rt_ms)
+        elif status is ConsumeOrderlyStatus.ROLLBACK:
+            pq.rollback()
+            self.submit_later(pq, mq, suspend)
+            go_on = False
+        else:
+            stats.add(mq.topic, "failed", len(msgs))
+            if await self.check_reconsume_times(msgs):
+                pq.make_messages_to_consume_again(msgs)
+                self.submit_later(pq, mq, suspend)
+                go_on = False
+        if commit_offset >= 0 and not pq.dropped:
+            consumer.offset_store.update_offset(mq, commit_offset, False)
+        return go_on
+
+    async def check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
+        """Count one more attempt per message; those past ``max_reconsume_times`` go to the
+        dead-letter queue. Whether the batch must be suspended (something is left to retry)."""
+        suspend = False
+        for msg in msgs:
+            if msg.reconsume_times >= self.max_reconsume_times:
+                if not await self.send_to_dlq(msg):
+                    suspend = True
+                    msg.reconsume_times += 1
+            else:
+                suspend = True
+                msg.reconsume_times += 1
+        return suspend
+
+    async def send_to_dlq(self, msg: MessageExt) -> bool:
+        """Send an exhausted message to ``%RETRY%<group>`` with its reconsume count at the maximum:
+        the broker stores it in ``%DLQ%<group>`` (``handleRetryAndDLQ``), as Java's orderly
+        ``sendMessageBack`` does through the client's producer."""
+        consumer = self.consumer
+        producer = consumer.instance.inner_producer
+        if producer is None:
+            return False
+        props = dict(msg.properties)
+        props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
+        props[MessageConst.RETRY_TOPIC] = msg.topic
+        props[MessageConst.RECONSUME_TIME] = str(msg.reconsume_times)
+        props[MessageConst.MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
+        props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
+        props.pop(MessageConst.UNIQ_KEY, None)
+        retry = ProtocolMessage(retry_topic(consumer.group), msg.body, msg.flag, props)
+        try:
+            await producer.send(retry)
+        except (RocketQError, ConfigError) as exc:
+            logger.warning(
+                "group %s: sending exhausted message %s back failed: %s", consumer.group, msg.msg_id, exc
+            )
+            return False
+        logger.warning(
+            "group %s: message %s consumed %d times without success; sent to the dead-letter queue",
+            consumer.group,
+            msg.msg_id,
+            msg.reconsume_times,
+        )
+        return True
+
+    # ---------------------------------------------------------------- CONSUME_MESSAGE_DIRECTLY
+
+    async def consume_message_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        """Run the listener on one message a tool pushed (nothing committed)."""
+        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
+        ctx = ConsumeOrderlyContext(mq)
+        reset_retry_topic([msg], self.consumer.group)
+        loop = asyncio.get_running_loop()
+        begin = time.monotonic()
+        remark = None
+        try:
+            status = await loop.run_in_executor(None, self.listener, [msg], ctx)
+            result = {
+                ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
+                ConsumeOrderlyStatus.COMMIT: CMResult.CR_COMMIT,
+                ConsumeOrderlyStatus.ROLLBACK: CMResult.CR_ROLLBACK,
+            }.get(status, CMResult.CR_LATER)  # type: ignore[arg-type]
+        except Exception as exc:
+            result = CMResult.CR_THROW_EXCEPTION
+            remark = repr(exc)
+        return ConsumeMessageDirectlyResult(
+            order=True,
+            auto_commit=ctx.auto_commit,
+            consume_result=result,
+            remark=remark,
+            spent_time_mills=int((time.monotonic() - begin) * 1000),
+        )
+
+
+class OrderlyPushConsumerCore(PushConsumerCore):
+    """The push consumer with an orderly listener (``PushConsumer.register_listener(fn, orderly=True)``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.clean = self.config.handoff == "clean"
+        self.lease = LeaseKeeper(self, retry=self.clean)
+        self._delayed_unlocks: set[asyncio.Task[None]] = set()
+
+    @property
+    def consume_orderly(self) -> bool:
+        return True
+
+    @property
+    def lock_new_queues(self) -> bool:
+        return self.message_model is MessageModel.CLUSTERING
+
+    def make_consume_service(self) -> ConsumeMessageOrderlyService:
+        return ConsumeMessageOrderlyService(self, adapt_orderly_listener(self.listener))
+
+    def spawn(self, coro: Any) -> None:
+        self._spawn(coro)
+
+    async def lock_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        async with self.lease.renew_lock:
+            return await lock_one(self.instance, self.group, mq, pq)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        await super().start()
+        if self.message_model is MessageModel.CLUSTERING:
+            self.lease.start()
+            self.lease.after_rebalance(RebalanceTrigger.START)
+
+    async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
+        await super().do_rebalance(trigger)
+        if self.running and not self.stopping:
+            self.lease.after_rebalance(trigger)
+
+    async def shutdown(self, await_termination: float) -> list[RebalanceRecord]:
+        """As the push consumer's: the release of every queue (after the synchronous persist)
+        unlocks it on the broker at once."""
+        await self.lease.stop()
+        records = await super().shutdown(await_termination)
+        for task in list(self._delayed_unlocks):
+            task.cancel()
+        return records
+
+    # ---------------------------------------------------------------- pulling
+
+    async def pull_precheck(self, request: PullRequest) -> float | None:
+        """Flow control by count and size (no span: orderly), then the lock: an unlocked queue is
+        not pulled (3 s); the first pull after locking re-reads the offset."""
+        why = flow_control_reason(
+            request.pq,
+            max_count=self.pull_threshold_for_queue,
+            max_size_mib=self.pull_threshold_size_for_queue,
+            max_span=None,
+        )
+        if why is not None:
+            return self._flow_controlled(why, request)
+        if self.message_model is not MessageModel.CLUSTERING:
+            return None
+        pq = request.pq
+        if not pq.locked:
+            logger.debug("%s is not locked yet; pulling later", request.mq)
+            return self.config.pull_time_delay_when_exception
+        if not request.previously_locked:
+            offset = await self.compute_pull_from_where(request.mq)
+            if offset < 0:
+                return self.config.pull_time_delay_when_exception
+            if offset < request.next_offset:
+                logger.info(
+                    "%s: the broker's offset %d is behind %d; starting there",
+                    request.mq,
+                    offset,
+                    request.next_offset,
+                )
+            request.next_offset = offset
+            request.previously_locked = True
+        return None
+
+    # ---------------------------------------------------------------- rebalance
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """``RebalancePushImpl.removeUnnecessaryMessageQueue`` for orderly consumers."""
+        if self.message_model is not MessageModel.CLUSTERING:
+            return await super().remove_unnecessary_message_queue(mq, pq)
+        self.lease.handing_off.add(mq)
+        try:
+            if not await self._take_consume_lock(pq):
+                pq.try_unlock_times += 1
+                logger.warning(
+                    "group %s: %s is being consumed; keeping it until the next rebalance (try %d)",
+                    self.group,
+                    mq,
+                    pq.try_unlock_times,
+                )
+                return False
+            try:
+                offset = self.offset_store.memory_offset(mq)
+                if offset >= 0:
+                    await commit_offset_sync(self.instance, self.group, mq, offset)
+                self.offset_store.remove_offset(mq)
+                if pq.has_temp_message() and not self.clean and not self.stopping:
+                    # Java's unlockDelay: the cached messages may still be in a listener's hands
+                    logger.info("group %s: unlocking %s in %.0fs (messages still cached)", self.group, mq,
+                                self.config.unlock_delay)  # fmt: skip
+                    self._unlock_later(mq)
+                else:
+                    async with self.lease.renew_lock:
+                        await self.instance.unlock_queues(self.group, [mq], oneway=False)
+                pq.locked = False
+            finally:
+                pq.consume_lock.release()
+            return True
+        finally:
+            self.lease.handing_off.discard(mq)
+
+    async def _take_consume_lock(self, pq: ProcessQueue) -> bool:
+        """``consumeLock.tryLock(1000 ms)`` without blocking the loop."""
+        deadline = time.monotonic() + _CONSUME_LOCK_WAIT
+        while True:
+            if pq.consume_lock.acquire(blocking=False):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
+
+    def _unlock_later(self, mq: MessageQueue) -> None:
+        async def unlock() -> None:
+            await asyncio.sleep(self.config.unlock_delay)
+            if mq in self.rebalance.process_queue_table:
+                return  # ours again meanwhile
+            await self.instance.unlock_queues(self.group, [mq], oneway=True)
+
+        task = asyncio.get_running_loop().create_task(unlock())
+        self._delayed_unlocks.add(task)
+        task.add_done_callback(self._delayed_unlocks.discard)

@@ -1,0 +1,124 @@
+"""The clean handoff's pure parts, driven by an injected clock: lease retries, the handoff steps,
+lock renewal results and the client-side lock expiry."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketq.client.config import PushConsumerConfig
+from rocketq.client.handoff import HandoffStep, LeaseRetry, QueueHandoff, apply_lock_result
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.rebalance_log import RebalanceTrigger
+from rocketq.errors import ConfigError
+from rocketq.models import MessageQueue
+
+Q = [MessageQueue("T", "broker-a", i) for i in range(4)]
+
+
+def test_lease_retry_backs_off_from_50_ms_to_1_s() -> None:
+    r = LeaseRetry(min_delay=0.05, max_delay=1.0)
+    assert [round(r.delay(n), 4) for n in range(1, 10)] == [
+        0.05, 0.075, 0.1125, 0.1688, 0.2531, 0.3797, 0.5695, 0.8543, 1.0,
+    ]  # fmt: skip
+    r.want([Q[0]], RebalanceTrigger.NOTIFY, now=0.0)
+    times = []
+    now = 0.0
+    for _ in range(12):
+        delay = r.next_delay(now)
+        assert delay is not None
+        now += delay
+        assert r.due(now) == [Q[0]]
+        times.append(round(now, 4))
+        r.failed([Q[0]], now=now)
+    assert times[:3] == [0.05, 0.125, 0.2375]
+    assert times[-1] - times[-2] == pytest.approx(1.0)  # capped
+
+
+def test_lease_retry_forgets_queues_no_longer_allocated_and_keeps_backoff_of_others() -> None:
+    r = LeaseRetry()
+    r.want([Q[0], Q[1]], RebalanceTrigger.NOTIFY, now=0.0)
+    r.failed([Q[0]], now=0.05)
+    r.want([Q[0], Q[2]], RebalanceTrigger.PERIODIC, now=0.06)  # Q1 went elsewhere, Q2 is new
+    assert len(r) == 2
+    assert r.due(0.11) == [Q[2]]  # Q0 keeps its grown back-off (due at 0.125)
+    assert r.due(0.125) == [Q[0], Q[2]]
+    assert r.trigger_of(Q[0]) is RebalanceTrigger.NOTIFY
+    assert r.trigger_of(Q[2]) is RebalanceTrigger.PERIODIC
+    r.acquired([Q[0]])
+    r.keep_only([])
+    assert r.next_delay(1.0) is None
+    assert r.due(9.0) == []
+
+
+def test_handoff_drains_then_commits_then_releases() -> None:
+    h = QueueHandoff(Q[1], started=10.0, max_wait=3.0)
+    assert h.poll(cached=5, now=10.0) is HandoffStep.DRAIN
+    assert h.poll(cached=1, now=11.0) is HandoffStep.DRAIN
+    assert h.poll(cached=0, now=11.2) is HandoffStep.COMMIT
+    assert h.abandoned == 0
+    assert h.drained_at == 11.2
+    with pytest.raises(RuntimeError):
+        h.released(now=11.3)  # never release before the commit was answered
+    h.committed(120, ok=True, now=11.25)
+    h.released(now=11.3)
+    assert h.step is HandoffStep.DONE
+    assert "offset 120 committed=ok" in h.summary()
+    assert "drain 1200.0 ms" in h.summary()
+
+
+def test_handoff_abandons_what_is_left_when_the_wait_runs_out() -> None:
+    h = QueueHandoff(Q[1], started=10.0, max_wait=3.0)
+    assert h.poll(cached=4, now=12.9) is HandoffStep.DRAIN
+    assert h.poll(cached=3, now=13.0) is HandoffStep.COMMIT
+    assert h.abandoned == 3
+    h.committed(7, ok=False, now=13.1)  # a failed commit still releases: the consumer is leaving
+    assert h.step is HandoffStep.RELEASE
+    h.released(now=13.2)
+    assert "FAILED" in h.summary()
+    assert "abandoned 3" in h.summary()
+
+
+def test_a_shutdown_handoff_does_not_wait() -> None:
+    h = QueueHandoff(Q[0], started=5.0, max_wait=0.0)
+    assert h.poll(cached=2, now=5.0) is HandoffStep.COMMIT
+    assert h.abandoned == 2
+
+
+def test_lock_renewal_confirms_held_queues_and_reports_lost_ones() -> None:
+    table = {mq: ProcessQueue(now=0.0) for mq in Q[:3]}
+    for pq in table.values():
+        pq.lock_confirmed(0.0)
+    lost = apply_lock_result(table, Q[:3], {Q[0], Q[2]}, now=20.0)
+    assert lost == [Q[1]]
+    assert table[Q[0]].last_lock_timestamp == 20.0
+    assert table[Q[0]].locked
+    assert not table[Q[1]].locked
+    assert table[Q[1]].last_lock_timestamp == 0.0
+    assert apply_lock_result(table, [Q[1], Q[3]], set(), now=40.0) == []  # already lost; not ours
+
+
+def test_client_side_lock_expiry_is_30_s_after_the_last_confirmation() -> None:
+    cfg = PushConsumerConfig()
+    assert (cfg.rebalance_lock_interval, cfg.rebalance_lock_max_live_time, cfg.unlock_delay) == (
+        20.0,
+        30.0,
+        20.0,
+    )
+    pq = ProcessQueue(now=0.0)
+    assert not pq.holds_valid_lock(0.0, 30.0)  # never locked
+    pq.lock_confirmed(100.0)
+    assert pq.holds_valid_lock(130.0, 30.0)
+    assert pq.is_lock_expired(130.001, 30.0)
+    assert not pq.holds_valid_lock(130.001, 30.0)
+    pq.lock_confirmed(120.0)  # a renewal (every 20 s) keeps it valid
+    assert pq.holds_valid_lock(149.0, 30.0)
+    pq.locked = False
+    assert not pq.holds_valid_lock(121.0, 30.0)
+
+
+def test_handoff_config_is_checked() -> None:
+    assert PushConsumerConfig(handoff="clean").handoff == "clean"
+    with pytest.raises(ConfigError):
+        PushConsumerConfig(handoff="fast")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        PushConsumerConfig(lease_retry_min=2.0, lease_retry_max=1.0)
