@@ -147,9 +147,11 @@ class _Out:
         self.received = 0
         self.closed = threading.Event()
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def write(self, obj: dict[str, Any], *, count: bool = False) -> None:
         line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
         with self._lock:
+            if count:
+                self.received += 1
             try:
                 sys.stdout.write(line)
                 sys.stdout.flush()
@@ -218,7 +220,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for msg in msgs:
             if work:
                 time.sleep(work)
-            out.received += 1
             out.write(
                 {
                     "type": "recv",
@@ -230,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "msg_id": msg.msg_id,
                     "body": body_text(msg.body),
                     "reconsume_times": msg.reconsume_times,
-                }
+                },
+                count=True,
             )
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
