@@ -908,7 +908,10 @@ class AsyncAdmin:
             tps += stats.consume_tps
             for mq, w in stats.offset_table.items():
                 table[mq] = (w.broker_offset, w.consumer_offset, w.last_timestamp)
-        if not table and topic is None and await self._get_route(retry_topic(group)) is None:
+        if await self._get_route(retry_topic(group)) is None and (
+            not table if topic is None else not await self.committed_offsets(group, topic)
+        ):
+            # never connected (no retry topic) and nothing committed: a typo, most likely
             raise UnknownGroupError(f"consumer group {group} is unknown to every broker")
         owners: dict[MessageQueue, str] = {}
         source: QueueSource | None = None

@@ -177,6 +177,9 @@ def test_unknown_names_and_unreachable_servers(cluster: ClusterThread, admin: Ad
         admin.group_members("nobody")
     with pytest.raises(UnknownGroupError):
         admin.group_progress("nobody")
+    admin.create_topic("KnownTopic", queues=1)
+    with pytest.raises(UnknownGroupError):
+        admin.group_progress("nobody", "KnownTopic")
     with pytest.raises(UnknownTopicError):
         admin.topic_stats("NoSuchTopic")
     with pytest.raises(UnknownTopicError):
