@@ -1,0 +1,51 @@
+"""A local Spark session for rocketq's tools (``rocketq report``, the lab), set up as they need it.
+
+PySpark's Python workers must run this interpreter (they import ``rocketq``), Spark must run on a
+JDK it supports, and a tool wants quiet logs. :func:`local_session` sets, when unset:
+``JAVA_HOME`` to the JDK 17 at :data:`JDK17` if it exists, ``SPARK_LOCAL_IP=127.0.0.1``,
+``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON`` to ``sys.executable``; then it gets or creates a
+session (a running one is reused) with the UI off, UTC session time and few shuffle partitions,
+and registers the ``rocketmq`` source.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = ["JDK17", "local_session", "prepare_environment"]
+
+JDK17: Final = "/usr/lib/jvm/java-17-openjdk-amd64"
+"""Where Debian/Ubuntu install OpenJDK 17, used when ``JAVA_HOME`` is unset."""
+
+
+def prepare_environment() -> None:
+    """Set the environment variables PySpark needs here (only those unset)."""
+    if not os.environ.get("JAVA_HOME") and Path(JDK17).is_dir():
+        os.environ["JAVA_HOME"] = JDK17
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def local_session(master: str = "local[2]", app_name: str = "rocketq", *, log_level: str = "ERROR") -> Any:
+    """A ``SparkSession`` on this machine (reused if one runs), with ``rocketmq`` registered."""
+    prepare_environment()
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark only on demand
+
+    import rocketq.spark  # noqa: PLC0415
+
+    session = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel(log_level)
+    rocketq.spark.register(session)
+    return session
