@@ -998,6 +998,10 @@ class AsyncAdmin:
                 RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext_fields()
             )
             response = await self._invoke(addr, request)
+            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                # a RocketMQ broker leaves offline groups to the tool (resetOffsetByTimestampOld)
+                offsets.update(await self._reset_offline(addr, group, topic, timestamp))
+                continue
             if response.code != ResponseCode.SUCCESS and "not exist" in (response.remark or ""):
                 raise UnknownGroupError(
                     f"consumer group {group} has no committed offsets for topic {topic} on broker "
@@ -1007,6 +1011,27 @@ class AsyncAdmin:
             if response.body:
                 offsets.update(ResetOffsetBody.decode(response.body).offset_table)
         return ResetResult(group, topic, timestamp, offsets)
+
+    async def _reset_offline(
+        self, addr: str, group: str, topic: str, timestamp: int
+    ) -> dict[MessageQueue, int]:
+        """Commit the reset offsets of an offline group on one broker, queue by queue (what
+        ``mqadmin`` does when a RocketMQ broker answers CONSUMER_NOT_ONLINE)."""
+        header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+        request = RemotingCommand.request(RequestCode.GET_CONSUME_STATS, header.to_ext_fields())
+        stats = ConsumeStats.decode(
+            _check(await self._invoke(addr, request), f"consume stats on {addr}").body
+        )
+        api = self.api
+        out: dict[MessageQueue, int] = {}
+        for mq in sorted(stats.offset_table):
+            if timestamp == _LAST:
+                offset = await api.get_max_offset(addr, mq)
+            else:
+                offset = await api.search_offset(addr, mq, timestamp)
+            await api.update_consumer_offset(addr, group, mq, offset, oneway=False)
+            out[mq] = offset
+        return out
 
 
 def _reason(exc: BaseException) -> str:

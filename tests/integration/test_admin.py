@@ -20,6 +20,8 @@ from rocketq.errors import (
     UnknownTopicError,
 )
 from rocketq.models import MessageQueue
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol.headers import ResetOffsetRequestHeader
 from tests.integration.clientkit import ClusterThread, Received, wait_until
 
 pytestmark = pytest.mark.integration
@@ -170,6 +172,42 @@ def test_group_members_progress_and_reset(cluster: ClusterThread, admin: Admin) 
     assert admin.group_progress("adm_g", "AdmG").total_lag == 40
     admin.reset_offsets("adm_g", "AdmG", "last")
     assert admin.group_progress("adm_g", "AdmG").total_lag == 0
+
+
+def test_reset_of_an_offline_group_on_a_broker_that_leaves_it_to_the_tool(
+    cluster: ClusterThread, admin: Admin
+) -> None:
+    """RocketMQ 4.9.4's broker answers CONSUMER_NOT_ONLINE to a reset of a group without members
+    (rocketq's broker commits the offsets itself); the admin then commits them queue by queue, as
+    ``mqadmin resetOffsetByTime`` falls back to doing."""
+    admin.create_topic("AdmOff", queues=2)
+    got = Received()
+    c = consumer(cluster, "adm_off", "AdmOff", "c1", got)
+    with Producer(
+        "adm_offp", client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1")
+    ) as p:
+        for i in range(10):
+            p.send(Message("AdmOff", f"o{i}"))
+    assert wait_until(lambda: got.distinct() == 10, 10)
+    c.shutdown()
+    assert admin.group_progress("adm_off", "AdmOff").total_lag == 0
+
+    def like_rocketmq(conn: object, request: RemotingCommand) -> RemotingCommand:
+        h = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        return request.response(
+            code=ResponseCode.CONSUMER_NOT_ONLINE,
+            remark=f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
+            f"Timestamp: {h.timestamp}",
+        )
+
+    assert cluster.cluster.broker is not None
+    cluster.cluster.broker.register_handler(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, like_rocketmq)
+    result = admin.reset_offsets("adm_off", "AdmOff", "first")
+    assert sorted(result.offsets.values()) == [0, 0]
+    assert admin.group_progress("adm_off", "AdmOff").total_lag == 10
+    result = admin.reset_offsets("adm_off", "AdmOff", "last")
+    assert sum(result.offsets.values()) == 10
+    assert admin.group_progress("adm_off", "AdmOff").total_lag == 0
 
 
 def test_unknown_names_and_unreachable_servers(cluster: ClusterThread, admin: Admin) -> None:
