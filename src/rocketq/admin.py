@@ -28,7 +28,10 @@ What each call does, as RocketMQ 4.9.4's ``mqadmin`` does it:
   of every broker with the owner of each queue from the members' running info. Reset is
   ``resetOffsetByTime``: INVOKE_BROKER_TO_RESET_OFFSET with force on, which a broker applies
   through the online members (RESET_CONSUMER_CLIENT_OFFSET) or, for an offline group, by committing
-  the offsets itself; ``"first"`` resets to each queue's min offset, ``"last"`` to its max.
+  the offsets itself (a RocketMQ broker answers CONSUMER_NOT_ONLINE instead, and the offsets are then
+  committed from here queue by queue, as ``mqadmin`` does); ``"first"`` resets to each queue's min
+  offset, ``"last"`` to its max. :meth:`AsyncAdmin.seed_new_group` commits a new group's start
+  offsets, because a broker starts a new group at 0 on any queue that still holds its first message.
 
 Errors are one-line :class:`~rocketq.errors.RocketQError`\\ s: :class:`~rocketq.errors.UnknownTopicError`,
 :class:`~rocketq.errors.UnknownGroupError`, :class:`~rocketq.errors.RemotingConnectError` naming the
