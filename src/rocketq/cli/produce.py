@@ -167,8 +167,9 @@ class _Stop:
         self.event.set()
 
 
-def _batches(count: int, size: int) -> Iterator[range]:
-    for start in range(0, count, size):
+def _batches(first: int, count: int, size: int) -> Iterator[range]:
+    """Ranges of at most ``size`` sequence numbers from ``first`` up to ``count``, made lazily."""
+    for start in range(first, count, size):
         yield range(start, min(start + size, count))
 
 
@@ -218,9 +219,8 @@ def _run(args: argparse.Namespace) -> int:
                     errors.append(f"{type(exc).__name__}: {exc}")
             progress(n)
 
-        units = list(_batches(args.count, args.batch or 1))
         # the first send alone: a wrong address or topic fails here, as one line
-        first = units[0]
+        first = range(min(args.batch or 1, args.count))
         pace(len(first))
         try:
             _send_unit(producer, [message(s) for s in first])
@@ -228,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
             raise unreachable_hint(exc) from None
         record(len(first), sum(len(make_body(s)) for s in first), None)
         if args.batch:
-            for unit in units[1:]:
+            for unit in _batches(len(first), args.count, args.batch):
                 if stop.event.is_set():
                     break
                 pace(len(unit))
