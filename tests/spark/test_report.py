@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -231,3 +232,23 @@ def test_real_traced_consumers_across_a_rebalance(spark: Any, cluster: ClusterTh
     assert result.figures.rebalances >= 3  # a START for each, and a's NOTIFY (plus the SHUTDOWN handoff)
     pauses = spark.read.parquet(str(result.tables["pauses"])).collect()
     assert {p.to_client for p in pauses} >= {second.client_id if second else ""}
+
+
+def test_cli_report_since_keeps_later_events_judged_against_the_history(
+    scripted: Any, cluster: ClusterThread, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rocketq.cli.main import main
+
+    _, _, _, t0, _ = scripted
+    argv = ["report", "--group", GROUP, "--topic", TOPIC, "--since", str(t0 + 1250), "--bucket", "500",
+            "--out", str(tmp_path / "cli"), "--namesrv", cluster.namesrv, "--json"]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # from 1250 on: B's queues 2 and 3 (11 deliveries), A's queue 0 with the failure (6) and queue 1 (5);
+    # both duplicates still count (their first deliveries were before); the moves ended before
+    assert doc["figures"] == {
+        "delivered": 21, "deliveries": 22, "duplicates": 2, "attributed": 2, "not_consumed": 0,
+        "longest_pause_ms": None, "moves": 0, "rebalances": 0, "consumers": 2,
+    }  # fmt: skip
+    assert Path(doc["html"]).is_file()
+    assert set(doc["tables"]) == {"consumption", "ownership", "rebalances", "duplicates", "pauses", "lag"}

@@ -188,8 +188,9 @@ def read_inputs(
     import rocketq.spark  # noqa: PLC0415 - registers the source
 
     rocketq.spark.register(spark)
-    traces = read_topic(spark, namesrv, [trace_topic], since_ms=since_ms)
-    # rebalances are read whole: who owned what at ``since`` is decided by earlier records
+    # read whole, as the rebalances: what happened before ``since`` explains what followed (a
+    # delivery after it may duplicate one before it; a move after it ends a stretch begun before)
+    traces = read_topic(spark, namesrv, [trace_topic])
     rebalances = read_topic(spark, namesrv, [rebalance_topic])
     if topic is not None:
         topics = [topic]
@@ -289,10 +290,9 @@ def consumption_table(
     topic: str | None = None,
     since_ms: int | None = None,
 ) -> DataFrame:
-    """One row per delivery to ``group`` (see the module docstring)."""
+    """One row per delivery to ``group`` (see the module docstring); with ``since_ms``, those
+    starting then or later, judged (first delivery, duplicate) against all deliveries."""
     before = sub_before.where(F.col("group") == group).dropDuplicates(["request_id", "msg_id"])
-    if since_ms is not None:
-        before = before.where(F.col("start_ms") >= since_ms)
     after = (
         sub_after.where(F.col("group") == group)
         .dropDuplicates(["request_id", "msg_id"])
@@ -312,7 +312,7 @@ def consumption_table(
     w = Window.partitionBy("group", "msg_id").orderBy("start_ms", "request_id")
     earlier = w.rowsBetween(Window.unboundedPreceding, -1)
     not_failed = F.when(F.col("success").isNull() | F.col("success"), 1).otherwise(0)
-    return d.select(
+    out = d.select(
         "group",
         "client_id",
         "request_id",
@@ -334,6 +334,7 @@ def consumption_table(
         F.first("start_ms").over(w).alias("first_start_ms"),
         (F.coalesce(F.max(not_failed).over(earlier), F.lit(0)) == 1).alias("duplicate"),
     )
+    return out if since_ms is None else out.where(F.col("start_ms") >= since_ms)
 
 
 def _queue_names(col: str) -> Column:
@@ -597,30 +598,42 @@ def compute_tables(
     topic: str | None = None,
     since_ms: int | None = None,
     bucket_ms: int | None = None,
-) -> tuple[dict[str, DataFrame], int]:
-    """The six tables (:data:`TABLES`) of ``group``'s activity, and the lag's bucket in ms.
+) -> tuple[dict[str, DataFrame], int, list[DataFrame]]:
+    """The six tables (:data:`TABLES`) of ``group``'s activity, the lag's bucket in ms, and the
+    frames cached on the way (``unpersist()`` them when the tables are written).
+
+    With ``since_ms``, each table keeps what happened from then on (deliveries and duplicates that
+    started, moves and rebalances that ended, stretches of ownership still running, messages
+    stored), judged against the whole history: a delivery after ``since`` duplicates one before
+    it; a pause may start before it.
 
     Nothing runs until the frames are used, except one aggregate that picks the bucket when
-    ``bucket_ms`` is not given. The consumption frame is cached: three tables build on it.
+    ``bucket_ms`` is not given. Deliveries and queue events are cached: several tables use them.
     """
     sub_before, sub_after, _ = parse_traces(inputs.traces)
     records = parse_rebalances(inputs.rebalances)
-    consumption = consumption_table(
-        sub_before, sub_after, inputs.messages, group, topic=topic, since_ms=since_ms
-    ).cache()
+    every = consumption_table(sub_before, sub_after, inputs.messages, group, topic=topic).cache()
     events = queue_events(records, group, topic=topic).cache()
     ownership = ownership_table(events)
+    tables = {
+        "consumption": every,
+        "ownership": ownership,
+        "rebalances": rebalances_table(records, group, topic=topic),
+        "duplicates": duplicates_table(every, events),
+        "pauses": pauses_table(ownership, every),
+    }
+    if since_ms is not None:
+        since = F.lit(since_ms)
+        tables["consumption"] = every.where(F.col("start_ms") >= since)
+        tables["ownership"] = ownership.where(F.col("to_ms").isNull() | (F.col("to_ms") >= since))
+        tables["rebalances"] = tables["rebalances"].where(F.col("end_ms") >= since)
+        tables["duplicates"] = tables["duplicates"].where(F.col("start_ms") >= since)
+        tables["pauses"] = tables["pauses"].where(F.col("added_ms") >= since)
     if bucket_ms is None:
-        row = consumption.agg(F.min("start_ms").alias("lo"), F.max("start_ms").alias("hi")).first()
+        c = tables["consumption"]
+        row = c.agg(F.min("start_ms").alias("lo"), F.max("start_ms").alias("hi")).first()
         lo: Any = row["lo"] if row is not None else None
         hi: Any = row["hi"] if row is not None else None
         bucket_ms = choose_bucket_ms(int(lo), int(hi)) if lo is not None and hi is not None else 1000
-    tables = {
-        "consumption": consumption,
-        "ownership": ownership,
-        "rebalances": rebalances_table(records, group, topic=topic),
-        "duplicates": duplicates_table(consumption, events),
-        "pauses": pauses_table(ownership, consumption),
-        "lag": lag_table(consumption, inputs.messages, group, bucket_ms, topic=topic, since_ms=since_ms),
-    }
-    return tables, bucket_ms
+    tables["lag"] = lag_table(every, inputs.messages, group, bucket_ms, topic=topic, since_ms=since_ms)
+    return tables, bucket_ms, [every, events]

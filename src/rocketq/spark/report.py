@@ -127,7 +127,8 @@ def build_report(
 
     ``spark``: a ``SparkSession``, or ``None`` for :func:`rocketq.spark.session.local_session`.
     ``topic`` limits the report to one topic (else every topic the group's records and the Pub
-    traces name); ``since_ms`` to deliveries from then on (epoch ms); ``bucket_ms`` fixes the time
+    traces name); ``since_ms`` to what happened from then on (epoch ms; the history before still
+    explains it: see :func:`~rocketq.spark.analytics.compute_tables`); ``bucket_ms`` fixes the time
     bucket of the lag table and the plots (else about 60 buckets over the deliveries).
     """
     from rocketq.spark.analytics import TABLES, compute_tables, read_inputs  # noqa: PLC0415
@@ -146,7 +147,9 @@ def build_report(
         trace_topic=trace_topic,
         rebalance_topic=rebalance_topic,
     )
-    frames, bucket = compute_tables(inputs, group, topic=topic, since_ms=since_ms, bucket_ms=bucket_ms)
+    frames, bucket, cached = compute_tables(
+        inputs, group, topic=topic, since_ms=since_ms, bucket_ms=bucket_ms
+    )
     paths: dict[str, Path] = {}
     written: dict[str, Any] = {}
     for name in TABLES:
@@ -166,7 +169,7 @@ def build_report(
         _render(written, figures, group=group, topic=topic, since_ms=since_ms, bucket_ms=bucket, notes=notes),
         encoding="utf-8",
     )
-    for frame in (frames["consumption"],):
+    for frame in cached:
         frame.unpersist()
     return ReportResult(
         out_dir=out,
@@ -203,6 +206,7 @@ def _plots(t: dict[str, Any], bucket_ms: int) -> list[tuple[str, str, str]]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
+    from matplotlib.lines import Line2D  # noqa: PLC0415
     from matplotlib.patches import Patch  # noqa: PLC0415
     from pyspark.sql import functions as F  # noqa: PLC0415
 
@@ -288,21 +292,17 @@ def _plots(t: dict[str, Any], bucket_ms: int) -> list[tuple[str, str, str]]:
                 if f"{r.broker}:{r.queue_id}" in queues
             ]
             xs = [sec(r.start_ms) for r in dups.itertuples() if f"{r.broker}:{r.queue_id}" in queues]
-            ax.scatter(xs, ys, marker="x", color="red", s=18, zorder=3, label="duplicate")
-            ax.legend(fontsize=7, loc="upper right")
+            ax.scatter(xs, ys, marker="x", color="red", s=18, zorder=3)
         ax.set_yticks(range(len(queues)))
         ax.set_yticklabels(queues, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel(xlabel)
-        handles = [Patch(color=colors(i % 10)) for i in range(len(clients))]
-        fig.legend(
-            handles,
-            clients,
-            fontsize=7,
-            loc="lower center",
-            ncol=min(3, len(clients)),
-            bbox_to_anchor=(0.5, -0.02 - 0.03 * (len(clients) // 3)),
-        )
+        handles: list[Any] = [Patch(color=colors(i % 10)) for i in range(len(clients))]
+        labels = list(clients)
+        if len(dups):
+            handles.append(Line2D([], [], marker="x", color="red", ls=""))
+            labels.append("duplicate")
+        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         out.append(
             (
                 "Queue ownership",

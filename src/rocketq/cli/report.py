@@ -1,0 +1,138 @@
+"""``rocketq report --group G``: the rebalance analytics on Spark, as Parquet tables and one HTML page.
+
+Reads the trace topic (``RMQ_SYS_TRACE_TOPIC``: records of clients with tracing on — rocketq's
+``trace=True``, Java's ``enableMsgTrace``), rocketq's rebalance topic (``RQ_SYS_REBALANCE_TOPIC``)
+and the consumed topics through the ``rocketmq`` Spark source, and writes under ``--out``
+(default ``rocketq-report``) the tables ``consumption``, ``ownership``, ``rebalances``,
+``duplicates``, ``pauses`` and ``lag`` (Parquet folders) and ``report.html``. stdout gets the key
+figures and the page's path. Needs the ``spark`` extra (``pip install 'rocketq[spark]'``) and a
+JDK; pyspark is imported only when the command runs.
+
+``--since`` takes epoch ms, ISO-8601, or an age: ``30s``, ``15m``, ``2h``, ``1d`` ago.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from rocketq.cli._output import add_namesrv_option, unreachable_hint
+from rocketq.cli.main import CliError
+from rocketq.client.config import resolve_namesrv
+from rocketq.errors import RemotingConnectError, RemotingTimeoutError
+
+__all__ = ["parse_since", "register"]
+
+_AGE = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_since(text: str, now_ms: int | None = None) -> int:
+    """Epoch ms from ``--since``: digits (epoch ms), an age (``15m``) or ISO-8601 (local time when
+    it has no offset).
+
+    >>> parse_since("1700000000000"), parse_since("90s", now_ms=1_000_000)
+    (1700000000000, 910000)
+    >>> parse_since("2023-11-14T22:13:20+00:00")
+    1700000000000
+    """
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    m = _AGE.match(value)
+    if m:
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        return now - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+    try:
+        return int(datetime.fromisoformat(value).timestamp() * 1000)
+    except ValueError:
+        raise CliError(f"--since must be epoch ms, an age such as 15m, or ISO-8601; got {text!r}") from None
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="rebalance analytics on Spark: who consumed what, duplicates, pauses, lag (HTML + Parquet)",
+        description=(
+            "Run Spark jobs over the trace and rebalance topics of a consumer group and write Parquet "
+            "tables (consumption, ownership, rebalances, duplicates, pauses, lag) and a self-contained "
+            "HTML report. Consumers must run with tracing on (rocketq: trace=True; Java: enableMsgTrace)."
+        ),
+    )
+    parser.add_argument("--group", required=True, metavar="GROUP", help="the consumer group")
+    parser.add_argument(
+        "--topic", metavar="TOPIC", default=None, help="only this topic (default: all of the group's)"
+    )
+    parser.add_argument(
+        "--since", metavar="TIME", default=None, help="only deliveries from then: epoch ms, 15m, ISO-8601"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", default="rocketq-report", help="output directory (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--bucket", metavar="MS", type=int, default=None, help="time bucket of the plots and lag, ms"
+    )
+    parser.add_argument("--master", default="local[2]", help="Spark master (default: %(default)s)")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_namesrv_option(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    since = parse_since(args.since) if args.since else None
+    if args.bucket is not None and args.bucket <= 0:
+        raise CliError("--bucket must be a positive number of milliseconds")
+    namesrv = ";".join(resolve_namesrv(args.namesrv))
+    try:
+        from rocketq.spark.report import build_report  # noqa: PLC0415 - pyspark only when run
+        from rocketq.spark.session import local_session  # noqa: PLC0415
+    except ImportError as exc:
+        raise CliError(
+            f"rocketq report needs the spark extra (pip install 'rocketq[spark]'): {exc}"
+        ) from None
+    from pyspark.sql import SparkSession  # noqa: PLC0415
+
+    ours = SparkSession.getActiveSession() is None  # stop only a session this command started
+    spark = local_session(args.master, "rocketq-report")
+    try:
+        result = build_report(
+            spark,
+            namesrv,
+            args.group,
+            topic=args.topic,
+            since_ms=since,
+            out_dir=args.out,
+            bucket_ms=args.bucket,
+        )
+    except (RemotingConnectError, RemotingTimeoutError) as exc:
+        raise unreachable_hint(exc) from None
+    finally:
+        if ours:
+            spark.stop()
+    f = result.figures
+    if args.json:
+        doc = {
+            "html": str(result.html_path),
+            "tables": {k: str(v) for k, v in result.tables.items()},
+            "figures": asdict(f),
+            "bucket_ms": result.bucket_ms,
+            "notes": result.notes,
+        }
+        print(json.dumps(doc))
+        return 0
+    pause = "-" if f.longest_pause_ms is None else f"{f.longest_pause_ms} ms"
+    print(f"group {args.group}: {f.delivered} delivered ({f.deliveries} deliveries, {f.consumers} consumers)")
+    print(
+        f"duplicates {f.duplicates} ({f.attributed} attributed to a rebalance), not consumed {f.not_consumed}"
+    )
+    print(f"rebalances {f.rebalances}, queue moves {f.moves}, longest pause {pause}")
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"report: {result.html_path}")
+    print(f"tables: {result.out_dir}/{{{','.join(result.tables)}}}")
+    return 0
