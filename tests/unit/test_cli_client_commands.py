@@ -255,3 +255,15 @@ def test_help_mentions_the_body_shortening(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit):
         main(["consume", "--help"])
     assert "ellipsis" in capsys.readouterr().out
+
+
+def test_duplicate_tracking_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rocketq.cli import consume
+
+    monkeypatch.setattr(consume, "TRACKED_BODIES", 2)
+    output = ConsumeOutput("c", "T", json=False, limit=None, out=io.StringIO())
+    for body in (b"a", b"b", b"c", b"a", b"c"):
+        output.recv(message(body), "b")
+    assert len(output.digests) == 2
+    assert output.duplicates == 1  # "c" came after the cap: its repeat is not recognised
+    assert "only repeats of the first 2 distinct bodies" in output.tracking_note()
