@@ -297,3 +297,53 @@ def test_a_consumer_whose_reader_goes_away_stops_even_when_idle(cluster: Cluster
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_orderly_consumes_each_queue_in_offset_order(
+    cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create_topic(cluster, "CliOrder", 2)
+    assert main(["produce", "CliOrder", "--count", "60", "--namesrv", cluster.namesrv]) == 0
+    code, out, _ = run(
+        capsys, "consume", "CliOrder", "--group", "cli_order", "--orderly", "--from", "first",
+        "--count", "60", "--namesrv", cluster.namesrv,
+    )  # fmt: skip
+    assert code == 0
+    recvs = [r for r in map(parse_recv, out) if r is not None]
+    assert len({r.body for r in recvs}) == 60
+    for qid in (0, 1):
+        offsets = [r.queue_offset for r in recvs if r.queue_id == qid]
+        assert offsets == list(range(len(offsets)))  # in order, none skipped, none twice
+    with Admin(cluster.namesrv) as admin:
+        assert admin.group_progress("cli_order", "CliOrder").total_lag == 0
+
+
+def test_clean_handoff_has_no_duplicates_when_a_consumer_joins_and_leaves(cluster: ClusterThread) -> None:
+    create_topic(cluster, "CliClean", 8)
+    ns = cluster.namesrv
+    args = ("--from", "first", "--handoff", "clean")
+    first = CliProcess(consume_args(ns, "CliClean", "cli_clean", *args, "--instance", "h1"))
+    second: CliProcess | None = None
+    producer = CliProcess(["produce", "CliClean", "--count", "600", "--rate", "200", "--namesrv", ns])
+    try:
+        assert first.wait_for(lambda _l: len(first.owned("CliClean") or ()) == 8, 30.0), first.errors
+        # scale out in the middle of the stream ...
+        assert first.wait_for(lambda _l: len(first.recvs()) >= 100, 30.0)
+        second = CliProcess(consume_args(ns, "CliClean", "cli_clean", *args, "--instance", "h2"))
+        assert second.wait_for(lambda _l: len(second.owned("CliClean") or ()) == 4, 30.0), second.errors
+        assert first.wait_for(lambda _l: len(first.owned("CliClean") or ()) == 4, 30.0)
+        # ... and back in, gracefully
+        assert second.wait_for(lambda _l: len(second.recvs()) >= 50, 30.0)
+        second.signal(signal.SIGTERM)
+        assert second.wait(30.0) == 0
+        assert first.wait_for(lambda _l: len(first.owned("CliClean") or ()) == 8, 30.0)
+        assert producer.wait(60.0) == 0
+        procs = [first, second]
+        assert first.wait_for(lambda _l: len({r.body for p in procs for r in p.recvs()}) == 600, 30.0)
+        bodies = [r.body for p in procs for r in p.recvs()]
+        assert sorted(set(bodies)) == [f"message-{i:06d}" for i in range(600)]
+        assert len(bodies) == 600, f"{len(bodies) - 600} duplicates with --handoff clean"
+    finally:
+        for p in (first, second, producer):
+            if p is not None:
+                p.close()

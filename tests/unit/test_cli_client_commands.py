@@ -212,6 +212,9 @@ def test_consumer_options() -> None:
     opts = consumer_options(consume_ns("--from", "2024-01-02T03:04:05"))
     assert opts["consume_from_where"] is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
     assert opts["consume_timestamp"] == "20240102030405"
+    opts = consumer_options(consume_ns("--handoff", "clean", "--orderly"))
+    assert opts["handoff"] == "clean"
+    assert "orderly" not in str(opts)  # orderly is the listener's kind, not a config field
     for bad in (["--from", "soon"], ["--strategy", "NOPE"]):
         with pytest.raises(CliError):
             consumer_options(consume_ns(*bad))

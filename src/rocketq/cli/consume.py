@@ -28,7 +28,6 @@ printed. Logs and a closing summary (messages, distinct bodies, duplicates: bodi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 import os
@@ -54,7 +53,6 @@ from rocketq.client import (
     MessageExt,
     MessageModel,
     PushConsumer,
-    PushConsumerConfig,
     RebalanceRecord,
 )
 from rocketq.client.config import DEFAULT_INSTANCE_NAME
@@ -114,7 +112,9 @@ def register(subparsers: Any) -> None:
         "DEFAULT when broadcasting, as RocketMQ)",
     )
     parser.add_argument(
-        "--orderly", action="store_true", help="orderly consumption: queues locked on the broker"
+        "--orderly",
+        action="store_true",
+        help="orderly: each queue consumed in offset order by one thread at a time, under a broker lock",
     )
     parser.add_argument(
         "--broadcast",
@@ -132,7 +132,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--handoff",
         choices=("clean",),
-        help="clean: a queue changes owner only after the old owner committed it (no duplicates)",
+        help="clean: a queue is consumed only under a broker lease, and changes owner only after the "
+        "old owner committed it (no duplicates when consumers join or leave gracefully)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     parser.add_argument(
@@ -158,11 +159,9 @@ def register(subparsers: Any) -> None:
 
 
 def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The :class:`PushConsumerConfig` fields the options ask for.
+    """The :class:`~rocketq.client.PushConsumerConfig` fields the options ask for.
 
-    ``--orderly`` and ``--handoff clean`` map to the config fields the client offers for them
-    (``consume_orderly``, ``handoff``); a client without them is a CliError, not a silent
-    fallback to another mode.
+    (``--orderly`` is not one of them: it picks the kind of listener.)
     """
     try:
         get_strategy(args.strategy)
@@ -185,14 +184,7 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(str(exc)) from None
     if args.broadcast:
         options["message_model"] = MessageModel.BROADCASTING
-    fields = {f.name for f in dataclasses.fields(PushConsumerConfig)}
-    if args.orderly:
-        if "consume_orderly" not in fields:
-            raise CliError("--orderly is not available: this build's push consumer has no orderly mode")
-        options["consume_orderly"] = True
     if args.handoff:
-        if "handoff" not in fields:
-            raise CliError("--handoff clean is not available: this build's push consumer has no handoff mode")
         options["handoff"] = args.handoff
     return options
 
@@ -391,7 +383,7 @@ def _run(args: argparse.Namespace) -> int:
         return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     consumer.subscribe(args.topic, args.tag)
-    consumer.register_listener(listener)
+    consumer.register_listener(listener, orderly=orderly)
     consumer.add_rebalance_listener(output.rebalance)
     stop = _Stop(output)
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
