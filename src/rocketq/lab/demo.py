@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -312,21 +313,15 @@ def _summary(console: Console, run: ScalingRun) -> None:
 
 
 def _spark(lab: Lab, report_dir: Path, console: Console) -> tuple[str, Path | None]:
-    """Run ``rocketq report`` over the demo's traces; (status, report path)."""
+    """Run ``rocketq report`` over the demo group's traces; (status, HTML report path)."""
     report_dir = report_dir.resolve()
     if report_dir.exists():
         shutil.rmtree(report_dir)
-    args = [
-        sys.executable,
-        "-m",
-        "rocketq",
-        "report",
-        "--namesrv",
-        lab.namesrv,
-        "--out",
-        os.fspath(report_dir),
-    ]
-    console.print("Spark analytics: running `rocketq report` over the demo's traces ...", markup=False)
+    args = [sys.executable, "-m", "rocketq", "report", "--namesrv", lab.namesrv, "--group", GROUP]
+    args += ["--topic", TOPIC, "--out", os.fspath(report_dir), "--json"]
+    console.print(
+        "Spark analytics: `rocketq report` over the demo's traces and rebalance records ...", markup=False
+    )
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
     except subprocess.TimeoutExpired:
@@ -334,9 +329,23 @@ def _spark(lab: Lab, report_dir: Path, console: Console) -> tuple[str, Path | No
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return f"failed (rocketq report exit {proc.returncode}: {tail})", None
-    for line in proc.stdout.splitlines():
-        console.print(f"  {line}", markup=False)
-    html = sorted(report_dir.glob("*.html")) if report_dir.is_dir() else []
-    if not html:
+    try:
+        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return "failed (rocketq report printed no result)", None
+    figures = doc.get("figures", {})
+    pause = figures.get("longest_pause_ms")
+    longest = "-" if pause is None else f"{pause / 1000:.2f} s"
+    console.print(
+        f"  Spark: {figures.get('delivered')} delivered in {figures.get('deliveries')} deliveries to "
+        f"{figures.get('consumers')} consumers, {figures.get('duplicates')} duplicates "
+        f"({figures.get('attributed')} attributed to a rebalance), {figures.get('rebalances')} rebalances, "
+        f"{figures.get('moves')} queue moves, longest pause {longest}",
+        markup=False,
+    )
+    for note in doc.get("notes", []):
+        console.print(f"  note: {note}", markup=False)
+    html = Path(doc["html"]) if doc.get("html") else None
+    if html is None or not html.is_file():
         return "ran, but wrote no HTML report", None
-    return "done", html[0]
+    return "done", html
