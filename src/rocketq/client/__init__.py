@@ -7,7 +7,11 @@ runs its I/O on one background event-loop thread.
 * :class:`Producer` — sync / async / oneway / batch sends, selectors, retries on another broker;
 * :class:`PushConsumer` — subscriptions, RocketMQ's rebalance, long polling, concurrent
   consumption, retries through the broker, graceful shutdown, and the structured rebalance log
-  (:class:`RebalanceRecord`);
+  (:class:`RebalanceRecord`); orderly consumption with ``register_listener(fn, orderly=True)``
+  (:mod:`~rocketq.client.consume_orderly`) and the clean handoff mode with ``handoff="clean"``
+  (:mod:`~rocketq.client.handoff`: no re-delivery when the group scales gracefully);
+* :class:`LitePullConsumer` — ``subscribe`` or ``assign``, ``poll``, ``seek``, auto-commit and
+  ``commit_sync``, ``pause``/``resume`` (:mod:`~rocketq.client.lite_pull`);
 * the parts other consumers build on: :class:`~rocketq.client.instance.ClientInstance`,
   :class:`~rocketq.client.rebalance.RebalanceImpl` (with :class:`RebalanceHooks`),
   :class:`ProcessQueue`, the offset stores and the consume-service interface.
@@ -37,7 +41,10 @@ from __future__ import annotations
 
 from rocketq.client.config import ClientConfig, ProducerConfig, PushConsumerConfig, ReadOffsetType
 from rocketq.client.consume_concurrently import ConsumeMessageConcurrentlyService, ConsumeService
+from rocketq.client.consume_orderly import ConsumeMessageOrderlyService, OrderlyPushConsumerCore
+from rocketq.client.handoff import CleanHandoffPushCore
 from rocketq.client.instance import ClientInstance
+from rocketq.client.lite_pull import LitePullConsumer, LitePullConsumerConfig, SubscriptionType
 from rocketq.client.message import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -66,21 +73,26 @@ from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, Rebalanc
 from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
 
 __all__ = [
+    "CleanHandoffPushCore",
     "ClientConfig",
     "ClientInstance",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "ConsumeFromWhere",
     "ConsumeMessageConcurrentlyService",
+    "ConsumeMessageOrderlyService",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
     "ConsumeService",
+    "LitePullConsumer",
+    "LitePullConsumerConfig",
     "LocalFileOffsetStore",
     "Message",
     "MessageExt",
     "MessageModel",
     "MessageQueueListener",
     "OffsetStore",
+    "OrderlyPushConsumerCore",
     "ProcessQueue",
     "Producer",
     "ProducerConfig",
@@ -98,6 +110,7 @@ __all__ = [
     "RemoteBrokerOffsetStore",
     "SendResult",
     "SendStatus",
+    "SubscriptionType",
     "allocate_topic",
     "diff_queues",
     "retry_topic",

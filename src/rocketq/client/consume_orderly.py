@@ -125,7 +125,7 @@ class ConsumeMessageOrderlyService:
         self.batch_size = cfg.consume_message_batch_max_size
         self._pool_size = cfg.consume_thread_max
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._running: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._running: set[asyncio.Task[None]] = set()
         self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
         self._timers: set[asyncio.TimerHandle] = set()
         self._idle: asyncio.Event | None = None
@@ -160,7 +160,7 @@ class ConsumeMessageOrderlyService:
                     len(self._running),
                     await_termination,
                 )
-        for task in list(self._running.values()):
+        for task in list(self._running):
             task.cancel()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
@@ -176,17 +176,15 @@ class ConsumeMessageOrderlyService:
     def _start(self, pq: ProcessQueue, mq: MessageQueue) -> None:
         if self._stopped:
             return
+        # a second request for the same queue waits on the queue's lock
         task = asyncio.get_running_loop().create_task(self._consume(pq, mq))
-        key = mq
-        # a second request for the same queue waits on the queue lock; track the latest
-        self._running[key] = task
+        self._running.add(task)
         if self._idle is not None:
             self._idle.clear()
-        task.add_done_callback(lambda t: self._request_done(key, t))
+        task.add_done_callback(lambda t: self._request_done(mq, t))
 
     def _request_done(self, mq: MessageQueue, task: asyncio.Task[None]) -> None:
-        if self._running.get(mq) is task:
-            del self._running[mq]
+        self._running.discard(task)
         if not task.cancelled() and task.exception() is not None:
             logger.error("orderly consume request of %s failed", mq, exc_info=task.exception())
         if not self._running and self._idle is not None:

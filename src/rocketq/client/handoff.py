@@ -13,12 +13,13 @@ only requests a RocketMQ 4.9 broker serves (LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, QUER
   queue is locked before its offset is read and its first pull is sent; leases are renewed every
   ``rebalance_lock_interval`` (20 s; the broker keeps one 60 s), and a queue whose lease was not
   confirmed for ``rebalance_lock_max_live_time`` (30 s) is not pulled;
-* the **old owner**, when a rebalance takes a queue away (:class:`QueueHandoff`): stops pulling
-  (the long poll in flight is abandoned), lets the queue's cached messages be consumed for up to
-  ``handoff_await`` seconds (messages still unconsumed then are abandoned — they stay above the
-  committed offset), **commits the offset and waits for the broker's answer**, and only then
-  releases the lease (UNLOCK_BATCH_MQ, awaited). Lease renewal skips a queue being handed over, and
-  renewal and release are serialised, so a renewal cannot re-take a released queue;
+* the **old owner**, when a rebalance takes a queue away (:class:`QueueHandoff`): sends no new
+  pull, lets the queue's cached messages (and what a long poll in flight still brings) be consumed
+  for up to ``handoff_await`` seconds (messages still unconsumed then are abandoned — they stay
+  above the committed offset, and a pull answer arriving later is dropped), **commits the
+  offset and waits for the broker's answer**, and only then releases the lease
+  (UNLOCK_BATCH_MQ, awaited). Lease renewal skips a queue being handed over, and renewal and
+  release are serialised, so a renewal cannot re-take a released queue;
 * the **new owner** reads the offset only once it holds the lease. When the lock fails (the old
   owner has not let go yet: both were told of the change at the same moment) it does not wait for
   the next 20 s rebalance: :class:`LeaseRetry` tries again after 50 ms, growing 1.5x per failure
@@ -505,6 +506,8 @@ class CleanHandoffPushCore(PushConsumerCore):
         if wait is not None or self.message_model is not MessageModel.CLUSTERING:
             return wait
         pq, mq = request.pq, request.mq
+        if mq in self.lease.handing_off:
+            return self.config.pull_time_delay_when_flow_control  # draining: the loop ends at the drop
         now = time.time()
         if pq.holds_valid_lock(now, self.config.rebalance_lock_max_live_time):
             return None
@@ -524,11 +527,8 @@ class CleanHandoffPushCore(PushConsumerCore):
         )
         self.lease.handing_off.add(mq)
         try:
-            # stop pulling: the long poll in flight (if any) is abandoned with its task
-            task = self._pull_tasks.pop(mq, None)
-            if task is not None:
-                task.cancel()
-            # drain: the cached messages are consumed and their results applied meanwhile
+            # drain: no new pull is sent (pull_precheck); the cached messages — and what a long
+            # poll in flight may still bring — are consumed and their results applied meanwhile
             pq.dropped = False
             service = self.consume_service
             progress = service.progress if isinstance(service, HandoffConsumeService) else None
@@ -542,7 +542,8 @@ class CleanHandoffPushCore(PushConsumerCore):
                     await asyncio.wait_for(progress.wait(), remaining)
                 except TimeoutError:
                     pass
-            pq.dropped = True  # what is left is abandoned: workers skip it, results are ignored
+            # what is left is abandoned: workers skip it, its results and a late pull answer are ignored
+            pq.dropped = True
             offset = self.offset_store.memory_offset(mq)
             ok = True
             if offset >= 0:
