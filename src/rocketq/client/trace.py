@@ -239,7 +239,6 @@ class TraceDispatcher:
         self._stopped = threading.Event()
         self._pending: set[concurrent.futures.Future[object]] = set()
         self._pending_lock = threading.Lock()
-        self._busy = 0  # items taken from the queue and not yet handed to a send
         self.discarded = 0
         self.sent_messages = 0
         self.failed_messages = 0
@@ -286,7 +285,8 @@ class TraceDispatcher:
         """Wait until everything appended so far is sent (or ``timeout`` passes); whether it was."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._queue.empty() and self._busy == 0 and not len(self._batcher):
+            # unfinished_tasks counts items appended and not yet handled by the worker
+            if self._queue.unfinished_tasks == 0 and not len(self._batcher):
                 break
             time.sleep(0.01)
         return self._wait_pending(max(0.0, deadline - time.monotonic()))
@@ -324,7 +324,6 @@ class TraceDispatcher:
                     item = self._queue.get(timeout=left)
                 except queue.Empty:
                     break
-                self._busy += 1
                 try:
                     if isinstance(item, TraceContext):
                         for message in batcher.add(item, time.monotonic()):
@@ -332,7 +331,7 @@ class TraceDispatcher:
                     else:
                         self._dispatch(item)
                 finally:
-                    self._busy -= 1
+                    self._queue.task_done()
             ready = batcher.drain() if stopping else batcher.due(time.monotonic())
             for message in ready:
                 self._dispatch(self._trace_message(message))
@@ -356,21 +355,23 @@ class TraceDispatcher:
             self.failed_messages += 1
             logger.warning("sending a %s message failed: %s", message.topic, exc)
             return
-        if future is None:
-            self.sent_messages += 1
-            return
         with self._pending_lock:
+            if future is None:
+                self.sent_messages += 1
+                return
             self._pending.add(future)
         future.add_done_callback(self._sent)
 
     def _sent(self, future: concurrent.futures.Future[object]) -> None:
-        with self._pending_lock:
-            self._pending.discard(future)
         exc = future.exception() if not future.cancelled() else None
-        if exc is None and not future.cancelled():
-            self.sent_messages += 1
-        else:
-            self.failed_messages += 1
+        ok = exc is None and not future.cancelled()
+        with self._pending_lock:  # callbacks run on the trace producer's loop, the worker elsewhere
+            self._pending.discard(future)
+            if ok:
+                self.sent_messages += 1
+            else:
+                self.failed_messages += 1
+        if not ok:
             logger.warning("sending trace data failed: %s", exc)
 
     def _wait_pending(self, timeout: float) -> bool:
