@@ -67,6 +67,11 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="rebalance-cost: seconds between scaling steps (default 3)",
     )
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="rebalance-cost: trace the clients and run rocketq report (Spark) over each group",
+    )
     parser.set_defaults(handler=_run)
 
 
@@ -86,7 +91,11 @@ def _run(args: argparse.Namespace) -> int:
         )
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         raise CliError(f"data dir {args.data_dir} exists and is not a directory")
-    extra: dict[str, float] = {}
+    extra: dict[str, float | bool] = {}
+    if args.spark:
+        if args.name != "rebalance-cost":
+            raise CliError("--spark applies to rebalance-cost only")
+        extra["spark"] = True
     if args.rate is not None:
         extra["rate"] = args.rate
     if args.phase_seconds is not None:

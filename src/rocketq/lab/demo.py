@@ -13,12 +13,6 @@ Every process it starts is stopped by pid before it returns, on errors and Ctrl-
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
-import json
-import os
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -31,14 +25,13 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from rocketq.client import PushConsumerConfig
-from rocketq.client.config import ProducerConfig
 from rocketq.lab.harness import Lab, Worker, queue_of
 from rocketq.lab.narrate import queue_ranges
+from rocketq.lab.report_step import run_report, spark_status, tracing_available
 from rocketq.lab.scaling import ScalingRun, SteadyProducer, run_scaling
 from rocketq.models import MessageQueue
 
-__all__ = ["DemoOptions", "DemoResult", "LiveView", "run_demo", "spark_status", "tracing_available"]
+__all__ = ["DemoOptions", "DemoResult", "LiveView", "run_demo"]
 
 TOPIC = "DemoTopic"
 GROUP = "demo-group"
@@ -78,24 +71,6 @@ class DemoResult:
             "seconds": round(self.seconds, 2),
             "error": self.error,
         }
-
-
-def tracing_available() -> bool:
-    """Whether this build's clients can publish message traces (``PushConsumerConfig.trace``)."""
-    return all(
-        "trace" in {f.name for f in dataclasses.fields(c)} for c in (PushConsumerConfig, ProducerConfig)
-    )
-
-
-def spark_status() -> str | None:
-    """Why the Spark analytics cannot run here (``None``: they can)."""
-    if importlib.util.find_spec("pyspark") is None:
-        return "rocketq[spark] not installed (pip install -e '.[spark]')"
-    if importlib.util.find_spec("rocketq.cli.report") is None:
-        return "`rocketq report` is not available in this build"
-    if not tracing_available():
-        return "this build's clients cannot publish message traces"
-    return None
 
 
 class LiveView:
@@ -272,7 +247,14 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
                 if why is not None:
                     result.spark = f"skipped ({why})"
                 else:
-                    result.spark, result.report = _spark(lab, options.report_dir, console)
+                    console.print(
+                        "Spark analytics: `rocketq report` over the demo's traces and rebalance records ...",
+                        markup=False,
+                    )
+                    outcome = run_report(lab.namesrv, GROUP, TOPIC, options.report_dir)
+                    for line in outcome.lines():
+                        console.print(f"  {line}", markup=False)
+                    result.spark, result.report = outcome.status, outcome.html
             console.print(f"Spark analytics: {result.spark}", markup=False)
             if result.report is not None:
                 console.print(f"HTML report: {result.report}", markup=False)
@@ -310,42 +292,3 @@ def _summary(console: Console, run: ScalingRun) -> None:
         "(`rocketq lab rebalance-cost` compares with the clean handoff)",
         markup=False,
     )
-
-
-def _spark(lab: Lab, report_dir: Path, console: Console) -> tuple[str, Path | None]:
-    """Run ``rocketq report`` over the demo group's traces; (status, HTML report path)."""
-    report_dir = report_dir.resolve()
-    if report_dir.exists():
-        shutil.rmtree(report_dir)
-    args = [sys.executable, "-m", "rocketq", "report", "--namesrv", lab.namesrv, "--group", GROUP]
-    args += ["--topic", TOPIC, "--out", os.fspath(report_dir), "--json"]
-    console.print(
-        "Spark analytics: `rocketq report` over the demo's traces and rebalance records ...", markup=False
-    )
-    try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
-    except subprocess.TimeoutExpired:
-        return "failed (rocketq report took more than 5 minutes)", None
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"failed (rocketq report exit {proc.returncode}: {tail})", None
-    try:
-        doc = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return "failed (rocketq report printed no result)", None
-    figures = doc.get("figures", {})
-    pause = figures.get("longest_pause_ms")
-    longest = "-" if pause is None else f"{pause / 1000:.2f} s"
-    console.print(
-        f"  Spark: {figures.get('delivered')} delivered in {figures.get('deliveries')} deliveries to "
-        f"{figures.get('consumers')} consumers, {figures.get('duplicates')} duplicates "
-        f"({figures.get('attributed')} attributed to a rebalance), {figures.get('rebalances')} rebalances, "
-        f"{figures.get('moves')} queue moves, longest pause {longest}",
-        markup=False,
-    )
-    for note in doc.get("notes", []):
-        console.print(f"  note: {note}", markup=False)
-    html = Path(doc["html"]) if doc.get("html") else None
-    if html is None or not html.is_file():
-        return "ran, but wrote no HTML report", None
-    return "done", html
