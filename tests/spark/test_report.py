@@ -132,7 +132,7 @@ def test_scripted_pauses_and_ownership(scripted: Any) -> None:
     assert [(r.last_consumed_ms - t0, r.first_consumed_ms - t0, r.pause_ms) for r in pauses] == [
         (1105, 1300, 195), (865, 1400, 535),
     ]  # fmt: skip
-    assert {r.pause_start_kind for r in pauses} == {"last consumption"}
+    assert {(r.pause_start_kind, r.last_consumed_by) for r in pauses} == {("last consumption", A)}
     own = {
         (r.client_id, r.queue_id): (r.from_ms - t0, None if r.to_ms is None else r.to_ms - t0, r.removed_by)
         for r in tables["ownership"].collect()

@@ -41,9 +41,11 @@ Output tables (:func:`compute_tables`; every time is epoch ms):
     first_start_ms``).
 ``pauses``
     one row per move of a queue (a client added it while another had owned it): ``from_client,
-    to_client, removed_ms, added_ms, trigger, last_consumed_ms`` (the old owner's last delivery of
-    the queue in its stretch), ``first_consumed_ms`` (the new owner's first), ``pause_start_ms``
-    (the last delivery's end, else the removal, else the add), ``pause_ms`` (first - start; null
+    to_client, removed_ms, added_ms, trigger``, ``first_consumed_ms`` (the new owner's first
+    delivery of the queue in its stretch), ``last_consumed_ms`` and ``last_consumed_by`` (the
+    queue's last delivery before that by another consumer: the previous owner's, or an earlier
+    owner's when the queue moved twice before anyone consumed it), ``pause_start_ms`` (that
+    delivery's end, else the previous owner's removal, else the add), ``pause_ms`` (first - start; null
     when the new owner consumed nothing there yet) and ``pause_start_kind``. A queue without
     traffic around the move shows its idle time as pause too: ``first_message_store_ms``
     (the store time of what the new owner consumed first) tells the two apart.
@@ -494,20 +496,7 @@ def pauses_table(ownership: DataFrame, consumption: DataFrame) -> DataFrame:
         F.col("store_ms").alias("c_store"),
     )
     same_queue = [moves[k] == c[f"c_{k}"] for k in _QUEUE_KEY]
-    last_old = (
-        moves.join(
-            c,
-            [
-                *same_queue,
-                moves["from_client"] == c["c_client"],
-                c["c_start"] >= moves["old_from_ms"],
-                moves["removed_ms"].isNull() | (c["c_start"] <= moves["removed_ms"]),
-            ],
-            "left",
-        )
-        .groupBy(*_QUEUE_KEY, "to_client", "added_ms")
-        .agg(F.max("c_end").alias("last_consumed_ms"))
-    )
+    key = [*_QUEUE_KEY, "to_client", "added_ms"]
     first_new = (
         moves.join(
             c,
@@ -519,14 +508,32 @@ def pauses_table(ownership: DataFrame, consumption: DataFrame) -> DataFrame:
             ],
             "left",
         )
-        .groupBy(*_QUEUE_KEY, "to_client", "added_ms")
+        .groupBy(*key)
         .agg(
             F.min("c_start").alias("first_consumed_ms"),
             F.min_by("c_store", "c_start").alias("first_message_store_ms"),
         )
     )
-    key = [*_QUEUE_KEY, "to_client", "added_ms"]
-    out = moves.join(last_old, key, "left").join(first_new, key, "left")
+    # the queue's last delivery by another consumer before the new owner's first: the previous
+    # owner's, or an earlier one's when a queue moved twice before anyone consumed it
+    moved = moves.join(first_new, key, "left")
+    bound = F.coalesce(moved["first_consumed_ms"], moved["added_ms"])
+    last_old = (
+        moved.join(
+            c,
+            [
+                *[moved[k] == c[f"c_{k}"] for k in _QUEUE_KEY],
+                moved["to_client"] != c["c_client"],
+                c["c_start"] < bound,
+            ],
+            "left",
+        )
+        .groupBy(*key)
+        .agg(
+            F.max("c_end").alias("last_consumed_ms"), F.max_by("c_client", "c_end").alias("last_consumed_by")
+        )
+    )
+    out = moved.join(last_old, key, "left")
     start = F.coalesce("last_consumed_ms", "removed_ms", "added_ms")
     return out.select(
         *_QUEUE_KEY,
@@ -536,6 +543,7 @@ def pauses_table(ownership: DataFrame, consumption: DataFrame) -> DataFrame:
         "added_ms",
         "trigger",
         "last_consumed_ms",
+        "last_consumed_by",
         "first_consumed_ms",
         "first_message_store_ms",
         start.alias("pause_start_ms"),

@@ -489,6 +489,7 @@ def _render(
                 "removed_ms",
                 "added_ms",
                 "last_consumed_ms",
+                "last_consumed_by",
                 "first_consumed_ms",
                 "pause_ms",
                 "pause_start_kind",
