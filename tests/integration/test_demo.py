@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.lab.report_step import spark_status
+
 pytestmark = pytest.mark.integration
 
 
@@ -81,6 +83,8 @@ def test_demo_with_spark(tmp_path: Path) -> None:
     proc, result = _demo(tmp_path, "--seconds", "6", "--rate", "100", timeout=600)
     assert result["scaling"]["lost"] == 0
     spark = result["spark"]
+    if spark_status() is None:  # pyspark, rocketq report and tracing are all here: it must have run
+        assert spark == "done", spark
     if spark.startswith("skipped"):
         # this build lacks the report or tracing: the demo must say which, never pretend
         assert re.search(

@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--seconds", type=_positive_float, default=30.0, metavar="S", help="seconds of traffic (default 30)"
+        "--seconds", type=_positive_float, default=24.0, metavar="S", help="seconds of traffic (default 24)"
     )
     parser.add_argument(
         "--rate", type=_positive_float, default=200.0, metavar="N", help="messages per second (default 200)"

@@ -41,7 +41,7 @@ QUEUES = 16
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DemoOptions:
     #: Seconds of steady traffic in total, split over the three group sizes.
-    seconds: float = 30.0
+    seconds: float = 24.0
     #: Messages per second.
     rate: float = 200.0
     #: Skip the Spark analytics.
