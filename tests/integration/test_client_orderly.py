@@ -18,6 +18,7 @@ from rocketq import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     Message,
+    MessageModel,
     MessageQueue,
     Producer,
     PushConsumer,
@@ -229,3 +230,74 @@ def test_a_lost_lock_stops_consumption_until_it_is_taken_again(cluster: ClusterT
 
 async def _release(locks, group: str, mq: MessageQueue) -> None:  # type: ignore[no-untyped-def]
     locks.unlock_batch(group, [mq], "127.0.0.1@thief")
+
+
+def test_default_orderly_moves_a_locked_queue_once_its_owner_unlocked_it(cluster: ClusterThread) -> None:
+    """RocketMQ's own behaviour: the newcomer locks the queue only once the old owner has
+    committed and unlocked it — at once when the old owner was quicker, else at its next periodic
+    rebalance (1 s here; 20 s by default). Order holds across the move; shutdown unlocks all."""
+    cluster.create_topic("TopicOrd6", 2)
+    seen = Seen()
+
+    def consumer(name: str) -> PushConsumer:
+        config = ClientConfig(
+            namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name, rebalance_interval=1.0
+        )
+        c = PushConsumer(
+            "ord_g6", client_config=config, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        )
+        c.subscribe("TopicOrd6")
+        c.register_listener(seen.listener(name), orderly=True)
+        return c.start()
+
+    c1 = consumer("c1")
+    c2 = None
+    try:
+        produce(cluster, "TopicOrd6", 2, 10, "a")
+        assert wait_until(lambda: seen.total() == 20, 10)
+        c2 = consumer("c2")
+        q1 = MessageQueue("TopicOrd6", "broker-a", 1)
+        assert wait_until(lambda: c2.assigned_queues("TopicOrd6") == [q1], 5)
+        produce(cluster, "TopicOrd6", 2, 10, "b")
+        assert wait_until(lambda: seen.total() == 40, 10)
+        assert seen.by_queue[1] == list(range(10)) * 2
+        assert seen.by_client["c2"] == {1}
+    finally:
+        if c2 is not None:
+            c2.shutdown()
+        c1.shutdown()
+    broker = cluster.cluster.broker
+    assert broker is not None
+
+    async def held() -> list[str | None]:
+        now = broker.wall()
+        return [
+            broker.locks.owner_of("ord_g6", MessageQueue("TopicOrd6", "broker-a", q), now) for q in (0, 1)
+        ]
+
+    assert cluster.thread.call(held()) == [None, None]  # shutdown unlocked everything
+
+
+def test_broadcasting_orderly_needs_no_broker_lock(cluster: ClusterThread, tmp_path: Path) -> None:
+    cluster.create_topic("TopicOrd7", 2)
+    produce(cluster, "TopicOrd7", 2, 10)
+    seen = Seen()
+    c = orderly_consumer(
+        cluster,
+        "ord_g7",
+        "TopicOrd7",
+        "c1",
+        seen.listener("c1"),
+        message_model=MessageModel.BROADCASTING,
+        offset_store_dir=str(tmp_path / "offsets"),
+    )
+    with c:
+        assert wait_until(lambda: seen.total() == 20, 10)
+        assert seen.by_queue == {0: list(range(10)), 1: list(range(10))}
+    broker = cluster.cluster.broker
+    assert broker is not None
+
+    async def lock_count() -> int:
+        return len(broker.locks.locks(broker.wall(), "ord_g7"))
+
+    assert cluster.thread.call(lock_count()) == 0

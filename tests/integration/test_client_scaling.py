@@ -28,6 +28,7 @@ from rocketq import (
     ClientConfig,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
+    ConsumeOrderlyStatus,
     Message,
     Producer,
     PushConsumer,
@@ -69,6 +70,10 @@ class _Deliveries:
         self.waits: list[tuple[float, float]] = []  # (born s, wait s) of first deliveries
         self.received = 0
 
+    def orderly_listener(self, msgs: list[MessageExt]) -> ConsumeOrderlyStatus:
+        self.listener(msgs)
+        return ConsumeOrderlyStatus.SUCCESS
+
     def listener(self, msgs: list[MessageExt]) -> ConsumeConcurrentlyStatus:
         now = time.time()
         with self.lock:
@@ -91,6 +96,7 @@ def run_scaling(
     rate: float = 200.0,
     phase: float = 5.0,
     tag: str = "",
+    orderly: bool = False,
 ) -> ScalingResult:
     """Run the scenario once (see the module doc); every consumer is shut down afterwards."""
     tag = tag or handoff
@@ -111,7 +117,10 @@ def run_scaling(
             handoff=handoff,
         )
         c.subscribe(topic)
-        c.register_listener(got.listener)
+        if orderly:
+            c.register_listener(got.orderly_listener, orderly=True)
+        else:
+            c.register_listener(got.listener)
         c.start()
         consumers.append(c)
 

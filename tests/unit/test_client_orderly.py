@@ -27,6 +27,7 @@ def make(tmp_path: Path, **cfg: Any) -> tuple[ConsumeMessageOrderlyService, Proc
         stats=ConsumeStats(),
         offset_store=LocalFileOffsetStore("g", "127.0.0.1@t", str(tmp_path)),
         message_model=None,
+        lease=SimpleNamespace(handing_off=set()),
     )
     service = ConsumeMessageOrderlyService(consumer, lambda msgs, ctx: S.SUCCESS)  # type: ignore[arg-type]
     later: list[float] = []
@@ -110,12 +111,15 @@ def test_commit_and_rollback_with_auto_commit_count_as_success(tmp_path: Path) -
     assert service.consumer.offset_store.memory_offset(MQ) == 11
 
 
-def test_a_dropped_queue_does_not_move_its_offset(tmp_path: Path) -> None:
+def test_a_dropped_queue_does_not_move_its_offset_unless_it_is_being_handed_over(tmp_path: Path) -> None:
     service, pq, _ = make(tmp_path)
     msgs = pq.take_messages(2)
     pq.dropped = True
     run(service, msgs, S.SUCCESS, pq)
     assert service.consumer.offset_store.memory_offset(MQ) == -1
+    service.consumer.lease.handing_off.add(MQ)  # the rebalance waits for this batch, then commits
+    run(service, pq.take_messages(1), S.SUCCESS, pq)
+    assert service.consumer.offset_store.memory_offset(MQ) == 13
 
 
 def test_suspend_time_is_clamped_and_listeners_adapted() -> None:

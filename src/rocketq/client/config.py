@@ -290,7 +290,8 @@ class PushConsumerConfig:
     #: Topic of the trace records (``customizedTraceTopic``; ``None``: ``RMQ_SYS_TRACE_TOPIC``).
     trace_topic: str | None = None
     #: Seconds between renewals of the broker locks of owned queues, orderly and clean handoff
-    #: (``rocketmq.client.rebalance.lockInterval`` 20000 ms).
+    #: (``rocketmq.client.rebalance.lockInterval`` 20000 ms). Keep it well below the broker's lock
+    #: lifetime (60 s), or another client may take a queue this one still consumes.
     rebalance_lock_interval: float = 20.0
     #: Seconds after its last renewal a queue lock counts as expired client-side, and consuming the
     #: queue stops (``rocketmq.client.rebalance.lockMaxLiveTime`` 30000 ms; the broker keeps 60 s).

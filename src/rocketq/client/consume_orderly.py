@@ -221,6 +221,11 @@ class ConsumeMessageOrderlyService:
         handle = loop.call_later(delay, fire)
         self._timers.add(handle)
 
+    def queue_lock(self, mq: MessageQueue) -> asyncio.Lock:
+        """Held by the consume request of ``mq`` from taking messages until their result is
+        applied (Java's ``MessageQueueLock`` object)."""
+        return self._lock_for(mq)
+
     def _lock_for(self, mq: MessageQueue) -> asyncio.Lock:
         lock = self._queue_locks.get(mq)
         if lock is None:
@@ -340,7 +345,9 @@ class ConsumeMessageOrderlyService:
                 pq.make_messages_to_consume_again(msgs)
                 self.submit_later(pq, mq, suspend)
                 go_on = False
-        if commit_offset >= 0 and not pq.dropped:
+        # a queue being handed over is dropped but still commits the batches finished before the
+        # rebalance took its lock (the hand-over commits right after)
+        if commit_offset >= 0 and (not pq.dropped or mq in consumer.lease.handing_off):
             consumer.offset_store.update_offset(mq, commit_offset, False)
         return go_on
 
@@ -510,7 +517,21 @@ class OrderlyPushConsumerCore(PushConsumerCore):
         if self.message_model is not MessageModel.CLUSTERING:
             return await super().remove_unnecessary_message_queue(mq, pq)
         self.lease.handing_off.add(mq)
+        # the queue's consume request holds this lock until its batch's result is applied: with
+        # it, the offset committed below includes every batch a listener finished
+        service = self.consume_service
+        qlock = service.queue_lock(mq) if isinstance(service, ConsumeMessageOrderlyService) else None
         try:
+            if qlock is not None:
+                try:
+                    await asyncio.wait_for(qlock.acquire(), _CONSUME_LOCK_WAIT)
+                except TimeoutError:
+                    qlock = None
+                    pq.try_unlock_times += 1
+                    logger.warning(
+                        "group %s: %s is being consumed; keeping it until the next rebalance", self.group, mq
+                    )
+                    return False
             if not await self._take_consume_lock(pq):
                 pq.try_unlock_times += 1
                 logger.warning(
@@ -538,6 +559,8 @@ class OrderlyPushConsumerCore(PushConsumerCore):
                 pq.consume_lock.release()
             return True
         finally:
+            if qlock is not None:
+                qlock.release()
             self.lease.handing_off.discard(mq)
 
     async def _take_consume_lock(self, pq: ProcessQueue) -> bool:
