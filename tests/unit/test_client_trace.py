@@ -289,3 +289,17 @@ def test_producer_hook_writes_pub_in_java_layout() -> None:
     (ctx, _) = decode_trace(msg.body)
     assert ctx.beans[0].store_host == "127.0.0.1:10911"
     assert ctx.region_id == "DefaultRegion"
+
+
+def test_tracing_and_the_report_command_do_not_import_pyspark() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rocketq.client.trace, rocketq.spark.report, rocketq.cli.report\n"
+        "from rocketq.cli.main import build_parser\n"
+        "assert 'report' in build_parser().format_help()\n"
+        "heavy = ('pyspark', 'matplotlib', 'pandas')\n"
+        "sys.exit(1 if any(m.split('.')[0] in heavy for m in sys.modules) else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
