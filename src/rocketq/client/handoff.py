@@ -362,8 +362,16 @@ class LeaseKeeper:
         self._tasks.append(loop.create_task(self._renew_loop()))
         if self.retry is not None:
             self._tasks.append(loop.create_task(self._acquire_loop()))
+            # every rebalance, whoever ran it (timer, NOTIFY, ``PushConsumer.rebalance()``)
+            self.core.log.add_listener(self._on_record)
+
+    def _on_record(self, record: RebalanceRecord) -> None:
+        if record.trigger is not RebalanceTrigger.SHUTDOWN and self.core.running and not self.core.stopping:
+            self.after_rebalance(record.trigger)
 
     async def stop(self) -> None:
+        if self.retry is not None and self._tasks:
+            self.core.log.remove_listener(self._on_record)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
