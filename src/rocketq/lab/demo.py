@@ -218,7 +218,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
         with lab:
             console.print(
                 f"server: name server {lab.namesrv}, broker {lab.broker_addrs.get('broker-a')}, "
-                f"data in {lab.root} (pid {lab.server.pid if lab.server else '?'})",
+                f"data and server log in {lab.root} (pid {lab.server.pid if lab.server else '?'})",
                 markup=False,
             )
             console.print(

@@ -44,6 +44,12 @@ def run(run: Run) -> None:
     broker_ids = [
         c.client_id or "?" for cc in lab.admin.consumer_connection(GROUP).values() for c in cc.connection_set
     ]
+    logged = [
+        line.split(": ", 1)[-1].strip()
+        for log in lab.server_logs()
+        for line in log.read_text(errors="replace").splitlines()
+        if "DUPLICATE CLIENT ID" in line
+    ]
     report = check_duplicate_client_ids(broker_ids, queues, strategy=get_strategy(run.strategy), group=GROUP)
     run.step(
         "two consumer processes with the same client id",
@@ -53,6 +59,7 @@ def run(run: Run) -> None:
             f"both processes run as {cid}; the broker lists the group as {broker_ids}",
             f"each looks up its own id in that sorted list and finds index 0, so both take index 0's share "
             f"{queue_ranges(share.get(cid, []))}; {queue_ranges(orphans)} belong to index 1, which nobody is",
+            *(f"the broker logged: {line}" for line in logged[:1]),
         ],
         broker_client_ids=broker_ids,
     )

@@ -6,7 +6,8 @@ ports, a temp data dir unless given one), more brokers with ``rocketq broker`` w
 :class:`~rocketq.client.Producer` in this process, and consumer processes
 (:mod:`rocketq.lab.worker`) as :class:`Worker`\\ s whose JSON lines are read on threads. Children
 run in sessions of their own (Ctrl-C reaches only the lab, which stops them in order) and get
-SIGTERM if the lab process dies (``PR_SET_PDEATHSIG``). Waits
+SIGTERM if the lab process dies (``PR_SET_PDEATHSIG``); the servers' logs go to
+``<data dir>/<broker name>.log``. Waits
 are bounded and event-driven (:meth:`Worker.wait_for`, :meth:`Lab.wait_stable`), never sleeps
 standing in for an event. Everything started is stopped by pid on :meth:`Lab.close` - workers
 first (SIGTERM, graceful), then brokers and the server - also on errors and Ctrl-C::
@@ -38,7 +39,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, cast
+from typing import IO, Any, cast
 
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
@@ -323,6 +324,7 @@ class Lab:
         self._tmp: str | None = None
         self.server: ServerProcess | None = None
         self._extra: list[_BrokerProcess] = []
+        self._logs: list[IO[str]] = []
         self._admin: Admin | None = None
         self._producer: Producer | None = None
         self.broker_addrs: dict[str, str] = {}
@@ -384,6 +386,16 @@ class Lab:
             if found is not None:
                 return found
 
+    def _log(self, name: str) -> IO[str]:
+        """The file a server's stderr (its log) goes to: ``<root>/<name>.log``."""
+        path = self.root / f"{name.replace('@', '_')}.log"
+        handle = path.open("w", encoding="utf-8")
+        self._logs.append(handle)
+        return handle
+
+    def server_logs(self) -> list[Path]:
+        return sorted(self.root.glob("*.log"))
+
     def _spawn_server(self, data: Path, broker_name: str) -> ServerProcess:
         """``rocketq server`` on free ports (what :func:`rocketq.embedded.spawn_server` does, in a
         session of its own)."""
@@ -398,7 +410,7 @@ class Lab:
             "0",
         ]
         args += ["--broker-port", "0", "--broker-name", broker_name]
-        proc = _spawn(args, stdout=subprocess.PIPE)
+        proc = _spawn(args, stdout=subprocess.PIPE, stderr=self._log(broker_name))
         ready = self._first_line(
             proc,
             "rocketq server",
@@ -410,7 +422,7 @@ class Lab:
         assert self.server is not None
         args = [sys.executable, "-m", "rocketq", "broker", "--namesrv", self.namesrv, "--broker-name", name]
         args += ["--broker-port", "0", "--data-dir", os.fspath(data)]
-        proc = _spawn(args, stdout=subprocess.PIPE)
+        proc = _spawn(args, stdout=subprocess.PIPE, stderr=self._log(name))
         addr = self._first_line(
             proc, f"broker {name}", lambda line: m.group(1) if (m := _BROKER_LISTENING.search(line)) else None
         )
@@ -455,6 +467,9 @@ class Lab:
             with contextlib.suppress(Exception):
                 self.server.stop()
             self.server = None
+        for handle in self._logs:
+            handle.close()
+        self._logs.clear()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None

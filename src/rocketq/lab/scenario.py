@@ -232,7 +232,8 @@ def run_scenario(
                 "setup",
                 notes=[
                     f"rocketq server (pid {lab.server.pid if lab.server else '?'}) on name server "
-                    f"{lab.namesrv}, brokers {', '.join(f'{b}={a}' for b, a in lab.broker_addrs.items())}"
+                    f"{lab.namesrv}, brokers {', '.join(f'{b}={a}' for b, a in lab.broker_addrs.items())}; "
+                    f"server logs in {', '.join(str(p) for p in lab.server_logs())}"
                 ],
                 namesrv=lab.namesrv,
                 brokers=dict(lab.broker_addrs),
