@@ -301,3 +301,31 @@ def test_broadcasting_orderly_needs_no_broker_lock(cluster: ClusterThread, tmp_p
         return len(broker.locks.locks(broker.wall(), "ord_g7"))
 
     assert cluster.thread.call(lock_count()) == 0
+
+
+def test_shutdown_unlocks_a_queue_whose_listener_is_still_running(cluster: ClusterThread) -> None:
+    cluster.create_topic("TopicOrd8", 1)
+    produce(cluster, "TopicOrd8", 1, 3)
+    release = threading.Event()
+    entered = threading.Event()
+
+    def stuck(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        entered.set()
+        release.wait(10)
+        return SUCCESS
+
+    c = orderly_consumer(cluster, "ord_g8", "TopicOrd8", "c1", stuck)
+    c.start()
+    try:
+        assert entered.wait(10)
+        c.shutdown(await_termination=0.1)
+        broker = cluster.cluster.broker
+        assert broker is not None
+
+        async def owner() -> str | None:
+            return broker.locks.owner_of("ord_g8", MessageQueue("TopicOrd8", "broker-a", 0), broker.wall())
+
+        assert cluster.thread.call(owner()) is None  # not held until the broker's 60 s expiry
+    finally:
+        release.set()
+        c.shutdown()

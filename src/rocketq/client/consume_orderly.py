@@ -521,26 +521,31 @@ class OrderlyPushConsumerCore(PushConsumerCore):
         # it, the offset committed below includes every batch a listener finished
         service = self.consume_service
         qlock = service.queue_lock(mq) if isinstance(service, ConsumeMessageOrderlyService) else None
+        consume_lock_held = False
         try:
             if qlock is not None:
                 try:
                     await asyncio.wait_for(qlock.acquire(), _CONSUME_LOCK_WAIT)
                 except TimeoutError:
                     qlock = None
+            if qlock is not None:
+                consume_lock_held = await self._take_consume_lock(pq)
+            if not consume_lock_held:
+                if self.stopping:
+                    # shutting down: the listener's batch will not be committed; release the
+                    # queue anyway rather than hold it until the broker expires the lock (60 s)
+                    logger.warning(
+                        "group %s: %s still in a listener at shutdown; unlocking it", self.group, mq
+                    )
+                else:
                     pq.try_unlock_times += 1
                     logger.warning(
-                        "group %s: %s is being consumed; keeping it until the next rebalance", self.group, mq
+                        "group %s: %s is being consumed; keeping it until the next rebalance (try %d)",
+                        self.group,
+                        mq,
+                        pq.try_unlock_times,
                     )
                     return False
-            if not await self._take_consume_lock(pq):
-                pq.try_unlock_times += 1
-                logger.warning(
-                    "group %s: %s is being consumed; keeping it until the next rebalance (try %d)",
-                    self.group,
-                    mq,
-                    pq.try_unlock_times,
-                )
-                return False
             try:
                 offset = self.offset_store.memory_offset(mq)
                 if offset >= 0:
@@ -556,7 +561,8 @@ class OrderlyPushConsumerCore(PushConsumerCore):
                         await self.instance.unlock_queues(self.group, [mq], oneway=False)
                 pq.locked = False
             finally:
-                pq.consume_lock.release()
+                if consume_lock_held:
+                    pq.consume_lock.release()
             return True
         finally:
             if qlock is not None:
