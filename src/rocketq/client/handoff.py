@@ -451,7 +451,9 @@ class LeaseKeeper:
                 )
         adopted = {mq for r in records for mq in r.added}
         retry.acquired(adopted)
-        # locked but not adopted (no longer allocated, or no start offset): let go again
+        # locked but not adopted (no longer allocated, or no start offset): let go again, and back
+        # off before the next attempt
+        retry.failed([mq for mq in got if mq not in adopted], now=time.monotonic())
         stray = [mq for mq in got if mq not in adopted and mq not in core.rebalance.process_queue_table]
         if stray:
             async with self.renew_lock:
