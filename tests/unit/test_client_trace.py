@@ -33,6 +33,8 @@ from rocketq.protocol.trace import (
     TraceContext,
     TraceType,
     decode_trace,
+    encode_trace,
+    trace_keys,
 )
 
 C, F = "\x01", "\x02"
@@ -225,7 +227,8 @@ def test_consume_hook_writes_sub_before_and_sub_after_in_java_layout() -> None:
     assert len(req) == 32
     assert int(ts2) >= int(ts)
     assert int(cost) >= 0
-    assert set(msg.properties[MessageConst.KEYS].split(" ")) == {"A1", "A2", "k1", "null"}
+    # keys: msg ids and the messages' keys; a message without keys adds none (Java skips a null)
+    assert set(msg.properties[MessageConst.KEYS].split(" ")) == {"A1", "A2", "k1"}
 
 
 def test_consume_hook_skips_calls_with_nothing_traced() -> None:
@@ -303,3 +306,35 @@ def test_tracing_and_the_report_command_do_not_import_pyspark() -> None:
         "sys.exit(1 if any(m.split('.')[0] in heavy for m in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_hook_text_is_what_the_codec_encodes_for_the_same_contexts() -> None:
+    rec = Recorder()
+    d = dispatcher(rec, wait_threshold=0.01)
+    hook = ConsumeTraceHook(d, "G")
+    msgs = [consumed(f"M{i}", keys=None if i % 3 == 0 else f"k{i} x{i}") for i in range(7)]
+    token = hook.before(msgs)
+    hook.after(token, len(msgs), success=True, return_type=ConsumeReturnType.SUCCESS)
+    d.start()
+    d.shutdown()
+    (msg,) = rec.sent
+    before, after = decode_trace(msg.body)[0], decode_trace(msg.body)[-1]
+    keys = [m.properties.get(MessageConst.KEYS) for m in msgs]
+    before_beans = tuple(
+        TraceBean(msg_id=m.msg_id, retry_times=2, keys=k or "null") for m, k in zip(msgs, keys, strict=True)
+    )
+    after_beans = tuple(TraceBean(msg_id=m.msg_id, keys=k or "null") for m, k in zip(msgs, keys, strict=True))
+    expected = [
+        TraceContext(
+            trace_type=TraceType.SUB_BEFORE, timestamp=before.timestamp, region_id="DefaultRegion",
+            group_name="G", request_id=before.request_id, beans=before_beans,
+        ),
+        TraceContext(
+            trace_type=TraceType.SUB_AFTER, timestamp=after.timestamp, group_name="G",
+            request_id=before.request_id, cost_time=after.cost_time, beans=after_beans,
+        ),
+    ]  # fmt: skip
+    assert msg.body.decode() == encode_trace(expected)
+    java_keys = [TraceBean(msg_id=m.msg_id, keys=k or "") for m, k in zip(msgs, keys, strict=True)]
+    ctx = TraceContext(trace_type=TraceType.SUB_AFTER, beans=tuple(java_keys))
+    assert msg.properties[MessageConst.KEYS].split(" ") == trace_keys([ctx])

@@ -23,10 +23,12 @@ tools. What is recorded, and when (RocketMQ 4.9.4's ``SendMessageTraceHookImpl``
 A missing tag or key is written as the text ``null``, as Java's ``StringBuilder`` writes a null.
 
 :class:`TraceDispatcher` is Java's ``AsyncTraceDispatcher``: ``append`` queues a context (at most
-1,024 waiting; more are dropped and counted); a worker thread takes contexts for 100 ms at a time,
-encodes each, and packs them per trace topic until the text reaches 118,000 characters or the
-oldest waited 0.5 s (:class:`TraceBatcher`); each pack is one message, keyed by every traced msg id
-and key (``KEYS``, space-separated), sent asynchronously by a trace producer of its own: group
+16,384 waiting — Java holds 1,024, but its worker does not share a GIL with the listeners, so bursts
+need more room here; more are dropped and counted); a worker thread wakes every 100 ms (sooner when
+a quarter of the queue fills), takes what waits, and packs the encoded contexts per trace topic
+until the text reaches 118,000 characters or the oldest waited 0.5 s (:class:`TraceBatcher`); each
+pack is one message, keyed by every traced msg id and key (``KEYS``, space-separated, Java
+``HashSet`` order), sent asynchronously by a trace producer of its own: group
 ``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>-<n>``, instance name
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<name servers>``, 5 s send timeout. The trace topic needs no
 setup: without a route, the send goes through ``TBW102`` and the broker creates it (4 queues), as
@@ -61,24 +63,27 @@ Two additions of ours, outside the trace text (so Java tools read these messages
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import itertools
 import json
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
 from rocketq.client.rebalance_log import RebalanceRecord
+from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_id import UniqIdGenerator
-from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.properties import KEY_SEPARATOR, MessageConst
 from rocketq.protocol.trace import (
+    CONTENT_SPLITOR,
+    FIELD_SPLITOR,
     RMQ_SYS_TRACE_TOPIC,
     TRACE_GROUP_PREFIX,
     TRACE_MAX_MESSAGE_SIZE,
@@ -124,12 +129,13 @@ TRACE_INSTANCE_NAME: Final = "PID_CLIENT_INNER_TRACE_PRODUCER"
 NULL_TEXT: Final = "null"
 """How Java writes a missing tag or key into a trace line."""
 
-_QUEUE_SIZE = 1024  # AsyncTraceDispatcher's traceContextQueue capacity
+_QUEUE_SIZE = 16_384  # AsyncTraceDispatcher's traceContextQueue holds 1,024 (see the docstring)
 _POLL = 0.1  # pollingTimeMil
 _WAIT_THRESHOLD = 0.5  # waitTimeThresholdMil
 _TRACE_SEND_TIMEOUT = 5.0
 _counter = itertools.count(1)  # Java's static COUNTER for trace producer group names
 
+_Item = TraceContext | ProtocolMessage | tuple[str, tuple[str, ...]]
 Sender = Callable[[ProtocolMessage], "concurrent.futures.Future[object] | None"]
 """Sends one trace or rebalance message; may return a future that completes with the send."""
 
@@ -141,10 +147,11 @@ def _now_ms() -> int:
 class TraceBatcher:
     """Packs encoded contexts into trace messages by size and age (Java's ``TraceDataSegment``).
 
-    Pure: the caller passes the time. One batcher serves one trace topic.
+    Pure: the caller passes the time. One batcher serves one trace topic. Message keys are every
+    context's msg ids and keys (split on spaces), without empties, in Java ``HashSet`` order.
     """
 
-    __slots__ = ("_contexts", "_first_add", "_size", "_texts", "max_chars", "wait_threshold")
+    __slots__ = ("_count", "_first_add", "_keys", "_size", "_texts", "max_chars", "wait_threshold")
 
     def __init__(
         self, *, max_chars: int = TRACE_MAX_MESSAGE_SIZE, wait_threshold: float = _WAIT_THRESHOLD
@@ -152,22 +159,28 @@ class TraceBatcher:
         self.max_chars = max_chars
         self.wait_threshold = wait_threshold
         self._texts: list[str] = []
-        self._contexts: list[TraceContext] = []
+        self._keys: dict[str, None] = {}
+        self._count = 0
         self._size = 0
         self._first_add: float | None = None
 
     def __len__(self) -> int:
-        return len(self._contexts)
+        return self._count
 
     def add(self, ctx: TraceContext, now: float) -> list[TraceMessage]:
         """Add one context; the message it completes (size reached), if any."""
         if not ctx.beans:
             return []
-        text = encode_trace((ctx,))
+        return self.add_encoded(encode_trace((ctx,)), trace_keys((ctx,)), now)
+
+    def add_encoded(self, text: str, keys: Iterable[str], now: float) -> list[TraceMessage]:
+        """Add one context already encoded (``text``) with its message keys."""
         if self._first_add is None:
             self._first_add = now
         self._texts.append(text)
-        self._contexts.append(ctx)
+        for key in keys:
+            self._keys[key] = None
+        self._count += 1
         self._size += len(text)
         if self._size >= self.max_chars:
             return self.drain()
@@ -181,11 +194,13 @@ class TraceBatcher:
 
     def drain(self) -> list[TraceMessage]:
         """Everything held, now."""
-        if not self._contexts:
+        if not self._count:
             return []
-        message = TraceMessage("".join(self._texts).encode(), tuple(trace_keys(self._contexts)))
+        self._keys.pop("", None)
+        message = TraceMessage("".join(self._texts).encode(), tuple(java_hash_order(self._keys)))
         self._texts.clear()
-        self._contexts.clear()
+        self._keys = {}
+        self._count = 0
         self._size = 0
         self._first_add = None
         return [message]
@@ -233,7 +248,11 @@ class TraceDispatcher:
         self.trace_topic = trace_topic or RMQ_SYS_TRACE_TOPIC
         self._send = send
         self._batcher = TraceBatcher(max_chars=max_chars, wait_threshold=wait_threshold)
-        self._queue: queue.Queue[TraceContext | ProtocolMessage] = queue.Queue(queue_size)
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._capacity = queue_size
+        self._wake_at = max(1, queue_size // 4)  # queue length that wakes the worker early
+        self._wakeup = threading.Event()
+        self._handling = False  # the worker holds items taken from the queue
         self._producer: Producer | None = None
         self._worker: threading.Thread | None = None
         self._stopped = threading.Event()
@@ -260,9 +279,9 @@ class TraceDispatcher:
                 instance_name=f"{TRACE_INSTANCE_NAME}_{namesrv}",
             )
             group = f"{TRACE_GROUP_PREFIX}-{self.group}-{self.kind}-{next(_counter)}"
-            config = ProducerConfig(
-                send_msg_timeout=_TRACE_SEND_TIMEOUT, max_message_size=TRACE_MAX_MESSAGE_SIZE
-            )
+            # Java caps its trace producer at 118,000 bytes too, yet packs until a message *reaches*
+            # that size, so a full pack is refused; ours keeps the producer's default limit
+            config = ProducerConfig(send_msg_timeout=_TRACE_SEND_TIMEOUT)
             self._producer = Producer(group, client_config=trace_client, config=config).start()
         self._worker = threading.Thread(
             target=self._run, name=f"rocketq-trace-{self.kind.lower()}-{self.group}", daemon=True
@@ -273,6 +292,7 @@ class TraceDispatcher:
     def shutdown(self, timeout: float = 5.0) -> None:
         """Publish what is queued (waiting up to ``timeout`` s for the sends), then stop."""
         self._stopped.set()
+        self._wakeup.set()
         if self._worker is not None:
             self._worker.join(timeout)
             self._worker = None
@@ -285,8 +305,8 @@ class TraceDispatcher:
         """Wait until everything appended so far is sent (or ``timeout`` passes); whether it was."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            # unfinished_tasks counts items appended and not yet handled by the worker
-            if self._queue.unfinished_tasks == 0 and not len(self._batcher):
+            # the worker sets _handling before it takes items and clears it once they are handed on
+            if not self._queue and not self._handling and not len(self._batcher):
                 break
             time.sleep(0.01)
         return self._wait_pending(max(0.0, deadline - time.monotonic()))
@@ -295,15 +315,22 @@ class TraceDispatcher:
 
     def append(self, item: TraceContext | ProtocolMessage) -> bool:
         """Queue a context (or a ready message, such as a rebalance record); ``False`` when the
-        queue is full and it was dropped."""
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
+        queue is full and it was dropped. Cheap and thread-safe: the worker picks items up every
+        100 ms, as Java's does."""
+        if len(self._queue) >= self._capacity:
             self.discarded += 1
             if self.discarded % 1000 == 1:
                 logger.info("trace buffer full; %d context(s) dropped so far", self.discarded)
             return False
+        self._queue.append(item)
+        if len(self._queue) >= self._wake_at:
+            self._wakeup.set()
         return True
+
+    def append_encoded(self, text: str, keys: tuple[str, ...]) -> bool:
+        """Queue one context already encoded as trace text, with its message keys (the hooks'
+        fast path; the text must be what :func:`~rocketq.protocol.trace.encode_trace` writes)."""
+        return self.append((text, keys))  # type: ignore[arg-type]
 
     def publish_rebalance(self, record: RebalanceRecord) -> None:
         """Queue ``record`` for :data:`REBALANCE_TOPIC` (a rebalance-log listener)."""
@@ -313,29 +340,30 @@ class TraceDispatcher:
 
     def _run(self) -> None:
         batcher = self._batcher
+        pending = self._queue
         while True:
+            self._wakeup.wait(_POLL)
+            self._wakeup.clear()
             stopping = self._stopped.is_set()
-            end = time.monotonic() + _POLL
-            while True:
-                left = end - time.monotonic()
-                if left <= 0:
-                    break
-                try:
-                    item = self._queue.get(timeout=left)
-                except queue.Empty:
-                    break
-                try:
-                    if isinstance(item, TraceContext):
-                        for message in batcher.add(item, time.monotonic()):
-                            self._dispatch(self._trace_message(message))
+            self._handling = True
+            try:
+                while pending:
+                    item = pending.popleft()
+                    now = time.monotonic()
+                    if isinstance(item, tuple):
+                        ready = batcher.add_encoded(item[0], item[1], now)
+                    elif isinstance(item, TraceContext):
+                        ready = batcher.add(item, now)
                     else:
                         self._dispatch(item)
-                finally:
-                    self._queue.task_done()
-            ready = batcher.drain() if stopping else batcher.due(time.monotonic())
-            for message in ready:
-                self._dispatch(self._trace_message(message))
-            if stopping and self._queue.empty():
+                        continue
+                    for message in ready:
+                        self._dispatch(self._trace_message(message))
+                for message in batcher.drain() if stopping else batcher.due(time.monotonic()):
+                    self._dispatch(self._trace_message(message))
+            finally:
+                self._handling = False
+            if stopping and not pending:
                 return
 
     def _trace_message(self, message: TraceMessage) -> ProtocolMessage:
@@ -388,6 +416,17 @@ class TraceDispatcher:
 
 def _text(value: str | None) -> str:
     return NULL_TEXT if value is None else value
+
+
+def _trans_keys(items: Iterable[tuple[str, str | None]]) -> tuple[str, ...]:
+    """A context's message keys from ``(msg id, KEYS property)`` pairs: the msg id, and the keys
+    split on spaces when there are any (Java's ``TraceTransferBean`` keys; a null has none)."""
+    out: list[str] = []
+    for msg_id, keys in items:
+        out.append(msg_id)
+        if keys:
+            out.extend(keys.split(KEY_SEPARATOR))
+    return tuple(out)
 
 
 def _msg_type(props: dict[str, str] | None) -> TraceMessageType:
@@ -446,7 +485,8 @@ class ProducerTracing:
             request_id=_request_id(),
             beans=(bean,),
         )
-        self.dispatcher.append(ctx)
+        raw_keys = props.get(MessageConst.KEYS) if props else None
+        self.dispatcher.append_encoded(encode_trace((ctx,)), _trans_keys(((result.msg_id, raw_keys),)))
 
     def shutdown(self) -> None:
         self.dispatcher.shutdown()
@@ -487,15 +527,18 @@ def _request_id() -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Before:
-    ctx: TraceContext
+    request_id: str
     begin_ms: int
+    items: tuple[tuple[str, str | None], ...]  # (msg id, KEYS property) of each traced message
 
 
 class ConsumeTraceHook:
     """Called by a consume service around each listener call (``ConsumeMessageTraceHookImpl``).
 
     ``before(msgs)`` → a token (``None`` when nothing is traced) to hand to ``after``. A consume
-    service calls them on its worker thread; both only queue contexts.
+    service calls them on its worker thread. Both write the trace text directly (the lines
+    :func:`~rocketq.protocol.trace.encode_trace` would write for the equivalent contexts; a test
+    holds them equal) and queue it: tracing a message costs a few microseconds.
     """
 
     def __init__(self, dispatcher: TraceDispatcher, group: str) -> None:
@@ -503,56 +546,39 @@ class ConsumeTraceHook:
         self.group = group
 
     def before(self, msgs: Sequence[MessageExt]) -> object:
-        beans: list[TraceBean] = []
-        region = ""
+        c, f = CONTENT_SPLITOR, FIELD_SPLITOR
+        region: str | None = None
+        lines: list[str] = []
+        items: list[tuple[str, str | None]] = []
         for msg in msgs:
             props = msg.properties
             if props.get(MessageConst.TRACE_ON) == "false":
                 continue
-            region = _text(props.get(MessageConst.MSG_REGION))  # brokers do not store it: "null"
-            beans.append(
-                TraceBean(
-                    topic=msg.topic,
-                    msg_id=msg.msg_id,
-                    tags=_text(props.get(MessageConst.TAGS)),
-                    keys=_text(props.get(MessageConst.KEYS)),
-                    store_time=msg.store_timestamp,
-                    body_length=msg.store_size,
-                    retry_times=msg.reconsume_times,
-                )
-            )
-        if not beans:
+            region = props.get(MessageConst.MSG_REGION)  # Java keeps the last message's
+            keys = props.get(MessageConst.KEYS)
+            msg_id = msg.msg_id
+            items.append((msg_id, keys))
+            lines.append(f"{msg_id}{c}{msg.reconsume_times}{c}{_text(keys)}{f}")
+        if not items:
             return None
         now = _now_ms()
-        ctx = TraceContext(
-            trace_type=TraceType.SUB_BEFORE,
-            timestamp=now,
-            region_id=region,
-            group_name=self.group,
-            request_id=_request_id(),
-            beans=tuple(beans),
-        )
-        self.dispatcher.append(ctx)
-        return _Before(ctx, now)
+        request_id = _request_id()
+        head = f"{TraceType.SUB_BEFORE.value}{c}{now}{c}{_text(region)}{c}{self.group}{c}{request_id}{c}"
+        self.dispatcher.append_encoded(head + head.join(lines), _trans_keys(items))
+        return _Before(request_id, now, tuple(items))
 
     def after(self, token: object, count: int, *, success: bool, return_type: ConsumeReturnType) -> None:
         """After the listener call of ``count`` messages; ``success`` is CONSUME_SUCCESS."""
         if not isinstance(token, _Before) or count <= 0:
             return
-        before = token.ctx
+        c, f = CONTENT_SPLITOR, FIELD_SPLITOR
         now = _now_ms()
-        ctx = TraceContext(
-            trace_type=TraceType.SUB_AFTER,
-            timestamp=now,
-            region_id=before.region_id,
-            group_name=before.group_name,
-            request_id=before.request_id,
-            success=success,
-            cost_time=(now - token.begin_ms) // count,
-            context_code=int(return_type),
-            beans=before.beans,
-        )
-        self.dispatcher.append(ctx)
+        cost = (now - token.begin_ms) // count
+        head = f"{TraceType.SUB_AFTER.value}{c}{token.request_id}{c}"
+        mid = f"{c}{cost}{c}{'true' if success else 'false'}{c}"
+        tail = f"{c}{int(return_type)}{c}{now}{c}{self.group}{f}"
+        text = "".join(f"{head}{msg_id}{mid}{_text(keys)}{tail}" for msg_id, keys in token.items)
+        self.dispatcher.append_encoded(text, _trans_keys(token.items))
 
 
 class ConsumerTracing:
