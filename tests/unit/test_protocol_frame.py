@@ -456,3 +456,13 @@ def test_a_good_frame_before_a_bad_one_is_still_returned() -> None:
     assert decoder.next_command() == RemotingCommand(code=7)
     with pytest.raises(RemoteProtocolError, match="below the minimum"):
         decoder.next_command()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), st.text(max_size=12), max_size=8))
+def test_shared_ext_fields_encoder_writes_what_a_fresh_json_encoder_writes(ext: dict[str, str]) -> None:
+    from rocketq.protocol import frame
+
+    assert frame._ext_object(ext) == frame._json_object(ext)
+    cmd = RemotingCommand.request(310, ext)
+    assert decode_frame(encode_frame(cmd)).ext_fields == ext

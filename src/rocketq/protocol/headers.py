@@ -323,6 +323,17 @@ def _compile_writer(fields: tuple[_Field, ...]) -> Callable[..., dict[str, str]]
     return _compile("write", "\n".join(lines), namespace)
 
 
+def _compile_sized_writer(
+    fields: tuple[_Field, ...], orders: dict[int, tuple[_Field, ...]]
+) -> Callable[..., dict[str, str]]:
+    """A function ``write(header) -> ext_fields`` for a header whose ``HashMap`` order depends on
+    how many of its fields are set: it counts them, then writes with that table size's writer."""
+    counted = " + ".join(f"(self.{f.attr} is not None)" for f in fields)
+    source = "\n".join(["def write(self):", f"    return writers[capacity({counted})](self)"])
+    writers = {capacity: _compile_writer(order) for capacity, order in orders.items()}
+    return _compile("write", source, {"writers": writers, "capacity": _hashmap_capacity})
+
+
 class CommandHeader:
     """Base of the typed headers; subclasses are frozen keyword-only dataclasses.
 
@@ -368,6 +379,8 @@ class CommandHeader:
         cls._WRITE_DECLARED = _compile_writer(cls._FIELDS)
         if len(cls._ORDERS) == 1:  # one table size whatever is set: one fixed order
             cls._WRITE_HASHED = _compile_writer(cls._ORDERS[16])
+        else:  # the order depends on how many fields are set: count them, then write in that order
+            cls._WRITE_HASHED = _compile_sized_writer(cls._FIELDS, cls._ORDERS)
 
     @classmethod
     def wire_names(cls) -> tuple[str, ...]:
