@@ -52,8 +52,8 @@ from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
 from rocketq.broker.subscriptions import SubscriptionGroupManager
 from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC, TopicChange, TopicConfigManager, TopicManagerConfig
-from rocketq.errors import ClientStateError, RemotingError
-from rocketq.protocol.codes import RequestCode
+from rocketq.errors import ClientStateError, RemotingError, StoreError
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
 from rocketq.protocol.message_id import HostPort
@@ -138,9 +138,24 @@ class BrokerStats:
         return (self._group_gets.get(group, 0) - groups.get(group, 0)) / (now - then)
 
 
-def _expire(af: asyncio.Future[None]) -> None:
-    if not af.done():
-        af.set_exception(TimeoutError())
+#: A send answered once its fsync round completes: the connection, the request, the response.
+_Waiter = tuple[RemotingConnection, RemotingCommand, RemotingCommand]
+
+
+def _answer_round(waiters: list[_Waiter], exc: BaseException | None) -> None:
+    """Write the responses of one fsync round (FLUSH_DISK_TIMEOUT if the fsync failed or timed out)."""
+    answered = waiters[:]
+    waiters.clear()  # answered once: the other of timer and completion finds nothing left
+    if isinstance(exc, TimeoutError):
+        remark = "the message is stored but its flush to disk timed out"
+    elif exc is not None:
+        remark = f"the message is stored but flushing it to disk failed: {exc}"
+    for conn, request, response in answered:
+        if exc is not None:
+            response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+            response.remark = remark
+        if not request.is_oneway and not conn.is_closed:
+            conn.send_response(request, response)
 
 
 class _Listener(ConnectionListener):
@@ -197,8 +212,9 @@ class Broker:
         #: hold table, so a held pull whose filter refuses the message stays held (as RocketMQ's
         #: arriving listener does); ``None`` (batches, redeliveries) wakes every held pull.
         self.arrival_tag: tuple[str, int, int] | None = None
-        self._last_cf: concurrent.futures.Future[None] | None = None
-        self._last_af: asyncio.Future[None] | None = None
+        # the fsync round sends are waiting on now (sync flush): its store future and its waiters
+        self._round_cf: concurrent.futures.Future[None] | None = None
+        self._round: list[_Waiter] | None = None
         self._started = False
         self._closed = False
 
@@ -399,34 +415,44 @@ class Broker:
 
     # ------------------------------------------------------------------ services for the handlers
 
-    def durable(self, cf: concurrent.futures.Future[None]) -> asyncio.Future[None]:
-        """An asyncio future for a group-commit future, shared by every send of the same fsync
-        round, failing with ``TimeoutError`` after the store's ``sync_flush_timeout``."""
-        if cf is self._last_cf and self._last_af is not None:
-            return self._last_af
+    def answer_when_durable(
+        self,
+        cf: concurrent.futures.Future[None],
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        response: RemotingCommand,
+    ) -> None:
+        """Write ``response`` to ``request`` once the group-commit future ``cf`` completes, or as
+        FLUSH_DISK_TIMEOUT when the fsync fails or takes longer than the store's
+        ``sync_flush_timeout`` (the message stays stored, as in RocketMQ).
+
+        Sends of one fsync round share ``cf``; they join one list with one timer and one
+        completion callback, so a round of N sends costs one loop callback, not N."""
+        waiters = self._round
+        if cf is self._round_cf and waiters is not None:
+            waiters.append((conn, request, response))
+            return
         loop = self._loop
         assert loop is not None
-        af: asyncio.Future[None] = loop.create_future()
-        timer = loop.call_later(
-            self.config.store_config().sync_flush_timeout,
-            _expire,
-            af,
-        )
+        waiters = [(conn, request, response)]
+        self._round_cf, self._round = cf, waiters
+        timer = loop.call_later(self.config.store_config().sync_flush_timeout, self._round_timed_out, waiters)
 
-        def transfer(done: concurrent.futures.Future[None]) -> None:
+        def completed(done: concurrent.futures.Future[None]) -> None:
             timer.cancel()
-            if af.done():
-                return
-            exc = done.exception()
-            if exc is not None:
-                af.set_exception(exc)
+            if self._round is waiters:
+                self._round_cf = self._round = None
+            if done.cancelled():
+                _answer_round(waiters, StoreError("the flush was cancelled (the store is closing)"))
             else:
-                af.set_result(None)
+                _answer_round(waiters, done.exception())
 
-        cf.add_done_callback(lambda done: loop.call_soon_threadsafe(transfer, done))
-        af.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
-        self._last_cf, self._last_af = cf, af
-        return af
+        cf.add_done_callback(lambda done: loop.call_soon_threadsafe(completed, done))
+
+    def _round_timed_out(self, waiters: list[_Waiter]) -> None:
+        if self._round is waiters:  # later sends of this round get a timer of their own
+            self._round_cf = self._round = None
+        _answer_round(waiters, TimeoutError())
 
     def schedule_kick(self) -> None:
         if self._schedule is not None:

@@ -32,11 +32,9 @@ as plain messages would deliver uncommitted data.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import random
-from functools import partial
 from typing import TYPE_CHECKING
 
 from rocketq.broker.topics import (
@@ -467,10 +465,10 @@ class SendProcessor:
     ) -> None:
         """Answer once the group commit's fsync covers the message (``None``: answered later).
 
-        No task per send: every send of one fsync round hangs a callback on the round's shared
-        future, which writes its response on its connection."""
+        No task and no callback per send: the sends of one fsync round wait in one list that the
+        round's completion answers (see :meth:`~rocketq.broker.server.Broker.answer_when_durable`)."""
         assert put.durable is not None
-        self._b.durable(put.durable).add_done_callback(partial(_flushed, conn, request, response))
+        self._b.answer_when_durable(put.durable, conn, request, response)
 
     # ------------------------------------------------------------------ send back (retries)
 
@@ -564,22 +562,6 @@ class SendProcessor:
             return response
         self._after_flush(conn, request, put, response)
         return None
-
-
-def _flushed(
-    conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand, done: asyncio.Future[None]
-) -> None:
-    if done.cancelled():  # the broker is closing; the connection goes with it
-        return
-    exc = done.exception()
-    if isinstance(exc, TimeoutError):
-        response.code = ResponseCode.FLUSH_DISK_TIMEOUT
-        response.remark = "the message is stored but its flush to disk timed out"
-    elif exc is not None:  # the fsync itself failed
-        response.code = ResponseCode.FLUSH_DISK_TIMEOUT
-        response.remark = f"the message is stored but flushing it to disk failed: {exc}"
-    if not request.is_oneway and not conn.is_closed:
-        conn.send_response(request, response)
 
 
 def topic_not_exist_remark(topic: str, *, pull: bool = False) -> str:
