@@ -89,14 +89,14 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--bucket must be a positive number of milliseconds")
     namesrv = ";".join(resolve_namesrv(args.namesrv))
     try:
-        from rocketq.spark.report import build_report  # noqa: PLC0415 - pyspark only when run
+        from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark only when run
+
+        from rocketq.spark.report import build_report  # noqa: PLC0415
         from rocketq.spark.session import local_session  # noqa: PLC0415
     except ImportError as exc:
         raise CliError(
             f"rocketq report needs the spark extra (pip install 'rocketq[spark]'): {exc}"
         ) from None
-    from pyspark.sql import SparkSession  # noqa: PLC0415
-
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
     spark = local_session(args.master, "rocketq-report")
     try:
