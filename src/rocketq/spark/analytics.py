@@ -71,7 +71,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from rocketq.client.trace import CLIENT_ID_PROPERTY, REBALANCE_TOPIC
-from rocketq.errors import RocketQError
+from rocketq.errors import TopicNotExistError
 from rocketq.protocol.trace import CONTENT_SPLITOR, FIELD_SPLITOR, RMQ_SYS_TRACE_TOPIC
 from rocketq.spark.broker_io import BrokerIO
 from rocketq.spark.source import SCHEMA_DDL
@@ -158,15 +158,16 @@ def read_topic(
     spark: SparkSession, namesrv: str, topics: Sequence[str], *, since_ms: int | None = None
 ) -> DataFrame:
     """Every message of ``topics`` that exist (stored at or after ``since_ms`` when given), through
-    the ``rocketmq`` source; an empty frame of the source's schema when none exists."""
+    the ``rocketmq`` source; an empty frame of the source's schema when none exists. A name server
+    that does not answer raises (:class:`~rocketq.errors.RemotingError`)."""
     present = []
     with BrokerIO(namesrv) as io:
         for topic in topics:
             try:
                 if io.read_queues(topic):
                     present.append(topic)
-            except RocketQError as exc:
-                logger.info("topic %s not readable (%s); taken as empty", topic, exc)
+            except TopicNotExistError as exc:  # transport errors propagate: no name server answered
+                logger.info("topic %s does not exist (%s); taken as empty", topic, exc)
     if not present:
         return spark.createDataFrame([], SCHEMA_DDL)
     reader = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", ",".join(present))
