@@ -30,6 +30,10 @@ only while this client holds the queue's lock on the broker:
 
 Broadcasting consumers need no lock: every client owns every queue.
 
+A consumer created with ``trace=True`` traces each listener call (SubBefore/SubAfter, see
+:mod:`rocketq.client.trace`) as Java's orderly service does: success means SUCCESS or COMMIT, and
+the context code is :func:`orderly_return_type`'s.
+
 With ``handoff="clean"`` the orderly consumer also retries a lock another client holds every
 50 ms (growing to 1 s) instead of waiting for the next rebalance, and unlocks a queue taken away at
 once after the commit (no ``unlock_delay``): the committed offset is exactly where the next owner
@@ -59,12 +63,14 @@ from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, Mess
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.trace import ConsumeReturnType
 
 __all__ = [
     "ConsumeMessageOrderlyService",
     "OrderlyListener",
     "OrderlyPushConsumerCore",
     "adapt_orderly_listener",
+    "orderly_return_type",
 ]
 
 logger = logging.getLogger(__name__)
@@ -99,6 +105,28 @@ def adapt_orderly_listener(fn: Callable[..., Any]) -> OrderlyListener:
     if len(params) == 1 and not varargs:
         return lambda msgs, _ctx: fn(msgs)
     return fn
+
+
+def orderly_return_type(
+    status: ConsumeOrderlyStatus | None, raised: bool, rt: float, timeout: float
+) -> ConsumeReturnType:
+    """The SubAfter context code of an orderly listener call, classified as Java's orderly service
+    does: no status → EXCEPTION (it raised) or RETURNNULL; ran ``timeout`` seconds or more →
+    TIME_OUT; SUSPEND_CURRENT_QUEUE_A_MOMENT → FAILED; SUCCESS, and also COMMIT and ROLLBACK
+    (Java's default is never overwritten for those two) → SUCCESS.
+
+    >>> orderly_return_type(ConsumeOrderlyStatus.ROLLBACK, False, 0.1, 900.0).name
+    'SUCCESS'
+    >>> orderly_return_type(ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, False, 0.1, 900.0).name
+    'FAILED'
+    """
+    if status is None:
+        return ConsumeReturnType.EXCEPTION if raised else ConsumeReturnType.RETURNNULL
+    if rt >= timeout:
+        return ConsumeReturnType.TIME_OUT
+    if status is ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+        return ConsumeReturnType.FAILED
+    return ConsumeReturnType.SUCCESS
 
 
 def clamp_suspend(seconds: float, default: float) -> float:
@@ -276,24 +304,41 @@ class ConsumeMessageOrderlyService:
                     return
 
     def _run_listener(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext, pq: ProcessQueue) -> object:
-        """On a worker thread, holding the queue's consume lock (a rebalance waits for it)."""
+        """On a worker thread, holding the queue's consume lock (a rebalance waits for it).
+
+        A traced consumer's hook runs around the call as in Java's orderly service: ``before``
+        ahead of the consume lock, ``after`` once the listener answered (not when the queue was
+        dropped meanwhile: Java leaves that SubBefore without its SubAfter too).
+        """
         group = self.consumer.group
+        hook = getattr(self.consumer, "trace_hook", None)  # PushConsumerCore's; absent in unit fakes
+        token = hook.before(msgs) if hook is not None else None
         start_ms = str(time.time_ns() // 1_000_000)
         for msg in msgs:
             msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
+        begin = time.monotonic()
+        raised = False
         with pq.consume_lock:
             if pq.dropped:
                 return _SKIPPED
             try:
-                status: object = self.listener(msgs, ctx)
+                answer: object = self.listener(msgs, ctx)
             except Exception:
                 logger.exception(
                     "group %s: orderly listener failed on %s; suspending the queue", group, ctx.message_queue
                 )
-                return None
-        if status is not None and not isinstance(status, ConsumeOrderlyStatus):
-            logger.warning("group %s: orderly listener returned %r; suspending the queue", group, status)
-            return None
+                answer = None
+                raised = True
+        status = answer if isinstance(answer, ConsumeOrderlyStatus) else None
+        if answer is not None and status is None:
+            logger.warning("group %s: orderly listener returned %r; suspending the queue", group, answer)
+        if hook is not None:
+            rt = time.monotonic() - begin
+            hook.after(
+                token, len(msgs),
+                success=status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT),
+                return_type=orderly_return_type(status, raised, rt, self.consumer.config.consume_timeout),
+            )  # fmt: skip
         return status
 
     async def process_consume_result(
