@@ -45,7 +45,7 @@ def wait_delivered(
     lab: Lab,
     workers: Sequence[Worker],
     sent: Sequence[Sent],
-    timeout: float = 20.0,
+    timeout: float = 45.0,
     owned: Sequence[MessageQueue] | None = None,
 ) -> None:
     """Wait until every body of ``sent`` (on one of the ``owned`` queues, when given) was consumed."""
@@ -108,7 +108,7 @@ def check_against_plan(
     return run.check(what, not wrong, detail)
 
 
-def wait_committed(lab: Lab, group: str, topic: str, timeout: float = 15.0) -> None:
+def wait_committed(lab: Lab, group: str, topic: str, timeout: float = 45.0) -> None:
     """Wait until the group's committed offsets of ``topic`` reach the broker's (lag 0)."""
 
     def caught_up() -> bool:

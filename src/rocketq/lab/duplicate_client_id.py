@@ -89,12 +89,12 @@ def run(run: Run) -> None:
         wanted = {s.body for s in sent if s.queue in taken}
         lab.wait_until(
             lambda wanted=wanted: wanted <= {r.body for w in dup for r in w.received()},  # type: ignore[misc]
-            20.0,
+            45.0,
             "the owned queues' messages to be consumed",
         )
         lab.wait_until(
             lambda: all(_lag(lab)[q] == 0 for q in taken_ids),
-            15.0,
+            45.0,
             "the owned queues' offsets to be committed",
         )
         lag = _lag(lab)
@@ -129,7 +129,7 @@ def run(run: Run) -> None:
     fixed = [u1, u2]
     share2 = lab.wait_stable(GROUP, fixed, [TOPIC], strategy=run.strategy)[TOPIC]
     backlog = sum(lags[1][q] for q in orphan_ids)
-    wait_committed(lab, GROUP, TOPIC, timeout=20.0)
+    wait_committed(lab, GROUP, TOPIC, timeout=45.0)
     drained = _lag(lab)
     owned_now = sorted(q for w in fixed for q in w.owned(TOPIC) or [])
     backlog_got = {w.name: len([r for r in w.received() if r.queue in orphans]) for w in fixed}

@@ -229,7 +229,7 @@ class Worker:
     def tail(self) -> str:
         return " | ".join(self.stderr[-3:]) or "no output"
 
-    def wait_started(self, timeout: float = 30.0) -> str:
+    def wait_started(self, timeout: float = 60.0) -> str:
         self.wait_for(lambda w: w.client_id is not None, timeout, "its consumer to start")
         assert self.client_id is not None
         return self.client_id
@@ -585,7 +585,7 @@ class Lab:
         strategy_options: dict[str, Any] | None = None,
         balance: str = "topic",
         expected: Mapping[str, Mapping[str, Sequence[MessageQueue]]] | None = None,
-        timeout: float = 30.0,
+        timeout: float = 60.0,
     ) -> dict[str, dict[str, list[MessageQueue]]]:
         """Wait until every worker saw exactly the group's client ids and owns its planned share.
 
