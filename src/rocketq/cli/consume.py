@@ -154,6 +154,12 @@ def register(subparsers: Any) -> None:
         help="seconds between heartbeats to every broker (default 30, RocketMQ's); lower it for a "
         "broker that expires silent clients sooner than its 120 s default",
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="publish RocketMQ message-trace records (SubBefore/SubAfter) to RMQ_SYS_TRACE_TOPIC and "
+        "rebalance records to RQ_SYS_REBALANCE_TOPIC, which `rocketq report` reads",
+    )
     add_namesrv_option(parser)
     parser.set_defaults(handler=_run)
 
@@ -186,6 +192,8 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
         options["message_model"] = MessageModel.BROADCASTING
     if args.handoff:
         options["handoff"] = args.handoff
+    if args.trace:
+        options["trace"] = True
     return options
 
 

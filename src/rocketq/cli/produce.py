@@ -152,6 +152,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--group", default="DEFAULT_PRODUCER", help="producer group (default DEFAULT_PRODUCER)"
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="publish a RocketMQ message-trace record (Pub) per sent message to RMQ_SYS_TRACE_TOPIC, "
+        "which `rocketq report` reads",
+    )
     add_namesrv_option(parser)
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_run)
@@ -176,7 +182,7 @@ def _batches(first: int, count: int, size: int) -> Iterator[range]:
 def _run(args: argparse.Namespace) -> int:
     try:
         make_body = body_maker(args.count, text=args.body, size=args.size)
-        producer = Producer(args.group, namesrv=args.namesrv)
+        producer = Producer(args.group, namesrv=args.namesrv, trace=args.trace)
         with Admin(args.namesrv) as admin:  # an unreachable name server is one clear line, not a route error
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
