@@ -24,6 +24,7 @@ from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPIN
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
+from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting import ServerConfig
 from rocketq.store.config import FlushMode, StoreConfig
 
@@ -129,6 +130,11 @@ class BrokerConfig:
     """``defaultTopicQueueNums``: queues of ``TBW102``, which caps auto-created topics."""
     cluster_topic_enable: bool = True
     broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    """``traceTopicEnable``: create ``msg_trace_topic_name`` (1 queue) at start. Off, a traced
+    client's first trace send creates it from ``TBW102``, as with a default Java broker."""
+    msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC
+    """``msgTraceTopicName``: the trace topic ``trace_topic_enable`` creates."""
 
     # -- delays and retries
     message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
@@ -176,7 +182,7 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0..65535, got {self.port}")
-        for name in ("broker_name", "broker_cluster_name"):
+        for name in ("broker_name", "broker_cluster_name", "msg_trace_topic_name"):
             value = getattr(self, name)
             if not value or value.isspace():
                 raise ConfigError(f"{name} must not be blank")

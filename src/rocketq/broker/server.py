@@ -311,6 +311,8 @@ class Broker:
                     auto_create_topic_enable=cfg.auto_create_topic_enable,
                     cluster_topic_enable=cfg.cluster_topic_enable,
                     broker_topic_enable=cfg.broker_topic_enable,
+                    trace_topic_enable=cfg.trace_topic_enable,
+                    msg_trace_topic_name=cfg.msg_trace_topic_name,
                 ),
                 now=now,
                 table=store.topic_configs,
