@@ -225,6 +225,44 @@ def test_sync_flush_shares_fsyncs_and_answers_flush_disk_timeout(tmp_path: Path)
     run(main())
 
 
+class FailingSync(FileIO):
+    def __init__(self) -> None:
+        self.fail = False
+
+    def fdatasync(self, fd: int) -> None:
+        if self.fail:
+            raise OSError(errno.EIO, "injected fsync failure")
+        super().fdatasync(fd)
+
+
+def test_sync_flush_answers_every_send_of_a_failed_fsync_round_and_then_refuses_writes(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        io = FailingSync()
+        config = BrokerConfig(port=0, data_dir=tmp_path, flush="sync")
+        async with Broker(config, store_io=io) as broker, RemotingClient() as client:
+            addr = broker.address
+            await create_topic(client, addr, "Fail", 4)
+            io.fail = True
+            answers = await asyncio.gather(
+                *(client.invoke(addr, send_request("Fail", b"f%d" % i, queue_id=i % 4)) for i in range(16))
+            )
+            # every send is answered: those of the failed round as stored but not durable, those
+            # arriving after it as refused (the store stops accepting writes after a failed fsync)
+            failed = [a for a in answers if a.code == ResponseCode.FLUSH_DISK_TIMEOUT]
+            assert failed
+            assert all("flushing it to disk failed" in (a.remark or "") for a in failed)
+            assert len({a.ext_fields["msgId"] for a in failed}) == len(failed)
+            refused = [a for a in answers if a.code != ResponseCode.FLUSH_DISK_TIMEOUT]
+            assert all(a.code == ResponseCode.SERVICE_NOT_AVAILABLE for a in refused)
+            io.fail = False
+            after = await client.invoke(addr, send_request("Fail", b"after"))
+            assert after.code == ResponseCode.SERVICE_NOT_AVAILABLE  # a failed fsync stops the store
+
+    run(main())
+
+
 def test_broker_config_lists_settings_under_rocketmq_names(tmp_path: Path) -> None:
     async def main() -> None:
         config = BrokerConfig(port=0, data_dir=tmp_path, flush="sync", broker_name="broker-z")
