@@ -1,6 +1,7 @@
 """Output and option helpers the client and admin commands share.
 
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
+* :func:`positive_int`, :func:`positive_float`: argparse ``type=`` checks for counts, rates, seconds;
 * :func:`admin_session`: an :class:`~rocketq.admin.Admin` whose connection failures become one-line
   :class:`~rocketq.cli.main.CliError`\\ s with a hint (``is `rocketq server` running?``);
 * tables through rich (plain text when stdout is not a terminal, never wrapped), JSON lines;
@@ -32,6 +33,8 @@ __all__ = [
     "admin_session",
     "body_text",
     "format_ms",
+    "positive_float",
+    "positive_int",
     "print_json",
     "print_table",
     "shorten",
@@ -55,6 +58,28 @@ def add_namesrv_option(parser: argparse.ArgumentParser) -> None:
 
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of a table")
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type=``: an integer above zero, else a usage error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse ``type=``: a number above zero (NaN refused), else a usage error naming the value."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
 
 
 def unreachable_hint(exc: RemotingConnectError | RemotingTimeoutError) -> CliError:

@@ -11,21 +11,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rocketq.cli._output import print_json
+from rocketq.cli._output import positive_float, print_json
 from rocketq.lab.demo import DemoOptions, run_demo
 from rocketq.lab.harness import interrupt_on_sigterm
 
 __all__ = ["register"]
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -40,10 +30,10 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--seconds", type=_positive_float, default=24.0, metavar="S", help="seconds of traffic (default 24)"
+        "--seconds", type=positive_float, default=24.0, metavar="S", help="seconds of traffic (default 24)"
     )
     parser.add_argument(
-        "--rate", type=_positive_float, default=200.0, metavar="N", help="messages per second (default 200)"
+        "--rate", type=positive_float, default=200.0, metavar="N", help="messages per second (default 200)"
     )
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark analytics")
     parser.add_argument("--plain", action="store_true", help="plain lines even on a terminal")

@@ -15,23 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.allocate import strategy_names
-from rocketq.cli._output import print_json
+from rocketq.cli._output import positive_float, print_json
 from rocketq.cli.main import CliError
 from rocketq.lab.harness import interrupt_on_sigterm
 from rocketq.lab.narrate import Narrator
 from rocketq.lab.scenario import SCENARIOS, LabOptions, run_scenario
 
 __all__ = ["register"]
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -59,11 +49,11 @@ def register(subparsers: Any) -> None:
         "--data-dir", type=Path, metavar="DIR", help="keep the servers' data here (default: temp)"
     )
     parser.add_argument(
-        "--rate", type=_positive_float, metavar="N", help="rebalance-cost: messages per second (default 200)"
+        "--rate", type=positive_float, metavar="N", help="rebalance-cost: messages per second (default 200)"
     )
     parser.add_argument(
         "--phase-seconds",
-        type=_positive_float,
+        type=positive_float,
         metavar="S",
         help="rebalance-cost: seconds between scaling steps (default 3)",
     )
