@@ -287,15 +287,9 @@ async def lock_all(
     if api is None:
         return []
     skipped = set(skip)
-    by_broker: dict[str, list[MessageQueue]] = {}
-    for mq, pq in table.items():
-        if not pq.dropped and mq not in skipped:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
+    owned = [mq for mq, pq in table.items() if not pq.dropped and mq not in skipped]
     lost: list[MessageQueue] = []
-    for name, mqs in sorted(by_broker.items()):
-        addr = instance.find_broker_address_in_subscribe(name)
-        if addr is None:
-            continue
+    for name, addr, mqs in instance.queues_by_broker(owned):
         try:
             locked = await api.lock_batch_mq(addr, group, instance.client_id, mqs)
         except RocketQError as exc:

@@ -28,7 +28,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from rocketq.client._sync import LoopThread
@@ -379,6 +379,19 @@ class ClientInstance:
             addr = next(iter(addrs.values()))
         return addr
 
+    def queues_by_broker(self, mqs: Iterable[MessageQueue]) -> Iterator[tuple[str, str, list[MessageQueue]]]:
+        """``mqs`` grouped by broker name (in name order), each with its broker's address (as
+        :meth:`find_broker_address_in_subscribe`, looked up as the group is reached); brokers
+        without a known address are skipped. For the batch calls (lock, unlock) a client makes
+        broker by broker."""
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for name, qs in sorted(by_broker.items()):
+            addr = self.find_broker_address_in_subscribe(name)
+            if addr is not None:
+                yield name, addr, qs
+
     async def locate_master(self, mq: MessageQueue) -> str | None:
         """The master address of ``mq``'s broker, refreshing the topic's route once if unknown."""
         addr = self.find_broker_address_in_publish(mq.broker_name)
@@ -416,13 +429,7 @@ class ClientInstance:
         """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client."""
         assert self.api is not None
         locked: set[MessageQueue] = set()
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in mqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        for name, qs in by_broker.items():
-            addr = self.find_broker_address_in_subscribe(name)
-            if addr is None:
-                continue
+        for name, addr, qs in self.queues_by_broker(mqs):
             try:
                 locked |= await self.api.lock_batch_mq(addr, group, self.client_id, qs)
             except RocketQError as exc:
@@ -431,13 +438,7 @@ class ClientInstance:
 
     async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None:
         assert self.api is not None
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in mqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        for name, qs in by_broker.items():
-            addr = self.find_broker_address_in_subscribe(name)
-            if addr is None:
-                continue
+        for name, addr, qs in self.queues_by_broker(mqs):
             try:
                 await self.api.unlock_batch_mq(addr, group, self.client_id, qs, oneway=oneway)
             except RocketQError as exc:
