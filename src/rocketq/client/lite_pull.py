@@ -41,11 +41,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from types import TracebackType
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rocketq.allocate import AllocationStrategy, get_strategy
+from rocketq.client._facade import SyncFacade, client_config_for, with_options
 from rocketq.client.config import (
     ClientConfig,
     ConsumeFromWhere,
@@ -672,12 +672,14 @@ class LitePullCore:
                 state.resumed.set()
 
 
-class LitePullConsumer:
+class LitePullConsumer(SyncFacade[LitePullCore]):
     """A lite pull consumer usable from plain synchronous code (see the module doc).
 
     ``subscribe`` and ``assign`` may be called before or after :meth:`start`; ``poll`` and the
     offset calls need a started consumer.
     """
+
+    role = "consumer"
 
     def __init__(
         self,
@@ -692,17 +694,11 @@ class LitePullConsumer:
     ) -> None:
         check_group(group)
         self.group = group
-        cfg = config or LitePullConsumerConfig()
-        if options:
-            try:
-                cfg = replace(cfg, **options)
-            except TypeError as exc:
-                raise ConfigError(f"unknown lite pull consumer option: {exc}") from None
+        cfg = with_options(config or LitePullConsumerConfig(), options, "lite pull consumer")
         self.config = cfg
-        if client_config is None:
-            client_config = ClientConfig(
-                namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT"
-            )
+        client_config = client_config_for(
+            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+        )
         if cfg.message_model is MessageModel.CLUSTERING:
             client_config = client_config.with_pid_instance_name()
         self.client_config = client_config
@@ -714,20 +710,6 @@ class LitePullConsumer:
         self._core: LitePullCore | None = None
         self._lock = threading.Lock()
         self._next_auto_commit = 0.0
-
-    def __repr__(self) -> str:
-        state = "running" if self._core is not None else "stopped"
-        return f"<LitePullConsumer {self.group} {state} {self.client_id}>"
-
-    @property
-    def client_id(self) -> str:
-        return self._instance.client_id if self._instance is not None else self.client_config.client_id()
-
-    @property
-    def core(self) -> LitePullCore:
-        if self._core is None:
-            raise ClientStateError("the consumer is not started")
-        return self._core
 
     def _call(self, coro: Any, timeout: float | None = 30.0) -> Any:
         return self.core.instance.loop_thread.call(coro, timeout)
@@ -817,14 +799,6 @@ class LitePullConsumer:
                 instance.release()
 
     close = shutdown
-
-    def __enter__(self) -> LitePullConsumer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
 
     # ---------------------------------------------------------------- polling
 

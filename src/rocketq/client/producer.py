@@ -24,9 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from rocketq.client._facade import SyncFacade, client_config_for
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX
@@ -462,7 +462,7 @@ def _start_tracing(
     return ProducerTracing(dispatcher.start())
 
 
-class Producer:
+class Producer(SyncFacade[ProducerCore]):
     """A producer usable from plain synchronous code (and from asyncio via ``send_async``).
 
     ``Producer(group, namesrv=None, *, instance_name=None, client_ip=None, config=None,
@@ -470,6 +470,8 @@ class Producer:
     :meth:`send_future` / :meth:`send_callback` / ``await`` :meth:`send_async` (asynchronous),
     :meth:`send_oneway`, :meth:`send_batch`; :meth:`shutdown` when done.
     """
+
+    role = "producer"
 
     def __init__(
         self,
@@ -487,28 +489,12 @@ class Producer:
         self.config = config or ProducerConfig()
         if trace is not None:  # Java's enableMsgTrace; see rocketq.client.trace
             self.config = replace(self.config, trace=trace)
-        if client_config is None:
-            client_config = ClientConfig(
-                namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT"
-            )
-        self.client_config = client_config.with_pid_instance_name()
+        self.client_config = client_config_for(
+            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+        ).with_pid_instance_name()
         self._instance: ClientInstance | None = None
         self._core: ProducerCore | None = None
         self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        state = "running" if self._core is not None else "stopped"
-        return f"<Producer {self.group} {state} {self.client_id}>"
-
-    @property
-    def client_id(self) -> str:
-        return self._instance.client_id if self._instance is not None else self.client_config.client_id()
-
-    @property
-    def core(self) -> ProducerCore:
-        if self._core is None:
-            raise ClientStateError("the producer is not started")
-        return self._core
 
     def start(self) -> Producer:
         from rocketq.client.instance import ClientInstance  # noqa: PLC0415 (instance imports producer)
@@ -544,14 +530,6 @@ class Producer:
             instance.release()
 
     close = shutdown
-
-    def __enter__(self) -> Producer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
 
     # ---------------------------------------------------------------- sends
 

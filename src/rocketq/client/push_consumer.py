@@ -29,10 +29,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from rocketq.client._facade import SyncFacade, client_config_for, with_options
 from rocketq.client.config import ClientConfig, PushConsumerConfig, ReadOffsetType
 from rocketq.client.consume_concurrently import (
     ConsumeMessageConcurrentlyService,
@@ -702,7 +701,7 @@ class PushConsumerCore:
             return False
 
 
-class PushConsumer:
+class PushConsumer(SyncFacade[PushConsumerCore]):
     """A push consumer usable from plain synchronous code.
 
     ::
@@ -722,6 +721,8 @@ class PushConsumer:
     rules (orderly, clean handoff) set it to a :class:`PushConsumerCore` subclass.
     """
 
+    role = "consumer"
+
     core_class: type[PushConsumerCore] = PushConsumerCore
 
     def __init__(
@@ -739,17 +740,11 @@ class PushConsumer:
         if group == "DEFAULT_CONSUMER":
             raise ConfigError("the consumer group cannot be DEFAULT_CONSUMER (as in RocketMQ); name one")
         self.group = group
-        cfg = config or PushConsumerConfig()
-        if options:
-            try:
-                cfg = replace(cfg, **options)
-            except TypeError as exc:
-                raise ConfigError(f"unknown push consumer option: {exc}") from None
+        cfg = with_options(config or PushConsumerConfig(), options, "push consumer")
         self.config = cfg
-        if client_config is None:
-            client_config = ClientConfig(
-                namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT"
-            )
+        client_config = client_config_for(
+            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+        )
         if cfg.message_model is MessageModel.CLUSTERING:
             client_config = client_config.with_pid_instance_name()
         self.client_config = client_config
@@ -762,20 +757,6 @@ class PushConsumer:
         self._instance: ClientInstance | None = None
         self._core: PushConsumerCore | None = None
         self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        state = "running" if self._core is not None else "stopped"
-        return f"<PushConsumer {self.group} {state} {self.client_id}>"
-
-    @property
-    def client_id(self) -> str:
-        return self._instance.client_id if self._instance is not None else self.client_config.client_id()
-
-    @property
-    def core(self) -> PushConsumerCore:
-        if self._core is None:
-            raise ClientStateError("the consumer is not started")
-        return self._core
 
     # ---------------------------------------------------------------- setup
 
@@ -901,14 +882,6 @@ class PushConsumer:
                 instance.release()
 
     close = shutdown
-
-    def __enter__(self) -> PushConsumer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.shutdown()
 
     # ---------------------------------------------------------------- control and views
 
