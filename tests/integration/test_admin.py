@@ -30,15 +30,6 @@ OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
-
-
-@pytest.fixture
 def admin(cluster: ClusterThread) -> Iterator[Admin]:
     with Admin(cluster.namesrv) as a:
         yield a

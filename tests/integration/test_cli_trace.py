@@ -8,8 +8,6 @@ back and matches them with the messages the commands reported.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,15 +20,6 @@ from tests.integration.clikit import parse_recv
 from tests.integration.test_trace import read_topic
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:

@@ -32,15 +32,6 @@ OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
-
-
-@pytest.fixture
 def short_lease_cluster(tmp_path: Path) -> Iterator[ClusterThread]:
     """A broker keeping queue locks 2 s instead of 60 s (clients renew every 20 s: only for a
     test of what happens when an owner stops renewing)."""

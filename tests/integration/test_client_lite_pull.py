@@ -4,8 +4,6 @@ commit, pause/resume, and what the broker sees of its offsets."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -18,15 +16,6 @@ from rocketq.remoting import RemotingClient
 from tests.integration.clientkit import ClusterThread, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def client(cluster: ClusterThread, name: str) -> ClientConfig:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,6 @@ from tests.integration.clientkit import ClusterThread, Received, wait_until
 pytestmark = pytest.mark.integration
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def client(cluster: ClusterThread, name: str | None = None) -> ClientConfig:

@@ -7,7 +7,6 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,15 +30,6 @@ from rocketq.remoting import RemotingClient
 from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, Received, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def cfg(cluster: ClusterThread, name: str = "DEFAULT") -> ClientConfig:

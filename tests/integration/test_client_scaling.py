@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -183,15 +182,6 @@ def run_scaling(
         for name, at in changes:
             result.pauses[name] = max((w for b, w in got.waits if at - 0.5 <= b <= at + 2.0), default=0.0)
     return result
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 @pytest.mark.slow

@@ -8,8 +8,6 @@ reads both back with plain pulls and checks the records field by field against w
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -28,15 +26,6 @@ from rocketq.spark.broker_io import BrokerIO, PullStatus
 from tests.integration.clientkit import ClusterThread, Received, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def read_topic(namesrv: str, topic: str) -> list[MessageExt]:

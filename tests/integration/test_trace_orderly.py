@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import doctest
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -39,15 +37,6 @@ from tests.integration.clientkit import ClusterThread, wait_until
 from tests.integration.test_trace import read_topic
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ClusterThread]:
-    c = ClusterThread(tmp_path / "cluster")
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def test_orderly_return_type_doctests() -> None:
