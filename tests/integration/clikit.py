@@ -157,5 +157,21 @@ class CliProcess:
                 stream.close()
 
 
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes (other than this one) whose arguments contain ``text``: a
+    test's children found by their data dir or name server address, to check none outlived it."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{proc.name}: {cmdline}")
+    return found
+
+
 def consume_args(namesrv: str, topic: str, group: str, *extra: str) -> list[str]:
     return ["consume", topic, "--group", group, "--namesrv", namesrv, *extra]

@@ -4,7 +4,6 @@ step's status, and nothing left running."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,22 +12,9 @@ from pathlib import Path
 import pytest
 
 from rocketq.lab.report_step import spark_status
+from tests.integration.clikit import processes_mentioning
 
 pytestmark = pytest.mark.integration
-
-
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(f"{proc.name}: {cmdline}")
-    return found
 
 
 def _demo(
@@ -48,8 +34,8 @@ def _demo(
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     namesrv = re.search(r"name server (\S+),", proc.stdout)
     assert namesrv is not None, proc.stdout[:2000]
-    assert _processes_mentioning(str(data)) == []
-    assert _processes_mentioning(f"--namesrv {namesrv.group(1)}") == []
+    assert processes_mentioning(str(data)) == []
+    assert processes_mentioning(f"--namesrv {namesrv.group(1)}") == []
     return proc, result
 
 

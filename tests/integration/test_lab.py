@@ -4,7 +4,6 @@ code 0, the key facts of its JSON result, and no process left behind."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,23 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.integration.clikit import processes_mentioning
+
 pytestmark = pytest.mark.integration
-
-
-def _processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes whose arguments contain ``text`` (our children by their
-    data dir or name server address)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if text in cmdline:
-            found.append(f"{proc.name}: {cmdline}")
-    return found
 
 
 def lab(name: str, tmp_path: Path, *extra: str, expect: int = 0, timeout: float = 240.0) -> dict[str, Any]:
@@ -42,9 +27,9 @@ def lab(name: str, tmp_path: Path, *extra: str, expect: int = 0, timeout: float 
     )
     assert proc.returncode == expect, proc.stdout[-2000:] + proc.stderr[-3000:]
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert _processes_mentioning(str(data)) == [], "a server outlived the lab"
+    assert processes_mentioning(str(data)) == [], "a server outlived the lab"
     namesrv = result["steps"][0]["namesrv"]
-    assert _processes_mentioning(f"--namesrv {namesrv}") == [], "a consumer or broker outlived the lab"
+    assert processes_mentioning(f"--namesrv {namesrv}") == [], "a consumer or broker outlived the lab"
     return result
 
 
