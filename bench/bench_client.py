@@ -34,10 +34,10 @@ import time
 from pathlib import Path
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
+from rocketq.admin import create_topic_request
 from rocketq.embedded import spawn_server
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, decode_messages
 from rocketq.protocol.headers import (
-    CreateTopicRequestHeader,
     PullMessageRequestHeader,
     SendMessageRequestHeaderV2,
 )
@@ -60,19 +60,7 @@ def run(coro):  # type: ignore[no-untyped-def]
 
 async def create_topic(broker: str, topic: str, queues: int) -> None:
     async with RemotingClient() as admin:
-        header = CreateTopicRequestHeader(
-            topic=topic,
-            default_topic="TBW102",
-            read_queue_nums=queues,
-            write_queue_nums=queues,
-            perm=6,
-            topic_filter_type="SINGLE_TAG",
-            topic_sys_flag=0,
-            order=False,
-        )
-        response = await admin.invoke(
-            broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()), 5.0
-        )
+        response = await admin.invoke(broker, create_topic_request(topic, queues, queues), 5.0)
         assert response.code == ResponseCode.SUCCESS, response.remark
 
 

@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rocketq.admin import create_topic_request
 from rocketq.embedded import spawn_server
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketq.protocol.headers import CreateTopicRequestHeader
+from rocketq.protocol import ResponseCode
 from rocketq.protocol.message import Message
 from rocketq.protocol.properties import MessageConst
 from rocketq.remoting import BlockingRemotingClient
@@ -38,20 +38,8 @@ JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 
 def create_topic(broker: str, namesrv: str, topic: str, queues: int) -> None:
-    header = CreateTopicRequestHeader(
-        topic=topic,
-        default_topic="TBW102",
-        read_queue_nums=queues,
-        write_queue_nums=queues,
-        perm=6,
-        topic_filter_type="SINGLE_TAG",
-        topic_sys_flag=0,
-        order=False,
-    )
     with BlockingRemotingClient(broker) as client:
-        r = client.invoke(
-            RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
-        )
+        r = client.invoke(create_topic_request(topic, queues, queues))
     if r.code != ResponseCode.SUCCESS:
         raise SystemExit(f"cannot create {topic}: {r.remark}")
     with BrokerIO(namesrv) as io:

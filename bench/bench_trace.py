@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
+from rocketq.admin import create_topic_request
 from rocketq.client.trace import ConsumeTraceHook, TraceDispatcher
 from rocketq.embedded import spawn_server
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketq.protocol.headers import CreateTopicRequestHeader
+from rocketq.protocol import ResponseCode
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.trace import ConsumeReturnType, TraceBean, TraceContext, TraceType, encode_trace
@@ -80,13 +80,7 @@ def bench_dispatcher(n: int) -> tuple[float, float, int]:
 
 async def create_topic(broker: str, topic: str, queues: int) -> None:
     client = RemotingClient()
-    header = CreateTopicRequestHeader(
-        topic=topic, default_topic="TBW102", read_queue_nums=queues, write_queue_nums=queues, perm=6,
-        topic_filter_type="SINGLE_TAG", topic_sys_flag=0, order=False,
-    )  # fmt: skip
-    resp = await client.invoke(
-        broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()), 5.0
-    )
+    resp = await client.invoke(broker, create_topic_request(topic, queues, queues), 5.0)
     assert resp.code == ResponseCode.SUCCESS, resp.remark
     await client.close()
 

@@ -109,6 +109,7 @@ __all__ = [
     "ResetResult",
     "TopicQueueStats",
     "TopicStats",
+    "create_topic_request",
     "parse_reset_target",
 ]
 
@@ -126,6 +127,26 @@ QueueSource = Literal["running-info", "plan"]
 
 _FIRST = 0  # a reset to time stamp 0 lands on each queue's min offset
 _LAST = -1  # RocketMQ's "now": each queue's max offset
+
+
+def create_topic_request(
+    topic: str, read_queues: int, write_queues: int, *, perm: int = 6, order: bool = False
+) -> RemotingCommand:
+    """UPDATE_AND_CREATE_TOPIC for one broker, as ``mqadmin updateTopic`` sends it (default topic
+    ``TBW102``, single-tag filter, no system flag); ``perm`` 6 is read and write. For callers that
+    talk to a broker directly (benchmarks, test kits); :meth:`AsyncAdmin.create_topic` sends it too.
+    """
+    header = CreateTopicRequestHeader(
+        topic=topic,
+        default_topic="TBW102",
+        read_queue_nums=read_queues,
+        write_queue_nums=write_queues,
+        perm=perm,
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=0,
+        order=order,
+    )
+    return RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
 
 
 # ------------------------------------------------------------------------------------ values
@@ -647,17 +668,7 @@ class AsyncAdmin:
     async def _update_topic_config(
         self, addr: str, topic: str, read: int, write: int, perm: int, order: bool
     ) -> None:
-        header = CreateTopicRequestHeader(
-            topic=topic,
-            default_topic="TBW102",
-            read_queue_nums=read,
-            write_queue_nums=write,
-            perm=perm,
-            topic_filter_type="SINGLE_TAG",
-            topic_sys_flag=0,
-            order=order,
-        )
-        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+        request = create_topic_request(topic, read, write, perm=perm, order=order)
         _check(await self._invoke(addr, request), f"create topic {topic} on {addr}")
 
     async def _set_order_conf(self, topic: str, queues: Mapping[str, int], *, merge: bool) -> None:

@@ -15,11 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rocketq.admin import create_topic_request
 from rocketq.broker.config import BrokerConfig
 from rocketq.client._sync import LoopThread
 from rocketq.embedded import EmbeddedCluster
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketq.protocol.headers import CreateTopicRequestHeader
+from rocketq.protocol import ResponseCode
 from rocketq.remoting import RemotingClient
 
 #: Short delay levels so that retries come back within a test (level 3 = the broker's choice
@@ -47,17 +47,7 @@ class ClusterThread:
         async def run() -> None:
             if self._admin is None:
                 self._admin = RemotingClient()
-            header = CreateTopicRequestHeader(
-                topic=topic,
-                default_topic="TBW102",
-                read_queue_nums=queues,
-                write_queue_nums=queues,
-                perm=perm,
-                topic_filter_type="SINGLE_TAG",
-                topic_sys_flag=0,
-                order=False,
-            )
-            request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+            request = create_topic_request(topic, queues, queues, perm=perm)
             response = await self._admin.invoke(self.broker_addr, request, 5.0)
             assert response.code == ResponseCode.SUCCESS, response.remark
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from rocketq.admin import create_topic_request
 from rocketq.broker import BrokerConfig
 from rocketq.embedded import EmbeddedCluster
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketq.protocol.headers import CreateTopicRequestHeader
+from rocketq.protocol import ResponseCode
 from rocketq.protocol.message import Message
 from rocketq.protocol.properties import MessageConst
 from rocketq.remoting import BlockingRemotingClient
@@ -89,20 +89,8 @@ class ClusterThread:
 
     def create_topic(self, topic: str, queues: int, *, perm: int = 6) -> list[QueueRoute]:
         """Create or update ``topic`` on the broker and wait until the name server routes it."""
-        header = CreateTopicRequestHeader(
-            topic=topic,
-            default_topic="TBW102",
-            read_queue_nums=queues,
-            write_queue_nums=queues,
-            perm=perm,
-            topic_filter_type="SINGLE_TAG",
-            topic_sys_flag=0,
-            order=False,
-        )
         with BlockingRemotingClient(self.broker_addr) as client:
-            response = client.invoke(
-                RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
-            )
+            response = client.invoke(create_topic_request(topic, queues, queues, perm=perm))
         assert response.code == ResponseCode.SUCCESS, response.remark
         deadline = time.monotonic() + 20
         with self.io() as io:
