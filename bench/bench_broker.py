@@ -14,6 +14,9 @@ data dir, free ports). This process drives it with rocketq's asyncio ``RemotingC
   (PULL_MESSAGE with a ``*`` subscription, as a push consumer's pull service does);
 * **long-poll wake**: a pull held at the end of a queue (suspend 15 s), then one send: the time
   from the send's request to the held pull's answer, p50/p99 over 200 rounds;
+* **producer**: rocketq's own :class:`~rocketq.Producer` (routes from the name server), ``N``
+  plain threads each calling the blocking ``send`` of 1 KiB messages, as the Java bar's 32
+  threads do: the client's full cost (its thread hand-off included) and the latency it sees;
 * **baseline**: the same ``N`` concurrent clients calling GET_MAX_OFFSET, a round trip through the
   same server, transport and codec with no store work - the ceiling for any request type here.
   Send rates are printed as a ratio of it. For sync flush a second baseline: this disk's
@@ -33,9 +36,11 @@ import asyncio
 import os
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from rocketq.client.producer import Producer
 from rocketq.embedded import spawn_server
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.headers import (
@@ -100,7 +105,7 @@ async def _drive(
     client: RemotingClient, addr: str, concurrency: int, duration: float, make: object
 ) -> tuple[int, float, list[float]]:
     """Run ``concurrency`` loops of ``make(worker, i) -> (request, messages)`` for ``duration``."""
-    build = make  # type: ignore[assignment]
+    build = make
     latencies: list[float] = []
     done = 0
     stop_at = time.perf_counter() + duration
@@ -292,6 +297,46 @@ async def _wake_latency(client: RemotingClient, addr: str, flush: str, rounds: i
     )
 
 
+def _producer_threads(namesrv: str, flush: str, concurrency: int, duration: float) -> str:
+    """``concurrency`` threads sending 1 KiB messages with the blocking ``Producer.send``."""
+    body = bytes(1024)
+    producer = Producer("bench_thread_producer", namesrv).start()
+    try:
+        for i in range(100):  # routes, connection, warm caches
+            producer.send(Message(TOPIC, body, 0, {"TAGS": "TagA", "KEYS": f"warm-{i}"}))
+        latencies: list[list[float]] = [[] for _ in range(concurrency)]
+        stop_at = time.perf_counter() + duration
+
+        def worker(w: int) -> None:
+            mine = latencies[w]
+            i = 0
+            while time.perf_counter() < stop_at:
+                msg = Message(TOPIC, body, 0, {"TAGS": "TagA", "KEYS": f"order-{w}-{i}"})
+                t0 = time.perf_counter()
+                producer.send(msg)
+                mine.append(time.perf_counter() - t0)
+                i += 1
+
+        cpu0 = time.process_time()
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=worker, args=(w,)) for w in range(concurrency)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        secs = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+    finally:
+        producer.shutdown()
+    flat = [x for xs in latencies for x in xs]
+    rate = len(flat) / secs
+    bar = f"  vs Java {rate / JAVA_SYNC_SENDS:4.2f}x" if flush == "sync" else ""
+    return (
+        f"{flush:5} Producer.send 1024 B x{concurrency:<3} threads {rate:>9,.0f} msg/s "
+        f"{rate * 1024 / 1e6:7.1f} MB/s  {_lat(flat)}  client CPU {cpu / len(flat) * 1e6:4.0f} us/send{bar}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs (1 s each)")
@@ -305,6 +350,7 @@ def main() -> None:
     for flush in modes:
         with tempfile.TemporaryDirectory() as tmp, spawn_server(Path(tmp) / "data", flush=flush) as server:  # type: ignore[arg-type]
             lines = run(_bench_server(server.broker_addr, flush, args.concurrency, duration))
+            lines.insert(5, _producer_threads(server.namesrv_addr, flush, args.concurrency, duration))
             code = server.stop()
             for line in lines:
                 print(line, flush=True)
