@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import threading
 import time
 from collections.abc import Coroutine, Iterator, Sequence
@@ -28,8 +27,7 @@ from rocketq.protocol.message import Message
 from rocketq.protocol.properties import MessageConst
 from rocketq.remoting import BlockingRemotingClient
 from rocketq.spark.broker_io import BrokerIO, QueueRoute, new_uniq_id_generator
-
-JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
+from rocketq.spark.session import JDK17, local_session
 
 try:
     import pyspark  # noqa: F401
@@ -145,28 +143,11 @@ class ClusterThread:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    if Path(JAVA_HOME).is_dir():
-        os.environ["JAVA_HOME"] = JAVA_HOME  # Spark 4 needs 17+; the machine's default JDK may be older
+    if Path(JDK17).is_dir():
+        os.environ["JAVA_HOME"] = JDK17  # Spark 4 needs 17+; the machine's default JDK may be older
     elif not os.environ.get("JAVA_HOME"):
-        pytest.skip(f"no JDK: neither {JAVA_HOME} nor JAVA_HOME")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    import rocketq.spark
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketq-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    rocketq.spark.register(session)
+        pytest.skip(f"no JDK: neither {JDK17} nor JAVA_HOME")
+    session = local_session("local[2]", "rocketq-tests", shuffle_partitions=2)
     yield session
     session.stop()
 

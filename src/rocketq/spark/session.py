@@ -30,8 +30,16 @@ def prepare_environment() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
-def local_session(master: str = "local[2]", app_name: str = "rocketq", *, log_level: str = "ERROR") -> Any:
-    """A ``SparkSession`` on this machine (reused if one runs), with ``rocketmq`` registered."""
+def local_session(
+    master: str = "local[2]",
+    app_name: str = "rocketq",
+    *,
+    log_level: str = "ERROR",
+    shuffle_partitions: int = 4,
+) -> Any:
+    """A ``SparkSession`` on this machine (reused if one runs), with ``rocketmq`` registered;
+    ``shuffle_partitions`` is ``spark.sql.shuffle.partitions`` (Spark's 200 is far too many for
+    the small tables here)."""
     prepare_environment()
     from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark only on demand
 
@@ -41,7 +49,7 @@ def local_session(master: str = "local[2]", app_name: str = "rocketq", *, log_le
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
