@@ -8,9 +8,7 @@ protocol (:class:`rocketq.spark.broker_io.BrokerIO`'s sends).
 
 from __future__ import annotations
 
-import asyncio
 import os
-import threading
 import time
 from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import replace
@@ -21,6 +19,7 @@ import pytest
 
 from rocketq.admin import create_topic_request
 from rocketq.broker import BrokerConfig
+from rocketq.client._sync import LoopThread
 from rocketq.embedded import EmbeddedCluster
 from rocketq.protocol import ResponseCode
 from rocketq.protocol.message import Message
@@ -40,39 +39,24 @@ class ClusterThread:
 
     def __init__(self, data_dir: Path, broker: BrokerConfig | None = None) -> None:
         self.cluster = EmbeddedCluster(data_dir=data_dir, namesrv_port=0, broker_port=0, broker=broker)
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name="rocketq-cluster", daemon=True)
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_until_complete(self.cluster.start())
-        except BaseException as exc:
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self.loop.run_forever()
+        self.thread = LoopThread("rocketq-cluster", use_uvloop=False)
 
     def start(self) -> ClusterThread:
-        self._thread.start()
-        self._ready.wait(30)
-        if self._error is not None:
-            raise self._error
+        try:
+            self.call(self.cluster.start())
+        except BaseException:
+            self.thread.stop()
+            raise
         return self
 
     def call(self, coro: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+        return self.thread.call(coro, timeout=30)
 
     def stop(self) -> None:
         try:
             self.call(self.cluster.close())
         finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(10)
-            self.loop.close()
+            self.thread.stop(timeout=10)
 
     @property
     def namesrv(self) -> str:
