@@ -17,6 +17,7 @@ from typing import Any
 
 from rocketq.admin import create_topic_request
 from rocketq.broker.config import BrokerConfig
+from rocketq.client import ClientConfig
 from rocketq.client._sync import LoopThread
 from rocketq.embedded import EmbeddedCluster
 from rocketq.protocol import ResponseCode
@@ -40,6 +41,10 @@ class ClusterThread:
         self.namesrv = self.cluster.namesrv_addr
         self.broker_addr = self.cluster.broker_addr
         self._admin: RemotingClient | None = None
+
+    def client_config(self, name: str = "DEFAULT") -> ClientConfig:
+        """A client config for this cluster on 127.0.0.1, instance ``name`` (one client id per name)."""
+        return ClientConfig(namesrv=self.namesrv, client_ip="127.0.0.1", instance_name=name)
 
     def create_topic(self, topic: str, queues: int, *, perm: int = 6) -> None:
         """UPDATE_AND_CREATE_TOPIC on the broker, as ``mqadmin updateTopic`` sends it."""

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rocketq import ClientConfig, ConsumeFromWhere, Message, MessageQueue, Producer
+from rocketq import ConsumeFromWhere, Message, MessageQueue, Producer
 from rocketq.client.api import ClientAPI
 from rocketq.client.lite_pull import LitePullConsumer
 from rocketq.errors import ClientStateError, ConfigError
@@ -18,16 +18,14 @@ from tests.integration.clientkit import ClusterThread, wait_until
 pytestmark = pytest.mark.integration
 
 
-def client(cluster: ClusterThread, name: str) -> ClientConfig:
-    return ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name)
-
-
 def mq(topic: str, q: int) -> MessageQueue:
     return MessageQueue(topic, "broker-a", q)
 
 
 def produce(cluster: ClusterThread, topic: str, queues: int, per_queue: int, start: int = 0) -> None:
-    with Producer(f"lp_producer_{topic}_{start}", client_config=client(cluster, f"p-{topic}-{start}")) as p:
+    with Producer(
+        f"lp_producer_{topic}_{start}", client_config=cluster.client_config(f"p-{topic}-{start}")
+    ) as p:
         for i in range(start, start + per_queue):
             for q in range(queues):
                 p.send(Message(topic, f"{q}:{i}"), queue=mq(topic, q))
@@ -63,7 +61,7 @@ def test_assign_poll_commit_sync_and_committed(cluster: ClusterThread) -> None:
     produce(cluster, "TopicLP1", 2, 25)
     c = LitePullConsumer(
         "lp_g1",
-        client_config=client(cluster, "c1"),
+        client_config=cluster.client_config("c1"),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     )
     c.assign([mq("TopicLP1", 0), mq("TopicLP1", 1)])
@@ -89,7 +87,7 @@ def test_seek_pause_resume_and_offset_for_timestamp(cluster: ClusterThread) -> N
     q0 = mq("TopicLP2", 0)
     c = LitePullConsumer(
         "lp_g2",
-        client_config=client(cluster, "c1"),
+        client_config=cluster.client_config("c1"),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         auto_commit=False,
     )
@@ -129,10 +127,10 @@ def test_subscribe_rebalances_and_auto_commit_reaches_the_broker(cluster: Cluste
     cluster.create_topic("TopicLP3", 4)
     produce(cluster, "TopicLP3", 4, 10)
     opts = {"consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, "auto_commit_interval": 1.0}
-    c1 = LitePullConsumer("lp_g3", client_config=client(cluster, "c1"), **opts)
+    c1 = LitePullConsumer("lp_g3", client_config=cluster.client_config("c1"), **opts)
     c1.subscribe("TopicLP3")
     c1.start()
-    c2 = LitePullConsumer("lp_g3", client_config=client(cluster, "c2"), **opts)
+    c2 = LitePullConsumer("lp_g3", client_config=cluster.client_config("c2"), **opts)
     try:
         assert c1.assignment() == [mq("TopicLP3", q) for q in range(4)]
         assert len(drain(c1, 40)) == 40

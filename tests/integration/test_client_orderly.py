@@ -32,12 +32,8 @@ SUCCESS = ConsumeOrderlyStatus.SUCCESS
 SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
 
 
-def client(cluster: ClusterThread, name: str) -> ClientConfig:
-    return ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name)
-
-
 def produce(cluster: ClusterThread, topic: str, queues: int, per_queue: int, tag: str = "o") -> None:
-    with Producer(f"{tag}_producer", client_config=client(cluster, f"{tag}-p")) as producer:
+    with Producer(f"{tag}_producer", client_config=cluster.client_config(f"{tag}-p")) as producer:
         for i in range(per_queue):
             for q in range(queues):
                 producer.send(Message(topic, f"{q}:{i}"), queue=MessageQueue(topic, "broker-a", q))
@@ -85,7 +81,7 @@ def orderly_consumer(
 ) -> PushConsumer:  # type: ignore[no-untyped-def]
     c = PushConsumer(
         group,
-        client_config=client(cluster, name),
+        client_config=cluster.client_config(name),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         **options,
     )

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from rocketq import (
-    ClientConfig,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,
@@ -24,13 +23,9 @@ pytestmark = pytest.mark.integration
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
-def client(cluster: ClusterThread, name: str | None = None) -> ClientConfig:
-    return ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name or "DEFAULT")
-
-
 def test_produce_then_consume_every_message_with_its_fields(cluster: ClusterThread) -> None:
     cluster.create_topic("TopicPC", 4)
-    with Producer("pc_producer", client_config=client(cluster)) as producer:
+    with Producer("pc_producer", client_config=cluster.client_config()) as producer:
         results = [
             producer.send(
                 Message("TopicPC", f"body-{i}", tags="TagA", keys=[f"k{i}"], properties={"n": str(i)})
@@ -44,7 +39,7 @@ def test_produce_then_consume_every_message_with_its_fields(cluster: ClusterThre
     got = Received()
     consumer = PushConsumer(
         "pc_group",
-        client_config=client(cluster, "c1"),
+        client_config=cluster.client_config("c1"),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     )
     consumer.subscribe("TopicPC", "TagA || TagB")
@@ -65,13 +60,13 @@ def test_produce_then_consume_every_message_with_its_fields(cluster: ClusterThre
 def test_offsets_survive_a_restart_of_the_group(cluster: ClusterThread) -> None:
     cluster.create_topic("TopicRestart", 2)
     got = Received()
-    with Producer("restart_producer", client_config=client(cluster)) as producer:
+    with Producer("restart_producer", client_config=cluster.client_config()) as producer:
         for i in range(10):
             producer.send(Message("TopicRestart", f"a{i}"))
         for round_no in range(2):
             consumer = PushConsumer(
                 "restart_group",
-                client_config=client(cluster, f"r{round_no}"),
+                client_config=cluster.client_config(f"r{round_no}"),
                 consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             )
             consumer.subscribe("TopicRestart")
@@ -93,7 +88,7 @@ def test_broadcasting_consumers_each_get_every_message(cluster: ClusterThread, t
     for name in ("b1", "b2"):
         c = PushConsumer(
             "bc_group",
-            client_config=client(cluster, name),
+            client_config=cluster.client_config(name),
             message_model=MessageModel.BROADCASTING,
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             offset_store_dir=str(tmp_path / "offsets"),
@@ -105,7 +100,7 @@ def test_broadcasting_consumers_each_get_every_message(cluster: ClusterThread, t
     try:
         for c in consumers:
             assert len(c.assigned_queues("TopicBC")) == 2
-        with Producer("bc_producer", client_config=client(cluster)) as producer:
+        with Producer("bc_producer", client_config=cluster.client_config()) as producer:
             for i in range(10):
                 producer.send(Message("TopicBC", f"x{i}"))
         assert wait_until(lambda: all(len(got.by_client.get(n, [])) == 10 for n in ("b1", "b2")))
@@ -124,7 +119,7 @@ def test_an_illegal_offset_is_corrected_persisted_and_the_queue_restarted(cluste
     from rocketq.remoting import RemotingClient
 
     cluster.create_topic("TopicIllegal", 1)
-    with Producer("illegal_producer", client_config=client(cluster)) as producer:
+    with Producer("illegal_producer", client_config=cluster.client_config()) as producer:
         for i in range(3):
             producer.send(Message("TopicIllegal", f"old{i}"))
 
@@ -139,7 +134,7 @@ def test_an_illegal_offset_is_corrected_persisted_and_the_queue_restarted(cluste
 
     cluster.thread.call(commit_far_ahead(), timeout=10)
     got = Received()
-    consumer = PushConsumer("illegal_group", client_config=client(cluster, "i1"))
+    consumer = PushConsumer("illegal_group", client_config=cluster.client_config("i1"))
     consumer.subscribe("TopicIllegal")
     consumer.register_listener(lambda msgs: (got.add("i1", msgs), OK)[1])
     mq = MessageQueue("TopicIllegal", "broker-a", 0)
@@ -149,7 +144,7 @@ def test_an_illegal_offset_is_corrected_persisted_and_the_queue_restarted(cluste
             consumer.committed_offsets()
         )
         assert wait_until(lambda: mq in consumer.assigned_queues(), 5.0)
-        with Producer("illegal_producer2", client_config=client(cluster)) as producer:
+        with Producer("illegal_producer2", client_config=cluster.client_config()) as producer:
             producer.send(Message("TopicIllegal", b"new"))
         assert wait_until(lambda: got.distinct() == 1, 10.0)
     assert list(got.bodies) == [b"new"]

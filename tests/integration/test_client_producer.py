@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from rocketq import (
-    ClientConfig,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,
@@ -30,10 +29,6 @@ from rocketq.remoting import RemotingClient
 from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, Received, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-def cfg(cluster: ClusterThread, name: str = "DEFAULT") -> ClientConfig:
-    return ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name)
 
 
 def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_dies(
@@ -55,7 +50,7 @@ def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_
         cluster.broker_addr, saved = second.address, cluster.broker_addr
         cluster.create_topic("TopicTwo", 2)
         cluster.broker_addr = saved
-        with Producer("two_producer", client_config=cfg(cluster)) as producer:
+        with Producer("two_producer", client_config=cluster.client_config()) as producer:
             assert wait_until(lambda: len(producer.fetch_publish_queues("TopicTwo")) == 4, 5.0)
             first = [producer.send(Message("TopicTwo", f"a{i}")) for i in range(8)]
             assert {r.message_queue.short for r in first} == {
@@ -83,14 +78,14 @@ def test_async_future_callback_oneway_and_batch_sends(cluster: ClusterThread) ->
     got = Received()
     consumer = PushConsumer(
         "async_group",
-        client_config=cfg(cluster, "a1"),
+        client_config=cluster.client_config("a1"),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     )
     consumer.subscribe("TopicAsync")
     consumer.register_listener(
         lambda msgs: (got.add("a1", msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1]
     )
-    with consumer, Producer("async_producer", client_config=cfg(cluster)) as producer:
+    with consumer, Producer("async_producer", client_config=cluster.client_config()) as producer:
         futures = [producer.send_future(Message("TopicAsync", f"f{i}")) for i in range(20)]
         results = [f.result(10) for f in concurrent.futures.as_completed(futures)]
         assert all(isinstance(r, SendResult) for r in results)
@@ -118,14 +113,14 @@ def test_large_bodies_are_compressed_and_arrive_whole(cluster: ClusterThread) ->
     body = bytes(range(256)) * 64  # 16 KiB
     consumer = PushConsumer(
         "big_group",
-        client_config=cfg(cluster, "g1"),
+        client_config=cluster.client_config("g1"),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     )
     consumer.subscribe("TopicBig")
     consumer.register_listener(
         lambda msgs: (got.add("g1", msgs), ConsumeConcurrentlyStatus.CONSUME_SUCCESS)[1]
     )
-    with consumer, Producer("big_producer", client_config=cfg(cluster)) as producer:
+    with consumer, Producer("big_producer", client_config=cluster.client_config()) as producer:
         producer.send(Message("TopicBig", body))
         assert wait_until(lambda: got.distinct() == 1)
     msg = got.messages[0]
@@ -135,7 +130,7 @@ def test_large_bodies_are_compressed_and_arrive_whole(cluster: ClusterThread) ->
 
 def test_the_consumer_answers_running_info_through_the_broker(cluster: ClusterThread) -> None:
     cluster.create_topic("TopicInfo", 3)
-    consumer = PushConsumer("info_group", client_config=cfg(cluster, "i1"))
+    consumer = PushConsumer("info_group", client_config=cluster.client_config("i1"))
     consumer.subscribe("TopicInfo", "TagA || TagB")
     consumer.register_listener(lambda msgs: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
     with consumer:
@@ -162,7 +157,7 @@ def test_the_consumer_answers_running_info_through_the_broker(cluster: ClusterTh
 
 
 def test_a_topic_without_route_is_created_through_the_default_topic(cluster: ClusterThread) -> None:
-    with Producer("auto_producer", client_config=cfg(cluster)) as producer:
+    with Producer("auto_producer", client_config=cluster.client_config()) as producer:
         results = [producer.send(Message("TopicAuto", f"m{i}")) for i in range(8)]
         # the broker created it from TBW102 with the producer's 4 queues
         assert {r.message_queue.queue_id for r in results} == {0, 1, 2, 3}
@@ -174,7 +169,7 @@ def test_a_hash_selector_keeps_each_key_on_one_queue_in_order(cluster: ClusterTh
     from rocketq.client.producer import select_by_hash
 
     cluster.create_topic("TopicOrder", 4)
-    with Producer("order_producer", client_config=cfg(cluster)) as producer:
+    with Producer("order_producer", client_config=cluster.client_config()) as producer:
         placed: dict[str, set[int]] = {}
         offsets: dict[str, list[int]] = {}
         for step in range(5):
@@ -195,13 +190,13 @@ def test_consume_from_last_offset_on_a_young_queue_starts_at_zero_as_rocketmq_do
     # first message is still stored, so CONSUME_FROM_LAST_OFFSET only skips history on queues
     # whose beginning was already deleted (a quirk the seed posts trip over).
     cluster.create_topic("TopicLast", 1)
-    with Producer("last_producer", client_config=cfg(cluster)) as producer:
+    with Producer("last_producer", client_config=cluster.client_config()) as producer:
         for i in range(3):
             producer.send(Message("TopicLast", f"early{i}"))
     got = Received()
     consumer = PushConsumer(
         "last_group",
-        client_config=cfg(cluster, "l1"),
+        client_config=cluster.client_config("l1"),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
     )
     consumer.subscribe("TopicLast")
