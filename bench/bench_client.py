@@ -1,6 +1,6 @@
 """End-to-end client figures through a rocketq broker running in a subprocess (``rocketq server``).
 
-    python bench/bench_client.py [--quick]
+    python bench/bench_client.py [--quick] [--handoff]
 
 What it measures, each beside a baseline taken in the same run against the same broker:
 
@@ -18,7 +18,11 @@ What it measures, each beside a baseline taken in the same run against the same 
   stop) under a steady 200 msg/s producer: messages lost, duplicates, and the longest delivery
   delay (send → listener), which bounds how long any queue paused; once with RocketMQ's handoff
   and once with ``handoff="clean"``. RocketMQ 4.9.4's Java push consumers on its own broker:
-  1 duplicate, 0 lost, longest queue pause 1.14 s.
+  1 duplicate, 0 lost, longest queue pause 1.14 s;
+* **thread hand-off** (``--handoff``, no broker): 32 threads each calling a trivial coroutine
+  through :meth:`~rocketq.client._sync.LoopThread.call`, against ``run_coroutine_threadsafe``
+  + ``Future.result`` (one loop wake-up and one condition variable per call) on the same loop:
+  calls/s and process CPU per call.
 
 Rates are messages per second of wall-clock time (the broker runs in its own process).
 """
@@ -275,7 +279,56 @@ def bench_scaling(
     return len(sent), lost, duplicates, worst[0]
 
 
+def bench_handoff(threads: int = 32, calls: int = 1_000 if QUICK else 4_000) -> list[str]:
+    """Calls/s and CPU µs per call of the sync hand-off, against ``run_coroutine_threadsafe``."""
+    from rocketq.client._sync import LoopThread
+
+    lt = LoopThread("bench-handoff")
+
+    async def noop() -> None:
+        return None
+
+    def via_future() -> None:
+        asyncio.run_coroutine_threadsafe(noop(), lt.loop).result(10.0)
+
+    def via_call() -> None:
+        lt.call(noop(), 10.0)
+
+    def measure(fn) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+        def worker() -> None:
+            for _ in range(calls):
+                fn()
+
+        pool = [threading.Thread(target=worker) for _ in range(threads)]
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        secs, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        return threads * calls / secs, cpu / (threads * calls) * 1e6
+
+    try:
+        for fn in (via_future, via_call):  # warm up
+            for _ in range(200):
+                fn()
+        base_rate, base_cpu = measure(via_future)
+        rate, cpu = measure(via_call)
+    finally:
+        lt.stop()
+    return [
+        f"thread hand-off ({threads} threads x {calls} calls of a no-op coroutine)",
+        f"  run_coroutine_threadsafe+result {base_rate:10.0f} calls/s  {base_cpu:5.1f} us CPU/call"
+        "   baseline",
+        f"  LoopThread.call                 {rate:10.0f} calls/s  {cpu:5.1f} us CPU/call   "
+        f"{rate / base_rate:5.2f}x",
+    ]
+
+
 def main() -> None:
+    if "--handoff" in sys.argv:
+        print("\n".join(bench_handoff()))
+        return
     with tempfile.TemporaryDirectory() as tmp, spawn_server(Path(tmp)) as server:
         namesrv, broker = server.namesrv_addr, server.broker_addr
         topics = (

@@ -321,7 +321,9 @@ class ProducerCore:
         timeout = self.config.send_msg_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
         begin = loop.time()
-        info = await self.find_publish_info(topic)
+        info = self.publish_table.get(topic)
+        if info is None or not info.ok:  # a cached, usable route needs no coroutine round (hot path)
+            info = await self.find_publish_info(topic)
         if not info.ok:
             raise TopicNotExistError(
                 ResponseCode.TOPIC_NOT_EXIST,
@@ -399,7 +401,9 @@ class ProducerCore:
         oneway: bool,
         timeout: float,
     ) -> SendResult | None:
-        addr = await self.instance.locate_master(mq)
+        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:  # not known yet: refresh the route (off the hot path)
+            addr = await self.instance.locate_master(mq)
         if addr is None:
             raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
         reconsume_times = 0
@@ -437,7 +441,11 @@ class ProducerCore:
             status=_STATUS_BY_CODE.get(response.code, SendStatus.SEND_OK),
             msg_id=uniq,
             offset_msg_id=response.offset_msg_id,
-            message_queue=MessageQueue(topic, mq.broker_name, response.queue_id),
+            message_queue=(
+                mq
+                if response.queue_id == mq.queue_id and mq.topic == topic
+                else MessageQueue(topic, mq.broker_name, response.queue_id)
+            ),
             queue_offset=response.queue_offset,
             transaction_id=response.transaction_id,
             region_id=response.region_id,
