@@ -5,12 +5,13 @@ iteration order: topic lists, cluster info, the queue and broker lists of a rout
 does not care about that order, but golden captures and people diffing two name servers' answers
 do, so rocketq reproduces it.
 
-Java's rule (OpenJDK 8 and later): a map with table size ``cap`` (a power of two) iterates its
-buckets in index order, the index of a key being ``(h ^ (h >>> 16)) & (cap - 1)`` where ``h`` is
-the key's ``hashCode()``; keys sharing a bucket come in the order they were inserted (a resize
-splits each bucket keeping that relative order, and a removed key that is put again goes to the
-end of its bucket). ``cap`` starts at the constructor's initial capacity rounded up to a power
-of two (16 by default), doubles whenever the size passes ``0.75 * cap``, and never shrinks.
+Java's rule (OpenJDK 8 and later), which :mod:`rocketq.protocol.javahash` implements: a map with
+table size ``cap`` (a power of two) iterates its buckets in index order, the index of a key being
+``(h ^ (h >>> 16)) & (cap - 1)`` where ``h`` is the key's ``hashCode()``; keys sharing a bucket
+come in the order they were inserted (a resize splits each bucket keeping that relative order, and
+a removed key that is put again goes to the end of its bucket). ``cap`` starts at the
+constructor's initial capacity rounded up to a power of two (16 by default), doubles whenever the
+size passes ``0.75 * cap``, and never shrinks.
 
 A Python dict remembers insertion order with the same "re-insertion goes last" rule, so the Java
 order is a stable sort of the dict's keys by bucket index. Not modelled: the tree bins Java
@@ -28,10 +29,17 @@ need many keys with colliding hashes; the name server's tables never come close.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, MutableMapping
-from functools import lru_cache
 from typing import TypeVar
 
-from rocketq.protocol.properties import java_string_hash as _string_hash
+from rocketq.protocol.javahash import (
+    DEFAULT_CAPACITY,
+    hashmap_capacity,
+    java_long_hash,
+    java_string_hash,
+    table_size_for,
+)
+from rocketq.protocol.javahash import java_bucket_order as _bucket_order
+from rocketq.protocol.javahash import java_hash as _java_hash
 
 __all__ = [
     "JavaHashMap",
@@ -46,54 +54,16 @@ __all__ = [
 K = TypeVar("K", str, int)
 V = TypeVar("V")
 
-_LOAD_FACTOR = 0.75
-_DEFAULT_CAPACITY = 16
-_MAX_CAPACITY = 1 << 30
-
-
-#: ``String.hashCode()``, memoised: the name server hashes the same few hundred names over and over.
-java_string_hash = lru_cache(maxsize=65536)(_string_hash)
-
-
-def java_long_hash(value: int) -> int:
-    """Java's ``Long.hashCode()``: ``(int) (value ^ (value >>> 32))`` as a signed 32-bit int.
-
-    >>> java_long_hash(0), java_long_hash(1), java_long_hash(-1)
-    (0, 1, 0)
-    """
-    v = value & 0xFFFFFFFFFFFFFFFF
-    h = (v ^ (v >> 32)) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
-
 
 def java_hash(key: str | int) -> int:
     """``hashCode()`` of a ``String`` (for ``str``) or a ``Long`` (for ``int``) key."""
-    if isinstance(key, str):
-        return java_string_hash(key)
-    return java_long_hash(key)
-
-
-def _bucket(key: str | int, cap: int) -> int:
-    h = java_hash(key) & 0xFFFFFFFF
-    return (h ^ (h >> 16)) & (cap - 1)
-
-
-def table_size_for(capacity: int) -> int:
-    """The table size Java picks for ``new HashMap<>(capacity)``: the next power of two (at least 1)."""
-    if capacity <= 1:
-        return 1
-    return min(1 << (capacity - 1).bit_length(), _MAX_CAPACITY)
-
-
-def _grown(cap: int, size: int) -> int:
-    while size > cap * _LOAD_FACTOR and cap < _MAX_CAPACITY:
-        cap <<= 1
-    return cap
+    return _java_hash(key, long_keys=True)
 
 
 def java_bucket_order(keys: Iterable[K], cap: int) -> list[K]:
-    """``keys`` (given in insertion order) in the iteration order of a Java table of size ``cap``."""
-    return sorted(keys, key=lambda k: _bucket(k, cap))
+    """``keys`` (given in insertion order) in the iteration order of a Java table of size ``cap``
+    (``int`` keys are ``Long``s)."""
+    return _bucket_order(keys, cap, long_keys=True)
 
 
 class JavaHashMap(MutableMapping[K, V]):
@@ -107,7 +77,7 @@ class JavaHashMap(MutableMapping[K, V]):
 
     __slots__ = ("_cap", "_data", "_order")
 
-    def __init__(self, initial_capacity: int = _DEFAULT_CAPACITY) -> None:
+    def __init__(self, initial_capacity: int = DEFAULT_CAPACITY) -> None:
         self._data: dict[K, V] = {}
         self._cap = table_size_for(initial_capacity)
         self._order: list[K] | None = []
@@ -125,7 +95,7 @@ class JavaHashMap(MutableMapping[K, V]):
         if key not in data:
             self._order = None
             data[key] = value
-            self._cap = _grown(self._cap, len(data))
+            self._cap = hashmap_capacity(len(data), self._cap)
         else:
             data[key] = value
 
@@ -171,7 +141,7 @@ class JavaHashSet(Iterable[K]):
 
     __slots__ = ("_map",)
 
-    def __init__(self, items: Iterable[K] = (), initial_capacity: int = _DEFAULT_CAPACITY) -> None:
+    def __init__(self, items: Iterable[K] = (), initial_capacity: int = DEFAULT_CAPACITY) -> None:
         self._map: JavaHashMap[K, None] = JavaHashMap(initial_capacity)
         for item in items:
             self._map[item] = None

@@ -35,7 +35,6 @@ QueryConsumerOffsetRequestHeader(consumer_group='g', topic='T', queue_id=1)
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -44,7 +43,7 @@ from typing import Annotated, Any, ClassVar, Final, NoReturn, Self, TypeVar
 
 from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.protocol.codes import RequestCode, SerializeType
-from rocketq.protocol.properties import java_string_hash
+from rocketq.protocol.javahash import hashmap_capacity, java_hash_order, string_bucket
 
 __all__ = [
     "REQUEST_HEADERS",
@@ -134,17 +133,7 @@ _H = TypeVar("_H", bound="CommandHeader")
 # Java HashMap iteration order
 
 
-def _hashmap_capacity(size: int) -> int:
-    capacity = 16  # a new HashMap's table, doubled whenever size passes 3/4 of it
-    while size > capacity * 3 // 4:
-        capacity *= 2
-    return capacity
-
-
-@functools.lru_cache(maxsize=8192)
-def _bucket(key: str, capacity: int) -> int:
-    h = java_string_hash(key) & 0xFFFFFFFF
-    return (h ^ (h >> 16)) & (capacity - 1)
+# (the rule lives in rocketq.protocol.javahash; header classes precompute their orders with it)
 
 
 def java_ordered(ext_fields: Mapping[str, str]) -> dict[str, str]:
@@ -164,9 +153,7 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
     >>> java_hashmap_order(["consumerGroup", "topic", "queueId"])
     ['queueId', 'topic', 'consumerGroup']
     """
-    ordered = list(keys)
-    capacity = _hashmap_capacity(len(ordered))
-    return sorted(ordered, key=lambda key: _bucket(key, capacity))
+    return java_hash_order(keys)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,11 +314,13 @@ def _compile_sized_writer(
     fields: tuple[_Field, ...], orders: dict[int, tuple[_Field, ...]]
 ) -> Callable[..., dict[str, str]]:
     """A function ``write(header) -> ext_fields`` for a header whose ``HashMap`` order depends on
-    how many of its fields are set: it counts them, then writes with that table size's writer."""
+    how many of its fields are set: it counts them, then writes with that table size's writer
+    (looked up by the count, so no table size is computed per call)."""
     counted = " + ".join(f"(self.{f.attr} is not None)" for f in fields)
-    source = "\n".join(["def write(self):", f"    return writers[capacity({counted})](self)"])
-    writers = {capacity: _compile_writer(order) for capacity, order in orders.items()}
-    return _compile("write", source, {"writers": writers, "capacity": _hashmap_capacity})
+    source = "\n".join(["def write(self):", f"    return writers[{counted}](self)"])
+    by_capacity = {capacity: _compile_writer(order) for capacity, order in orders.items()}
+    writers = tuple(by_capacity[hashmap_capacity(count)] for count in range(len(fields) + 1))
+    return _compile("write", source, {"writers": writers})
 
 
 class CommandHeader:
@@ -371,9 +360,9 @@ class CommandHeader:
         cls._FIELDS = tuple(fields)
         # HashMap order for every table size a header of this class can fill
         for size in range(len(fields) + 1):
-            capacity = _hashmap_capacity(size)
+            capacity = hashmap_capacity(size)
             if capacity not in cls._ORDERS:
-                buckets = {f.wire: _bucket(f.wire, capacity) for f in fields}
+                buckets = {f.wire: string_bucket(f.wire, capacity) for f in fields}
                 cls._ORDERS[capacity] = tuple(sorted(fields, key=lambda f: buckets[f.wire]))
         cls._READ = _compile_reader(cls, cls._FIELDS, defaults)
         cls._WRITE_DECLARED = _compile_writer(cls._FIELDS)
@@ -418,7 +407,7 @@ class CommandHeader:
         fields = self._FIELDS
         present = [f for f in fields if getattr(self, f.attr) is not None]
         if not fast and not extra:
-            order = self._ORDERS[_hashmap_capacity(len(present))]
+            order = self._ORDERS[hashmap_capacity(len(present))]
             if len(present) != len(fields):
                 present_names = {f.attr for f in present}
                 present = [f for f in order if f.attr in present_names]

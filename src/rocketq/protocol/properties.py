@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from rocketq.protocol.javahash import java_hash_order, java_string_hash
+
 __all__ = [
     "KEY_SEPARATOR",
     "NAME_VALUE_SEPARATOR",
@@ -172,24 +174,6 @@ def string_to_properties(text: str) -> dict[str, str]:
     return out
 
 
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode()``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units,
-    wrapped to a signed 32-bit int.
-
-    >>> java_string_hash(""), java_string_hash("TagA"), java_string_hash("\\U0001F600")
-    (0, 2598919, 1772899)
-    """
-    h = 0
-    if text.isascii():
-        for ch in text.encode("ascii"):
-            h = (31 * h + ch) & 0xFFFFFFFF
-    else:
-        units = text.encode("utf-16-be", "surrogatepass")
-        for i in range(0, len(units), 2):
-            h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
-
-
 def tags_code(tags: str | None) -> int:
     """The tag hash code a consume-queue entry stores: ``0`` without tags, else
     ``java_string_hash(tags)`` (a signed 32-bit value widened to the entry's 64-bit field),
@@ -201,16 +185,9 @@ def tags_code(tags: str | None) -> int:
     return java_string_hash(tags)
 
 
-def _java_hashmap_capacity(entries: int) -> int:
-    capacity = 16
-    while entries > capacity * 3 // 4:
-        capacity *= 2
-    return capacity
-
-
 def java_hashmap_order(names: Iterable[str], *, max_entries: int | None = None) -> list[str]:
     """The order a Java ``HashMap<String, ...>`` (default capacity 16, load factor 0.75) iterates
-    the given keys, inserted in the given order.
+    the given keys, inserted in the given order (see :mod:`rocketq.protocol.javahash`).
 
     Keys are grouped by bucket ``(h ^ (h >>> 16)) & (capacity - 1)`` (``h`` = Java's hash code),
     ties keep insertion order. The table only grows, so if keys were removed before iteration pass
@@ -221,12 +198,4 @@ def java_hashmap_order(names: Iterable[str], *, max_entries: int | None = None) 
     >>> java_hashmap_order(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "color"])
     ['color', 'KEYS', 'UNIQ_KEY', 'WAIT', 'TAGS']
     """
-    keys = list(dict.fromkeys(names))
-    capacity = _java_hashmap_capacity(max(len(keys), max_entries or 0))
-    mask = capacity - 1
-
-    def bucket(name: str) -> int:
-        h = java_string_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & mask
-
-    return sorted(keys, key=bucket)
+    return java_hash_order(names, max_entries=max_entries)
