@@ -189,3 +189,63 @@ def test_submit_and_wrap_still_work(lt: LoopThread) -> None:
         return await lt.wrap(echo(6))
 
     assert asyncio.run(from_another_loop()) == 6
+
+
+def test_submit_propagates_errors_and_cancels_through_the_future(lt: LoopThread) -> None:
+    with pytest.raises(Boom):
+        lt.submit(failing_coroutine()).result(5.0)
+    started = threading.Event()
+    cancelled = threading.Event()
+
+    async def slow() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    future = lt.submit(slow())
+    assert started.wait(5.0)
+    assert future.cancel()
+    assert cancelled.wait(5.0)
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result(5.0)
+
+
+def test_submit_cancelled_before_the_loop_starts_it(lt: LoopThread) -> None:
+    release = threading.Event()
+    lt.loop.call_soon_threadsafe(release.wait, 5.0)
+    ran = threading.Event()
+
+    async def body() -> None:
+        ran.set()
+
+    try:
+        future = lt.submit(body())
+        assert future.cancel()
+    finally:
+        release.set()
+    assert lt.call(echo(8)) == 8
+    assert not ran.is_set()
+
+
+def test_submit_after_stop_and_while_queued_at_shutdown() -> None:
+    lt = LoopThread("test-submit-stop", use_uvloop=False)
+    blocked = threading.Event()
+    release = threading.Event()
+
+    def stop_and_hold() -> None:
+        lt.loop.stop()
+        blocked.set()
+        release.wait(5.0)
+
+    lt.loop.call_soon_threadsafe(stop_and_hold)
+    assert blocked.wait(5.0)
+    queued = lt.submit(echo(9))
+    release.set()
+    with pytest.raises(ClientStateError):
+        queued.result(5.0)
+    lt.stop()
+    with pytest.raises(ClientStateError):
+        lt.submit(echo(10))

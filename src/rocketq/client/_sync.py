@@ -10,7 +10,8 @@ loop thread itself must not block on it: they raise :class:`~rocketq.errors.Clie
 ``asyncio.run_coroutine_threadsafe``: callers append to a queue and only the caller that finds
 the queue idle wakes the loop (one ``call_soon_threadsafe``, one self-pipe write, per batch of
 calls rather than per call); the loop starts a task for every queued call, and each caller waits
-on a pre-acquired lock of its own that the task's completion releases. From many threads this
+on a pre-acquired lock of its own that the task's completion releases. :meth:`~LoopThread.submit`
+shares the queue, its future completed from the loop. From many threads this
 halves the hand-off's CPU cost per call (``python bench/bench_client.py --handoff``).
 """
 
@@ -52,6 +53,10 @@ class _Call(Generic[T]):
         self.done = threading.Lock()
         self.done.acquire()
 
+    def gave_up(self) -> bool:
+        """Whether the caller stopped waiting before the loop started the call."""
+        return self.cancelled
+
     def finish(self, task: asyncio.Task[T]) -> None:
         """The task's done callback (loop thread): record its outcome and wake the caller."""
         if task.cancelled():
@@ -72,6 +77,47 @@ class _Call(Generic[T]):
             coro.close()
         self.error = error
         self.done.release()
+
+
+class _Submitted(_Call[T]):
+    """One :meth:`LoopThread.submit`: the outcome goes to a ``concurrent.futures.Future``.
+
+    The future stays pending while the task runs (so that ``future.cancel()`` still works and
+    cancels the task), as ``asyncio.run_coroutine_threadsafe`` does.
+    """
+
+    __slots__ = ("future",)
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:  # no lock: nobody blocks on it
+        self.coro = coro
+        self.task = None
+        self.result = None
+        self.error = None
+        self.cancelled = False
+        self.future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def gave_up(self) -> bool:
+        return self.future.cancelled()
+
+    def finish(self, task: asyncio.Task[T]) -> None:
+        self.task = None
+        future = self.future
+        if task.cancelled():
+            future.cancel()
+        if not future.set_running_or_notify_cancel():
+            return
+        error = task.exception()
+        if error is None:
+            future.set_result(task.result())
+        else:
+            future.set_exception(error)
+
+    def fail(self, error: BaseException) -> None:
+        coro, self.coro = self.coro, None
+        if coro is not None:
+            coro.close()
+        if self.future.set_running_or_notify_cancel():
+            self.future.set_exception(error)
 
 
 class LoopThread:
@@ -119,11 +165,43 @@ class LoopThread:
         return self._thread.is_alive() and not self.loop.is_closed()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule ``coro`` on the loop; its future, usable from any thread."""
-        if not self.running:
-            coro.close()
+        """Schedule ``coro`` on the loop; its future, usable from any thread.
+
+        Cancelling the future cancels ``coro``; when the loop stops first, the future ends
+        cancelled (calls in flight) or with :class:`~rocketq.errors.ClientStateError` (queued).
+        """
+        call = _Submitted(coro)
+        self._enqueue(call)
+        future = call.future
+
+        def on_done(f: concurrent.futures.Future[T]) -> None:
+            if f.cancelled():
+                try:
+                    self.loop.call_soon_threadsafe(self._cancel, call)
+                except RuntimeError:
+                    pass  # the loop is closed; its teardown ended the call
+
+        future.add_done_callback(on_done)
+        return future
+
+    def _enqueue(self, call: _Call[Any]) -> None:
+        """Queue ``call`` for the loop, waking it when the queue was idle."""
+        wake = False
+        with self._queue_lock:
+            closed = self._closed or not self.running
+            if not closed:
+                wake = not self._queue  # else a wake-up is already on its way
+                self._queue.append(call)
+        if closed:
+            coro, call.coro = call.coro, None
+            if coro is not None:
+                coro.close()
             raise ClientStateError("the client's event loop is not running (shut down?)")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        if wake:
+            try:
+                self.loop.call_soon_threadsafe(self._drain)
+            except RuntimeError:  # closed between the check and the wake-up: _run failed the call
+                pass
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and wait for its result (from a thread other than the loop's).
@@ -139,20 +217,7 @@ class LoopThread:
                 "blocking call made on the client's own event loop thread; use the async API"
             )
         call = _Call(coro)
-        wake = False
-        with self._queue_lock:
-            closed = self._closed or not self.running
-            if not closed:
-                wake = not self._queue  # else a wake-up is already on its way
-                self._queue.append(call)
-        if closed:
-            coro.close()
-            raise ClientStateError("the client's event loop is not running (shut down?)")
-        if wake:
-            try:
-                self.loop.call_soon_threadsafe(self._drain)
-            except RuntimeError:  # closed between the check and the wake-up: _run failed the call
-                pass
+        self._enqueue(call)
         try:
             if timeout is None:
                 call.done.acquire()
@@ -180,10 +245,9 @@ class LoopThread:
         for call in calls:
             coro, call.coro = call.coro, None
             assert coro is not None
-            if call.cancelled:  # the caller gave up before the loop got to it
+            if call.gave_up():  # the caller gave up before the loop got to it
                 coro.close()
-                call.error = concurrent.futures.CancelledError()
-                call.done.release()
+                call.fail(concurrent.futures.CancelledError())
                 continue
             task = create_task(coro)
             call.task = task
