@@ -86,15 +86,21 @@ class _Submitted(_Call[T]):
     cancels the task), as ``asyncio.run_coroutine_threadsafe`` does.
     """
 
-    __slots__ = ("future",)
+    __slots__ = ("future", "owner")
 
-    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:  # no lock: nobody blocks on it
-        self.coro = coro
+    def __init__(self, coro: Coroutine[Any, Any, T], owner: LoopThread) -> None:
+        self.coro = coro  # no lock, no result fields: nobody blocks on this call
         self.task = None
-        self.result = None
-        self.error = None
-        self.cancelled = False
+        self.owner = owner
         self.future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def on_future_done(self, future: concurrent.futures.Future[T]) -> None:
+        """The future's done callback (any thread): a cancelled future cancels the task."""
+        if future.cancelled():
+            try:
+                self.owner.loop.call_soon_threadsafe(LoopThread._cancel, self)
+            except RuntimeError:
+                pass  # the loop is closed; its teardown ended the call
 
     def gave_up(self) -> bool:
         return self.future.cancelled()
@@ -170,19 +176,10 @@ class LoopThread:
         Cancelling the future cancels ``coro``; when the loop stops first, the future ends
         cancelled (calls in flight) or with :class:`~rocketq.errors.ClientStateError` (queued).
         """
-        call = _Submitted(coro)
+        call = _Submitted(coro, self)
         self._enqueue(call)
-        future = call.future
-
-        def on_done(f: concurrent.futures.Future[T]) -> None:
-            if f.cancelled():
-                try:
-                    self.loop.call_soon_threadsafe(self._cancel, call)
-                except RuntimeError:
-                    pass  # the loop is closed; its teardown ended the call
-
-        future.add_done_callback(on_done)
-        return future
+        call.future.add_done_callback(call.on_future_done)
+        return call.future
 
     def _enqueue(self, call: _Call[Any]) -> None:
         """Queue ``call`` for the loop, waking it when the queue was idle."""
