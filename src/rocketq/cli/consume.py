@@ -43,7 +43,7 @@ from typing import Any
 
 from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
-from rocketq.cli._output import add_namesrv_option, body_text, unreachable_hint
+from rocketq.cli._output import add_namesrv_option, body_text, positive_float, positive_int, unreachable_hint
 from rocketq.cli.main import CliError
 from rocketq.client import (
     ClientConfig,
@@ -62,26 +62,6 @@ __all__ = ["TRACKED_BODIES", "ConsumeOutput", "consumer_options", "register"]
 
 TRACKED_BODIES = 2_000_000
 """Distinct bodies remembered for counting duplicates (about 140 MB when full); later ones are not."""
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -138,17 +118,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     parser.add_argument(
         "--count",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="stop after printing N messages (later deliveries are handed back to the broker for redelivery)",
     )
-    parser.add_argument("--seconds", type=_positive_float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--seconds", type=positive_float, metavar="S", help="stop after S seconds")
     parser.add_argument(
         "--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' (default *)"
     )
     parser.add_argument(
         "--heartbeat-interval",
-        type=_positive_float,
+        type=positive_float,
         default=30.0,
         metavar="S",
         help="seconds between heartbeats to every broker (default 30, RocketMQ's); lower it for a "

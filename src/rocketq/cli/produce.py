@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import add_namesrv_option, print_json, unreachable_hint
+from rocketq.cli._output import add_namesrv_option, positive_float, positive_int, print_json, unreachable_hint
 from rocketq.cli.main import CliError
 from rocketq.client import Message, Producer, SendResult
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, RocketQError
@@ -99,26 +99,6 @@ def body_maker(count: int, *, text: str | None, size: int | None) -> Callable[[i
     return lambda seq: base + f"-{seq:0{width}d}".encode()
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "produce",
@@ -131,21 +111,21 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("topic", metavar="TOPIC")
     parser.add_argument(
-        "--count", type=_positive_int, default=1, metavar="N", help="messages to send (default 1)"
+        "--count", type=positive_int, default=1, metavar="N", help="messages to send (default 1)"
     )
     body = parser.add_mutually_exclusive_group()
     body.add_argument(
         "--body", metavar="TEXT", help="body text; '-<sequence number>' is appended (default 'message')"
     )
     body.add_argument(
-        "--size", type=_positive_int, metavar="BYTES", help="fixed body size, sequence number first"
+        "--size", type=positive_int, metavar="BYTES", help="fixed body size, sequence number first"
     )
     parser.add_argument("--tag", metavar="T", help="tag of every message")
     parser.add_argument("--keys", metavar="K", help="key(s) of every message, space-separated")
-    parser.add_argument("--batch", type=_positive_int, metavar="N", help="send N messages per batch request")
+    parser.add_argument("--batch", type=positive_int, metavar="N", help="send N messages per batch request")
     parser.add_argument(
         "--rate",
-        type=_positive_float,
+        type=positive_float,
         metavar="MSGS_PER_S",
         help="pace sends to this many messages per second",
     )
