@@ -268,6 +268,10 @@ class PushConsumerConfig:
     consumer_timeout_when_suspend: float = 30.0
     #: Retry delay after a pull failed (``pullTimeDelayMillsWhenException`` 3000).
     pull_time_delay_when_exception: float = 3.0
+    #: Retry delay after a pull refused with SUBSCRIPTION_NOT_LATEST: our own heartbeat carrying the
+    #: newer subscription version is on its way, so waiting Java's 3 s only stalls the queue (not in
+    #: RocketMQ, which treats it as any other failure).
+    pull_time_delay_when_subscription_not_latest: float = 0.1
     #: Back-off while a queue is over a flow-control threshold
     #: (``PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`` 50 ms).
     pull_time_delay_when_flow_control: float = 0.05

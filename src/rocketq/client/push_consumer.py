@@ -46,7 +46,7 @@ from rocketq.client.producer import check_group, check_topic
 from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX, PullRequest, RebalanceImpl, retry_topic
 from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.routes import MASTER_ID
-from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.errors import BrokerError, ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import (
     ConsumeFromWhere,
@@ -596,6 +596,11 @@ class PushConsumerCore:
         except (RocketQError, OSError) as exc:
             if pq.dropped or self.stopping:
                 return None
+            if isinstance(exc, BrokerError) and exc.code == ResponseCode.SUBSCRIPTION_NOT_LATEST:
+                # a rebalance bumped our subscription version and the heartbeat announcing it has
+                # not reached the broker yet: it will in a moment
+                logger.debug("pull of %s: subscription not latest on the broker yet; retrying soon", mq)
+                return cfg.pull_time_delay_when_subscription_not_latest
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 logger.warning("pull of %s failed: %s; retrying later", mq, exc)
             return cfg.pull_time_delay_when_exception
