@@ -85,7 +85,12 @@ class MemoryTransport(asyncio.Transport):
 
 
 def make_connection(
-    handlers: HandlerTable | None = None, *, server: bool = True, max_in_flight: int = 8, **events: Any
+    handlers: HandlerTable | None = None,
+    *,
+    server: bool = True,
+    max_in_flight: int = 8,
+    write_batch_frames: int = 8,
+    **events: Any,
 ) -> tuple[RemotingConnection, MemoryTransport]:
     conn = RemotingConnection(
         handlers=handlers or HandlerTable(),
@@ -95,6 +100,7 @@ def make_connection(
         write_buffer_high=64 * 1024,
         write_buffer_low=16 * 1024,
         max_write_buffer=1 << 20,
+        write_batch_frames=write_batch_frames,
         idle_timeout=None,
         close_idle=False,
         pause_reads_on_write_pressure=server,
@@ -130,18 +136,50 @@ def test_frame_split_byte_by_byte_is_dispatched_once() -> None:
     arun(scenario())
 
 
-def test_pipelined_sync_responses_leave_in_one_write() -> None:
+def _frame_counts(writes: list[bytes]) -> list[int]:
+    counts = []
+    for data in writes:
+        decoder = FrameDecoder()
+        decoder.receive_data(data)
+        counts.append(len(list(decoder)))
+    return counts
+
+
+@pytest.mark.parametrize(("batch", "expected"), [(8, [8, 8, 4]), (100, [20]), (1, [1] * 20)])
+def test_responses_to_one_read_leave_in_groups_of_write_batch_frames(batch: int, expected: list[int]) -> None:
+    """20 pipelined requests in one read: the answers leave ``write_batch_frames`` at a time, so
+    the peer can start on the first while the rest are made (one write each group, in order)."""
+
     async def scenario() -> None:
         handlers = HandlerTable()
         handlers.register(RequestCode.HEART_BEAT, echo)
-        conn, transport = make_connection(handlers)
+        conn, transport = make_connection(handlers, write_batch_frames=batch)
         data = b"".join(
             encode_frame(RemotingCommand.request(RequestCode.HEART_BEAT, body=bytes([i]), opaque=i))
             for i in range(20)
         )
         conn.data_received(data)
-        assert len(transport.writes) == 1
+        assert _frame_counts(transport.writes) == expected
         assert [c.opaque for c in transport.frames()] == list(range(20))
+
+    arun(scenario())
+
+
+def test_requests_of_many_callers_leave_in_groups_of_write_batch_frames() -> None:
+    """Client side: 20 invokes in one loop turn go out as writes of at most 8 frames."""
+
+    async def scenario() -> None:
+        conn, transport = make_connection(server=False)
+        calls = [
+            asyncio.ensure_future(conn.invoke(RemotingCommand.request(RequestCode.HEART_BEAT), 5))
+            for _ in range(20)
+        ]
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert _frame_counts(transport.writes) == [8, 8, 4]
+        for request in transport.frames():
+            conn.data_received(encode_frame(request.response()))
+        assert all(r.is_response for r in await asyncio.gather(*calls))
 
     arun(scenario())
 
@@ -337,6 +375,8 @@ def test_handler_table_default() -> None:
         lambda: ServerConfig(write_buffer_high=100, max_write_buffer=50),
         lambda: ClientConfig(connect_timeout=-1.0),
         lambda: ClientConfig(request_timeout=0),
+        lambda: ServerConfig(write_batch_frames=0),
+        lambda: ClientConfig(write_batch_frames=-1),
     ],
 )
 def test_config_rejects_nonsense(make: Callable[[], object]) -> None:

@@ -193,6 +193,7 @@ class RemotingClient:
                 max_frame_size=cfg.max_frame_size,
                 max_in_flight=cfg.max_in_flight,
                 write_buffer_high=cfg.write_buffer_high,
+                write_batch_frames=cfg.write_batch_frames,
                 write_buffer_low=cfg.write_buffer_low,
                 max_write_buffer=cfg.max_write_buffer,
                 idle_timeout=cfg.idle_timeout,

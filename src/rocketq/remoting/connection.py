@@ -14,7 +14,10 @@ each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` an
   awaitable becomes a task of its own, so a long-polling handler never holds up the requests
   behind it, and responses go out in whatever order the handlers finish;
 * frames written during one turn of the event loop (the responses to one read, the requests of
-  many concurrent callers) reach the transport in one call, which saves system calls;
+  many concurrent callers) reach the transport together, which saves system calls, but in groups
+  of at most ``write_batch_frames``: the first answers of a read of 32 requests leave while the
+  rest are made, so the peer (on another core) works on them at once instead of both ends taking
+  turns with whole batches;
 * :class:`RPCHook` objects run around every request sent and handled (RocketMQ's ACL hook point);
 * an unknown code is answered ``REQUEST_CODE_NOT_SUPPORTED`` with RocketMQ's remark
   ``" request type N not supported"``; a handler that raises a :class:`~rocketq.errors.BrokerError`
@@ -184,6 +187,7 @@ class RemotingConnection(asyncio.Protocol):
         write_buffer_high: int,
         write_buffer_low: int,
         max_write_buffer: int,
+        write_batch_frames: int = 8,
         idle_timeout: float | None,
         close_idle: bool,
         close_on_timeout: bool = False,
@@ -224,6 +228,8 @@ class RemotingConnection(asyncio.Protocol):
         # with one call: at the end of processing a read, or by a flush scheduled with call_soon
         self._outbox: list[bytes] = []
         self._outbox_bytes = 0
+        self._outbox_frames = 0
+        self._write_batch_frames = write_batch_frames
         self._flush_scheduled = False
         self._writes_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -557,8 +563,12 @@ class RemotingConnection(asyncio.Protocol):
         if body:
             outbox.append(body)
         self._outbox_bytes += len(head) + len(body)
+        self._outbox_frames += 1
         if self._outbox_bytes >= self._write_buffer_high:
             self._flush()  # may pause reading, which stops _process taking more requests
+        elif self._outbox_frames >= self._write_batch_frames:
+            # pipelining: these frames leave now, so the peer works on them while we make the rest
+            self._flush()
         elif not self._flush_scheduled and not self._processing:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
@@ -570,6 +580,7 @@ class RemotingConnection(asyncio.Protocol):
             return
         self._outbox = []
         self._outbox_bytes = 0
+        self._outbox_frames = 0
         transport = self._transport
         if transport is None or self._closed:
             return
