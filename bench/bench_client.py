@@ -1,15 +1,17 @@
 """End-to-end client figures through a rocketq broker running in a subprocess (``rocketq server``).
 
-    python bench/bench_client.py [--quick] [--handoff]
+    python bench/bench_client.py [--quick] [--consume] [--handoff]
 
 What it measures, each beside a baseline taken in the same run against the same broker:
 
 * **send**: ``Producer.send_future`` (32 in flight) and ``Producer.send`` (blocking, one at a
   time), against **raw send** with the same concurrency: SEND_MESSAGE_V2 requests fired through
   the bare :class:`~rocketq.remoting.RemotingClient` (no routing, ids, retries or thread hop);
-* **consume**: a push consumer draining a backlog (pull → decode → process queue → thread-pool
-  listener → offset commit), against **raw pull**: PULL_MESSAGE requests through the bare
-  transport, decoding the bodies, one queue after another;
+* **drain**: one push consumer draining a ready backlog (200,000 messages, 128 B and 1 KiB bodies,
+  on a 16-queue topic; pull → decode → process queue → thread-pool listener → offset commit) at
+  steady state (first delivery to last), against **raw pull**: PULL_MESSAGE requests through
+  the bare transport on every queue at once, decoding the bodies and nothing else; and against
+  RocketMQ 4.9.4's Java push consumer (~97,000 msg/s on 2 cores). ``--consume`` runs only this;
 * **end-to-end latency**: producer ``send`` → listener call, for a steady trickle of messages
   (p50 / p99);
 * **time to balance**: a third consumer joins a two-member group on a 16-queue topic; the time
@@ -30,6 +32,7 @@ Rates are messages per second of wall-clock time (the broker runs in its own pro
 from __future__ import annotations
 
 import asyncio
+import itertools
 import statistics
 import sys
 import tempfile
@@ -52,6 +55,11 @@ from rocketq.remoting.loop import new_event_loop
 QUICK = "--quick" in sys.argv
 N = 5_000 if QUICK else 20_000
 BODY = b"x" * 128
+DRAIN_N = 50_000 if QUICK else 200_000
+DRAIN_QUEUES = 16
+DRAIN_BODIES = (128, 1024)
+JAVA_PUSH_RATE = 97_000
+"""RocketMQ 4.9.4's Java push consumer on its own broker, 2 cores, client on the same machine."""
 
 
 def run(coro):  # type: ignore[no-untyped-def]
@@ -87,11 +95,14 @@ async def raw_send(broker: str, topic: str, n: int, queues: int, window: int = 3
         return n / (time.perf_counter() - began)
 
 
-async def raw_pull(broker: str, topic: str, queues: int, total: int) -> float:
+async def raw_pull(broker: str, topic: str, queues: int, total: int) -> tuple[float, float]:
+    """``(msg/s, CPU us per message)`` of PULL_MESSAGE (32 per pull) + ``decode_messages`` through
+    the bare transport: every queue pulled at once, one request in flight per queue, as a push
+    consumer pulls, but with nothing done with the messages."""
     async with RemotingClient() as client:
-        got = 0
-        began = time.perf_counter()
-        for q in range(queues):
+        got = [0]
+
+        async def drain_queue(q: int) -> None:
             offset = 0
             while True:
                 header = PullMessageRequestHeader(
@@ -104,13 +115,16 @@ async def raw_pull(broker: str, topic: str, queues: int, total: int) -> float:
                 )
                 if resp.code != ResponseCode.SUCCESS:
                     assert resp.code == ResponseCode.PULL_NOT_FOUND, (resp.code, resp.remark)
-                    break
+                    return
                 msgs = decode_messages(resp.body)
-                got += len(msgs)
+                got[0] += len(msgs)
                 offset = int(resp.ext_fields["nextBeginOffset"])
-        elapsed = time.perf_counter() - began
-        assert got >= total, (got, total)
-        return got / elapsed
+
+        began, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(drain_queue(q) for q in range(queues)))
+        elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+        assert got[0] >= total, (got[0], total)
+        return got[0] / elapsed, cpu / got[0] * 1e6
 
 
 def client_config(namesrv: str, name: str = "DEFAULT") -> ClientConfig:
@@ -137,33 +151,73 @@ def bench_sends(namesrv: str, topic: str, n: int) -> tuple[float, float]:
     return sync_rate, async_rate
 
 
-def bench_consume(namesrv: str, topic: str, total: int) -> float:
+def fill_backlog(namesrv: str, topic: str, queues: int, n: int, body: bytes, batch: int = 128) -> float:
+    """Put ``n`` messages on ``topic`` (evenly over its queues) with ``Producer.send_batch`` from
+    four threads, as a real producer would write them (``UNIQ_KEY`` and ``WAIT`` properties);
+    returns the fill rate in msg/s."""
+    cfg = client_config(namesrv, "fill")
+    with Producer("bench_fill", client_config=cfg) as producer:
+        mqs = sorted(producer.fetch_publish_queues(topic))[:queues]
+        assert len(mqs) == queues, mqs
+        jobs = [
+            (mqs[q], min(batch, n // queues - k)) for q in range(queues) for k in range(0, n // queues, batch)
+        ]
+
+        def worker(part: list[tuple[object, int]]) -> None:
+            for mq, size in part:
+                producer.send_batch([Message(topic, body) for _ in range(size)], queue=mq)  # type: ignore[arg-type]
+
+        began = time.perf_counter()
+        threads = [threading.Thread(target=worker, args=(jobs[i::4],)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return n / (time.perf_counter() - began)
+
+
+class DrainResult:
+    """What :func:`bench_consume` saw: steady drain rate, client CPU per message, start-up time."""
+
+    def __init__(self, rate: float, cpu_us: float, startup: float, total: float) -> None:
+        self.rate, self.cpu_us, self.startup, self.total = rate, cpu_us, startup, total
+
+
+def bench_consume(namesrv: str, topic: str, total: int, group: str = "bench_drain") -> DrainResult:
+    """One ``PushConsumer`` (RocketMQ's defaults: pulls of 32, 1 message per listener call,
+    20 consume threads, 1,000 messages cached per queue) drains a ready backlog of ``total``.
+
+    The listener only counts and returns CONSUME_SUCCESS, as a Java benchmark listener would. The
+    rate is messages over the time from the first delivery to the last (steady state: start-up
+    and rebalance are reported apart); CPU is this process's (the broker runs in another)."""
     done = threading.Event()
-    count = [0]
-    lock = threading.Lock()
-    first: list[float] = []
+    counter = itertools.count(1)
+    stamps: list[float] = [0.0, 0.0]
+    cpu: list[float] = [0.0, 0.0]
 
     def listener(msgs: list) -> ConsumeConcurrentlyStatus:  # type: ignore[type-arg]
-        with lock:
-            if not first:
-                first.append(time.perf_counter())
-            count[0] += len(msgs)
-            if count[0] >= total:
+        for _ in msgs:
+            k = next(counter)  # atomic under the GIL, like Java's AtomicLong
+            if k == 1:
+                stamps[0], cpu[0] = time.perf_counter(), time.process_time()
+            elif k == total:
+                stamps[1], cpu[1] = time.perf_counter(), time.process_time()
                 done.set()
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     consumer = PushConsumer(
-        "bench_drain",
-        client_config=client_config(namesrv, "drain"),
+        group,
+        client_config=client_config(namesrv, group),
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
     )
     consumer.subscribe(topic)
     consumer.register_listener(listener)
     began = time.perf_counter()
     with consumer:
-        assert done.wait(120), count[0]
-        elapsed = time.perf_counter() - began
-    return count[0] / elapsed
+        assert done.wait(300), next(counter) - 1
+        ended = time.perf_counter()
+    rate = (total - 1) / (stamps[1] - stamps[0])
+    return DrainResult(rate, (cpu[1] - cpu[0]) / (total - 1) * 1e6, stamps[0] - began, ended - began)
 
 
 def bench_latency(namesrv: str, topic: str, n: int) -> tuple[float, float]:
@@ -325,12 +379,42 @@ def bench_handoff(threads: int = 32, calls: int = 1_000 if QUICK else 4_000) -> 
     ]
 
 
+def drain_rows(namesrv: str, broker: str) -> list[str]:
+    """Fill a 16-queue backlog per body size, then raw pull + decode it (baseline) and drain it
+    with one PushConsumer; one row pair per body size."""
+    rows = [
+        f"drain: {DRAIN_N} messages per body size on {DRAIN_QUEUES} queues, one PushConsumer with "
+        "RocketMQ's defaults (pulls of 32, 1 message per listener call, 20 threads)"
+    ]
+    for size in DRAIN_BODIES:
+        topic = f"BenchDrain{size}"
+        run(create_topic(broker, topic, DRAIN_QUEUES))
+        time.sleep(0.3)
+        fill_rate = fill_backlog(namesrv, topic, DRAIN_QUEUES, DRAIN_N, b"x" * size)
+        raw_rate, raw_cpu = run(raw_pull(broker, topic, DRAIN_QUEUES, DRAIN_N))
+        d = bench_consume(namesrv, topic, DRAIN_N, group=f"bench_drain_{size}")
+        rows += [
+            f"  {size:5d} B bodies (filled by Producer.send_batch at {fill_rate:.0f} msg/s)",
+            f"    raw pull + decode            {raw_rate:10.0f} msg/s  {raw_cpu:5.2f} us CPU/msg   baseline",
+            f"    PushConsumer drain (steady)  {d.rate:10.0f} msg/s  {d.cpu_us:5.2f} us CPU/msg  "
+            f"{d.rate / raw_rate:5.2f}x raw  {d.rate / JAVA_PUSH_RATE:5.2f}x Java push consumer "
+            f"({JAVA_PUSH_RATE:,} msg/s)",
+            f"    (start -> first message {d.startup * 1000:.0f} ms; start -> drained {d.total:.2f} s)",
+        ]
+    return rows
+
+
 def main() -> None:
     if "--handoff" in sys.argv:
         print("\n".join(bench_handoff()))
         return
+    mode = "quick" if QUICK else "full"
     with tempfile.TemporaryDirectory() as tmp, spawn_server(Path(tmp)) as server:
         namesrv, broker = server.namesrv_addr, server.broker_addr
+        if "--consume" in sys.argv:
+            print(f"bench_client --consume ({mode}, broker in a subprocess)")
+            print("\n".join(drain_rows(namesrv, broker)))
+            return
         topics = (
             ("BenchRaw", 8),
             ("BenchClient", 8),
@@ -345,24 +429,20 @@ def main() -> None:
         raw_send_rate = run(raw_send(broker, "BenchRaw", N, 8))
         raw_send_one = run(raw_send(broker, "BenchRaw", max(N // 4, 500), 8, window=1))
         sync_rate, async_rate = bench_sends(namesrv, "BenchClient", N)
-        raw_pull_rate = run(raw_pull(broker, "BenchRaw", 8, N + max(N // 4, 500)))
-        total = N + 1 + max(N // 4, 500)
-        consume_rate = bench_consume(namesrv, "BenchClient", total)
+        drain = drain_rows(namesrv, broker)
         p50, p99 = bench_latency(namesrv, "BenchLatency", 300 if QUICK else 1000)
         balance = bench_balance(namesrv, "BenchBalance", 3 if QUICK else 5)
         sent, lost, duplicates, worst = bench_scaling(namesrv, "BenchScale", 2.0 if QUICK else 5.0)
         c_sent, c_lost, c_dups, c_worst = bench_scaling(
             namesrv, "BenchScaleClean", 2.0 if QUICK else 5.0, "clean"
         )
-    mode = "quick" if QUICK else "full"
     rows = [
         f"bench_client ({mode}, {N} messages of {len(BODY)} bytes, broker in a subprocess)",
         f"  raw send (32 in flight)        {raw_send_rate:10.0f} msg/s   baseline",
         f"  Producer.send_future (32)      {async_rate:10.0f} msg/s   {async_rate / raw_send_rate:5.2f}x raw",
         f"  raw send (one at a time)       {raw_send_one:10.0f} msg/s   baseline",
         f"  Producer.send (blocking)       {sync_rate:10.0f} msg/s   {sync_rate / raw_send_one:5.2f}x raw",
-        f"  raw pull + decode              {raw_pull_rate:10.0f} msg/s   baseline",
-        f"  PushConsumer drain             {consume_rate:10.0f} msg/s   {consume_rate / raw_pull_rate:5.2f}x",
+        *drain,
         f"  send -> listener latency       p50 {p50:6.2f} ms   p99 {p99:6.2f} ms",
         f"  third consumer joins -> 6/5/5  median {statistics.median(balance) * 1000:6.1f} ms"
         f"   max {max(balance) * 1000:6.1f} ms   (RocketMQ's timer alone: up to 20000 ms)",
