@@ -569,6 +569,94 @@ def test_client_close_fails_pending_and_refuses_new_calls(arun: Callable[..., An
     arun(scenario())
 
 
+# ------------------------------------------------------------------ blocking callers on threads
+
+
+def test_threads_get_their_own_answers_through_invoke_threadsafe(arun: Callable[..., Any]) -> None:
+    """8 plain threads x 40 blocking calls over one connection, answered out of order."""
+
+    async def scenario() -> None:
+        async def shuffled_echo(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            await asyncio.sleep(0.001 * (request.body[-1] % 3))
+            return echo(conn, request)
+
+        async with RemotingServer() as server, RemotingClient() as client:
+            server.register_handler(HEART_BEAT, shuffled_echo)
+            await client.invoke(server.address, RemotingCommand.request(HEART_BEAT, body=b"x"), 5.0)
+            conn = client.open_connection(server.address)
+            assert conn is not None
+
+            def worker(k: int) -> list[bytes]:
+                got = []
+                for i in range(40):
+                    body = f"{k}-{i}".encode()
+                    response = conn.invoke_threadsafe(RemotingCommand.request(HEART_BEAT, body=body), 5.0)
+                    assert response.is_response
+                    got.append(response.body)
+                return got
+
+            results = await asyncio.gather(*(asyncio.to_thread(worker, k) for k in range(8)))
+            for k, got in enumerate(results):
+                assert got == [f"{k}-{i}".encode() for i in range(40)]
+            assert conn.pending_count == 0
+            assert client.open_connection("127.0.0.1:1") is None  # never dialled: None, no connect
+
+    arun(scenario())
+
+
+def test_invoke_threadsafe_timeout_forgets_the_request(
+    arun: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def stuck(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            await release.wait()
+            return request.response(remark="late")
+
+        async with RemotingServer() as server, RemotingClient() as client:
+            server.register_handler(PULL, stuck)
+            server.register_handler(HEART_BEAT, echo)
+            await client.invoke(server.address, RemotingCommand.request(HEART_BEAT), 5.0)
+            conn = client.open_connection(server.address)
+            assert conn is not None
+            t0 = time.monotonic()
+            with pytest.raises(RemotingTimeoutError, match=r"request code 11 .*within 0\.100s"):
+                await asyncio.to_thread(conn.invoke_threadsafe, RemotingCommand.request(PULL), 0.1)
+            assert 0.09 <= time.monotonic() - t0 < 2.0
+            await eventually(lambda: conn.pending_count == 0)
+            with caplog.at_level(logging.WARNING, logger="rocketq.remoting.connection"):
+                release.set()
+                await eventually(lambda: "matches no pending request" in caplog.text)
+            ok = RemotingCommand.request(HEART_BEAT, body=b"ok")
+            assert (await asyncio.to_thread(conn.invoke_threadsafe, ok, 2.0)).body == b"ok"
+
+    arun(scenario())
+
+
+def test_invoke_threadsafe_fails_at_once_when_the_connection_drops(arun: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async def drop(conn: RemotingConnection, request: RemotingCommand) -> None:
+            conn.abort("test drops the connection")
+
+        async with RemotingServer() as server, RemotingClient() as client:
+            server.register_handler(PULL, drop)
+            server.register_handler(HEART_BEAT, echo)
+            await client.invoke(server.address, RemotingCommand.request(HEART_BEAT), 5.0)
+            conn = client.open_connection(server.address)
+            assert conn is not None
+            t0 = time.monotonic()
+            with pytest.raises(RemotingClosedError, match="request code 11"):
+                await asyncio.to_thread(conn.invoke_threadsafe, RemotingCommand.request(PULL), 30.0)
+            assert time.monotonic() - t0 < 2.0  # not at the 30 s timeout
+            await eventually(lambda: conn.is_closed)
+            with pytest.raises(RemotingClosedError):
+                conn.invoke_threadsafe(RemotingCommand.request(HEART_BEAT), 1.0)
+            assert client.open_connection(server.address) is None
+
+    arun(scenario())
+
+
 def test_connect_error_and_reconnect_after_server_restart(arun: Callable[..., Any]) -> None:
     async def scenario() -> None:
         probe = socket.socket()

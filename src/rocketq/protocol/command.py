@@ -18,6 +18,7 @@ RocketMQ version's ``LanguageCode``, so rocketq names itself ``PYTHON``
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -178,24 +179,24 @@ class OpaqueSequence:
 
     Starts at ``start`` (RocketMQ starts at 0) and wraps from 2**31 - 1 to -2**31 like a Java
     ``int`` counter, so every value fits the header's signed 32-bit ``opaque``. The transport owns
-    one per client or server; nothing in the codec touches it.
+    one per client or server; nothing in the codec touches it. Safe to draw from several threads:
+    the count is one ``itertools.count`` step, which CPython makes atomic.
 
     >>> seq = OpaqueSequence(2**31 - 1)
     >>> [next(seq), next(seq), next(seq)]
     [2147483647, -2147483648, -2147483647]
     """
 
-    __slots__ = ("_next",)
+    __slots__ = ("_count",)
 
     def __init__(self, start: int = 0) -> None:
         if not _INT32_MIN <= start <= _INT32_MAX:
             raise ConfigError(f"opaque start {start} is not a signed 32-bit int")
-        self._next = start
+        # counted from -2**31 as 0, so that masking to 32 bits wraps like a Java int
+        self._count = itertools.count(start - _INT32_MIN)
 
     def __iter__(self) -> OpaqueSequence:
         return self
 
     def __next__(self) -> int:
-        value = self._next
-        self._next = _INT32_MIN if value == _INT32_MAX else value + 1
-        return value
+        return (next(self._count) & 0xFFFFFFFF) + _INT32_MIN

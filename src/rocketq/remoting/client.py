@@ -266,6 +266,13 @@ class RemotingClient:
             ) from None
         return await conn.invoke(request, max(deadline - loop.time(), 0.0), stated_timeout=timeout)
 
+    def open_connection(self, addr: str) -> RemotingConnection | None:
+        """The open connection to ``addr``, or ``None`` (never connects). Safe from any thread:
+        blocking callers use it with :meth:`RemotingConnection.invoke_threadsafe` and fall back
+        to :meth:`invoke` on the loop when it gives ``None``."""
+        conn = self._connections.get(addr)
+        return None if conn is None or conn.is_closed else conn
+
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send ``request`` to ``addr`` marked oneway (no response is sent)."""
         conn = self._connections.get(addr)

@@ -49,8 +49,10 @@ import itertools
 import logging
 import os
 import socket
+import threading
+from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias, cast
+from typing import Protocol, TypeAlias, cast
 
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol.codes import ResponseCode
@@ -81,6 +83,44 @@ Handler: TypeAlias = Callable[
 ]
 
 _connection_ids = itertools.count(1)
+
+
+class _Waiter(Protocol):
+    """What waits for a response in ``_pending``: an asyncio future, or a :class:`_ThreadWaiter`."""
+
+    def done(self) -> bool: ...
+    def set_result(self, result: RemotingCommand, /) -> None: ...
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+class _ThreadWaiter:
+    """A thread blocked in :meth:`RemotingConnection.invoke_threadsafe`: completed on the loop
+    like the futures beside it, it wakes its thread by releasing a lock the thread holds."""
+
+    __slots__ = ("abandoned", "error", "lock", "response")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.response: RemotingCommand | None = None
+        self.error: BaseException | None = None
+        self.abandoned = False  # the thread stopped waiting (timeout): do not send
+
+    def done(self) -> bool:
+        return self.response is not None or self.error is not None
+
+    def set_result(self, result: RemotingCommand, /) -> None:
+        self.response = result
+        self.lock.release()
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self.error = exception
+        self.lock.release()
+
+
+#: A request handed over by :meth:`RemotingConnection.invoke_threadsafe`: opaque, request code,
+#: waiter, and the encoded frame's two parts.
+_Handover: TypeAlias = tuple[int, int, _ThreadWaiter, bytes, bytes]
 
 
 class RPCHook:
@@ -222,7 +262,10 @@ class RemotingConnection(asyncio.Protocol):
         self._closed = False
         self._closed_future: asyncio.Future[None] = self._loop.create_future()
         # opaque -> (future of the response, request code): requests waiting for their answer
-        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], int]] = {}
+        self._pending: dict[int, tuple[_Waiter, int]] = {}
+        # requests from other threads (invoke_threadsafe), waiting for the loop to send them
+        self._handovers: deque[_Handover] = deque()
+        self._handover_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         # frames written during one loop iteration are collected here and handed to the transport
         # with one call: at the end of processing a read, or by a flush scheduled with call_soon
@@ -656,6 +699,76 @@ class RemotingConnection(asyncio.Protocol):
                 hook.after_response(self.remote_address, request, response)
         return response
 
+    def invoke_threadsafe(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """:meth:`invoke` for a plain thread (never the loop's own): blocks for the response.
+
+        The blocking clients' hot path. The calling thread does the work it can (RPC hooks,
+        numbering, encoding the frame); the loop only records the waiter and writes the bytes,
+        many threads' requests per wake-up, and the response wakes the thread through a lock, not
+        a task. Unlike :meth:`invoke` it does not wait for the output to drain below the
+        high-water mark (each blocked thread has one request out, so the threads bound it).
+        Raises as :meth:`invoke` does; after a timeout the request is forgotten (not sent, if the
+        loop had not yet taken it).
+        """
+        if self._closed:
+            raise self._closed_error(f"request code {request.code}")
+        hooks = self._handlers.hooks
+        if hooks:
+            for hook in hooks:
+                hook.before_request(self.remote_address, request)
+        opaque = self._next_opaque()
+        request.opaque = opaque
+        request.flag &= ~(_RESPONSE | _ONEWAY)
+        head, body = encode_frame_parts(request)
+        waiter = _ThreadWaiter()
+        with self._handover_lock:
+            wake = not self._handovers  # else a wake-up is already on its way
+            self._handovers.append((opaque, request.code, waiter, head, body))
+        if wake:
+            try:
+                self._loop.call_soon_threadsafe(self._take_handovers)
+            except RuntimeError:  # the loop is closed: nobody will send it
+                raise self._closed_error(f"request code {request.code}") from None
+        if not waiter.lock.acquire(timeout=max(timeout, 0.0)):
+            waiter.abandoned = True
+            try:
+                self._loop.call_soon_threadsafe(self._abandon, opaque, request.code, timeout)
+            except RuntimeError:
+                pass  # the loop is closed; nothing is pending any more
+            raise RemotingTimeoutError(
+                f"no response from {self.remote_address} to request code {request.code} "
+                f"(opaque {opaque}) within {timeout:.3f}s"
+            )
+        if waiter.error is not None:
+            raise waiter.error
+        response = waiter.response
+        assert response is not None
+        if hooks:
+            for hook in hooks:
+                hook.after_response(self.remote_address, request, response)
+        return response
+
+    def _take_handovers(self) -> None:
+        """Loop thread: send what :meth:`invoke_threadsafe` callers handed over."""
+        with self._handover_lock:
+            handovers = list(self._handovers)
+            self._handovers.clear()
+        pending = self._pending
+        for opaque, code, waiter, head, body in handovers:
+            if waiter.abandoned:
+                continue
+            if self._closed:
+                waiter.set_exception(self._closed_error(f"request code {code}"))
+                continue
+            pending[opaque] = (waiter, code)
+            self._send(head, body)
+
+    def _abandon(self, opaque: int, code: int, timeout: float) -> None:
+        """Loop thread: a thread stopped waiting for ``opaque`` (its timeout)."""
+        if self._pending.pop(opaque, None) is not None and self._close_on_timeout:
+            self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
+            self.close()
+
     def _expire(self, opaque: int, timeout: float) -> None:
         entry = self._pending.pop(opaque, None)
         if entry is None:
@@ -704,6 +817,7 @@ class RemotingConnection(asyncio.Protocol):
             return
         self._closed = True
         reason = self.close_reason or f"connection to {self.remote_address} closed"
+        self._take_handovers()  # requests handed over but not sent fail with the pending ones
         pending, self._pending = self._pending, {}
         for opaque, (future, code) in pending.items():
             if not future.done():
