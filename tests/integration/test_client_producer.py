@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
 from pathlib import Path
@@ -71,6 +72,58 @@ def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_
     finally:
         if not closed:
             cluster.thread.call(second.close(), timeout=30)
+
+
+def test_a_refusal_on_the_threads_fast_path_is_retried_on_the_other_broker(
+    cluster: ClusterThread, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``Producer.send`` sends from the calling thread over an open connection; a retriable
+    answer there (NO_PERMISSION: broker-b's topic turned read-only, the producer's cached route
+    not yet refreshed) continues on the loop with the remaining attempts, on broker-a."""
+    second = Broker(
+        BrokerConfig(
+            port=0,
+            broker_name="broker-b",
+            data_dir=tmp_path / "b",
+            namesrv_addrs=(cluster.namesrv,),
+            message_delay_level=FAST_DELAY_LEVELS,
+        )
+    )
+    cluster.thread.call(second.start(), timeout=30)
+    try:
+        cluster.create_topic("TopicRO", 2)
+        cluster.broker_addr, saved = second.address, cluster.broker_addr
+        cluster.create_topic("TopicRO", 2)
+        with Producer("ro_producer", client_config=cluster.client_config()) as producer:
+            assert wait_until(lambda: len(producer.fetch_publish_queues("TopicRO")) == 4, 5.0)
+            warm = [producer.send(Message("TopicRO", f"w{i}")) for i in range(8)]  # both connected
+            assert {r.message_queue.broker_name for r in warm} == {"broker-a", "broker-b"}
+            cluster.create_topic("TopicRO", 2, perm=4)  # broker-b: read only from now on
+            results: list[SendResult] = []
+            errors: list[BaseException] = []
+
+            def sender(k: int) -> None:
+                try:
+                    results.extend(producer.send(Message("TopicRO", f"t{k}-{i}")) for i in range(10))
+                except BaseException as exc:
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=sender, args=(k,)) for k in range(4)]
+            with caplog.at_level(logging.WARNING, logger="rocketq.client.producer"):
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(30)
+            assert errors == []
+            # broker-b answered NO_PERMISSION, and those sends went on to broker-a
+            assert any("refused" in r.getMessage() and "broker-b" in r.getMessage() for r in caplog.records)
+            assert len(results) == 40
+            assert {r.message_queue.broker_name for r in results} == {"broker-a"}
+            assert all(r.status is SendStatus.SEND_OK for r in results)
+            assert len({r.msg_id for r in results}) == 40
+    finally:
+        cluster.broker_addr = saved
+        cluster.thread.call(second.close(), timeout=30)
 
 
 def test_async_future_callback_oneway_and_batch_sends(cluster: ClusterThread) -> None:

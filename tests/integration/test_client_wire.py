@@ -21,7 +21,7 @@ import pytest
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketq.protocol import RemotingCommand, RequestCode, decode_batch, decode_frame, encode_frame
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode
-from rocketq.remoting import RemotingClient
+from rocketq.remoting import RemotingClient, RemotingConnection
 from tests import wirecaps
 from tests.integration.clientkit import ClusterThread, wait_until
 
@@ -69,6 +69,7 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Re
     cluster = ClusterThread(tmp_path / "cluster")
     sent: list[RemotingCommand] = []
     real_invoke, real_oneway = RemotingClient.invoke, RemotingClient.invoke_oneway
+    real_threadsafe = RemotingConnection.invoke_threadsafe
 
     async def invoke(
         self: RemotingClient, addr: str, request: RemotingCommand, timeout: float | None = None
@@ -82,7 +83,13 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Re
             sent.append(request)
         await real_oneway(self, addr, request)
 
+    def invoke_threadsafe(self: RemotingConnection, request: RemotingCommand, timeout: float) -> Any:
+        if request.code in CLIENT_CODES and request.language == LanguageCode.PYTHON:
+            sent.append(request)  # the blocking producer's own path (ProducerCore.send_blocking)
+        return real_threadsafe(self, request, timeout)
+
     monkeypatch.setattr(RemotingClient, "invoke", invoke)
+    monkeypatch.setattr(RemotingConnection, "invoke_threadsafe", invoke_threadsafe)
     monkeypatch.setattr(RemotingClient, "invoke_oneway", invoke_oneway)
     try:
         cluster.create_topic("WireDemo", 2)

@@ -46,7 +46,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.remoting.client import RemotingClient
 
-__all__ = ["ClientAPI", "PullResponse", "SendResponse"]
+__all__ = ["ClientAPI", "PullResponse", "SendResponse", "parse_send_response", "send_message_request"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +68,36 @@ class SendResponse:
     transaction_id: str | None
     region_id: str
     trace_on: bool
+
+
+def send_message_request(
+    header: SendMessageRequestHeaderV2, body: bytes, *, batch: bool = False, oneway: bool = False
+) -> RemotingCommand:
+    """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request for ``header`` and ``body``."""
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    return RemotingCommand.request(code, header.to_ext_fields(), body, oneway=oneway)
+
+
+def parse_send_response(response: RemotingCommand) -> SendResponse:
+    """A send's answer: SUCCESS or a flush/slave code as a :class:`SendResponse`, any other code
+    raised as its :class:`~rocketq.errors.BrokerError`."""
+    _check(
+        response,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    )
+    rh = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
+    ext = response.ext_fields
+    return SendResponse(
+        code=response.code,
+        offset_msg_id=rh.msg_id,
+        queue_id=rh.queue_id,
+        queue_offset=rh.queue_offset,
+        transaction_id=rh.transaction_id,
+        region_id=ext.get("MSG_REGION") or "DefaultRegion",
+        trace_on=ext.get("TRACE_ON") != "false",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,29 +167,11 @@ class ClientAPI:
         timeout: float | None = None,
     ) -> SendResponse | None:
         """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE); ``None`` for a oneway send."""
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        request = RemotingCommand.request(code, header.to_ext_fields(), body, oneway=oneway)
+        request = send_message_request(header, body, batch=batch, oneway=oneway)
         if oneway:
             await self.remoting.invoke_oneway(addr, request)
             return None
-        response = await self.remoting.invoke(addr, request, timeout or self.timeout)
-        _check(
-            response,
-            ResponseCode.FLUSH_DISK_TIMEOUT,
-            ResponseCode.FLUSH_SLAVE_TIMEOUT,
-            ResponseCode.SLAVE_NOT_AVAILABLE,
-        )
-        rh = SendMessageResponseHeader.from_ext_fields(response.ext_fields)
-        ext = response.ext_fields
-        return SendResponse(
-            code=response.code,
-            offset_msg_id=rh.msg_id,
-            queue_id=rh.queue_id,
-            queue_offset=rh.queue_offset,
-            transaction_id=rh.transaction_id,
-            region_id=ext.get("MSG_REGION") or "DefaultRegion",
-            trace_on=ext.get("TRACE_ON") != "false",
-        )
+        return parse_send_response(await self.remoting.invoke(addr, request, timeout or self.timeout))
 
     # ---------------------------------------------------------------- consuming
 

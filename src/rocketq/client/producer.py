@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rocketq.client._facade import SyncFacade, client_config_for
+from rocketq.client.api import SendResponse, parse_send_response, send_message_request
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX
@@ -237,6 +238,43 @@ class ProducerCore:
             props[MessageConst.UNIQ_KEY] = _next_uniq_id(self._ip)
         return props
 
+    def _prepare(self, msg: ProtocolMessage) -> _Prepared:
+        """Checks, properties (a new ``UNIQ_KEY``), compression and sys flag of one message."""
+        check_message(msg, self.config.max_message_size)
+        props = self._properties_for(msg, batch=False)
+        body, sys_flag = maybe_compress(
+            msg.body, threshold=self.config.compress_msg_body_over_howmuch, level=self.config.compress_level
+        )
+        if props.get(MessageConst.TRAN_MSG) == "true":
+            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        return _Prepared(msg, props, body, sys_flag, props[MessageConst.UNIQ_KEY], batch=False)
+
+    def _attempts(
+        self,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        oneway: bool,
+        retries: int | None,
+    ) -> int:
+        if queue is not None or selector is not None or oneway:
+            return 1
+        return 1 + (self.config.retry_times_when_send_failed if retries is None else retries)
+
+    @staticmethod
+    def _pick(
+        info: TopicPublishInfo,
+        p: _Prepared,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: Any,
+        last_broker: str | None,
+    ) -> MessageQueue:
+        if queue is not None:
+            return queue
+        if selector is not None:
+            return selector(list(info.queues), p.msg, arg)
+        return info.select_one(last_broker)
+
     async def send(
         self,
         msg: ProtocolMessage,
@@ -249,18 +287,85 @@ class ProducerCore:
         retries: int | None = None,
     ) -> SendResult | None:
         """Send one message; ``None`` when ``oneway``. See the module docstring for the rules."""
-        check_message(msg, self.config.max_message_size)
-        props = self._properties_for(msg, batch=False)
-        body, sys_flag = maybe_compress(
-            msg.body, threshold=self.config.compress_msg_body_over_howmuch, level=self.config.compress_level
-        )
-        if props.get(MessageConst.TRAN_MSG) == "true":
-            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
-        uniq = props[MessageConst.UNIQ_KEY]
         return await self._send_with_retries(
-            msg.topic, msg.flag, props, body, sys_flag, uniq, batch=False, timeout=timeout, oneway=oneway,
-            queue=queue, selector=selector, arg=arg, msg=msg, retries=retries,
+            self._prepare(msg), timeout=timeout, oneway=oneway, queue=queue, selector=selector, arg=arg,
+            retries=retries,
         )  # fmt: skip
+
+    def send_blocking(
+        self,
+        msg: ProtocolMessage,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> SendResult:
+        """:meth:`send` for a plain thread: the blocking sends' hot path.
+
+        The first attempt runs in the calling thread when it can: with the topic's route cached,
+        the broker connected and no tracing, the thread prepares and encodes the request itself
+        and waits on the connection (:meth:`~rocketq.remoting.RemotingConnection.invoke_threadsafe`);
+        the loop only writes it and wakes the thread. Anything else - no route or connection yet,
+        a failure to retry on another broker - continues on the loop with :meth:`send`'s own
+        retry loop, from the attempt reached and within the same timeout, so the two paths behave
+        alike. Calling it on the client's loop thread raises
+        :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
+        """
+        loop_thread = self.instance.loop_thread
+        p = self._prepare(msg)
+        timeout = self.config.send_msg_timeout if timeout is None else timeout
+        wait = timeout + 5.0
+        info = self.publish_table.get(p.msg.topic)
+        api = self.instance.api
+        if info is None or not info.ok or self.trace is not None or api is None or loop_thread.in_loop_thread:
+            result = loop_thread.call(
+                self._send_with_retries(p, timeout=timeout, queue=queue, selector=selector, arg=arg),
+                timeout=wait,
+            )
+            assert result is not None
+            return result
+        begin = time.monotonic()  # the loop's clock
+        attempts = self._attempts(queue, selector, False, None)
+        mq = self._pick(info, p, queue, selector, arg, None)
+        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
+        conn = api.remoting.open_connection(addr) if addr is not None else None
+        last_error: Exception | None = None
+        if conn is not None:
+            request = send_message_request(self._header(p, mq), p.body)
+            try:
+                response = parse_send_response(conn.invoke_threadsafe(request, timeout))
+            except RemotingError as exc:
+                last_error = exc
+                logger.warning(
+                    "send to %s failed (%s); %s", mq, exc, "retrying" if attempts > 1 else "giving up"
+                )
+                if attempts == 1:
+                    raise
+            except BrokerError as exc:
+                if exc.code not in RETRY_RESPONSE_CODES or attempts == 1:
+                    raise
+                logger.warning("send to %s refused (%s); retrying on another broker", mq, exc)
+                last_error = exc
+            else:
+                result = self._result(p, mq, addr or "", response, begin_ms=0)
+                if (
+                    result.status is SendStatus.SEND_OK
+                    or not self.config.retry_another_broker_when_not_store_ok
+                    or attempts == 1
+                ):
+                    return result
+            continued = self._send_with_retries(
+                p, timeout=timeout, queue=queue, selector=selector, arg=arg,
+                begin=begin, first_attempt=1, last_broker=mq.broker_name, last_error=last_error,
+            )  # fmt: skip
+        else:  # not connected yet: the whole send on the loop (it connects)
+            continued = self._send_with_retries(
+                p, timeout=timeout, queue=queue, selector=selector, arg=arg, begin=begin
+            )
+        result = loop_thread.call(continued, timeout=wait)
+        assert result is not None
+        return result
 
     async def send_batch(
         self,
@@ -293,34 +398,33 @@ class ProducerCore:
                 f"the batch is {len(body)} bytes; the maximum is {self.config.max_message_size}"
             )
         wait = "true" if msgs[0].wait_store_msg_ok else "false"
-        result = await self._send_with_retries(
-            topic, 0, {MessageConst.WAIT: wait}, body, 0, ",".join(ids), batch=True, timeout=timeout,
-            oneway=False, queue=queue, selector=None, arg=None, msg=msgs[0], retries=None,
-        )  # fmt: skip
+        prepared = _Prepared(msgs[0], {MessageConst.WAIT: wait}, body, 0, ",".join(ids), batch=True)
+        result = await self._send_with_retries(prepared, timeout=timeout, queue=queue)
         assert result is not None
         return result
 
     async def _send_with_retries(
         self,
-        topic: str,
-        flag: int,
-        props: dict[str, str],
-        body: bytes,
-        sys_flag: int,
-        uniq: str,
+        p: _Prepared,
         *,
-        batch: bool,
         timeout: float | None,
-        oneway: bool,
-        queue: MessageQueue | None,
-        selector: MessageQueueSelector | None,
-        arg: Any,
-        msg: ProtocolMessage,
-        retries: int | None,
+        oneway: bool = False,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        retries: int | None = None,
+        begin: float | None = None,
+        first_attempt: int = 0,
+        last_broker: str | None = None,
+        last_error: Exception | None = None,
     ) -> SendResult | None:
+        """Attempts ``first_attempt``.. of a send (a blocking send's first one may have run in
+        its thread, ``begin`` on the loop's clock), each on another broker after a failure."""
         timeout = self.config.send_msg_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
-        begin = loop.time()
+        if begin is None:
+            begin = loop.time()
+        topic = p.msg.topic
         info = self.publish_table.get(topic)
         if info is None or not info.ok:  # a cached, usable route needs no coroutine round (hot path)
             info = await self.find_publish_info(topic)
@@ -329,19 +433,9 @@ class ProducerCore:
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No route info of this topic: {topic} (and no default topic route)",
             )
-        if queue is not None or selector is not None or oneway:
-            attempts = 1
-        else:
-            attempts = 1 + (self.config.retry_times_when_send_failed if retries is None else retries)
-        last_broker: str | None = None
-        last_error: Exception | None = None
-        for attempt in range(attempts):
-            if queue is not None:
-                mq = queue
-            elif selector is not None:
-                mq = selector(list(info.queues), msg, arg)
-            else:
-                mq = info.select_one(last_broker)
+        attempts = self._attempts(queue, selector, oneway, retries)
+        for attempt in range(first_attempt, attempts):
+            mq = self._pick(info, p, queue, selector, arg, last_broker)
             last_broker = mq.broker_name
             remaining = timeout - (loop.time() - begin)
             if remaining <= 0:
@@ -349,18 +443,7 @@ class ProducerCore:
                     f"send to {topic} timed out after {attempt} attempt(s)"
                 ) from last_error
             try:
-                result = await self._send_kernel(
-                    topic,
-                    flag,
-                    props,
-                    body,
-                    sys_flag,
-                    uniq,
-                    mq,
-                    batch=batch,
-                    oneway=oneway,
-                    timeout=remaining,
-                )
+                result = await self._send_kernel(p, mq, oneway=oneway, timeout=remaining)
             except RemotingError as exc:
                 last_error = exc
                 logger.warning(
@@ -387,25 +470,10 @@ class ProducerCore:
         assert last_error is not None
         raise last_error
 
-    async def _send_kernel(
-        self,
-        topic: str,
-        flag: int,
-        props: dict[str, str],
-        body: bytes,
-        sys_flag: int,
-        uniq: str,
-        mq: MessageQueue,
-        *,
-        batch: bool,
-        oneway: bool,
-        timeout: float,
-    ) -> SendResult | None:
-        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:  # not known yet: refresh the route (off the hot path)
-            addr = await self.instance.locate_master(mq)
-        if addr is None:
-            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+    def _header(self, p: _Prepared, mq: MessageQueue) -> SendMessageRequestHeaderV2:
+        """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) header of ``p`` for queue ``mq``."""
+        topic = p.msg.topic
+        props = p.props
         reconsume_times = 0
         max_reconsume: int | None = None
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -416,30 +484,29 @@ class ProducerCore:
             mr = props.pop(MessageConst.MAX_RECONSUME_TIMES, None)
             if mr is not None and mr.lstrip("-").isdigit():
                 max_reconsume = int(mr)
-        header = SendMessageRequestHeaderV2(
+        return SendMessageRequestHeaderV2(
             producer_group=self.group,
             topic=topic,
             default_topic=self.config.create_topic_key,
             default_topic_queue_nums=self.config.default_topic_queue_nums,
             queue_id=mq.queue_id,
-            sys_flag=sys_flag,
+            sys_flag=p.sys_flag,
             born_timestamp=time.time_ns() // 1_000_000,
-            flag=flag,
+            flag=p.msg.flag if not p.batch else 0,
             properties=properties_to_string(props),
             reconsume_times=reconsume_times,
             unit_mode=False,
             max_reconsume_times=max_reconsume,
-            batch=batch,
+            batch=p.batch,
         )
-        api = self.instance.api
-        assert api is not None
-        begin_ms = time.time_ns() // 1_000_000
-        response = await api.send_message(addr, header, body, batch=batch, oneway=oneway, timeout=timeout)
-        if response is None:
-            return None
+
+    def _result(
+        self, p: _Prepared, mq: MessageQueue, addr: str, response: SendResponse, *, begin_ms: int
+    ) -> SendResult:
+        topic = p.msg.topic
         result = SendResult(
             status=_STATUS_BY_CODE.get(response.code, SendStatus.SEND_OK),
-            msg_id=uniq,
+            msg_id=p.uniq,
             offset_msg_id=response.offset_msg_id,
             message_queue=(
                 mq
@@ -453,10 +520,51 @@ class ProducerCore:
         )
         if self.trace is not None:
             self.trace.on_send(
-                group=self.group, topic=topic, properties=props, body_length=len(body), broker_addr=addr,
-                begin_ms=begin_ms, result=result, batch=batch,
+                group=self.group, topic=topic, properties=p.props, body_length=len(p.body), broker_addr=addr,
+                begin_ms=begin_ms, result=result, batch=p.batch,
             )  # fmt: skip
         return result
+
+    async def _send_kernel(
+        self, p: _Prepared, mq: MessageQueue, *, oneway: bool, timeout: float
+    ) -> SendResult | None:
+        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:  # not known yet: refresh the route (off the hot path)
+            addr = await self.instance.locate_master(mq)
+        if addr is None:
+            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+        api = self.instance.api
+        assert api is not None
+        header = self._header(p, mq)
+        begin_ms = time.time_ns() // 1_000_000
+        response = await api.send_message(addr, header, p.body, batch=p.batch, oneway=oneway, timeout=timeout)
+        if response is None:
+            return None
+        return self._result(p, mq, addr, response, begin_ms=begin_ms)
+
+
+class _Prepared:
+    """One send's message, ready to go: its properties (with ``UNIQ_KEY``), body as sent
+    (compressed or not), sys flag and unique id(s); a batch's body is the encoded batch."""
+
+    __slots__ = ("batch", "body", "msg", "props", "sys_flag", "uniq")
+
+    def __init__(
+        self,
+        msg: ProtocolMessage,
+        props: dict[str, str],
+        body: bytes,
+        sys_flag: int,
+        uniq: str,
+        *,
+        batch: bool,
+    ) -> None:
+        self.msg = msg
+        self.props = props
+        self.body = body
+        self.sys_flag = sys_flag
+        self.uniq = uniq
+        self.batch = batch
 
 
 def _start_tracing(
@@ -550,14 +658,11 @@ class Producer(SyncFacade[ProducerCore]):
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
     ) -> SendResult:
-        """Send and wait for the broker's answer; raises on failure after the retries."""
-        core = self.core
-        wait = (timeout or self.config.send_msg_timeout) + 5.0
-        result = core.instance.loop_thread.call(
-            core.send(msg, timeout=timeout, queue=queue, selector=selector, arg=arg), timeout=wait
-        )
-        assert result is not None
-        return result
+        """Send and wait for the broker's answer; raises on failure after the retries.
+
+        Safe from many threads at once (they share the client's connections, as Java's do); each
+        call encodes its own request in its own thread (see :meth:`ProducerCore.send_blocking`)."""
+        return self.core.send_blocking(msg, timeout=timeout, queue=queue, selector=selector, arg=arg)
 
     def send_future(
         self,
