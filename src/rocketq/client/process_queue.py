@@ -15,11 +15,18 @@ at-least-once delivery safe:
 Not thread-safe by design: every call happens on the client's event loop thread (listeners run
 on a thread pool but their results come back to the loop). Times are passed in (``now``, epoch
 seconds), so tests drive them.
+
+Speed: the cache is a dict by offset plus a deque of the cached offsets in ascending order that
+may still hold offsets already removed; the lowest and highest cached offsets are found by
+dropping stale ends of the deque, so :meth:`~ProcessQueue.min_offset` costs amortised O(1) however
+the cache is drained (a dict alone would have to step over every deleted slot at its front).
+Offsets arrive ascending from pulls; anything else (an orderly rollback) re-sorts the deque once.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterable, Sequence
 
 from rocketq.protocol.bodies import ProcessQueueInfo
@@ -46,7 +53,8 @@ class ProcessQueue:
     __slots__ = (
         "_consuming_orderly",
         "_msgs",
-        "_sorted",
+        "_order",
+        "_order_valid",
         "consume_lock",
         "consuming",
         "dropped",
@@ -64,7 +72,9 @@ class ProcessQueue:
 
     def __init__(self, *, now: float) -> None:
         self._msgs: dict[int, MessageExt] = {}
-        self._sorted = True  # keys were inserted in ascending order (the usual case)
+        # every cached offset, ascending, plus possibly some already removed (dropped lazily)
+        self._order: deque[int] = deque()
+        self._order_valid = True  # False: rebuild _order from _msgs before reading it
         self._consuming_orderly: dict[int, MessageExt] = {}
         self.msg_count = 0
         self.msg_size = 0
@@ -92,29 +102,37 @@ class ProcessQueue:
 
     # ---------------------------------------------------------------- cache
 
-    def _keys_sorted(self) -> None:
-        if not self._sorted:
-            self._msgs = dict(sorted(self._msgs.items()))
-            self._sorted = True
+    def _ordered(self) -> deque[int]:
+        """The offset deque, rebuilt if an out-of-order insert invalidated it."""
+        if not self._order_valid:
+            self._order = deque(sorted(self._msgs))
+            self._order_valid = True
+        return self._order
 
     def put_messages(self, msgs: Iterable[MessageExt]) -> bool:
         """Cache pulled messages; returns whether the orderly consumer should be dispatched
         (messages are cached and no orderly consumption is running)."""
         table = self._msgs
-        added = 0
+        order = self._order
+        added = size = 0
         last: MessageExt | None = None
         for msg in msgs:
             offset = msg.queue_offset
             if offset in table:
                 continue
-            if table and self._sorted and offset < next(reversed(table)):
-                self._sorted = False
+            if self._order_valid:
+                if not order or offset > order[-1]:
+                    order.append(offset)
+                else:
+                    self._order_valid = False
             table[offset] = msg
             added += 1
-            self.msg_size += len(msg.body)
-            self.queue_offset_max = offset  # as Java: the last message put
+            size += len(msg.body)
             last = msg
+        if last is not None:
+            self.queue_offset_max = last.queue_offset  # as Java: the last message put
         self.msg_count += added
+        self.msg_size += size
         dispatch = False
         if table and not self.consuming:
             dispatch = True
@@ -135,31 +153,40 @@ class ProcessQueue:
         table = self._msgs
         if not table:
             return -1
-        result = self.queue_offset_max + 1
-        removed = 0
+        removed = size = 0
+        pop = table.pop
         for msg in msgs:
-            prev = table.pop(msg.queue_offset, None)
+            prev = pop(msg.queue_offset, None)
             if prev is not None:
                 removed += 1
-                self.msg_size -= len(prev.body)
+                size += len(prev.body)
         self.msg_count -= removed
+        self.msg_size -= size
         if table:
-            result = self.min_offset()
-        return result
+            return self.min_offset()
+        self._order.clear()
+        self._order_valid = True
+        return self.queue_offset_max + 1
 
     def min_offset(self) -> int:
         """Lowest cached offset (-1 when empty)."""
-        if not self._msgs:
+        table = self._msgs
+        if not table:
             return -1
-        self._keys_sorted()
-        return next(iter(self._msgs))
+        order = self._ordered()
+        while order[0] not in table:
+            order.popleft()
+        return order[0]
 
     def max_offset(self) -> int:
         """Highest cached offset (-1 when empty)."""
-        if not self._msgs:
+        table = self._msgs
+        if not table:
             return -1
-        self._keys_sorted()
-        return next(reversed(self._msgs))
+        order = self._ordered()
+        while order[-1] not in table:
+            order.pop()
+        return order[-1]
 
     def max_span(self) -> int:
         """Highest minus lowest cached offset (0 when empty): ``ProcessQueue.getMaxSpan``."""
@@ -172,11 +199,13 @@ class ProcessQueue:
 
     def cached(self) -> list[MessageExt]:
         """The cached messages in offset order (a copy)."""
-        self._keys_sorted()
-        return list(self._msgs.values())
+        table = self._msgs
+        return [table[o] for o in self._ordered() if o in table]
 
     def clear(self) -> None:
         self._msgs.clear()
+        self._order.clear()
+        self._order_valid = True
         self._consuming_orderly.clear()
         self.msg_count = 0
         self.msg_size = 0
@@ -206,12 +235,14 @@ class ProcessQueue:
         """Move up to ``batch_size`` lowest cached messages into the consuming set (orderly).
 
         When nothing is left to take, ``consuming`` becomes false (the next put dispatches)."""
-        self._keys_sorted()
         out: list[MessageExt] = []
         table = self._msgs
+        order = self._ordered()
         while table and len(out) < batch_size:
-            offset = next(iter(table))
-            msg = table.pop(offset)
+            offset = order.popleft()
+            msg = table.pop(offset, None)
+            if msg is None:
+                continue  # removed meanwhile
             self._consuming_orderly[offset] = msg
             out.append(msg)
         if not out:
@@ -231,7 +262,7 @@ class ProcessQueue:
     def rollback(self) -> None:
         """Orderly: put every taken message back into the cache."""
         self._msgs.update(self._consuming_orderly)
-        self._sorted = False
+        self._order_valid = False
         self._consuming_orderly.clear()
 
     def make_messages_to_consume_again(self, msgs: Iterable[MessageExt]) -> None:
@@ -239,7 +270,7 @@ class ProcessQueue:
         for msg in msgs:
             self._consuming_orderly.pop(msg.queue_offset, None)
             self._msgs[msg.queue_offset] = msg
-        self._sorted = False
+        self._order_valid = False
 
     # ---------------------------------------------------------------- reporting
 
