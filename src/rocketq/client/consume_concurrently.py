@@ -166,55 +166,80 @@ class ConsumeService(Protocol):
 
 
 class _Request:
-    """One listener call to make: a batch of one queue's messages (Java's ``ConsumeRequest``)."""
+    """One listener call whose result needs more than forgetting its messages (failure, partial
+    ``ack_index``, dropped queue): Java's ``ConsumeRequest`` and its outcome."""
 
     __slots__ = ("ctx", "mq", "msgs", "pq", "rt", "status")
 
-    def __init__(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+    def __init__(
+        self,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+        ctx: ConsumeConcurrentlyContext,
+        status: ConsumeConcurrentlyStatus,
+        rt: float,
+    ) -> None:
         self.msgs = msgs
         self.pq = pq
         self.mq = mq
-        self.ctx = ConsumeConcurrentlyContext(mq)
-        self.status: ConsumeConcurrentlyStatus | None = None  # None: skipped (queue dropped)
-        self.rt = 0.0
+        self.ctx = ctx
+        self.status = status
+        self.rt = rt
 
 
-class _Applied:
-    """Successful results for one process queue, gathered to be applied in one go."""
+class _Chunk:
+    """Listener calls to make for one queue: ``msgs`` cut into calls of ``size`` messages."""
 
-    __slots__ = ("calls", "mq", "msgs", "pq", "rt")
+    __slots__ = ("mq", "msgs", "pq", "size")
+
+    def __init__(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, size: int) -> None:
+        self.msgs = msgs
+        self.pq = pq
+        self.mq = mq
+        self.size = size
+
+
+class _Done:
+    """What a worker's run over (part of) a chunk came to: the messages of successful calls, a
+    :class:`_Request` for every failed one, and the calls skipped because the queue was dropped."""
+
+    __slots__ = ("mq", "ok", "ok_calls", "others", "pq", "rt", "skipped_calls", "skipped_msgs")
 
     def __init__(self, pq: ProcessQueue, mq: MessageQueue) -> None:
         self.pq = pq
         self.mq = mq
-        self.msgs: list[MessageExt] = []
-        self.calls = 0
-        self.rt = 0.0
+        self.ok: list[MessageExt] = []
+        self.ok_calls = 0
+        self.rt = 0.0  # listener seconds over the successful calls
+        self.others: list[_Request] = []
+        self.skipped_calls = 0
+        self.skipped_msgs = 0
 
 
 class ConsumeMessageConcurrentlyService:
     """Runs a concurrent listener on worker threads and applies its results (see the module doc).
 
-    Speed, without changing what the listener sees (``consume_message_batch_max_size`` messages
-    per call, calls spread over ``consume_thread_max`` threads):
+    What the listener sees is RocketMQ's: ``consume_message_batch_max_size`` messages per call,
+    calls running on ``consume_thread_max`` threads, a fresh context per call. How the work
+    travels is cheaper than a task per call:
 
-    * requests go to the workers through one ``SimpleQueue``; a worker takes its fair share of
-      what is queued (one request, plus ``queued // threads`` more, at most
-      :attr:`MAX_TAKE`), so with a short queue every request still goes to its own thread, as in
-      Java, while a backlog is worked through in runs without a queue round trip per call;
-    * a worker hands its finished requests back in one step (at the end of its run, or every
-      :attr:`FLUSH_EVERY` seconds within a long one), waking the event loop only when no wake-up
-      is pending, so a busy consumer costs no asyncio task and no loop wake-up per message;
-    * the loop applies the successes of a wake-up per process queue at once: one
-      ``remove_messages``, one offset update (the same offset the calls one by one would leave:
-      the lowest still cached) and one statistics entry. Results that need the broker
-      (send-back) become tasks.
+    * a pull's messages go to the workers as one chunk (one ``SimpleQueue`` put, so at most one
+      thread wake-up per pull rather than per call). The worker that gets a chunk keeps as many
+      calls as it expects to finish in :attr:`RUN_TARGET` seconds (from the listener's recent
+      time per call) and puts the rest back for the other workers at once: a slow listener
+      still spreads a pull one call per thread, as Java's pool does, while a fast one works
+      through the pull in one run;
+    * a run's outcome comes back to the event loop in one step, waking the loop only when no
+      wake-up is pending, so a busy consumer costs no asyncio task and no loop wake-up per
+      message;
+    * the loop applies the successful calls of a run at once: one ``remove_messages``, one
+      offset update (the offset the calls applied one by one would leave: the lowest still
+      cached) and one statistics entry. Results that need the broker (send-back) become tasks.
     """
 
-    MAX_TAKE = 32
-    """Most requests a worker takes from the queue at once."""
-    FLUSH_EVERY = 0.005
-    """A worker in a long run hands back what it finished after this many seconds."""
+    RUN_TARGET = 0.002
+    """Seconds of listener calls a worker takes on at once from a chunk (at least one call)."""
 
     def __init__(self, consumer: PushConsumerCore, listener: ConcurrentListener) -> None:
         self.consumer = consumer
@@ -222,13 +247,15 @@ class ConsumeMessageConcurrentlyService:
         cfg = consumer.config
         self.batch_size = cfg.consume_message_batch_max_size
         self._pool_size = cfg.consume_thread_max
-        self._requests: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
-        self._results: list[_Request] = []
+        self._requests: queue.SimpleQueue[_Chunk | None] = queue.SimpleQueue()
+        self._results: list[_Done] = []
         self._results_lock = threading.Lock()
         self._wake_scheduled = False
         self._threads: list[threading.Thread] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending = 0  # submitted, result not applied yet (loop thread only)
+        self._pending = 0  # listener calls submitted whose result is not applied yet (loop thread only)
+        # listener seconds per call, smoothed; written by any worker (a hint: a lost update is harmless)
+        self._rt_per_call = self.RUN_TARGET
         self._idle: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
@@ -241,7 +268,7 @@ class ConsumeMessageConcurrentlyService:
 
     @property
     def in_flight(self) -> int:
-        """Consume requests whose result is not applied yet."""
+        """Listener calls submitted whose result is not applied yet."""
         return self._pending
 
     def start(self) -> None:
@@ -287,13 +314,7 @@ class ConsumeMessageConcurrentlyService:
         if self._stopping or not msgs:
             return
         size = self.batch_size
-        put = self._requests.put
-        if size == 1:
-            for msg in msgs:
-                put(_Request([msg], pq, mq))
-        else:
-            for i in range(0, len(msgs), size):
-                put(_Request(msgs[i : i + size], pq, mq))
+        self._requests.put(_Chunk(msgs, pq, mq, size))
         self._pending += (len(msgs) + size - 1) // size
         if self._idle is not None:
             self._idle.clear()
@@ -314,28 +335,8 @@ class ConsumeMessageConcurrentlyService:
     ) -> ConsumeConcurrentlyStatus | None:
         return self.listener(msgs, ctx)
 
-    def _take(self) -> tuple[list[_Request], bool]:
-        """Block for a request, then take this worker's fair share of the rest; ``(requests,
-        stop)`` where ``stop`` says a ``None`` (shut down) was met."""
-        requests = self._requests
-        first = requests.get()
-        if first is None:
-            return [], True
-        batch = [first]
-        extra = min(requests.qsize() // self._pool_size, self.MAX_TAKE - 1)
-        get = requests.get_nowait
-        for _ in range(extra):
-            try:
-                item = get()
-            except queue.Empty:
-                break
-            if item is None:
-                return batch, True
-            batch.append(item)
-        return batch, False
-
     def _work(self) -> None:
-        """A worker thread: run requests until told to stop (``None``)."""
+        """A worker thread: run chunks (or the part of one it keeps) until told to stop (``None``)."""
         group = self.consumer.group
         timeout = self.consumer.config.consume_timeout
         retry = retry_topic(group)
@@ -344,66 +345,74 @@ class ConsumeMessageConcurrentlyService:
         success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
         later = ConsumeConcurrentlyStatus.RECONSUME_LATER
         call = self._call_listener
+        get, put = self._requests.get, self._requests.put
         monotonic, time_ns = time.monotonic, time.time_ns
+        target = self.RUN_TARGET
         start_ms, start_text = -1, ""
         while True:
-            batch, stop = self._take()
+            chunk = get()
+            if chunk is None:
+                return
+            msgs, pq, mq, size = chunk.msgs, chunk.pq, chunk.mq, chunk.size
+            calls = (len(msgs) + size - 1) // size
+            keep = min(calls, max(1, int(target / max(self._rt_per_call, 1e-9))))
+            if keep < calls:  # the rest to the other workers, now
+                put(_Chunk(msgs[keep * size :], pq, mq, size))
+                msgs = msgs[: keep * size]
             hook = getattr(self.consumer, "trace_hook", None)  # PushConsumerCore's; absent elsewhere
-            done: list[_Request] = []
-            flushed = monotonic()
-            for request in batch:
-                done.append(request)
-                if request.pq.dropped:
-                    continue  # status None: skipped
-                msgs = request.msgs
-                for msg in msgs:
+            done = _Done(pq, mq)
+            run_begin = monotonic()
+            for i in range(0, len(msgs), size):
+                batch = msgs[i : i + size]
+                if pq.dropped:
+                    done.skipped_calls += 1
+                    done.skipped_msgs += len(batch)
+                    continue
+                ctx = ConsumeConcurrentlyContext(mq)
+                for msg in batch:
                     if msg.topic == retry:  # back from %RETRY%<group>: its own topic again
                         original = msg.properties.get(retry_prop)
                         if original is not None:
                             msg.topic = original
-                token = hook.before(msgs) if hook is not None else None
+                token = hook.before(batch) if hook is not None else None
                 now_ms = time_ns() // 1_000_000
                 if now_ms != start_ms:
                     start_ms, start_text = now_ms, str(now_ms)
-                for msg in msgs:
+                for msg in batch:
                     msg.properties[start_prop] = start_text
                 begin = monotonic()
                 raised = False
                 try:
-                    status: object = call(msgs, request.ctx)
+                    status: object = call(batch, ctx)
                 except Exception:
-                    logger.exception("group %s: listener failed on %s; reconsuming later", group, request.mq)
+                    logger.exception("group %s: listener failed on %s; reconsuming later", group, mq)
                     status = None
                     raised = True
-                end = monotonic()
-                rt = request.rt = end - begin
+                rt = monotonic() - begin
                 if hook is not None:
                     hook.after(
-                        token, len(msgs), success=status is success,
+                        token, len(batch), success=status is success,
                         return_type=consume_return_type(status, raised, rt, timeout),
                     )  # fmt: skip
                 if rt > timeout:
-                    logger.warning(
-                        "group %s: listener took %.1fs on %s (consume timeout)", group, rt, request.mq
-                    )
-                if status is not success and not isinstance(status, ConsumeConcurrentlyStatus):
+                    logger.warning("group %s: listener took %.1fs on %s (consume timeout)", group, rt, mq)
+                if status is success and ctx.ack_index >= len(batch) - 1:
+                    done.ok += batch
+                    done.ok_calls += 1
+                    done.rt += rt
+                    continue
+                if not isinstance(status, ConsumeConcurrentlyStatus):
                     if status is not None:
                         logger.warning("group %s: listener returned %r; reconsuming later", group, status)
                     status = later
-                request.status = status
-                if end - flushed > self.FLUSH_EVERY:
-                    self._deliver(done)
-                    done = []
-                    flushed = end
-            if done:
-                self._deliver(done)
-            if stop:
-                return
+                done.others.append(_Request(batch, pq, mq, ctx, status, rt))
+            self._rt_per_call = (self._rt_per_call + (monotonic() - run_begin) / keep) / 2
+            self._deliver(done)
 
-    def _deliver(self, finished: list[_Request]) -> None:
-        """Hand finished requests to the loop, waking it only if no wake-up is pending."""
+    def _deliver(self, done: _Done) -> None:
+        """Hand a finished run to the loop, waking it only if no wake-up is pending."""
         with self._results_lock:
-            self._results.extend(finished)
+            self._results.append(done)
             if self._wake_scheduled:
                 return
             self._wake_scheduled = True
@@ -416,50 +425,41 @@ class ConsumeMessageConcurrentlyService:
 
     def _apply_results(self) -> None:
         with self._results_lock:
-            done = self._results
+            results = self._results
             self._results = []
             self._wake_scheduled = False
-        success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-        groups: dict[int, _Applied] = {}
-        fast = 0
-        for request in done:
-            pq = request.pq
-            if (
-                request.status is success
-                and not pq.dropped
-                and request.ctx.ack_index >= len(request.msgs) - 1
-            ):
-                # the common case, applied below per queue: no broker call needed
-                applied = groups.get(id(pq))
-                if applied is None:
-                    applied = groups[id(pq)] = _Applied(pq, request.mq)
-                applied.msgs += request.msgs
-                applied.calls += 1
-                applied.rt += request.rt
-                fast += 1
-            else:
-                self._apply(request)
-        if not groups:
-            return
         now = time.time()
         stats, offsets = self.consumer.stats, self.consumer.offset_store
-        for applied in groups.values():
-            mq = applied.mq
-            stats.add(mq.topic, "ok", len(applied.msgs), applied.rt * 1000.0, events=applied.calls)
-            offset = applied.pq.remove_messages(applied.msgs, now=now)
+        finished = 0
+        for done in results:
+            for request in done.others:
+                self._apply(request)
+            if done.skipped_calls:
+                logger.info("group %s: %s dropped; %d message(s) not consumed", self.consumer.group, done.mq,
+                            done.skipped_msgs)  # fmt: skip
+                finished += done.skipped_calls
+            if not done.ok_calls:
+                continue
+            finished += done.ok_calls
+            pq, mq = done.pq, done.mq
+            if pq.dropped:
+                logger.info(
+                    "group %s: %s dropped while consuming; result not applied", self.consumer.group, mq
+                )
+                continue
+            # the common case, applied inline: no broker call needed
+            stats.add(mq.topic, "ok", len(done.ok), done.rt * 1000.0, events=done.ok_calls)
+            offset = pq.remove_messages(done.ok, now=now)
             if offset >= 0:
                 offsets.update_offset(mq, offset, True)
-        self._finished(fast)
+        if finished:
+            self._finished(finished)
 
     def _apply(self, request: _Request) -> None:
-        """Apply one result that is not a plain success of a live queue."""
+        """Apply one call's result that is not a plain success."""
         status, pq, mq = request.status, request.pq, request.mq
-        group = self.consumer.group
-        if status is None:
-            logger.info("group %s: %s dropped; %d message(s) not consumed", group, mq, len(request.msgs))
-            self._finished()
-        elif pq.dropped:
-            logger.info("group %s: %s dropped while consuming; result not applied", group, mq)
+        if pq.dropped:
+            logger.info("group %s: %s dropped while consuming; result not applied", self.consumer.group, mq)
             self._finished()
         else:
             task = asyncio.get_running_loop().create_task(
