@@ -325,7 +325,7 @@ class ProducerCore:
             )
             assert result is not None
             return result
-        begin = time.monotonic()  # the loop's clock
+        begin = time.monotonic()
         attempts = self._attempts(queue, selector, False, None)
         mq = self._pick(info, p, queue, selector, arg, None)
         addr = self.instance.find_broker_address_in_publish(mq.broker_name)
@@ -419,11 +419,11 @@ class ProducerCore:
         last_error: Exception | None = None,
     ) -> SendResult | None:
         """Attempts ``first_attempt``.. of a send (a blocking send's first one may have run in
-        its thread, ``begin`` on the loop's clock), each on another broker after a failure."""
+        its thread; ``begin`` is when the send began, by ``time.monotonic``), each on another broker
+        after a failure."""
         timeout = self.config.send_msg_timeout if timeout is None else timeout
-        loop = asyncio.get_running_loop()
         if begin is None:
-            begin = loop.time()
+            begin = time.monotonic()
         topic = p.msg.topic
         info = self.publish_table.get(topic)
         if info is None or not info.ok:  # a cached, usable route needs no coroutine round (hot path)
@@ -437,7 +437,7 @@ class ProducerCore:
         for attempt in range(first_attempt, attempts):
             mq = self._pick(info, p, queue, selector, arg, last_broker)
             last_broker = mq.broker_name
-            remaining = timeout - (loop.time() - begin)
+            remaining = timeout - (time.monotonic() - begin)
             if remaining <= 0:
                 raise RemotingTimeoutError(
                     f"send to {topic} timed out after {attempt} attempt(s)"
