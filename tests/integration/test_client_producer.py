@@ -32,9 +32,8 @@ from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, Receiv
 pytestmark = pytest.mark.integration
 
 
-def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_dies(
-    cluster: ClusterThread, tmp_path: Path
-) -> None:
+def start_broker_b(cluster: ClusterThread, tmp_path: Path) -> Broker:
+    """A second broker, ``broker-b``, registered with the cluster's name server (close it yourself)."""
     second = Broker(
         BrokerConfig(
             port=0,
@@ -45,6 +44,13 @@ def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_
         )
     )
     cluster.thread.call(second.start(), timeout=30)
+    return second
+
+
+def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_dies(
+    cluster: ClusterThread, tmp_path: Path
+) -> None:
+    second = start_broker_b(cluster, tmp_path)
     closed = False
     try:
         cluster.create_topic("TopicTwo", 2)
@@ -80,16 +86,7 @@ def test_a_refusal_on_the_threads_fast_path_is_retried_on_the_other_broker(
     """``Producer.send`` sends from the calling thread over an open connection; a retriable
     answer there (NO_PERMISSION: broker-b's topic turned read-only, the producer's cached route
     not yet refreshed) continues on the loop with the remaining attempts, on broker-a."""
-    second = Broker(
-        BrokerConfig(
-            port=0,
-            broker_name="broker-b",
-            data_dir=tmp_path / "b",
-            namesrv_addrs=(cluster.namesrv,),
-            message_delay_level=FAST_DELAY_LEVELS,
-        )
-    )
-    cluster.thread.call(second.start(), timeout=30)
+    second = start_broker_b(cluster, tmp_path)
     try:
         cluster.create_topic("TopicRO", 2)
         cluster.broker_addr, saved = second.address, cluster.broker_addr

@@ -677,14 +677,7 @@ class RemotingConnection(asyncio.Protocol):
                     "the connection's output did not drain"
                 ) from None
             timeout = max(deadline - loop.time(), 0.0)
-        hooks = self._handlers.hooks
-        if hooks:
-            for hook in hooks:
-                hook.before_request(self.remote_address, request)
-        opaque = self._next_opaque()
-        request.opaque = opaque
-        request.flag &= ~(_RESPONSE | _ONEWAY)
-        head, body = encode_frame_parts(request)  # may raise RemoteProtocolError: nothing sent then
+        opaque, head, body = self._prepare_request(request)
         future: asyncio.Future[RemotingCommand] = loop.create_future()
         self._pending[opaque] = (future, request.code)
         self._send(head, body)
@@ -694,10 +687,27 @@ class RemotingConnection(asyncio.Protocol):
         finally:
             timer.cancel()
             self._pending.pop(opaque, None)
+        self._after_response(request, response)
+        return response
+
+    def _prepare_request(self, request: RemotingCommand) -> tuple[int, bytes, bytes]:
+        """Run the RPC hooks, give ``request`` a fresh opaque and encode it (raising
+        RemoteProtocolError, with nothing sent, when it cannot be): ``(opaque, head, body)``."""
+        hooks = self._handlers.hooks
+        if hooks:
+            for hook in hooks:
+                hook.before_request(self.remote_address, request)
+        opaque = self._next_opaque()
+        request.opaque = opaque
+        request.flag &= ~(_RESPONSE | _ONEWAY)
+        head, body = encode_frame_parts(request)
+        return opaque, head, body
+
+    def _after_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        hooks = self._handlers.hooks
         if hooks:
             for hook in hooks:
                 hook.after_response(self.remote_address, request, response)
-        return response
 
     def invoke_threadsafe(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
         """:meth:`invoke` for a plain thread (never the loop's own): blocks for the response.
@@ -712,14 +722,7 @@ class RemotingConnection(asyncio.Protocol):
         """
         if self._closed:
             raise self._closed_error(f"request code {request.code}")
-        hooks = self._handlers.hooks
-        if hooks:
-            for hook in hooks:
-                hook.before_request(self.remote_address, request)
-        opaque = self._next_opaque()
-        request.opaque = opaque
-        request.flag &= ~(_RESPONSE | _ONEWAY)
-        head, body = encode_frame_parts(request)
+        opaque, head, body = self._prepare_request(request)
         waiter = _ThreadWaiter()
         with self._handover_lock:
             wake = not self._handovers  # else a wake-up is already on its way
@@ -743,9 +746,7 @@ class RemotingConnection(asyncio.Protocol):
             raise waiter.error
         response = waiter.response
         assert response is not None
-        if hooks:
-            for hook in hooks:
-                hook.after_response(self.remote_address, request, response)
+        self._after_response(request, response)
         return response
 
     def _take_handovers(self) -> None:
