@@ -244,3 +244,155 @@ def test_stats_sum_into_second_buckets_over_a_minute() -> None:
     assert status.consume_failed_msgs == 3
     assert len(stats._buckets["T"]["ok"]) == 10
     assert stats.status("T", now=200.0).consume_ok_tps == 0
+
+
+def test_a_slow_listener_gets_one_thread_per_call_even_within_one_pull(tmp_path: Path) -> None:
+    # eight calls of one pull can only all pass the barrier if they run on eight threads at once,
+    # as in Java's pool: the chunk a pull travels in is shared out when calls are slow
+    barrier = threading.Barrier(8, timeout=5)
+    threads: set[str] = set()
+    c = consumer(tmp_path)
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        threads.add(threading.current_thread().name)
+        barrier.wait()
+        return OK
+
+    async def scenario() -> int:
+        service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
+        pq = ProcessQueue(now=0.0)
+        msgs = batch(*range(8))
+        pq.put_messages(msgs)
+        service.submit_consume_request(msgs, pq, MQ, True)
+        await drain(service)
+        await service.shutdown(1.0)
+        return c.offset_store.memory_offset(MQ)
+
+    assert asyncio.run(scenario()) == 8
+    assert len(threads) == 8
+
+
+def test_a_listener_that_turns_slow_shares_the_rest_of_a_run(tmp_path: Path) -> None:
+    # fast calls teach the workers to take whole pulls; when calls turn slow, a run past its
+    # time budget leaves its remaining calls to idle threads instead of holding them
+    slow = threading.Event()
+    running = [0, 0]  # now, most at once
+    lock = threading.Lock()
+    c = consumer(tmp_path)
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        if slow.is_set():
+            with lock:
+                running[0] += 1
+                running[1] = max(running)
+            threading.Event().wait(0.05)
+            with lock:
+                running[0] -= 1
+        return OK
+
+    async def scenario() -> None:
+        service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
+        pq = ProcessQueue(now=0.0)
+        for start in range(0, 640, 32):
+            fast = batch(*range(start, start + 32))
+            pq.put_messages(fast)
+            service.submit_consume_request(fast, pq, MQ, True)
+            await drain(service)
+        slow.set()
+        msgs = batch(*range(640, 672))
+        pq.put_messages(msgs)
+        service.submit_consume_request(msgs, pq, MQ, True)
+        await drain(service)
+        await service.shutdown(1.0)
+
+    asyncio.run(scenario())
+    assert running[1] >= 4
+    assert c.offset_store.memory_offset(MQ) == 672
+
+
+def test_with_one_thread_messages_are_consumed_in_offset_order(tmp_path: Path) -> None:
+    seen: list[int] = []
+    c = consumer(tmp_path, consume_thread_max=1)
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.queue_offset for m in msgs)
+        threading.Event().wait(0.0005 if len(seen) % 7 == 0 else 0)  # uneven calls split chunks
+        return OK
+
+    async def scenario() -> None:
+        service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
+        pq = ProcessQueue(now=0.0)
+        for start in range(0, 320, 32):
+            msgs = batch(*range(start, start + 32))
+            pq.put_messages(msgs)
+            service.submit_consume_request(msgs, pq, MQ, True)
+        await drain(service)
+        await service.shutdown(1.0)
+
+    asyncio.run(scenario())
+    assert seen == list(range(320))
+    assert c.offset_store.memory_offset(MQ) == 320
+
+
+def test_every_call_gets_the_batch_size_and_results_apply_per_call_stats(tmp_path: Path) -> None:
+    calls: list[list[int]] = []
+    c = consumer(tmp_path, consume_message_batch_max_size=3)
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        calls.append([m.queue_offset for m in msgs])
+        assert ctx.ack_index == 2**31 - 1  # a fresh context per call
+        ctx.ack_index = 5
+        return OK
+
+    async def scenario() -> None:
+        service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
+        queues = [MessageQueue("T", "broker-a", q) for q in range(3)]
+        pqs = [ProcessQueue(now=0.0) for _ in queues]
+        for mq, pq in zip(queues, pqs, strict=True):
+            msgs = batch(*range(100, 110))
+            pq.put_messages(msgs)
+            service.submit_consume_request(msgs, pq, mq, True)
+        await drain(service)
+        await service.shutdown(1.0)
+        assert [c.offset_store.memory_offset(mq) for mq in queues] == [110, 110, 110]
+        assert all(pq.msg_count == 0 and pq.msg_size == 0 for pq in pqs)
+
+    asyncio.run(scenario())
+    assert sorted(len(x) for x in calls) == [1] * 3 + [3] * 9  # 10 messages: 3 + 3 + 3 + 1, per queue
+    assert sorted(o for x in calls for o in x) == sorted(list(range(100, 110)) * 3)
+    status = c.stats.status("T")
+    assert status.consume_ok_tps * ConsumeStats.WINDOW == 30
+    assert c.stats._buckets["T"]["ok"][-1][3] == 12  # one response-time event per listener call
+
+
+def test_calls_for_a_queue_dropped_before_they_ran_are_skipped(tmp_path: Path) -> None:
+    gate = threading.Event()
+    called: list[int] = []
+    c = consumer(tmp_path, consume_thread_max=1)
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus:
+        called.extend(m.queue_offset for m in msgs)
+        gate.wait(5)
+        return OK
+
+    async def scenario() -> None:
+        service = ConsumeMessageConcurrentlyService(c, listener)  # type: ignore[arg-type]
+        service.start()
+        pq = ProcessQueue(now=0.0)
+        msgs = batch(*range(5))
+        pq.put_messages(msgs)
+        service.submit_consume_request(msgs, pq, MQ, True)
+        while not called:
+            await asyncio.sleep(0.001)
+        pq.dropped = True
+        gate.set()
+        await drain(service)
+        await service.shutdown(1.0)
+
+    asyncio.run(scenario())
+    assert called == [0]
+    assert c.offset_store.memory_offset(MQ) == -1

@@ -123,3 +123,47 @@ def test_flow_control_thresholds_of_the_push_consumer() -> None:
     wide.put_messages(msgs(2001))
     assert flow_control_reason(wide, **limits) == "span"
     assert flow_control_reason(wide, max_count=1000, max_size_mib=100, max_span=None) is None  # orderly
+
+
+def test_lowest_and_highest_stay_right_through_fifo_drains_and_out_of_order_inserts() -> None:
+    pq = ProcessQueue(now=0.0)
+    for start in range(0, 5000, 32):  # pulls arrive in order, consumption drains from the front
+        pq.put_messages(msgs(*range(start, start + 32)))
+        assert pq.remove_messages(msgs(*range(start, start + 16)), now=0.0) == start + 16
+        assert (pq.min_offset(), pq.max_offset()) == (start + 16, start + 31)
+        pq.remove_messages(msgs(*range(start + 16, start + 32)), now=0.0)
+    pq.put_messages(msgs(9000, 9001, 9005))
+    pq.remove_messages(msgs(9005), now=0.0)  # the highest goes first
+    assert (pq.min_offset(), pq.max_offset(), pq.max_span()) == (9000, 9001, 1)
+    pq.put_messages(msgs(8990))  # out of order
+    assert [m.queue_offset for m in pq.cached()] == [8990, 9000, 9001]
+    assert pq.remove_messages(msgs(8990, 9000), now=0.0) == 9001
+    assert pq.take_messages(5) == msgs(9001)
+
+
+def test_orderly_take_skips_offsets_removed_meanwhile() -> None:
+    pq = ProcessQueue(now=0.0)
+    pq.put_messages(msgs(1, 2, 3, 4))
+    pq.remove_messages(msgs(2), now=0.0)  # e.g. the consume-timeout scan took it
+    assert [m.queue_offset for m in pq.take_messages(2)] == [1, 3]
+    pq.rollback()
+    assert [m.queue_offset for m in pq.take_messages(10)] == [1, 3, 4]
+    assert pq.commit() == 5
+    assert pq.msg_count == 0
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 60)), max_size=200))
+def test_cache_order_matches_a_sorted_model(ops: list[tuple[bool, int]]) -> None:
+    pq = ProcessQueue(now=0.0)
+    model: set[int] = set()
+    for put, offset in ops:
+        if put:
+            pq.put_messages(msgs(offset))
+            model.add(offset)
+        else:
+            pq.remove_messages(msgs(offset), now=0.0)
+            model.discard(offset)
+        assert [m.queue_offset for m in pq.cached()] == sorted(model)
+        assert pq.min_offset() == (min(model) if model else -1)
+        assert pq.max_offset() == (max(model) if model else -1)
+        assert pq.msg_count == len(model)

@@ -28,6 +28,7 @@ import collections
 import inspect
 import logging
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -189,15 +190,21 @@ class _Request:
 
 
 class _Chunk:
-    """Listener calls to make for one queue: ``msgs`` cut into calls of ``size`` messages."""
+    """Listener calls to make for one queue: ``msgs`` cut into calls of ``size`` messages.
 
-    __slots__ = ("mq", "msgs", "pq", "size")
+    ``rest``: the remainder of a chunk a worker split; it waits at the front of the shared
+    remainders and travels through the queue only as a wake-up (see ``_work``)."""
 
-    def __init__(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, size: int) -> None:
+    __slots__ = ("mq", "msgs", "pq", "rest", "size")
+
+    def __init__(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, size: int, rest: bool = False
+    ) -> None:
         self.msgs = msgs
         self.pq = pq
         self.mq = mq
         self.size = size
+        self.rest = rest
 
 
 class _Done:
@@ -227,9 +234,11 @@ class ConsumeMessageConcurrentlyService:
     * a pull's messages go to the workers as one chunk (one ``SimpleQueue`` put, so at most one
       thread wake-up per pull rather than per call). The worker that gets a chunk keeps as many
       calls as it expects to finish in :attr:`RUN_TARGET` seconds (from the listener's recent
-      time per call) and puts the rest back for the other workers at once: a slow listener
-      still spreads a pull one call per thread, as Java's pool does, while a fast one works
-      through the pull in one run;
+      time per call) and puts the rest back for the other workers at once; a run that overstays
+      (past :attr:`RUN_TARGET` and two GIL switch intervals: the listener got slower) puts its
+      remaining calls back too. So a slow
+      listener still spreads a pull one call per thread, as Java's pool does, while a fast one
+      works through the pull in one run;
     * a run's outcome comes back to the event loop in one step, waking the loop only when no
       wake-up is pending, so a busy consumer costs no asyncio task and no loop wake-up per
       message;
@@ -248,6 +257,7 @@ class ConsumeMessageConcurrentlyService:
         self.batch_size = cfg.consume_message_batch_max_size
         self._pool_size = cfg.consume_thread_max
         self._requests: queue.SimpleQueue[_Chunk | None] = queue.SimpleQueue()
+        self._rests: collections.deque[_Chunk] = collections.deque()  # split chunks' remainders
         self._results: list[_Done] = []
         self._results_lock = threading.Lock()
         self._wake_scheduled = False
@@ -345,24 +355,42 @@ class ConsumeMessageConcurrentlyService:
         success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
         later = ConsumeConcurrentlyStatus.RECONSUME_LATER
         call = self._call_listener
-        get, put = self._requests.get, self._requests.put
+        get = self._requests.get
+        take_rest = self._rests.popleft
         monotonic, time_ns = time.monotonic, time.time_ns
         target = self.RUN_TARGET
+        # a run is "overstaying" past this: never less than two GIL switch intervals, so a thread
+        # merely made to wait for the GIL does not count as a slow listener
+        overstay = max(target, 2 * sys.getswitchinterval())
         start_ms, start_text = -1, ""
         while True:
-            chunk = get()
-            if chunk is None:
-                return
+            chunk: _Chunk | None
+            try:
+                chunk = take_rest()  # what another run started goes first
+            except IndexError:
+                chunk = get()
+                if chunk is None:
+                    return
+                if chunk.rest:  # a wake-up for a remainder: take the front one, if still there
+                    try:
+                        chunk = take_rest()
+                    except IndexError:
+                        continue
             msgs, pq, mq, size = chunk.msgs, chunk.pq, chunk.mq, chunk.size
             calls = (len(msgs) + size - 1) // size
             keep = min(calls, max(1, int(target / max(self._rt_per_call, 1e-9))))
             if keep < calls:  # the rest to the other workers, now
-                put(_Chunk(msgs[keep * size :], pq, mq, size))
+                self._share(_Chunk(msgs[keep * size :], pq, mq, size, rest=True))
                 msgs = msgs[: keep * size]
             hook = getattr(self.consumer, "trace_hook", None)  # PushConsumerCore's; absent elsewhere
             done = _Done(pq, mq)
             run_begin = monotonic()
+            ran = 0
             for i in range(0, len(msgs), size):
+                if ran and monotonic() - run_begin > overstay:  # slower than expected: share the rest
+                    self._share(_Chunk(msgs[i:], pq, mq, size, rest=True))
+                    break
+                ran += 1
                 batch = msgs[i : i + size]
                 if pq.dropped:
                     done.skipped_calls += 1
@@ -406,8 +434,15 @@ class ConsumeMessageConcurrentlyService:
                         logger.warning("group %s: listener returned %r; reconsuming later", group, status)
                     status = later
                 done.others.append(_Request(batch, pq, mq, ctx, status, rt))
-            self._rt_per_call = (self._rt_per_call + (monotonic() - run_begin) / keep) / 2
+            self._rt_per_call = (self._rt_per_call + (monotonic() - run_begin) / ran) / 2
             self._deliver(done)
+
+    def _share(self, rest: _Chunk) -> None:
+        """Leave the rest of a chunk to the other workers: at the front of the remainders (taken
+        before new chunks, so a started pull is finished first and, with one thread, messages
+        are consumed exactly in order, as by Java's FIFO pool), plus a wake-up through the queue."""
+        self._rests.appendleft(rest)
+        self._requests.put(rest)
 
     def _deliver(self, done: _Done) -> None:
         """Hand a finished run to the loop, waking it only if no wake-up is pending."""
