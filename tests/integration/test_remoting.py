@@ -7,15 +7,17 @@ set; the few polls (for kernel-side states such as a full socket buffer) are bou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import struct
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
 
+from rocketq.client._sync import LoopThread
 from rocketq.errors import (
     ConfigError,
     NoPermissionError,
@@ -653,6 +655,123 @@ def test_invoke_threadsafe_fails_at_once_when_the_connection_drops(arun: Callabl
             with pytest.raises(RemotingClosedError):
                 conn.invoke_threadsafe(RemotingCommand.request(HEART_BEAT), 1.0)
             assert client.open_connection(server.address) is None
+
+    arun(scenario())
+
+
+@contextlib.contextmanager
+def remote_loop_client(
+    handlers: dict[int, Any],
+) -> Iterator[tuple[LoopThread, RemotingServer, RemotingClient]]:
+    """A server and a client living on a loop thread of their own (as a rocketq client's do)."""
+    thread = LoopThread("test-remote-loop")
+    server = RemotingServer()
+    client = RemotingClient()
+
+    async def start() -> None:
+        await server.start()
+        for code, handler in handlers.items():
+            server.register_handler(code, handler)
+        await client.invoke(server.address, RemotingCommand.request(HEART_BEAT), 5.0)
+
+    async def stop() -> None:
+        await client.close()
+        await server.close()
+
+    thread.call(start(), timeout=10)
+    try:
+        yield thread, server, client
+    finally:
+        thread.call(stop(), timeout=10)
+        thread.stop()
+
+
+def test_other_loops_get_their_own_answers_through_invoke_from_loop(arun: Callable[..., Any]) -> None:
+    """32 tasks of this loop x 20 calls over a connection living on another loop's thread."""
+
+    async def shuffled_echo(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(0.001 * (request.body[-1] % 3) if request.body else 0)
+        return echo(conn, request)
+
+    with remote_loop_client({HEART_BEAT: shuffled_echo}) as (_thread, server, client):
+        conn = client.open_connection(server.address)
+        assert conn is not None
+
+        async def scenario() -> None:
+            async def worker(k: int) -> list[bytes]:
+                got = []
+                for i in range(20):
+                    body = f"{k}-{i}".encode()
+                    response = await conn.invoke_from_loop(
+                        RemotingCommand.request(HEART_BEAT, body=body), 5.0
+                    )
+                    got.append(response.body)
+                return got
+
+            results = await asyncio.gather(*(worker(k) for k in range(32)))
+            for k, got in enumerate(results):
+                assert got == [f"{k}-{i}".encode() for i in range(20)]
+
+        arun(scenario())
+        assert conn.pending_count == 0
+
+
+def test_invoke_from_loop_timeout_and_cancellation_forget_the_request(arun: Callable[..., Any]) -> None:
+    async def stuck(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    with remote_loop_client({PULL: stuck, HEART_BEAT: echo}) as (_thread, server, client):
+        conn = client.open_connection(server.address)
+        assert conn is not None
+
+        async def scenario() -> None:
+            t0 = time.monotonic()
+            with pytest.raises(RemotingTimeoutError, match=r"request code 11 .*within 0\.100s"):
+                await conn.invoke_from_loop(RemotingCommand.request(PULL), 0.1)
+            assert 0.09 <= time.monotonic() - t0 < 2.0
+            call = asyncio.ensure_future(conn.invoke_from_loop(RemotingCommand.request(PULL), 30.0))
+            await eventually(lambda: conn.pending_count == 1)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await eventually(lambda: conn.pending_count == 0)
+            response = await conn.invoke_from_loop(RemotingCommand.request(HEART_BEAT, body=b"ok"), 2.0)
+            assert response.body == b"ok"
+
+        arun(scenario())
+        assert not conn.is_closed
+
+
+def test_invoke_from_loop_fails_at_once_when_the_connection_drops(arun: Callable[..., Any]) -> None:
+    async def drop(conn: RemotingConnection, request: RemotingCommand) -> None:
+        conn.abort("test drops the connection")
+
+    with remote_loop_client({PULL: drop, HEART_BEAT: echo}) as (_thread, server, client):
+        conn = client.open_connection(server.address)
+        assert conn is not None
+
+        async def scenario() -> None:
+            t0 = time.monotonic()
+            with pytest.raises(RemotingClosedError, match="request code 11"):
+                await conn.invoke_from_loop(RemotingCommand.request(PULL), 30.0)
+            assert time.monotonic() - t0 < 2.0
+            await eventually(lambda: conn.is_closed)
+            with pytest.raises(RemotingClosedError):
+                await conn.invoke_from_loop(RemotingCommand.request(HEART_BEAT), 1.0)
+
+        arun(scenario())
+
+
+def test_invoke_from_loop_on_the_connections_own_loop_is_a_plain_invoke(arun: Callable[..., Any]) -> None:
+    async def scenario() -> None:
+        async with RemotingServer() as server, RemotingClient() as client:
+            server.register_handler(HEART_BEAT, echo)
+            await client.invoke(server.address, RemotingCommand.request(HEART_BEAT), 5.0)
+            conn = client.open_connection(server.address)
+            assert conn is not None
+            response = await conn.invoke_from_loop(RemotingCommand.request(HEART_BEAT, body=b"same"), 2.0)
+            assert response.body == b"same"
 
     arun(scenario())
 

@@ -25,7 +25,11 @@ each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` an
   exception's text (and is logged) — the connection lives on; oneway requests are never answered;
 * bytes that are not a frame close this connection only, logged once;
 * when the connection is lost, every request waiting on it fails at once with
-  :class:`~rocketq.errors.RemotingClosedError` naming the peer and the request code.
+  :class:`~rocketq.errors.RemotingClosedError` naming the peer and the request code;
+* callers outside the connection's loop - plain threads (:meth:`RemotingConnection.invoke_threadsafe`)
+  and other event loops (:meth:`RemotingConnection.invoke_from_loop`) - encode their own requests
+  and hand them over; the loop writes them and completes their waiters
+  (:mod:`rocketq.remoting.handover`), with no task or future of its own per call.
 
 Flow control: when unsent output passes the high-water mark, writers (:meth:`invoke`,
 :meth:`invoke_oneway`) wait for it to drain; a server-side connection (``pause_reads_on_write_pressure``)
@@ -52,12 +56,13 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeAlias, cast
+from typing import TypeAlias, cast
 
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
 from rocketq.protocol.frame import FrameDecoder, encode_frame_parts
+from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter, mailbox_of
 
 __all__ = [
     "ConnectionListener",
@@ -85,42 +90,17 @@ Handler: TypeAlias = Callable[
 _connection_ids = itertools.count(1)
 
 
-class _Waiter(Protocol):
-    """What waits for a response in ``_pending``: an asyncio future, or a :class:`_ThreadWaiter`."""
-
-    def done(self) -> bool: ...
-    def set_result(self, result: RemotingCommand, /) -> None: ...
-    def set_exception(self, exception: BaseException, /) -> None: ...
+def _timeout_error(peer: str, code: int, opaque: int, timeout: float) -> RemotingTimeoutError:
+    return RemotingTimeoutError(
+        f"no response from {peer} to request code {code} (opaque {opaque}) within {timeout:.3f}s"
+    )
 
 
-class _ThreadWaiter:
-    """A thread blocked in :meth:`RemotingConnection.invoke_threadsafe`: completed on the loop
-    like the futures beside it, it wakes its thread by releasing a lock the thread holds."""
-
-    __slots__ = ("abandoned", "error", "lock", "response")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.lock.acquire()
-        self.response: RemotingCommand | None = None
-        self.error: BaseException | None = None
-        self.abandoned = False  # the thread stopped waiting (timeout): do not send
-
-    def done(self) -> bool:
-        return self.response is not None or self.error is not None
-
-    def set_result(self, result: RemotingCommand, /) -> None:
-        self.response = result
-        self.lock.release()
-
-    def set_exception(self, exception: BaseException, /) -> None:
-        self.error = exception
-        self.lock.release()
-
-
-#: A request handed over by :meth:`RemotingConnection.invoke_threadsafe`: opaque, request code,
-#: waiter, and the encoded frame's two parts.
-_Handover: TypeAlias = tuple[int, int, _ThreadWaiter, bytes, bytes]
+def _time_out(
+    future: asyncio.Future[RemotingCommand], peer: str, code: int, opaque: int, timeout: float
+) -> None:
+    if not future.done():
+        future.set_exception(_timeout_error(peer, code, opaque, timeout))
 
 
 class RPCHook:
@@ -262,9 +242,9 @@ class RemotingConnection(asyncio.Protocol):
         self._closed = False
         self._closed_future: asyncio.Future[None] = self._loop.create_future()
         # opaque -> (future of the response, request code): requests waiting for their answer
-        self._pending: dict[int, tuple[_Waiter, int]] = {}
+        self._pending: dict[int, tuple[Waiter, int]] = {}
         # requests from other threads (invoke_threadsafe), waiting for the loop to send them
-        self._handovers: deque[_Handover] = deque()
+        self._handovers: deque[Handover] = deque()
         self._handover_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         # frames written during one loop iteration are collected here and handed to the transport
@@ -723,25 +703,12 @@ class RemotingConnection(asyncio.Protocol):
         if self._closed:
             raise self._closed_error(f"request code {request.code}")
         opaque, head, body = self._prepare_request(request)
-        waiter = _ThreadWaiter()
-        with self._handover_lock:
-            wake = not self._handovers  # else a wake-up is already on its way
-            self._handovers.append((opaque, request.code, waiter, head, body))
-        if wake:
-            try:
-                self._loop.call_soon_threadsafe(self._take_handovers)
-            except RuntimeError:  # the loop is closed: nobody will send it
-                raise self._closed_error(f"request code {request.code}") from None
+        waiter = ThreadWaiter()
+        self._hand_over((opaque, request.code, waiter, head, body))
         if not waiter.lock.acquire(timeout=max(timeout, 0.0)):
             waiter.abandoned = True
-            try:
-                self._loop.call_soon_threadsafe(self._abandon, opaque, request.code, timeout)
-            except RuntimeError:
-                pass  # the loop is closed; nothing is pending any more
-            raise RemotingTimeoutError(
-                f"no response from {self.remote_address} to request code {request.code} "
-                f"(opaque {opaque}) within {timeout:.3f}s"
-            )
+            self._abandon_threadsafe(opaque, request.code, timed_out=True)
+            raise _timeout_error(self.remote_address, request.code, opaque, timeout)
         if waiter.error is not None:
             raise waiter.error
         response = waiter.response
@@ -749,8 +716,59 @@ class RemotingConnection(asyncio.Protocol):
         self._after_response(request, response)
         return response
 
+    async def invoke_from_loop(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """:meth:`invoke` awaited on another event loop than the connection's (an application's
+        own loop, while the connection runs on a client's loop thread).
+
+        As :meth:`invoke_threadsafe`, the caller encodes; the connection's loop writes and, when
+        the response comes, completes the caller's future through the caller loop's
+        :class:`~rocketq.remoting.handover.LoopMailbox` (one wake-up of that loop per batch of
+        responses). A timeout raises :class:`~rocketq.errors.RemotingTimeoutError`; a timeout or a
+        cancellation forgets the request (not sent, if the connection's loop had not taken it).
+        """
+        if self._closed:
+            raise self._closed_error(f"request code {request.code}")
+        loop = asyncio.get_running_loop()
+        if loop is self._loop:
+            return await self.invoke(request, timeout)
+        opaque, head, body = self._prepare_request(request)
+        waiter = LoopWaiter(mailbox_of(loop))
+        future = waiter.future
+        self._hand_over((opaque, request.code, waiter, head, body))
+        timer = loop.call_later(
+            max(timeout, 0.0), _time_out, future, self.remote_address, request.code, opaque, timeout
+        )
+        try:
+            response = await future
+        except BaseException as exc:  # the timeout, or the caller was cancelled
+            waiter.abandoned = True
+            self._abandon_threadsafe(opaque, request.code, timed_out=isinstance(exc, RemotingTimeoutError))
+            raise
+        finally:
+            timer.cancel()
+        self._after_response(request, response)
+        return response
+
+    def _hand_over(self, handover: Handover) -> None:
+        """Queue a request for the connection's loop (from another thread), waking it if idle."""
+        with self._handover_lock:
+            wake = not self._handovers  # else a wake-up is already on its way
+            self._handovers.append(handover)
+        if wake:
+            try:
+                self._loop.call_soon_threadsafe(self._take_handovers)
+            except RuntimeError:  # the loop is closed: nobody will send it
+                raise self._closed_error(f"request code {handover[1]}") from None
+
+    def _abandon_threadsafe(self, opaque: int, code: int, *, timed_out: bool) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._abandon, opaque, code, timed_out)
+        except RuntimeError:
+            pass  # the loop is closed; nothing is pending any more
+
     def _take_handovers(self) -> None:
-        """Loop thread: send what :meth:`invoke_threadsafe` callers handed over."""
+        """Loop thread: send what :meth:`invoke_threadsafe` and :meth:`invoke_from_loop` callers
+        handed over."""
         with self._handover_lock:
             handovers = list(self._handovers)
             self._handovers.clear()
@@ -764,9 +782,9 @@ class RemotingConnection(asyncio.Protocol):
             pending[opaque] = (waiter, code)
             self._send(head, body)
 
-    def _abandon(self, opaque: int, code: int, timeout: float) -> None:
-        """Loop thread: a thread stopped waiting for ``opaque`` (its timeout)."""
-        if self._pending.pop(opaque, None) is not None and self._close_on_timeout:
+    def _abandon(self, opaque: int, code: int, timed_out: bool) -> None:
+        """Loop thread: a caller on another thread stopped waiting for ``opaque``."""
+        if self._pending.pop(opaque, None) is not None and timed_out and self._close_on_timeout:
             self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
             self.close()
 
@@ -776,12 +794,7 @@ class RemotingConnection(asyncio.Protocol):
             return
         future, code = entry
         if not future.done():
-            future.set_exception(
-                RemotingTimeoutError(
-                    f"no response from {self.remote_address} to request code {code} "
-                    f"(opaque {opaque}) within {timeout:.3f}s"
-                )
-            )
+            future.set_exception(_timeout_error(self.remote_address, code, opaque, timeout))
         if self._close_on_timeout:
             self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
             self.close()
