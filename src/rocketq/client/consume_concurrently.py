@@ -354,7 +354,9 @@ class ConsumeMessageConcurrentlyService:
         start_prop = MessageConst.CONSUME_START_TIME
         success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
         later = ConsumeConcurrentlyStatus.RECONSUME_LATER
-        call = self._call_listener
+        # the listener itself unless a subclass wraps the call (one frame less per call)
+        overridden = type(self)._call_listener is not ConsumeMessageConcurrentlyService._call_listener
+        call = self._call_listener if overridden else self.listener
         get = self._requests.get
         take_rest = self._rests.popleft
         monotonic, time_ns = time.monotonic, time.time_ns
@@ -384,10 +386,11 @@ class ConsumeMessageConcurrentlyService:
                 msgs = msgs[: keep * size]
             hook = getattr(self.consumer, "trace_hook", None)  # PushConsumerCore's; absent elsewhere
             done = _Done(pq, mq)
-            run_begin = monotonic()
+            ok, ok_calls, ok_rt = done.ok, 0, 0.0
+            run_begin = end = monotonic()
             ran = 0
             for i in range(0, len(msgs), size):
-                if ran and monotonic() - run_begin > overstay:  # slower than expected: share the rest
+                if end - run_begin > overstay:  # slower than expected: share the rest
                     self._share(_Chunk(msgs[i:], pq, mq, size, rest=True))
                     break
                 ran += 1
@@ -416,7 +419,8 @@ class ConsumeMessageConcurrentlyService:
                     logger.exception("group %s: listener failed on %s; reconsuming later", group, mq)
                     status = None
                     raised = True
-                rt = monotonic() - begin
+                end = monotonic()
+                rt = end - begin
                 if hook is not None:
                     hook.after(
                         token, len(batch), success=status is success,
@@ -425,15 +429,16 @@ class ConsumeMessageConcurrentlyService:
                 if rt > timeout:
                     logger.warning("group %s: listener took %.1fs on %s (consume timeout)", group, rt, mq)
                 if status is success and ctx.ack_index >= len(batch) - 1:
-                    done.ok += batch
-                    done.ok_calls += 1
-                    done.rt += rt
+                    ok += batch
+                    ok_calls += 1
+                    ok_rt += rt
                     continue
                 if not isinstance(status, ConsumeConcurrentlyStatus):
                     if status is not None:
                         logger.warning("group %s: listener returned %r; reconsuming later", group, status)
                     status = later
                 done.others.append(_Request(batch, pq, mq, ctx, status, rt))
+            done.ok_calls, done.rt = ok_calls, ok_rt
             self._rt_per_call = (self._rt_per_call + (monotonic() - run_begin) / ran) / 2
             self._deliver(done)
 
