@@ -80,12 +80,13 @@ def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_
             cluster.thread.call(second.close(), timeout=30)
 
 
-def test_a_refusal_on_the_threads_fast_path_is_retried_on_the_other_broker(
+def test_a_refusal_on_the_fast_paths_is_retried_on_the_other_broker(
     cluster: ClusterThread, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """``Producer.send`` sends from the calling thread over an open connection; a retriable
-    answer there (NO_PERMISSION: broker-b's topic turned read-only, the producer's cached route
-    not yet refreshed) continues on the loop with the remaining attempts, on broker-a."""
+    """``Producer.send`` sends from the calling thread, and ``send_async`` from the caller's
+    loop, over an open connection; a retriable answer there (NO_PERMISSION: broker-b's topic
+    turned read-only, the producer's cached route not yet refreshed) continues on the client's
+    loop with the remaining attempts, on broker-a."""
     second = start_broker_b(cluster, tmp_path)
     try:
         cluster.create_topic("TopicRO", 2)
@@ -115,9 +116,21 @@ def test_a_refusal_on_the_threads_fast_path_is_retried_on_the_other_broker(
             # broker-b answered NO_PERMISSION, and those sends went on to broker-a
             assert any("refused" in r.getMessage() and "broker-b" in r.getMessage() for r in caplog.records)
             assert len(results) == 40
+
+            async def from_another_loop() -> list[SendResult]:  # send_async's first attempt is made here
+                sends = (producer.send_async(Message("TopicRO", f"a{i}")) for i in range(16))
+                return list(await asyncio.gather(*sends))
+
+            results += asyncio.run(from_another_loop())
             assert {r.message_queue.broker_name for r in results} == {"broker-a"}
             assert all(r.status is SendStatus.SEND_OK for r in results)
-            assert len({r.msg_id for r in results}) == 40
+            assert len({r.msg_id for r in results}) == 56
+
+            async def on_the_clients_own_loop() -> SendResult:
+                return await producer.send_async(Message("TopicRO", b"own-loop"))
+
+            own = producer.core.instance.loop_thread.call(on_the_clients_own_loop(), timeout=10)
+            assert own.status is SendStatus.SEND_OK
     finally:
         cluster.broker_addr = saved
         cluster.thread.call(second.close(), timeout=30)

@@ -22,7 +22,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from rocketq.errors import (
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageSysFlag, encode_batch, maybe_compress
@@ -53,6 +54,7 @@ from rocketq.protocol.properties import MessageConst, java_string_hash, properti
 if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
     from rocketq.client.trace import ProducerTracing
+    from rocketq.remoting import RemotingConnection
 
 __all__ = [
     "MessageQueueSelector",
@@ -303,69 +305,96 @@ class ProducerCore:
     ) -> SendResult:
         """:meth:`send` for a plain thread: the blocking sends' hot path.
 
-        The first attempt runs in the calling thread when it can: with the topic's route cached,
-        the broker connected and no tracing, the thread prepares and encodes the request itself
-        and waits on the connection (:meth:`~rocketq.remoting.RemotingConnection.invoke_threadsafe`);
-        the loop only writes it and wakes the thread. Anything else - no route or connection yet,
-        a failure to retry on another broker - continues on the loop with :meth:`send`'s own
-        retry loop, from the attempt reached and within the same timeout, so the two paths behave
-        alike. Calling it on the client's loop thread raises
-        :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
+        The first attempt runs in the calling thread when it can (:meth:`_first_attempt`): the
+        thread prepares and encodes the request itself and waits on the connection
+        (:meth:`~rocketq.remoting.RemotingConnection.invoke_threadsafe`); the loop only writes it
+        and wakes the thread. Anything else - no route or connection yet, a failure to retry on
+        another broker - continues on the loop with :meth:`send`'s own retry loop, from the
+        attempt reached and within the same timeout, so the paths behave alike. Calling it on
+        the client's loop thread raises :class:`~rocketq.errors.ClientStateError` (use
+        :meth:`send` there).
         """
         loop_thread = self.instance.loop_thread
-        p = self._prepare(msg)
-        timeout = self.config.send_msg_timeout if timeout is None else timeout
-        wait = timeout + 5.0
-        info = self.publish_table.get(p.msg.topic)
-        api = self.instance.api
-        if info is None or not info.ok or self.trace is not None or api is None or loop_thread.in_loop_thread:
-            result = loop_thread.call(
-                self._send_with_retries(p, timeout=timeout, queue=queue, selector=selector, arg=arg),
-                timeout=wait,
+        first = self._first_attempt(
+            msg, timeout, queue, selector, arg, None, outside=not loop_thread.in_loop_thread
+        )
+        outcome: SendResult | Coroutine[Any, Any, SendResult | None]
+        if first.conn is None or first.request is None:
+            outcome = first.on_loop()
+        else:
+            try:
+                outcome = first.finish(first.conn.invoke_threadsafe(first.request, first.timeout), None)
+            except RemotingError as exc:
+                outcome = first.finish(None, exc)
+        if isinstance(outcome, SendResult):
+            return outcome
+        result = loop_thread.call(outcome, timeout=first.timeout + 5.0)
+        assert result is not None
+        return result
+
+    async def send_from_loop(
+        self,
+        msg: ProtocolMessage,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        retries: int | None = None,
+    ) -> SendResult:
+        """:meth:`send` awaited on any event loop: on the client's own loop it is :meth:`send`;
+        on another loop the first attempt runs there (as :meth:`send_blocking`'s runs in its
+        thread, through :meth:`~rocketq.remoting.RemotingConnection.invoke_from_loop`) and the
+        rest, if any, on the client's loop."""
+        loop_thread = self.instance.loop_thread
+        if loop_thread.in_loop_thread:
+            result = await self.send(
+                msg, timeout=timeout, queue=queue, selector=selector, arg=arg, retries=retries
             )
             assert result is not None
             return result
-        begin = time.monotonic()
-        attempts = self._attempts(queue, selector, False, None)
-        mq = self._pick(info, p, queue, selector, arg, None)
-        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
-        conn = api.remoting.open_connection(addr) if addr is not None else None
-        last_error: Exception | None = None
-        if conn is not None:
-            request = send_message_request(self._header(p, mq), p.body)
+        first = self._first_attempt(msg, timeout, queue, selector, arg, retries, outside=True)
+        outcome: SendResult | Coroutine[Any, Any, SendResult | None]
+        if first.conn is None or first.request is None:
+            outcome = first.on_loop()
+        else:
             try:
-                response = parse_send_response(conn.invoke_threadsafe(request, timeout))
+                outcome = first.finish(await first.conn.invoke_from_loop(first.request, first.timeout), None)
             except RemotingError as exc:
-                last_error = exc
-                logger.warning(
-                    "send to %s failed (%s); %s", mq, exc, "retrying" if attempts > 1 else "giving up"
-                )
-                if attempts == 1:
-                    raise
-            except BrokerError as exc:
-                if exc.code not in RETRY_RESPONSE_CODES or attempts == 1:
-                    raise
-                logger.warning("send to %s refused (%s); retrying on another broker", mq, exc)
-                last_error = exc
-            else:
-                result = self._result(p, mq, addr or "", response, begin_ms=0)
-                if (
-                    result.status is SendStatus.SEND_OK
-                    or not self.config.retry_another_broker_when_not_store_ok
-                    or attempts == 1
-                ):
-                    return result
-            continued = self._send_with_retries(
-                p, timeout=timeout, queue=queue, selector=selector, arg=arg,
-                begin=begin, first_attempt=1, last_broker=mq.broker_name, last_error=last_error,
-            )  # fmt: skip
-        else:  # not connected yet: the whole send on the loop (it connects)
-            continued = self._send_with_retries(
-                p, timeout=timeout, queue=queue, selector=selector, arg=arg, begin=begin
-            )
-        result = loop_thread.call(continued, timeout=wait)
+                outcome = first.finish(None, exc)
+        if isinstance(outcome, SendResult):
+            return outcome
+        result = await asyncio.wrap_future(loop_thread.submit(outcome))
         assert result is not None
         return result
+
+    def _first_attempt(
+        self,
+        msg: ProtocolMessage,
+        timeout: float | None,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: Any,
+        retries: int | None,
+        *,
+        outside: bool,
+    ) -> _FirstAttempt:
+        """Prepare a send made outside the client's loop and, when it can go from there (route
+        cached, broker connected, no tracing, ``outside`` the loop thread), its first request."""
+        p = self._prepare(msg)
+        timeout = self.config.send_msg_timeout if timeout is None else timeout
+        first = _FirstAttempt(self, p, timeout, queue, selector, arg, retries)
+        info = self.publish_table.get(p.msg.topic)
+        api = self.instance.api
+        if not outside or info is None or not info.ok or self.trace is not None or api is None:
+            return first
+        mq = self._pick(info, p, queue, selector, arg, None)
+        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
+        first.mq = mq
+        first.conn = api.remoting.open_connection(addr) if addr is not None else None
+        if first.conn is not None:
+            first.request = send_message_request(self._header(p, mq), p.body)
+        return first
 
     async def send_batch(
         self,
@@ -567,6 +596,94 @@ class _Prepared:
         self.batch = batch
 
 
+class _FirstAttempt:
+    """A send's first attempt made outside the client's loop (a thread's, or another loop's):
+    what it needs, and what follows from its outcome."""
+
+    __slots__ = (
+        "arg",
+        "begin",
+        "conn",
+        "core",
+        "mq",
+        "p",
+        "queue",
+        "request",
+        "retries",
+        "selector",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        core: ProducerCore,
+        p: _Prepared,
+        timeout: float,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: Any,
+        retries: int | None,
+    ) -> None:
+        self.core = core
+        self.p = p
+        self.timeout = timeout
+        self.queue = queue
+        self.selector = selector
+        self.arg = arg
+        self.retries = retries
+        self.begin = time.monotonic()
+        self.mq: MessageQueue | None = None
+        self.conn: RemotingConnection | None = None
+        self.request: RemotingCommand | None = None
+
+    def on_loop(self) -> Coroutine[Any, Any, SendResult | None]:
+        """The whole send, on the client's loop (no route or connection here yet)."""
+        return self.core._send_with_retries(
+            self.p, timeout=self.timeout, queue=self.queue, selector=self.selector, arg=self.arg,
+            retries=self.retries, begin=self.begin,
+        )  # fmt: skip
+
+    def finish(
+        self, response: RemotingCommand | None, error: RemotingError | None
+    ) -> SendResult | Coroutine[Any, Any, SendResult | None]:
+        """The first attempt's response (or transport error): the result, an exception raised,
+        or the coroutine of the remaining attempts on the client's loop (another broker)."""
+        core, mq = self.core, self.mq
+        assert mq is not None
+        attempts = core._attempts(self.queue, self.selector, False, self.retries)
+        last_error: Exception | None = error
+        if error is not None:
+            logger.warning(
+                "send to %s failed (%s); %s", mq, error, "retrying" if attempts > 1 else "giving up"
+            )
+            if attempts == 1:
+                raise error
+        else:
+            assert response is not None
+            try:
+                parsed = parse_send_response(response)
+            except BrokerError as exc:
+                if exc.code not in RETRY_RESPONSE_CODES or attempts == 1:
+                    raise
+                logger.warning("send to %s refused (%s); retrying on another broker", mq, exc)
+                last_error = exc
+            else:
+                result = core._result(
+                    self.p, mq, self.conn.remote_address if self.conn else "", parsed, begin_ms=0
+                )
+                if (
+                    result.status is SendStatus.SEND_OK
+                    or not core.config.retry_another_broker_when_not_store_ok
+                    or attempts == 1
+                ):
+                    return result
+        return core._send_with_retries(
+            self.p, timeout=self.timeout, queue=self.queue, selector=self.selector, arg=self.arg,
+            retries=self.retries, begin=self.begin, first_attempt=1, last_broker=mq.broker_name,
+            last_error=last_error,
+        )  # fmt: skip
+
+
 def _start_tracing(
     group: str, client_id: str, client_config: ClientConfig, trace_topic: str | None
 ) -> ProducerTracing:
@@ -715,10 +832,13 @@ class Producer(SyncFacade[ProducerCore]):
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
     ) -> SendResult:
-        """``await producer.send_async(msg)`` from any asyncio loop."""
-        return await asyncio.wrap_future(
-            self.send_future(msg, timeout, queue=queue, selector=selector, arg=arg)
-        )
+        """``await producer.send_async(msg)`` from any asyncio loop (retrying as
+        :meth:`send_future` does). The first attempt is made from the caller's loop when the
+        route is cached and the broker connected (:meth:`ProducerCore.send_from_loop`)."""
+        return await self.core.send_from_loop(
+            msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+            retries=self.config.retry_times_when_send_async_failed,
+        )  # fmt: skip
 
     def send_oneway(
         self,
