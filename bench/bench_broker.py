@@ -17,6 +17,8 @@ data dir, free ports). This process drives it with rocketq's asyncio ``RemotingC
 * **producer**: rocketq's own :class:`~rocketq.Producer` (routes from the name server), ``N``
   plain threads each calling the blocking ``send`` of 1 KiB messages, as the Java bar's 32
   threads do: the client's full cost (its thread hand-off included) and the latency it sees;
+  then ``N`` asyncio tasks of this process's loop (uvloop when installed) awaiting
+  ``send_async``, the same sends from an asyncio application;
 * **baseline**: the same ``N`` concurrent clients calling GET_MAX_OFFSET, a round trip through the
   same server, transport and codec with no store work - the ceiling for any request type here.
   Send rates are printed as a ratio of it. For sync flush a second baseline: this disk's
@@ -341,6 +343,45 @@ def _producer_threads(namesrv: str, flush: str, concurrency: int, duration: floa
     )
 
 
+def _producer_async(namesrv: str, flush: str, concurrency: int, duration: float) -> str:
+    """``concurrency`` asyncio tasks on this process's own loop awaiting ``Producer.send_async``."""
+    body = bytes(1024)
+    producer = Producer("bench_async_producer", namesrv).start()
+    try:
+        for i in range(100):  # routes, connection, warm caches
+            producer.send(Message(TOPIC, body, 0, {"TAGS": "TagA", "KEYS": f"warm-{i}"}))
+        latencies: list[float] = []
+
+        async def drive() -> None:
+            stop_at = time.perf_counter() + duration
+
+            async def task(w: int) -> None:
+                i = 0
+                while time.perf_counter() < stop_at:
+                    msg = Message(TOPIC, body, 0, {"TAGS": "TagA", "KEYS": f"order-{w}-{i}"})
+                    t0 = time.perf_counter()
+                    await producer.send_async(msg)
+                    latencies.append(time.perf_counter() - t0)
+                    i += 1
+
+            await asyncio.gather(*(task(w) for w in range(concurrency)))
+
+        cpu0 = time.process_time()
+        t0 = time.perf_counter()
+        run(drive())
+        secs = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+    finally:
+        producer.shutdown()
+    rate = len(latencies) / secs
+    per_send = cpu / len(latencies) * 1e6
+    bar = f"  vs Java {rate / JAVA_SYNC_SENDS:4.2f}x" if flush == "async" else ""
+    return (
+        f"{flush:5} Producer.send_async 1024 B x{concurrency:<3} tasks {rate:>7,.0f} msg/s "
+        f"{rate * 1024 / 1e6:7.1f} MB/s  {_lat(latencies)}  client CPU {per_send:4.0f} us/send{bar}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs (1 s each)")
@@ -355,6 +396,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp, spawn_server(Path(tmp) / "data", flush=flush) as server:  # type: ignore[arg-type]
             lines = run(_bench_server(server.broker_addr, flush, args.concurrency, duration))
             lines.insert(5, _producer_threads(server.namesrv_addr, flush, args.concurrency, duration))
+            lines.insert(6, _producer_async(server.namesrv_addr, flush, args.concurrency, duration))
             code = server.stop()
             for line in lines:
                 print(line, flush=True)
