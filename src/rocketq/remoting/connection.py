@@ -734,7 +734,7 @@ class RemotingConnection(asyncio.Protocol):
         opaque, head, body = self._prepare_request(request)
         waiter = LoopWaiter(mailbox_of(loop))
         future = waiter.future
-        self._hand_over((opaque, request.code, waiter, head, body))
+        self._hand_over((opaque, request.code, waiter, head, body), wake_from=loop)
         timer = loop.call_later(
             max(timeout, 0.0), _time_out, future, self.remote_address, request.code, opaque, timeout
         )
@@ -749,16 +749,33 @@ class RemotingConnection(asyncio.Protocol):
         self._after_response(request, response)
         return response
 
-    def _hand_over(self, handover: Handover) -> None:
-        """Queue a request for the connection's loop (from another thread), waking it if idle."""
+    def _hand_over(self, handover: Handover, *, wake_from: asyncio.AbstractEventLoop | None = None) -> None:
+        """Queue a request for the connection's loop (from another thread), waking it if idle.
+
+        From another event loop (``wake_from``) the wake-up waits for the end of that loop's
+        turn, so the requests of all its tasks that turn cost one cross-thread wake-up."""
         with self._handover_lock:
             wake = not self._handovers  # else a wake-up is already on its way
             self._handovers.append(handover)
-        if wake:
-            try:
-                self._loop.call_soon_threadsafe(self._take_handovers)
-            except RuntimeError:  # the loop is closed: nobody will send it
-                raise self._closed_error(f"request code {handover[1]}") from None
+        if not wake:
+            return
+        if wake_from is not None:
+            wake_from.call_soon(self._wake_for_handovers)
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._take_handovers)
+        except RuntimeError:  # the loop is closed: nobody will send it
+            raise self._closed_error(f"request code {handover[1]}") from None
+
+    def _wake_for_handovers(self) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._take_handovers)
+        except RuntimeError:  # the loop is closed: fail what waits to be sent
+            with self._handover_lock:
+                handovers = list(self._handovers)
+                self._handovers.clear()
+            for _opaque, code, waiter, _head, _body in handovers:
+                waiter.set_exception(self._closed_error(f"request code {code}"))
 
     def _abandon_threadsafe(self, opaque: int, code: int, *, timed_out: bool) -> None:
         try:
