@@ -62,7 +62,7 @@ from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
 from rocketq.protocol.frame import FrameDecoder, encode_frame_parts
-from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter, mailbox_of
+from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
 
 __all__ = [
     "ConnectionListener",
@@ -732,7 +732,7 @@ class RemotingConnection(asyncio.Protocol):
         if loop is self._loop:
             return await self.invoke(request, timeout)
         opaque, head, body = self._prepare_request(request)
-        waiter = LoopWaiter(mailbox_of(loop))
+        waiter = LoopWaiter(loop)
         future = waiter.future
         self._hand_over((opaque, request.code, waiter, head, body), wake_from=loop)
         timer = loop.call_later(

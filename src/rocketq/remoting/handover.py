@@ -66,10 +66,12 @@ class ThreadWaiter:
 class LoopMailbox:
     """Completions for futures of one event loop, posted from another thread, delivered in batches."""
 
-    __slots__ = ("__weakref__", "_items", "_lock", "loop")
+    __slots__ = ("_items", "_lock", "_loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+        # weakly: the registry below is keyed weakly by the loop, and a strong reference from
+        # its value would keep every loop that ever awaited a response alive
+        self._loop = weakref.ref(loop)
         self._items: deque[
             tuple[asyncio.Future[RemotingCommand], RemotingCommand | None, BaseException | None]
         ]
@@ -86,11 +88,16 @@ class LoopMailbox:
         with self._lock:
             wake = not self._items  # else a delivery is already on its way
             self._items.append((future, result, error))
-        if wake:
-            try:
-                self.loop.call_soon_threadsafe(self._deliver)
-            except RuntimeError:
-                pass  # that loop is closed: nobody awaits the future any more
+        if not wake:
+            return
+        loop = self._loop()
+        try:
+            if loop is None:
+                raise RuntimeError("the loop is gone")
+            loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # that loop is closed: nobody awaits its futures any more
+            with self._lock:
+                self._items.clear()  # and holding them would keep the loop alive
 
     def _deliver(self) -> None:
         with self._lock:
@@ -121,13 +128,13 @@ def mailbox_of(loop: asyncio.AbstractEventLoop) -> LoopMailbox:
 
 
 class LoopWaiter:
-    """A coroutine on another event loop awaiting ``future`` (of that loop)."""
+    """A coroutine on ``loop`` (not the connection's) awaiting ``future``, a future of ``loop``."""
 
     __slots__ = ("_done", "abandoned", "future", "mailbox")
 
-    def __init__(self, mailbox: LoopMailbox) -> None:
-        self.mailbox = mailbox
-        self.future: asyncio.Future[RemotingCommand] = mailbox.loop.create_future()
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.mailbox = mailbox_of(loop)
+        self.future: asyncio.Future[RemotingCommand] = loop.create_future()
         self._done = False
         self.abandoned = False
 
