@@ -55,7 +55,7 @@ from rocketq.remoting.loop import new_event_loop
 QUICK = "--quick" in sys.argv
 N = 5_000 if QUICK else 20_000
 BODY = b"x" * 128
-DRAIN_N = 50_000 if QUICK else 200_000
+DRAIN_N = 100_000 if QUICK else 200_000
 DRAIN_QUEUES = 16
 DRAIN_BODIES = (128, 1024)
 JAVA_PUSH_RATE = 97_000
