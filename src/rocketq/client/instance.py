@@ -4,7 +4,9 @@ One instance per client id (``ip@instanceName``) per process, made on first use 
 its last producer or consumer shuts down. It owns:
 
 * a background event-loop thread (:class:`~rocketq.client._sync.LoopThread`) where all client
-  I/O and state changes happen, and one :class:`~rocketq.remoting.RemotingClient`;
+  I/O and state changes happen, and one :class:`~rocketq.remoting.RemotingClient` (a blocking
+  or other-loop send encodes its request in its own thread and hands it to a connection on
+  this loop: ``invoke_threadsafe`` / ``invoke_from_loop``);
 * the route table (refreshed every ``poll_name_server_interval``, 30 s) and the broker address
   table built from it;
 * heartbeats to every broker (every 30 s, and at once when a subscription changes), offset
