@@ -1,8 +1,9 @@
 """Concurrent consumption (``ConsumeMessageConcurrentlyService``) and the consume-service seam.
 
 Messages a pull brings are cut into batches of ``consume_message_batch_max_size`` (1) and each
-batch is handed to the listener on a thread pool (``consume_thread_max`` threads, 20). The result
-comes back to the event loop, which:
+batch is handed to the listener on a thread pool (``consume_thread_max`` threads, 20; how the
+work travels to the threads and back cheaply is told in :class:`ConsumeMessageConcurrentlyService`).
+The result comes back to the event loop, which:
 
 * on ``CONSUME_SUCCESS`` (up to the context's ``ack_index``) forgets the messages;
 * on ``RECONSUME_LATER`` or an exception (clustering) sends each message back to the broker
@@ -234,11 +235,11 @@ class ConsumeMessageConcurrentlyService:
     * a pull's messages go to the workers as one chunk (one ``SimpleQueue`` put, so at most one
       thread wake-up per pull rather than per call). The worker that gets a chunk keeps as many
       calls as it expects to finish in :attr:`RUN_TARGET` seconds (from the listener's recent
-      time per call) and puts the rest back for the other workers at once; a run that overstays
-      (past :attr:`RUN_TARGET` and two GIL switch intervals: the listener got slower) puts its
-      remaining calls back too. So a slow
-      listener still spreads a pull one call per thread, as Java's pool does, while a fast one
-      works through the pull in one run;
+      time per call) and leaves the rest to the other workers at once, ahead of newer chunks; a
+      run that overstays (past :attr:`RUN_TARGET` and two GIL switch intervals: the listener got
+      slower) leaves its remaining calls too. So a slow listener still spreads a pull one call
+      per thread, as Java's pool does, while a fast one works through a pull in one run, and
+      with one thread messages are consumed in offset order, as with Java's FIFO pool;
     * a run's outcome comes back to the event loop in one step, waking the loop only when no
       wake-up is pending, so a busy consumer costs no asyncio task and no loop wake-up per
       message;
