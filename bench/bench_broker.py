@@ -303,13 +303,29 @@ async def _wake_latency(client: RemotingClient, addr: str, flush: str, rounds: i
     )
 
 
+def _warm_producer(group: str, namesrv: str) -> Producer:
+    """A started producer whose route, connection and caches are warm."""
+    producer = Producer(group, namesrv).start()
+    for i in range(100):
+        producer.send(Message(TOPIC, bytes(1024), 0, {"TAGS": "TagA", "KEYS": f"warm-{i}"}))
+    return producer
+
+
+def _producer_figure(flush: str, what: str, latencies: list[float], secs: float, cpu: float) -> str:
+    rate = len(latencies) / secs
+    per_send = cpu / len(latencies) * 1e6
+    bar = f"  vs Java {rate / JAVA_SYNC_SENDS:4.2f}x" if flush == "async" else ""
+    return (
+        f"{flush:5} {what:<32} {rate:>9,.0f} msg/s {rate * 1024 / 1e6:7.1f} MB/s  {_lat(latencies)}  "
+        f"client CPU {per_send:4.0f} us/send{bar}"
+    )
+
+
 def _producer_threads(namesrv: str, flush: str, concurrency: int, duration: float) -> str:
     """``concurrency`` threads sending 1 KiB messages with the blocking ``Producer.send``."""
     body = bytes(1024)
-    producer = Producer("bench_thread_producer", namesrv).start()
+    producer = _warm_producer("bench_thread_producer", namesrv)
     try:
-        for i in range(100):  # routes, connection, warm caches
-            producer.send(Message(TOPIC, body, 0, {"TAGS": "TagA", "KEYS": f"warm-{i}"}))
         latencies: list[list[float]] = [[] for _ in range(concurrency)]
         stop_at = time.perf_counter() + duration
 
@@ -335,21 +351,14 @@ def _producer_threads(namesrv: str, flush: str, concurrency: int, duration: floa
     finally:
         producer.shutdown()
     flat = [x for xs in latencies for x in xs]
-    rate = len(flat) / secs
-    bar = f"  vs Java {rate / JAVA_SYNC_SENDS:4.2f}x" if flush == "async" else ""
-    return (
-        f"{flush:5} Producer.send 1024 B x{concurrency:<3} threads {rate:>9,.0f} msg/s "
-        f"{rate * 1024 / 1e6:7.1f} MB/s  {_lat(flat)}  client CPU {cpu / len(flat) * 1e6:4.0f} us/send{bar}"
-    )
+    return _producer_figure(flush, f"Producer.send 1024 B x{concurrency} threads", flat, secs, cpu)
 
 
 def _producer_async(namesrv: str, flush: str, concurrency: int, duration: float) -> str:
     """``concurrency`` asyncio tasks on this process's own loop awaiting ``Producer.send_async``."""
     body = bytes(1024)
-    producer = Producer("bench_async_producer", namesrv).start()
+    producer = _warm_producer("bench_async_producer", namesrv)
     try:
-        for i in range(100):  # routes, connection, warm caches
-            producer.send(Message(TOPIC, body, 0, {"TAGS": "TagA", "KEYS": f"warm-{i}"}))
         latencies: list[float] = []
 
         async def drive() -> None:
@@ -373,13 +382,7 @@ def _producer_async(namesrv: str, flush: str, concurrency: int, duration: float)
         cpu = time.process_time() - cpu0
     finally:
         producer.shutdown()
-    rate = len(latencies) / secs
-    per_send = cpu / len(latencies) * 1e6
-    bar = f"  vs Java {rate / JAVA_SYNC_SENDS:4.2f}x" if flush == "async" else ""
-    return (
-        f"{flush:5} Producer.send_async 1024 B x{concurrency:<3} tasks {rate:>7,.0f} msg/s "
-        f"{rate * 1024 / 1e6:7.1f} MB/s  {_lat(latencies)}  client CPU {per_send:4.0f} us/send{bar}"
-    )
+    return _producer_figure(flush, f"Producer.send_async 1024 B x{concurrency} tasks", latencies, secs, cpu)
 
 
 def main() -> None:
