@@ -21,6 +21,7 @@ import pytest
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketq.protocol import RemotingCommand, RequestCode, decode_batch, decode_frame, encode_frame
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode
+from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.remoting import RemotingClient, RemotingConnection
 from tests import wirecaps
 from tests.integration.clientkit import ClusterThread, wait_until
@@ -167,6 +168,9 @@ def test_our_heartbeat_body_has_the_java_shape(recorded: list[RemotingCommand]) 
 
 def test_send_properties_and_flags_as_java_sets_them(recorded: list[RemotingCommand]) -> None:
     sends = [r for r in recorded if r.code == RequestCode.SEND_MESSAGE_V2]
+    for send in sends:  # the producer's copied header templates are what the header class writes
+        rewritten = SendMessageRequestHeaderV2.from_ext_fields(send.ext_fields).to_ext_fields()
+        assert list(rewritten.items()) == list(send.ext_fields.items())
     props = [dict(p.split("\x01", 1) for p in r.ext_fields["i"].split("\x02") if p) for r in sends]
     first = props[0]
     assert first["TAGS"] == "TagA"

@@ -461,3 +461,11 @@ def test_sized_writer_rejects_what_java_could_not_read() -> None:
     )
     with pytest.raises(ConfigError, match="queue_id"):
         header.to_ext_fields()
+
+
+def test_wire_name_of_names_the_ext_field_key() -> None:
+    assert SendMessageRequestHeaderV2.wire_name_of("born_timestamp") == "g"
+    assert SendMessageRequestHeaderV2.wire_name_of("properties") == "i"
+    assert SendMessageRequestHeader.wire_name_of("born_timestamp") == "bornTimestamp"
+    with pytest.raises(KeyError, match="no field 'nope'"):
+        SendMessageRequestHeaderV2.wire_name_of("nope")

@@ -24,7 +24,7 @@ from rocketq.protocol.bodies import (
     UnlockBatchRequestBody,
 )
 from rocketq.protocol.codes import RequestCode, ResponseCode
-from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.command import FLAG_ONEWAY, RemotingCommand
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -157,18 +157,11 @@ class ClientAPI:
     # ---------------------------------------------------------------- producing
 
     async def send_message(
-        self,
-        addr: str,
-        header: SendMessageRequestHeaderV2,
-        body: bytes,
-        *,
-        batch: bool = False,
-        oneway: bool = False,
-        timeout: float | None = None,
+        self, addr: str, request: RemotingCommand, *, timeout: float | None = None
     ) -> SendResponse | None:
-        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE); ``None`` for a oneway send."""
-        request = send_message_request(header, body, batch=batch, oneway=oneway)
-        if oneway:
+        """Send a SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE ``request`` (see
+        :func:`send_message_request`); ``None`` when it is oneway."""
+        if request.flag & FLAG_ONEWAY:
             await self.remoting.invoke_oneway(addr, request)
             return None
         return parse_send_response(await self.remoting.invoke(addr, request, timeout or self.timeout))

@@ -43,7 +43,7 @@ from rocketq.errors import (
 )
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import TopicRouteData
-from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.protocol.message import Message as ProtocolMessage
@@ -100,6 +100,9 @@ RETRY_RESPONSE_CODES = frozenset(
         206,  # NOT_IN_CURRENT_UNIT
     }
 )
+_BORN_KEY = SendMessageRequestHeaderV2.wire_name_of("born_timestamp")
+_PROPERTIES_KEY = SendMessageRequestHeaderV2.wire_name_of("properties")
+_MAX_SEND_TEMPLATES = 4096
 _STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
@@ -185,6 +188,8 @@ class ProducerCore:
         self.publish_table: dict[str, TopicPublishInfo] = {}
         self._ip = instance.client_id.partition("@")[0]
         self.trace: ProducerTracing | None = None  # set by Producer.start when tracing
+        # (topic, queue id, sys flag, flag, batch) -> the send header's ext fields (see _request)
+        self._send_fields: dict[tuple[str, int, int, int, bool], dict[str, str]] = {}
 
     # ---------------------------------------------------------------- ProducerInner
 
@@ -393,7 +398,7 @@ class ProducerCore:
         first.mq = mq
         first.conn = api.remoting.open_connection(addr) if addr is not None else None
         if first.conn is not None:
-            first.request = send_message_request(self._header(p, mq), p.body)
+            first.request = self._request(p, mq)
         return first
 
     async def send_batch(
@@ -499,8 +504,32 @@ class ProducerCore:
         assert last_error is not None
         raise last_error
 
-    def _header(self, p: _Prepared, mq: MessageQueue) -> SendMessageRequestHeaderV2:
-        """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) header of ``p`` for queue ``mq``."""
+    def _request(self, p: _Prepared, mq: MessageQueue, *, oneway: bool = False) -> RemotingCommand:
+        """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request of ``p`` for queue ``mq``.
+
+        Apart from the born timestamp and the properties, a send's header fields are the same
+        for every message to one queue with the same flags: the header class writes them once,
+        in its wire order, and each send copies that and sets its two fields (a retry topic's
+        header, which carries counts from the properties, is written whole every time)."""
+        if p.msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return send_message_request(self._header(p, mq), p.body, batch=p.batch, oneway=oneway)
+        key = (p.msg.topic, mq.queue_id, p.sys_flag, p.msg.flag, p.batch)
+        template = self._send_fields.get(key)
+        if template is None:
+            if len(self._send_fields) >= _MAX_SEND_TEMPLATES:
+                self._send_fields.clear()
+            template = self._send_fields[key] = self._header(p, mq, born=0, properties="").to_ext_fields()
+        fields = template.copy()
+        fields[_BORN_KEY] = str(time.time_ns() // 1_000_000)
+        fields[_PROPERTIES_KEY] = properties_to_string(p.props)
+        code = RequestCode.SEND_BATCH_MESSAGE if p.batch else RequestCode.SEND_MESSAGE_V2
+        return RemotingCommand.request(code, fields, p.body, oneway=oneway)
+
+    def _header(
+        self, p: _Prepared, mq: MessageQueue, *, born: int | None = None, properties: str | None = None
+    ) -> SendMessageRequestHeaderV2:
+        """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) header of ``p`` for queue ``mq`` (born
+        now, with ``p``'s properties, unless given)."""
         topic = p.msg.topic
         props = p.props
         reconsume_times = 0
@@ -520,9 +549,9 @@ class ProducerCore:
             default_topic_queue_nums=self.config.default_topic_queue_nums,
             queue_id=mq.queue_id,
             sys_flag=p.sys_flag,
-            born_timestamp=time.time_ns() // 1_000_000,
+            born_timestamp=time.time_ns() // 1_000_000 if born is None else born,
             flag=p.msg.flag if not p.batch else 0,
-            properties=properties_to_string(props),
+            properties=properties_to_string(props) if properties is None else properties,
             reconsume_times=reconsume_times,
             unit_mode=False,
             max_reconsume_times=max_reconsume,
@@ -564,9 +593,9 @@ class ProducerCore:
             raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
         api = self.instance.api
         assert api is not None
-        header = self._header(p, mq)
+        request = self._request(p, mq, oneway=oneway)
         begin_ms = time.time_ns() // 1_000_000
-        response = await api.send_message(addr, header, p.body, batch=p.batch, oneway=oneway, timeout=timeout)
+        response = await api.send_message(addr, request, timeout=timeout)
         if response is None:
             return None
         return self._result(p, mq, addr, response, begin_ms=begin_ms)

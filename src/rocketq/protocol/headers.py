@@ -377,6 +377,14 @@ class CommandHeader:
         return tuple(f.wire for f in cls._FIELDS)
 
     @classmethod
+    def wire_name_of(cls, attr: str) -> str:
+        """The ext-field key of the field named ``attr`` (``KeyError`` when there is none)."""
+        for f in cls._FIELDS:
+            if f.attr == attr:
+                return f.wire
+        raise KeyError(f"{cls.__name__} has no field {attr!r}")
+
+    @classmethod
     def from_ext_fields(cls, ext_fields: Mapping[str, str]) -> Self:
         """Parse a header from a command's ext fields; keys it does not know are ignored.
 
