@@ -276,6 +276,8 @@ def test_broker_config_lists_settings_under_rocketmq_names(tmp_path: Path) -> No
             assert lines["flushDiskType"] == "SYNC_FLUSH"
             assert lines["listenPort"] == str(broker.port)
             assert lines["autoCreateTopicEnable"] == "true"
+            assert lines["traceTopicEnable"] == "false"  # RocketMQ's default
+            assert lines["msgTraceTopicName"] == "RMQ_SYS_TRACE_TOPIC"
             assert '"counter"' in r.ext_fields["version"]
 
     run(main())

@@ -16,6 +16,7 @@ from rocketq.protocol import RequestCode, ResponseCode, decode_messages
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import GetRouteInfoRequestHeader
+from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting import RemotingClient, run
 
 from .brokerkit import pull_request, send_request
@@ -94,7 +95,8 @@ def test_broker_command_joins_a_cluster(tmp_path: Path) -> None:
     with spawn_server(tmp_path / "a") as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "rocketq", "broker", "--namesrv", server.namesrv_addr,
-             "--broker-port", "0", "--broker-name", "broker-b", "--data-dir", str(tmp_path / "b")],
+             "--broker-port", "0", "--broker-name", "broker-b", "--data-dir", str(tmp_path / "b"),
+             "--trace-topic"],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         try:
@@ -103,6 +105,9 @@ def test_broker_command_joins_a_cluster(tmp_path: Path) -> None:
             assert line.startswith("rocketq broker broker-b (cluster DefaultCluster) listening on 127.0.0.1:")
             route = run(_route(server.namesrv_addr, "TBW102"))
             assert sorted(b.broker_name for b in route.broker_datas) == ["broker-a", "broker-b"]
+            trace = run(_route(server.namesrv_addr, RMQ_SYS_TRACE_TOPIC))  # only broker-b has --trace-topic
+            assert [b.broker_name for b in trace.broker_datas] == ["broker-b"]
+            assert [q.read_queue_nums for q in trace.queue_datas] == [1]
             os.kill(proc.pid, signal.SIGTERM)
             assert proc.wait(30) == 0
         finally:
@@ -117,3 +122,20 @@ def test_broker_command_joins_a_cluster(tmp_path: Path) -> None:
     assert parse_ready_line(f"{READY_PREFIX} namesrv=1.2.3.4:1 broker=1.2.3.4:2 data=/x y").data_dir == Path(
         "/x y"
     )
+
+
+def test_server_trace_topic_flag_creates_the_trace_topic(tmp_path: Path) -> None:
+    with spawn_server(tmp_path / "data", extra_args=("--trace-topic",)) as server:
+        route = run(_route(server.namesrv_addr, RMQ_SYS_TRACE_TOPIC))
+        assert [b.broker_name for b in route.broker_datas] == ["broker-a"]
+
+        async def config_lines() -> dict[str, str]:
+            async with RemotingClient() as client:
+                request = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG, None)
+                r = await client.invoke(server.broker_addr, request, 10)
+                return dict(line.split("=", 1) for line in r.body.decode().splitlines())
+
+        lines = run(config_lines())
+        assert lines["traceTopicEnable"] == "true"
+        assert lines["msgTraceTopicName"] == RMQ_SYS_TRACE_TOPIC
+        assert server.stop() == 0

@@ -55,6 +55,7 @@ def _run(args: argparse.Namespace) -> int:
             flush=args.flush,
             data_dir=data_dir,
             namesrv_addrs=parse_namesrv_addrs(args.namesrv),
+            trace_topic_enable=args.trace_topic,
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None

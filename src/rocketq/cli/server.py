@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from rocketq.broker.config import DEFAULT_BROKER_PORT, default_data_dir
+from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
@@ -73,6 +73,14 @@ def add_broker_options(
         choices=("async", "sync"),
         default="async",
         help="async: fsync every 500 ms (default); sync: acknowledge a send after its fsync",
+    )
+    parser.add_argument(
+        "--trace-topic",
+        action="store_true",
+        help=(
+            "create the message-trace topic RMQ_SYS_TRACE_TOPIC at start, for clients with "
+            "tracing on (RocketMQ's traceTopicEnable; off by default)"
+        ),
     )
 
 
@@ -142,6 +150,7 @@ def _run(args: argparse.Namespace) -> int:
             broker_name=args.broker_name,
             cluster=args.cluster,
             flush=args.flush,
+            broker=BrokerConfig(trace_topic_enable=args.trace_topic),
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None

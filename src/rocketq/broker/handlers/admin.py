@@ -377,6 +377,8 @@ class AdminProcessor:
             "compressedRegister": cfg.compressed_register,
             "regionId": cfg.region_id,
             "traceOn": cfg.trace_on,
+            "traceTopicEnable": cfg.trace_topic_enable,
+            "msgTraceTopicName": cfg.msg_trace_topic_name,
             "mappedFileSizeCommitLog": store.commit_log_segment_size,
             "flushIntervalCommitLog": int(store.flush_interval * 1000),
             "syncFlushTimeout": int(store.sync_flush_timeout * 1000),
