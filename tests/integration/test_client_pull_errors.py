@@ -15,7 +15,9 @@ from tests.integration.clientkit import ClusterThread, wait_until
 pytestmark = pytest.mark.integration
 
 
-def test_subscription_not_latest_is_retried_soon_not_after_three_seconds(cluster: ClusterThread) -> None:
+def test_subscription_not_latest_is_retried_soon_not_after_three_seconds(
+    cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A rebalance bumps the subscription version and heartbeats it; a pull that overtakes the
     heartbeat is refused with SUBSCRIPTION_NOT_LATEST (25). The broker will know the version a
     moment later, so the queue is pulled again after 0.1 s, not Java's 3 s exception delay."""
@@ -29,8 +31,18 @@ def test_subscription_not_latest_is_retried_soon_not_after_three_seconds(cluster
     consumer.register_listener(lambda msgs: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
     consumer.start()
     try:
-        wait_until(lambda: len(consumer.assigned_queues()) == 1, timeout=10.0)
+        # the topic's first rebalance bumps its version and heartbeats it: let that finish
+        assert wait_until(lambda: any(r.owned for r in consumer.rebalance_records("TopicSubLatest")), 10.0)
         core = consumer.core
+        api = core.instance.api
+        assert api is not None
+
+        async def no_heartbeat(addr: str, data: object) -> None:
+            return None
+
+        # from here no heartbeat (the periodic one, the retry topic's rebalance) may announce the
+        # version set below: the pull must reach the broker before the broker hears of it
+        monkeypatch.setattr(api, "send_heartbeat", no_heartbeat)
         mq = next(iter(consumer.assigned_queues()))
         # a newer version than the broker has heard of: what a pull sent before the heartbeat carries
         sub = core.rebalance.subscriptions["TopicSubLatest"]
@@ -41,5 +53,6 @@ def test_subscription_not_latest_is_retried_soon_not_after_three_seconds(cluster
         wait = core.instance.loop_thread.call(core.pull_once(request), timeout=10.0)
         assert wait == core.config.pull_time_delay_when_subscription_not_latest
         assert wait < core.config.pull_time_delay_when_exception
+        monkeypatch.undo()
     finally:
         consumer.shutdown()
