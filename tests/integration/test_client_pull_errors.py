@@ -43,7 +43,8 @@ def test_subscription_not_latest_is_retried_soon_not_after_three_seconds(
         # from here no heartbeat (the periodic one, the retry topic's rebalance) may announce the
         # version set below: the pull must reach the broker before the broker hears of it
         monkeypatch.setattr(api, "send_heartbeat", no_heartbeat)
-        mq = next(iter(consumer.assigned_queues()))
+        # (the retry topic's queue is assigned too, once its route appears: not that one)
+        mq = next(q for q in consumer.assigned_queues() if q.topic == "TopicSubLatest")
         # a newer version than the broker has heard of: what a pull sent before the heartbeat carries
         sub = core.rebalance.subscriptions["TopicSubLatest"]
         core.rebalance.subscriptions["TopicSubLatest"] = dataclasses.replace(
