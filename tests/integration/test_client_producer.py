@@ -23,6 +23,7 @@ from rocketq import (
 )
 from rocketq.broker import Broker
 from rocketq.broker.config import BrokerConfig
+from rocketq.errors import RemotingClosedError
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import ConsumerRunningInfo
 from rocketq.protocol.headers import GetConsumerRunningInfoRequestHeader
@@ -81,7 +82,7 @@ def test_sends_go_round_robin_over_both_brokers_and_retry_on_the_other_when_one_
 
 
 def test_a_refusal_on_the_fast_paths_is_retried_on_the_other_broker(
-    cluster: ClusterThread, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    cluster: ClusterThread, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``Producer.send`` sends from the calling thread, and ``send_async`` from the caller's
     loop, over an open connection; a retriable answer there (NO_PERMISSION: broker-b's topic
@@ -96,6 +97,15 @@ def test_a_refusal_on_the_fast_paths_is_retried_on_the_other_broker(
             assert wait_until(lambda: len(producer.fetch_publish_queues("TopicRO")) == 4, 5.0)
             warm = [producer.send(Message("TopicRO", f"w{i}")) for i in range(8)]  # both connected
             assert {r.message_queue.broker_name for r in warm} == {"broker-a", "broker-b"}
+            api = producer.core.instance.api
+            assert api is not None
+
+            async def frozen_route(topic: str, timeout: float | None = None) -> None:
+                raise RemotingClosedError("routes frozen by the test")
+
+            # keep the cached route (broker-b writable) for the test's sends: a periodic route
+            # refresh landing in this window would drop broker-b and no send would be refused
+            monkeypatch.setattr(api, "get_topic_route", frozen_route)
             cluster.create_topic("TopicRO", 2, perm=4)  # broker-b: read only from now on
             results: list[SendResult] = []
             errors: list[BaseException] = []
@@ -114,7 +124,11 @@ def test_a_refusal_on_the_fast_paths_is_retried_on_the_other_broker(
                     t.join(30)
             assert errors == []
             # broker-b answered NO_PERMISSION, and those sends went on to broker-a
-            assert any("refused" in r.getMessage() and "broker-b" in r.getMessage() for r in caplog.records)
+            logged = [r.getMessage() for r in caplog.records]
+            assert any("refused" in m and "broker-b" in m for m in logged), (
+                sorted({r.message_queue.short for r in results}),
+                logged,
+            )
             assert len(results) == 40
 
             async def from_another_loop() -> list[SendResult]:  # send_async's first attempt is made here
