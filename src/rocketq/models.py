@@ -1,13 +1,27 @@
-"""Frozen value types shared by every layer of rocketq.
+"""Frozen value types shared by every layer of rocketq, each defined once.
 
-Only values live here: no I/O, no clocks, nothing that imports another rocketq module.
+Only values live here: no I/O, no clocks, nothing that imports another rocketq module. Besides
+:class:`MessageQueue`, the results every client-side layer hands around: where a send was stored
+(:class:`SendResult`, :class:`SendStatus`), what a pull brought (:class:`PullResult`,
+:class:`PullStatus`), where a queue is served (:class:`QueueRoute`) and a client id that several
+live connections share (:class:`DuplicateClientId`).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
-__all__ = ["MessageQueue", "java_string_compare"]
+__all__ = [
+    "DuplicateClientId",
+    "MessageQueue",
+    "PullResult",
+    "PullStatus",
+    "QueueRoute",
+    "SendResult",
+    "SendStatus",
+    "java_string_compare",
+]
 
 
 def _java_less(a: str, b: str) -> bool:
@@ -86,3 +100,87 @@ class MessageQueue:
     def short(self) -> str:
         """``broker:queue_id``, the compact form the CLI prints (``broker-a:3``)."""
         return f"{self.broker_name}:{self.queue_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRoute:
+    """A message queue and the address of its broker's master, where it is read and written."""
+
+    queue: MessageQueue
+    addr: str
+
+
+class SendStatus(enum.Enum):
+    """How a send went (RocketMQ's ``SendStatus``): anything but ``SEND_OK`` was still stored."""
+
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """The outcome of a send (RocketMQ's ``SendResult``).
+
+    ``msg_id`` is the producer's unique id (``UNIQ_KEY``; for a batch, the ids joined by commas),
+    ``offset_msg_id`` the broker's store-host + commit-log-offset id (for a batch, the broker's
+    ids joined by commas), ``queue_offset`` the index in the queue (of a batch's first message;
+    for a delayed message: in the ``SCHEDULE_TOPIC_XXXX`` queue, as the broker reports).
+    """
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+
+
+class PullStatus(enum.Enum):
+    """The outcome of a pull (RocketMQ's ``PullStatus``), named by the broker's response code."""
+
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    """One pull's answer, not yet decoded: ``body`` holds the stored records when ``status`` is
+    FOUND (``b""`` otherwise); the offsets say where to pull next and the queue's bounds."""
+
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int = 0
+    body: bytes = b""
+    remark: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateClientId:
+    """A client id that more than one live connection registered in a consumer group.
+
+    RocketMQ lets both connections take the same queues (every consumer finds its id at the
+    same place of the member list), so the queues of a later block are read by nobody.
+    ``broker_addr`` is the broker that saw it, ``addresses`` the connections' remote addresses.
+    """
+
+    group: str
+    client_id: str
+    broker_addr: str
+    addresses: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form the CLI prints."""
+        return {
+            "group": self.group,
+            "client_id": self.client_id,
+            "broker": self.broker_addr,
+            "addresses": list(self.addresses),
+        }

@@ -12,18 +12,25 @@ logs without raising.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, IntFlag
+from typing import Final
 
 __all__ = [
     "CURRENT_VERSION",
+    "MASTER_ID",
     "LanguageCode",
     "MQVersion",
+    "PullSysFlag",
     "RequestCode",
     "ResponseCode",
+    "RocketQRequestCode",
     "SerializeType",
     "code_name",
     "version_name",
 ]
+
+MASTER_ID: Final = 0
+"""The broker id of a master (``MixAll.MASTER_ID``); slaves have ids above it."""
 
 
 class RequestCode(IntEnum):
@@ -282,10 +289,37 @@ def version_name(ordinal: int) -> str:
     return _VERSION_NAMES[ordinal]
 
 
+class RocketQRequestCode(IntEnum):
+    """Requests only rocketq's broker serves (numbered far from RocketMQ's own); a RocketMQ broker
+    answers them ``REQUEST_CODE_NOT_SUPPORTED``, which callers treat as "not available here"."""
+
+    QUERY_DUPLICATE_CLIENT_IDS = 10901
+    """Client ids registered by more than one live connection in a consumer group (ext field
+    ``consumerGroup`` optional); the body is ``{"duplicates": [{"group", "clientId", "addresses"}]}``."""
+
+
+class PullSysFlag(IntFlag):
+    """The ``sysFlag`` bits of a ``PULL_MESSAGE`` request (RocketMQ's ``PullSysFlag``)."""
+
+    COMMIT_OFFSET = 0x1
+    """The request carries the consumer's offset to commit (``commitOffset``)."""
+    SUSPEND = 0x2
+    """The broker may hold the pull until a message arrives (long polling)."""
+    SUBSCRIPTION = 0x4
+    """The subscription expression travels in the request."""
+    CLASS_FILTER = 0x8
+    LITE_PULL = 0x10
+
+
 def code_name(code: int, *, response: bool) -> str:
     """A printable name for a request or response ``code``: ``"PULL_MESSAGE(11)"``, ``"UNKNOWN(9999)"``."""
     enum: type[IntEnum] = ResponseCode if response else RequestCode
     try:
         return f"{enum(code).name}({code})"
     except ValueError:
+        if not response and code in _ROCKETQ_CODES:
+            return f"{RocketQRequestCode(code).name}({code})"
         return f"UNKNOWN({code})"
+
+
+_ROCKETQ_CODES: Final = frozenset(int(c) for c in RocketQRequestCode)

@@ -1,0 +1,668 @@
+"""The calls a client makes to name servers and brokers, each written once: request and answer.
+
+A :class:`Call` pairs one request with the function that reads its answer into a value (or
+raises the :class:`~rocketq.errors.BrokerError` of the response code). The builders below make
+one per call of RocketMQ 4.9.4's ``MQClientAPIImpl`` / ``MQAdminImpl`` that rocketq uses, with the
+request code, typed header and body a Java client sends. Sans-I/O like the rest of
+:mod:`rocketq.protocol`: nothing here sends. The transport's drivers run calls -
+:meth:`rocketq.remoting.RemotingClient.call` (asyncio) and
+:meth:`rocketq.remoting.BlockingRemotingClient.call` (a plain socket) - so producers, consumers,
+the admin tools and the Spark source all speak through the same requests and parsers::
+
+    route = await remoting.call(namesrv, calls.get_route_info("TopicTest"))
+    max_offset = blocking.call(calls.get_max_offset(mq))
+
+A refusal raises ``BrokerError.for_code(code, remark)``; the driver adds a note naming the call
+(:attr:`Call.what`) and the peer. The hot calls (send, pull) also expose their request builder and
+parser on their own, for the producer's and consumer's encode-ahead paths.
+
+>>> from rocketq.models import MessageQueue
+>>> c = get_max_offset(MessageQueue("T", "broker-a", 3))
+>>> (int(c.request.code), c.request.ext_fields, c.what)
+(30, {'queueId': '3', 'topic': 'T'}, 'max offset of broker-a:3')
+>>> c.parse(c.request.response(ext_fields={"offset": "42"}))
+42
+>>> c.parse(c.request.response(17, "no such topic"))
+Traceback (most recent call last):
+rocketq.errors.TopicNotExistError: CODE: 17 DESC: no such topic
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final, Generic, TypeVar
+
+from rocketq.errors import BrokerError, RemoteProtocolError
+from rocketq.models import DuplicateClientId, MessageQueue, PullResult, PullStatus
+from rocketq.protocol.bodies import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    ResetOffsetBody,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+    UnlockBatchRequestBody,
+)
+from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode
+from rocketq.protocol.command import FLAG_ONEWAY, RemotingCommand
+from rocketq.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    PutKVConfigRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC
+
+__all__ = [
+    "PULL_STATUS",
+    "Call",
+    "SendResponse",
+    "check",
+    "consumer_send_msg_back",
+    "create_topic",
+    "delete_kv_config",
+    "delete_topic_in_broker",
+    "delete_topic_in_namesrv",
+    "get_all_consumer_offset",
+    "get_all_topic_list",
+    "get_broker_cluster_info",
+    "get_consume_stats",
+    "get_consumer_connection_list",
+    "get_consumer_list_by_group",
+    "get_consumer_running_info",
+    "get_kv_config",
+    "get_max_offset",
+    "get_min_offset",
+    "get_route_info",
+    "get_topic_stats_info",
+    "invoke_broker_to_reset_offset",
+    "lock_batch_mq",
+    "parse_pull_response",
+    "parse_send_response",
+    "pull_message",
+    "put_kv_config",
+    "query_consumer_offset",
+    "query_duplicate_client_ids",
+    "search_offset",
+    "send_heartbeat",
+    "send_message",
+    "send_message_request",
+    "unlock_batch_mq",
+    "unregister_client",
+    "update_consumer_offset",
+]
+
+T = TypeVar("T")
+
+_SUCCESS: Final = int(ResponseCode.SUCCESS)
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request and how to read its answer.
+
+    ``request`` is fresh for each call (the driver numbers it); ``parse`` turns the response into
+    the call's value or raises; ``what`` names the call in errors (``"max offset of broker-a:3"``).
+    A oneway call (``request`` flagged oneway) has no answer: drivers send it and return ``None``.
+    """
+
+    request: RemotingCommand
+    parse: Callable[[RemotingCommand], T]
+    what: str
+
+    @property
+    def oneway(self) -> bool:
+        """Whether the request is sent oneway (the peer sends no response)."""
+        return bool(self.request.flag & FLAG_ONEWAY)
+
+
+def check(response: RemotingCommand, *ok: int) -> RemotingCommand:
+    """``response`` if its code is SUCCESS or one of ``ok``; else raise the code's BrokerError."""
+    code = response.code
+    if code == _SUCCESS or code in ok:
+        return response
+    raise BrokerError.for_code(code, response.remark)
+
+
+def _none(response: RemotingCommand) -> None:
+    check(response)
+
+
+def _oneway_none(response: RemotingCommand) -> None:  # pragma: no cover - never called for oneway
+    return None
+
+
+def _request(
+    code: int, ext: dict[str, str] | None = None, body: bytes = b"", *, oneway: bool = False
+) -> RemotingCommand:
+    return RemotingCommand.request(code, ext, body, oneway=oneway)
+
+
+def _short(mq: MessageQueue) -> str:
+    return f"{mq.broker_name}:{mq.queue_id}"
+
+
+# ------------------------------------------------------------------------------------ name server
+
+
+def _parse_route(response: RemotingCommand) -> TopicRouteData:
+    check(response)
+    if not response.body:
+        raise RemoteProtocolError("GET_ROUTEINFO_BY_TOPIC answered SUCCESS with no route body")
+    return TopicRouteData.decode(response.body)
+
+
+def get_route_info(topic: str, *, standard_json_only: bool = False) -> Call[TopicRouteData]:
+    """GET_ROUTEINFO_BY_TOPIC: the topic's queues and brokers. A name server that knows no such
+    topic answers TOPIC_NOT_EXIST, raised as :class:`~rocketq.errors.TopicNotExistError` with its
+    remark. ``standard_json_only`` asks for strict JSON (``acceptStandardJsonOnly``, 4.9.3+)."""
+    header = GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=standard_json_only or None)
+    return Call(
+        _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields()),
+        _parse_route,
+        f"route of topic {topic!r}",
+    )
+
+
+def _parse_cluster_info(response: RemotingCommand) -> ClusterInfo:
+    check(response)
+    return ClusterInfo.decode(response.body) if response.body else ClusterInfo()
+
+
+def get_broker_cluster_info() -> Call[ClusterInfo]:
+    """GET_BROKER_CLUSTER_INFO: brokers by name and broker names by cluster."""
+    return Call(_request(RequestCode.GET_BROKER_CLUSTER_INFO), _parse_cluster_info, "cluster info")
+
+
+def _parse_topic_list(response: RemotingCommand) -> list[str]:
+    check(response)
+    return sorted(TopicList.decode(response.body).topic_list) if response.body else []
+
+
+def get_all_topic_list() -> Call[list[str]]:
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER: every topic the name server knows, sorted."""
+    return Call(_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), _parse_topic_list, "topic list")
+
+
+def delete_topic_in_namesrv(topic: str, *, cluster: str | None = None) -> Call[None]:
+    """DELETE_TOPIC_IN_NAMESRV (of one cluster's brokers when ``cluster`` is given)."""
+    header = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
+    return Call(
+        _request(RequestCode.DELETE_TOPIC_IN_NAMESRV, header.to_ext_fields()), _none, f"delete topic {topic}"
+    )
+
+
+def put_kv_config(namespace: str, key: str, value: str) -> Call[None]:
+    """PUT_KV_CONFIG (the name servers' ``ORDER_TOPIC_CONFIG`` entries, for instance)."""
+    header = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+    return Call(_request(RequestCode.PUT_KV_CONFIG, header.to_ext_fields()), _none, f"set {namespace}/{key}")
+
+
+def _parse_kv_value(response: RemotingCommand) -> str | None:
+    if response.code == ResponseCode.QUERY_NOT_FOUND:
+        return None
+    check(response)
+    return GetKVConfigResponseHeader.from_ext_fields(response.ext_fields).value
+
+
+def get_kv_config(namespace: str, key: str) -> Call[str | None]:
+    """GET_KV_CONFIG: the value, ``None`` when the name server has none (QUERY_NOT_FOUND)."""
+    header = GetKVConfigRequestHeader(namespace=namespace, key=key)
+    return Call(
+        _request(RequestCode.GET_KV_CONFIG, header.to_ext_fields()),
+        _parse_kv_value,
+        f"read {namespace}/{key}",
+    )
+
+
+def delete_kv_config(namespace: str, key: str) -> Call[None]:
+    """DELETE_KV_CONFIG."""
+    header = DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+    return Call(
+        _request(RequestCode.DELETE_KV_CONFIG, header.to_ext_fields()), _none, f"delete {namespace}/{key}"
+    )
+
+
+# ------------------------------------------------------------------------------------ producing
+
+
+@dataclass(frozen=True, slots=True)
+class SendResponse:
+    """A broker's answer to a send: response code (SUCCESS or a flush/slave code) and header."""
+
+    code: int
+    offset_msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None
+    region_id: str
+    trace_on: bool
+
+
+_SEND_OK_CODES: Final = (
+    int(ResponseCode.FLUSH_DISK_TIMEOUT),
+    int(ResponseCode.FLUSH_SLAVE_TIMEOUT),
+    int(ResponseCode.SLAVE_NOT_AVAILABLE),
+)
+
+
+def send_message_request(
+    header: SendMessageRequestHeaderV2, body: bytes, *, batch: bool = False, oneway: bool = False
+) -> RemotingCommand:
+    """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request for ``header`` and ``body``."""
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    return RemotingCommand.request(code, header.to_ext_fields(), body, oneway=oneway)
+
+
+def parse_send_response(response: RemotingCommand) -> SendResponse:
+    """A send's answer: SUCCESS or a flush/slave code as a :class:`SendResponse`, any other code
+    raised as its :class:`~rocketq.errors.BrokerError`."""
+    check(response, *_SEND_OK_CODES)
+    ext = response.ext_fields
+    rh = SendMessageResponseHeader.from_ext_fields(ext)
+    return SendResponse(
+        code=response.code,
+        offset_msg_id=rh.msg_id,
+        queue_id=rh.queue_id,
+        queue_offset=rh.queue_offset,
+        transaction_id=rh.transaction_id,
+        region_id=ext.get("MSG_REGION") or "DefaultRegion",
+        trace_on=ext.get("TRACE_ON") != "false",
+    )
+
+
+def send_message(
+    header: SendMessageRequestHeaderV2, body: bytes, *, batch: bool = False, oneway: bool = False
+) -> Call[SendResponse]:
+    """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE of ``body`` (one message, or an encoded batch)."""
+    what = f"send of {'a batch' if batch else 'a message'} to {header.topic} queue {header.queue_id}"
+    if header.default_topic != AUTO_CREATE_TOPIC_KEY_TOPIC:  # pragma: no cover - rocketq always sends TBW102
+        what += f" (default topic {header.default_topic})"
+    return Call(send_message_request(header, body, batch=batch, oneway=oneway), parse_send_response, what)
+
+
+# ------------------------------------------------------------------------------------ consuming
+
+PULL_STATUS: Final[dict[int, PullStatus]] = {
+    int(ResponseCode.SUCCESS): PullStatus.FOUND,
+    int(ResponseCode.PULL_NOT_FOUND): PullStatus.NO_NEW_MSG,
+    int(ResponseCode.PULL_RETRY_IMMEDIATELY): PullStatus.NO_MATCHED_MSG,
+    int(ResponseCode.PULL_OFFSET_MOVED): PullStatus.OFFSET_ILLEGAL,
+}
+"""The pull status each pull response code means (any other code is an error)."""
+
+
+def parse_pull_response(response: RemotingCommand) -> PullResult:
+    """A pull's answer as a :class:`~rocketq.models.PullResult` (body kept only when FOUND);
+    other codes raise their BrokerError."""
+    status = PULL_STATUS.get(response.code)
+    if status is None:
+        raise BrokerError.for_code(response.code, response.remark)
+    rh = PullMessageResponseHeader.from_ext_fields(response.ext_fields)
+    return PullResult(
+        status,
+        rh.next_begin_offset,
+        rh.min_offset,
+        rh.max_offset,
+        rh.suggest_which_broker_id,
+        response.body if status is PullStatus.FOUND else b"",
+        response.remark or "",
+    )
+
+
+def pull_message(header: PullMessageRequestHeader) -> Call[PullResult]:
+    """PULL_MESSAGE: up to ``max_msg_nums`` messages from ``queue_offset`` (FOUND, NO_NEW_MSG,
+    NO_MATCHED_MSG or OFFSET_ILLEGAL)."""
+    return Call(
+        _request(RequestCode.PULL_MESSAGE, header.to_ext_fields()),
+        parse_pull_response,
+        f"pull of {header.topic} queue {header.queue_id} at {header.queue_offset}",
+    )
+
+
+def _parse_version(response: RemotingCommand) -> int:
+    return check(response).version
+
+
+def send_heartbeat(heartbeat: HeartbeatData) -> Call[int]:
+    """HEART_BEAT with the client's producer and consumer data; the answer is the broker's version."""
+    return Call(
+        _request(RequestCode.HEART_BEAT, body=heartbeat.encode()),
+        _parse_version,
+        f"heartbeat of {heartbeat.client_id}",
+    )
+
+
+def unregister_client(
+    client_id: str, *, producer_group: str | None = None, consumer_group: str | None = None
+) -> Call[None]:
+    """UNREGISTER_CLIENT: the client leaves a producer group, a consumer group, or both."""
+    header = UnregisterClientRequestHeader(
+        client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
+    )
+    group = producer_group or consumer_group
+    return Call(
+        _request(RequestCode.UNREGISTER_CLIENT, header.to_ext_fields()),
+        _none,
+        f"unregister {client_id} from {group}",
+    )
+
+
+def _parse_consumer_ids(response: RemotingCommand) -> list[str]:
+    check(response)
+    if not response.body:
+        return []
+    return list(GetConsumerListByGroupResponseBody.decode(response.body).consumer_id_list)
+
+
+def get_consumer_list_by_group(group: str) -> Call[list[str]]:
+    """GET_CONSUMER_LIST_BY_GROUP: the client ids of the group's live members (unsorted)."""
+    header = GetConsumerListByGroupRequestHeader(consumer_group=group)
+    return Call(
+        _request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext_fields()),
+        _parse_consumer_ids,
+        f"members of group {group}",
+    )
+
+
+def _parse_consumer_offset(response: RemotingCommand) -> int | None:
+    if response.code == ResponseCode.QUERY_NOT_FOUND:
+        return None
+    check(response)
+    return QueryConsumerOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
+
+
+def query_consumer_offset(group: str, mq: MessageQueue) -> Call[int | None]:
+    """QUERY_CONSUMER_OFFSET: the group's committed offset, ``None`` when the broker has none
+    (QUERY_NOT_FOUND; a RocketMQ broker answers 0 instead while the queue's first message is
+    still stored)."""
+    header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
+    return Call(
+        _request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields()),
+        _parse_consumer_offset,
+        f"committed offset of group {group} on {_short(mq)}",
+    )
+
+
+def update_consumer_offset(group: str, mq: MessageQueue, offset: int, *, oneway: bool = False) -> Call[None]:
+    """UPDATE_CONSUMER_OFFSET (clients send it oneway every 5 s, and waited-for at shutdown)."""
+    header = UpdateConsumerOffsetRequestHeader(
+        consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset
+    )
+    return Call(
+        _request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields(), oneway=oneway),
+        _oneway_none if oneway else _none,
+        f"commit offset {offset} of group {group} on {_short(mq)}",
+    )
+
+
+def _parse_max_offset(response: RemotingCommand) -> int:
+    return GetMaxOffsetResponseHeader.from_ext_fields(check(response).ext_fields).offset
+
+
+def get_max_offset(mq: MessageQueue) -> Call[int]:
+    """GET_MAX_OFFSET: the offset the queue's next message will get."""
+    header = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
+    return Call(
+        _request(RequestCode.GET_MAX_OFFSET, header.to_ext_fields()),
+        _parse_max_offset,
+        f"max offset of {_short(mq)}",
+    )
+
+
+def _parse_min_offset(response: RemotingCommand) -> int:
+    return GetMinOffsetResponseHeader.from_ext_fields(check(response).ext_fields).offset
+
+
+def get_min_offset(mq: MessageQueue) -> Call[int]:
+    """GET_MIN_OFFSET: the queue's smallest offset still stored."""
+    header = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
+    return Call(
+        _request(RequestCode.GET_MIN_OFFSET, header.to_ext_fields()),
+        _parse_min_offset,
+        f"min offset of {_short(mq)}",
+    )
+
+
+def _parse_search_offset(response: RemotingCommand) -> int:
+    return SearchOffsetResponseHeader.from_ext_fields(check(response).ext_fields).offset
+
+
+def search_offset(mq: MessageQueue, timestamp_ms: int) -> Call[int]:
+    """SEARCH_OFFSET_BY_TIMESTAMP: the offset of the message stored nearest ``timestamp_ms``."""
+    header = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
+    return Call(
+        _request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext_fields()),
+        _parse_search_offset,
+        f"offset of {_short(mq)} at {timestamp_ms}",
+    )
+
+
+def consumer_send_msg_back(header: ConsumerSendMsgBackRequestHeader) -> Call[None]:
+    """CONSUMER_SEND_MSG_BACK: the broker re-queues a failed message on the group's retry topic."""
+    return Call(
+        _request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields()),
+        _none,
+        f"send back of message at {header.offset} for group {header.group}",
+    )
+
+
+def _parse_locked(response: RemotingCommand) -> set[MessageQueue]:
+    check(response)
+    if not response.body:
+        return set()
+    return set(LockBatchResponseBody.decode(response.body).lock_ok_mq_set)
+
+
+def lock_batch_mq(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> Call[set[MessageQueue]]:
+    """LOCK_BATCH_MQ: the queues the broker locked (or renewed) for ``client_id``."""
+    body = LockBatchRequestBody(consumer_group=group, client_id=client_id, mq_set=tuple(mqs))
+    return Call(
+        _request(RequestCode.LOCK_BATCH_MQ, body=body.encode()),
+        _parse_locked,
+        f"lock of queues for {client_id}",
+    )
+
+
+def unlock_batch_mq(
+    group: str, client_id: str, mqs: Iterable[MessageQueue], *, oneway: bool = False
+) -> Call[None]:
+    """UNLOCK_BATCH_MQ: release ``client_id``'s locks on ``mqs``."""
+    body = UnlockBatchRequestBody(consumer_group=group, client_id=client_id, mq_set=tuple(mqs))
+    return Call(
+        _request(RequestCode.UNLOCK_BATCH_MQ, body=body.encode(), oneway=oneway),
+        _oneway_none if oneway else _none,
+        f"unlock of queues for {client_id}",
+    )
+
+
+# ------------------------------------------------------------------------------------ admin
+
+
+def create_topic(
+    topic: str, read_queues: int, write_queues: int, *, perm: int = 6, order: bool = False
+) -> Call[None]:
+    """UPDATE_AND_CREATE_TOPIC for one broker, as ``mqadmin updateTopic`` sends it (default topic
+    ``TBW102``, single-tag filter, no system flag); ``perm`` 6 is read and write."""
+    header = CreateTopicRequestHeader(
+        topic=topic,
+        default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
+        read_queue_nums=read_queues,
+        write_queue_nums=write_queues,
+        perm=perm,
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=0,
+        order=order,
+    )
+    return Call(
+        _request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()), _none, f"create topic {topic}"
+    )
+
+
+def delete_topic_in_broker(topic: str) -> Call[None]:
+    """DELETE_TOPIC_IN_BROKER."""
+    header = DeleteTopicRequestHeader(topic=topic)
+    return Call(
+        _request(RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext_fields()), _none, f"delete topic {topic}"
+    )
+
+
+def _parse_topic_stats(response: RemotingCommand) -> TopicStatsTable | None:
+    if response.code == ResponseCode.TOPIC_NOT_EXIST:
+        return None
+    return TopicStatsTable.decode(check(response).body)
+
+
+def get_topic_stats_info(topic: str) -> Call[TopicStatsTable | None]:
+    """GET_TOPIC_STATS_INFO: per queue min/max offset and last store time; ``None`` when this
+    broker does not hold the topic."""
+    header = GetTopicStatsInfoRequestHeader(topic=topic)
+    return Call(
+        _request(RequestCode.GET_TOPIC_STATS_INFO, header.to_ext_fields()),
+        _parse_topic_stats,
+        f"topic stats of {topic}",
+    )
+
+
+def _parse_consumer_connection(response: RemotingCommand) -> ConsumerConnection | None:
+    if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+        return None
+    return ConsumerConnection.decode(check(response).body)
+
+
+def get_consumer_connection_list(group: str) -> Call[ConsumerConnection | None]:
+    """GET_CONSUMER_CONNECTION_LIST: the group's connections and subscriptions; ``None`` when the
+    group has no live member on this broker (CONSUMER_NOT_ONLINE)."""
+    header = GetConsumerConnectionListRequestHeader(consumer_group=group)
+    return Call(
+        _request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header.to_ext_fields()),
+        _parse_consumer_connection,
+        f"connections of group {group}",
+    )
+
+
+def _parse_running_info(response: RemotingCommand) -> ConsumerRunningInfo:
+    return ConsumerRunningInfo.decode(check(response).body)
+
+
+def get_consumer_running_info(
+    group: str, client_id: str, *, jstack: bool = False
+) -> Call[ConsumerRunningInfo]:
+    """GET_CONSUMER_RUNNING_INFO, relayed by the broker to the client: its queues, offsets and
+    properties (strategy, consume type, ...)."""
+    header = GetConsumerRunningInfoRequestHeader(
+        consumer_group=group, client_id=client_id, jstack_enable=jstack
+    )
+    return Call(
+        _request(RequestCode.GET_CONSUMER_RUNNING_INFO, header.to_ext_fields()),
+        _parse_running_info,
+        f"running info of {client_id}",
+    )
+
+
+def _parse_consume_stats(response: RemotingCommand) -> ConsumeStats:
+    return ConsumeStats.decode(check(response).body)
+
+
+def get_consume_stats(group: str, topic: str | None = None) -> Call[ConsumeStats]:
+    """GET_CONSUME_STATS: per queue the broker offset and the group's consumer offset."""
+    header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+    return Call(
+        _request(RequestCode.GET_CONSUME_STATS, header.to_ext_fields()),
+        _parse_consume_stats,
+        f"consume stats of {group}",
+    )
+
+
+def _parse_all_offsets(response: RemotingCommand) -> ConsumerOffsetSerializeWrapper:
+    body = check(response).body
+    return ConsumerOffsetSerializeWrapper.decode(body) if body else ConsumerOffsetSerializeWrapper()
+
+
+def get_all_consumer_offset() -> Call[ConsumerOffsetSerializeWrapper]:
+    """GET_ALL_CONSUMER_OFFSET: every group's committed offsets on the broker (``topic@group`` keys)."""
+    return Call(_request(RequestCode.GET_ALL_CONSUMER_OFFSET), _parse_all_offsets, "committed offsets")
+
+
+def _parse_reset(response: RemotingCommand) -> dict[MessageQueue, int]:
+    body = check(response).body
+    return dict(ResetOffsetBody.decode(body).offset_table) if body else {}
+
+
+def invoke_broker_to_reset_offset(
+    topic: str, group: str, timestamp_ms: int, *, force: bool = True
+) -> Call[dict[MessageQueue, int]]:
+    """INVOKE_BROKER_TO_RESET_OFFSET (``resetOffsetByTime``): the offsets the broker reset to.
+    A RocketMQ broker answers CONSUMER_NOT_ONLINE for a group with no live member."""
+    header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
+    return Call(
+        _request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext_fields()),
+        _parse_reset,
+        f"reset offsets of {group}",
+    )
+
+
+def _duplicates_parser(addr: str) -> Callable[[RemotingCommand], list[DuplicateClientId] | None]:
+    def parse(response: RemotingCommand) -> list[DuplicateClientId] | None:
+        if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            return None
+        body = check(response).body
+        try:
+            entries = json.loads(body or b"{}").get("duplicates", [])
+            return [
+                DuplicateClientId(str(e["group"]), str(e["clientId"]), addr, tuple(map(str, e["addresses"])))
+                for e in entries
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise RemoteProtocolError(
+                f"duplicate client id answer from {addr} is not readable: {exc}"
+            ) from None
+
+    return parse
+
+
+def query_duplicate_client_ids(addr: str, group: str | None = None) -> Call[list[DuplicateClientId] | None]:
+    """rocketq's QUERY_DUPLICATE_CLIENT_IDS (10901) to the broker at ``addr``: client ids several
+    live connections registered (of one group, or all); ``None`` from a broker without it."""
+    return Call(
+        _request(
+            RocketQRequestCode.QUERY_DUPLICATE_CLIENT_IDS,
+            {"consumerGroup": group} if group is not None else {},
+        ),
+        _duplicates_parser(addr),
+        "duplicate client ids",
+    )

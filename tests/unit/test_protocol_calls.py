@@ -1,0 +1,180 @@
+"""The call layer: every call's request is the one a RocketMQ 4.9.4 Java client sends, and its
+parser reads answers (and refusals) as the drivers hand them over."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from rocketq.errors import BrokerError, ConsumerNotOnlineError, RemoteProtocolError, TopicNotExistError
+from rocketq.models import DuplicateClientId, MessageQueue, PullResult, PullStatus
+from rocketq.protocol import calls
+from rocketq.protocol.bodies import HeartbeatData, TopicRouteData
+from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode, SerializeType
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.frame import decode_frame
+from rocketq.protocol.headers import PullMessageRequestHeader
+from tests.wirecaps import all_frames, frame_bytes
+
+MQ = MessageQueue("T", "broker-a", 3)
+
+
+def _java_requests(code: int) -> list[RemotingCommand]:
+    """The requests with ``code`` real Java clients sent (errors.jsonl's deliberately broken ones aside)."""
+    out = []
+    for name, line in all_frames():
+        if name == "errors.jsonl":
+            continue
+        if line["from"] == "client" and line["header"]["code"] == code and not line["header"]["flag"] & 1:
+            out.append(decode_frame(frame_bytes(line)))
+    return out
+
+
+def _mq(ext: dict[str, str]) -> MessageQueue:
+    return MessageQueue(ext["topic"], "b", int(ext["queueId"]))
+
+
+# For each request code: how to rebuild the Java request's call from its own ext fields.
+REBUILD: dict[int, Callable[[dict[str, str]], calls.Call[Any]]] = {
+    RequestCode.GET_ROUTEINFO_BY_TOPIC: lambda e: calls.get_route_info(
+        e["topic"], standard_json_only=e.get("acceptStandardJsonOnly") == "true"
+    ),
+    RequestCode.QUERY_CONSUMER_OFFSET: lambda e: calls.query_consumer_offset(e["consumerGroup"], _mq(e)),
+    RequestCode.UPDATE_CONSUMER_OFFSET: lambda e: calls.update_consumer_offset(
+        e["consumerGroup"], _mq(e), int(e["commitOffset"])
+    ),
+    RequestCode.GET_MAX_OFFSET: lambda e: calls.get_max_offset(_mq(e)),
+    RequestCode.GET_CONSUMER_LIST_BY_GROUP: lambda e: calls.get_consumer_list_by_group(e["consumerGroup"]),
+    RequestCode.GET_TOPIC_STATS_INFO: lambda e: calls.get_topic_stats_info(e["topic"]),
+    RequestCode.GET_CONSUMER_CONNECTION_LIST: lambda e: calls.get_consumer_connection_list(
+        e["consumerGroup"]
+    ),
+    RequestCode.GET_CONSUME_STATS: lambda e: calls.get_consume_stats(e["consumerGroup"], e.get("topic")),
+    RequestCode.DELETE_TOPIC_IN_BROKER: lambda e: calls.delete_topic_in_broker(e["topic"]),
+    RequestCode.DELETE_TOPIC_IN_NAMESRV: lambda e: calls.delete_topic_in_namesrv(
+        e["topic"], cluster=e.get("clusterName")
+    ),
+    RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: lambda e: calls.invoke_broker_to_reset_offset(
+        e["topic"], e["group"], int(e["timestamp"]), force=e["isForce"] == "true"
+    ),
+    RequestCode.GET_CONSUMER_RUNNING_INFO: lambda e: calls.get_consumer_running_info(
+        e["consumerGroup"], e["clientId"], jstack=e["jstackEnable"] == "true"
+    ),
+    RequestCode.UNREGISTER_CLIENT: lambda e: calls.unregister_client(
+        e["clientID"], producer_group=e.get("producerGroup"), consumer_group=e.get("consumerGroup")
+    ),
+    RequestCode.UPDATE_AND_CREATE_TOPIC: lambda e: calls.create_topic(
+        e["topic"],
+        int(e["readQueueNums"]),
+        int(e["writeQueueNums"]),
+        perm=int(e["perm"]),
+        order=e["order"] == "true",
+    ),
+    RequestCode.PULL_MESSAGE: lambda e: calls.pull_message(PullMessageRequestHeader.from_ext_fields(e)),
+}
+
+
+@pytest.mark.parametrize("code", sorted(REBUILD), ids=lambda c: RequestCode(c).name)
+def test_each_call_sends_what_a_java_client_sends(code: int) -> None:
+    java = _java_requests(code)
+    assert java, f"no capture of {RequestCode(code).name}"
+    for request in java:
+        # ReqT: a field some mqadmin/pull-consumer calls of the capture add for their own use
+        fields = {k: v for k, v in request.ext_fields.items() if k != "ReqT"}
+        ours = REBUILD[code](fields).request
+        assert ours.code == request.code
+        assert ours.ext_fields == fields
+        if request.serialize_type == SerializeType.JSON and "ReqT" not in request.ext_fields:
+            # and in the order Java's HashMap writes them
+            assert list(ours.ext_fields) == list(request.ext_fields)
+
+
+def test_heartbeat_call_carries_the_body_and_returns_the_broker_version() -> None:
+    java = _java_requests(RequestCode.HEART_BEAT)[0]
+    call = calls.send_heartbeat(HeartbeatData.decode(java.body))
+    assert call.request.code == RequestCode.HEART_BEAT
+    assert json.loads(call.request.body) == json.loads(java.body)
+    answer = call.request.response()
+    answer.version = 401
+    assert call.parse(answer) == 401
+
+
+def test_refusals_raise_the_code_s_broker_error() -> None:
+    call = calls.get_max_offset(MQ)
+    with pytest.raises(TopicNotExistError, match="no such topic"):
+        call.parse(call.request.response(ResponseCode.TOPIC_NOT_EXIST, "no such topic"))
+    with pytest.raises(BrokerError) as info:
+        call.parse(call.request.response(ResponseCode.SYSTEM_BUSY, "busy"))
+    assert info.value.code == ResponseCode.SYSTEM_BUSY
+    assert info.value.retriable
+
+
+def test_answers_that_mean_none_are_values_not_errors() -> None:
+    q = calls.query_consumer_offset("g", MQ)
+    assert q.parse(q.request.response(ResponseCode.QUERY_NOT_FOUND, "not found")) is None
+    assert q.parse(q.request.response(ext_fields={"offset": "7"})) == 7
+    stats = calls.get_topic_stats_info("T")
+    assert stats.parse(stats.request.response(ResponseCode.TOPIC_NOT_EXIST)) is None
+    conns = calls.get_consumer_connection_list("g")
+    assert conns.parse(conns.request.response(ResponseCode.CONSUMER_NOT_ONLINE)) is None
+    kv = calls.get_kv_config("ns", "k")
+    assert kv.parse(kv.request.response(ResponseCode.QUERY_NOT_FOUND)) is None
+    assert kv.parse(kv.request.response(ext_fields={"value": "v"})) == "v"
+    reset = calls.invoke_broker_to_reset_offset("T", "g", 0)
+    with pytest.raises(ConsumerNotOnlineError):
+        reset.parse(reset.request.response(ResponseCode.CONSUMER_NOT_ONLINE, "offline"))
+
+
+def test_route_of_an_unknown_topic_raises_with_the_name_server_remark() -> None:
+    call = calls.get_route_info("Nope")
+    with pytest.raises(TopicNotExistError, match="No topic route info"):
+        call.parse(call.request.response(ResponseCode.TOPIC_NOT_EXIST, "No topic route info for Nope"))
+    with pytest.raises(RemoteProtocolError):
+        call.parse(call.request.response())  # SUCCESS with no body is not a route
+    body = b'{"brokerDatas":[],"queueDatas":[]}'
+    assert isinstance(call.parse(call.request.response(body=body)), TopicRouteData)
+
+
+def test_pull_answers_carry_their_status_and_body_only_when_found() -> None:
+    header = PullMessageRequestHeader(
+        consumer_group="g",
+        topic="T",
+        queue_id=3,
+        queue_offset=5,
+        max_msg_nums=32,
+        sys_flag=0,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        sub_version=0,
+    )
+    call = calls.pull_message(header)
+    ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "9", "minOffset": "0", "maxOffset": "9"}
+    found = call.parse(call.request.response(ext_fields=dict(ext), body=b"records"))
+    assert found == PullResult(PullStatus.FOUND, 9, 0, 9, 0, b"records", "")
+    moved = call.parse(call.request.response(ResponseCode.PULL_OFFSET_MOVED, "moved", dict(ext), b"x"))
+    assert (moved.status, moved.body, moved.remark) == (PullStatus.OFFSET_ILLEGAL, b"", "moved")
+    assert {calls.PULL_STATUS[c] for c in calls.PULL_STATUS} == set(PullStatus)
+    with pytest.raises(BrokerError):
+        call.parse(call.request.response(ResponseCode.SUBSCRIPTION_NOT_EXIST, "no subscription"))
+
+
+def test_oneway_calls_are_flagged_and_need_no_answer() -> None:
+    assert calls.update_consumer_offset("g", MQ, 4, oneway=True).oneway
+    assert not calls.update_consumer_offset("g", MQ, 4).oneway
+    assert calls.unlock_batch_mq("g", "c", [MQ], oneway=True).oneway
+
+
+def test_duplicate_ids_from_rocketq_and_from_a_broker_without_the_request() -> None:
+    call = calls.query_duplicate_client_ids("10.0.0.1:10911", "g")
+    assert call.request.code == RocketQRequestCode.QUERY_DUPLICATE_CLIENT_IDS
+    assert call.request.ext_fields == {"consumerGroup": "g"}
+    body = json.dumps({"duplicates": [{"group": "g", "clientId": "c", "addresses": ["1:1", "2:2"]}]}).encode()
+    assert call.parse(call.request.response(body=body)) == [
+        DuplicateClientId("g", "c", "10.0.0.1:10911", ("1:1", "2:2"))
+    ]
+    assert call.parse(call.request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED)) is None
+    with pytest.raises(RemoteProtocolError):
+        call.parse(call.request.response(body=b'{"duplicates": [{"group": 1}]}'))
