@@ -41,9 +41,8 @@ import time
 from pathlib import Path
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
-from rocketq.admin import create_topic_request
 from rocketq.embedded import spawn_server
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, decode_messages
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, calls, decode_messages
 from rocketq.protocol.headers import (
     PullMessageRequestHeader,
     SendMessageRequestHeaderV2,
@@ -72,7 +71,7 @@ def run(coro):  # type: ignore[no-untyped-def]
 
 async def create_topic(broker: str, topic: str, queues: int) -> None:
     async with RemotingClient() as admin:
-        response = await admin.invoke(broker, create_topic_request(topic, queues, queues), 5.0)
+        response = await admin.invoke(broker, calls.create_topic(topic, queues, queues).request, 5.0)
         assert response.code == ResponseCode.SUCCESS, response.remark
 
 

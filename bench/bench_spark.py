@@ -26,23 +26,23 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rocketq.admin import create_topic_request
+from rocketq.client.blocking import BlockingClient
+from rocketq.client.ids import next_uniq_id
 from rocketq.embedded import spawn_server
-from rocketq.protocol import ResponseCode
+from rocketq.protocol import ResponseCode, calls
 from rocketq.protocol.message import Message
 from rocketq.protocol.properties import MessageConst
 from rocketq.remoting import BlockingRemotingClient
-from rocketq.spark.broker_io import BrokerIO, new_uniq_id_generator
 
 JAVA_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 
 def create_topic(broker: str, namesrv: str, topic: str, queues: int) -> None:
     with BlockingRemotingClient(broker) as client:
-        r = client.invoke(create_topic_request(topic, queues, queues))
+        r = client.invoke(calls.create_topic(topic, queues, queues).request)
     if r.code != ResponseCode.SUCCESS:
         raise SystemExit(f"cannot create {topic}: {r.remark}")
-    with BrokerIO(namesrv) as io:
+    with BlockingClient(namesrv) as io:
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -57,16 +57,14 @@ def create_topic(broker: str, namesrv: str, topic: str, queues: int) -> None:
 
 def produce(namesrv: str, topic: str, count: int, size: int, batch: int) -> float:
     """Send ``count`` messages with batch sends; returns messages per second."""
-    ids = new_uniq_id_generator()
     body = os.urandom(size)
     t0 = time.perf_counter()
-    with BrokerIO(namesrv, timeout=30) as io:
+    with BlockingClient(namesrv, timeout=30) as io:
         routes = io.read_queues(topic)
         sent = 0
         qi = 0
         while sent < count:
             n = min(batch, count - sent)
-            now = int(time.time() * 1000)
             msgs = [
                 Message(
                     topic,
@@ -76,7 +74,7 @@ def produce(namesrv: str, topic: str, count: int, size: int, batch: int) -> floa
                         MessageConst.TAGS: "TagA",
                         MessageConst.KEYS: f"k{sent + i}",
                         MessageConst.WAIT: "true",
-                        MessageConst.UNIQ_KEY: ids.next_id(now),
+                        MessageConst.UNIQ_KEY: next_uniq_id(),
                     },
                 )
                 for i in range(n)

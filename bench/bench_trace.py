@@ -22,10 +22,9 @@ import time
 from pathlib import Path
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
-from rocketq.admin import create_topic_request
 from rocketq.client.trace import ConsumeTraceHook, TraceDispatcher
 from rocketq.embedded import spawn_server
-from rocketq.protocol import ResponseCode
+from rocketq.protocol import ResponseCode, calls
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.trace import ConsumeReturnType, TraceBean, TraceContext, TraceType, encode_trace
@@ -80,7 +79,7 @@ def bench_dispatcher(n: int) -> tuple[float, float, int]:
 
 async def create_topic(broker: str, topic: str, queues: int) -> None:
     client = RemotingClient()
-    resp = await client.invoke(broker, create_topic_request(topic, queues, queues), 5.0)
+    resp = await client.invoke(broker, calls.create_topic(topic, queues, queues).request, 5.0)
     assert resp.code == ResponseCode.SUCCESS, resp.remark
     await client.close()
 

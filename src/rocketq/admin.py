@@ -41,7 +41,6 @@ name server or broker that could not be reached, :class:`~rocketq.errors.BrokerE
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
@@ -53,51 +52,34 @@ from rocketq.allocate import get_strategy, plan
 from rocketq.client._sync import LoopThread
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import resolve_namesrv
-from rocketq.client.rebalance import retry_topic
-from rocketq.client.routes import MASTER_ID, subscribe_info_from_route
+from rocketq.client.routes import subscribe_info_from_route
 from rocketq.errors import (
     BrokerError,
     ConfigError,
+    ConsumerNotOnlineError,
     RemotingConnectError,
     RocketQError,
     UnknownGroupError,
     UnknownTopicError,
 )
-from rocketq.models import MessageQueue
+from rocketq.models import DuplicateClientId, MessageQueue
+from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     ClusterInfo,
     Connection,
     ConsumerConnection,
-    ConsumerOffsetSerializeWrapper,
     ConsumerRunningInfo,
-    ConsumeStats,
-    ResetOffsetBody,
-    TopicList,
     TopicRouteData,
-    TopicStatsTable,
 )
-from rocketq.protocol.codes import RequestCode, ResponseCode, version_name
+from rocketq.protocol.calls import Call
+from rocketq.protocol.codes import MASTER_ID, version_name
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import (
-    CreateTopicRequestHeader,
-    DeleteKVConfigRequestHeader,
-    DeleteTopicFromNamesrvRequestHeader,
-    DeleteTopicRequestHeader,
-    GetConsumerConnectionListRequestHeader,
-    GetConsumerRunningInfoRequestHeader,
-    GetConsumeStatsRequestHeader,
-    GetKVConfigRequestHeader,
-    GetKVConfigResponseHeader,
-    GetTopicStatsInfoRequestHeader,
-    PutKVConfigRequestHeader,
-    ResetOffsetRequestHeader,
-)
+from rocketq.protocol.topics import retry_topic
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
 
 __all__ = [
     "ORDER_TOPIC_CONFIG",
-    "QUERY_DUPLICATE_CLIENT_IDS",
     "Admin",
     "AsyncAdmin",
     "DuplicateClientId",
@@ -119,8 +101,6 @@ T = TypeVar("T")
 
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 """The name servers' KV namespace of ordered topics' ``brokerName:queues;...`` settings."""
-QUERY_DUPLICATE_CLIENT_IDS = 10901
-"""rocketq's broker request listing client ids registered by several live connections."""
 
 #: Where a member's queues came from: its own running info, or the strategy re-run here.
 QueueSource = Literal["running-info", "plan"]
@@ -132,21 +112,11 @@ _LAST = -1  # RocketMQ's "now": each queue's max offset
 def create_topic_request(
     topic: str, read_queues: int, write_queues: int, *, perm: int = 6, order: bool = False
 ) -> RemotingCommand:
-    """UPDATE_AND_CREATE_TOPIC for one broker, as ``mqadmin updateTopic`` sends it (default topic
-    ``TBW102``, single-tag filter, no system flag); ``perm`` 6 is read and write. For callers that
-    talk to a broker directly (benchmarks, test kits); :meth:`AsyncAdmin.create_topic` sends it too.
+    """UPDATE_AND_CREATE_TOPIC for one broker, as ``mqadmin updateTopic`` sends it (the request of
+    :func:`rocketq.protocol.calls.create_topic`), for callers that talk to a broker directly
+    (benchmarks, test kits); :meth:`AsyncAdmin.create_topic` sends it too.
     """
-    header = CreateTopicRequestHeader(
-        topic=topic,
-        default_topic="TBW102",
-        read_queue_nums=read_queues,
-        write_queue_nums=write_queues,
-        perm=perm,
-        topic_filter_type="SINGLE_TAG",
-        topic_sys_flag=0,
-        order=order,
-    )
-    return RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+    return calls.create_topic(topic, read_queues, write_queues, perm=perm, order=order).request
 
 
 # ------------------------------------------------------------------------------------ values
@@ -196,24 +166,6 @@ class TopicStats:
             "topic": self.topic,
             "queues": [q.to_dict() for q in self.queues],
             "total_messages": self.total_messages,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class DuplicateClientId:
-    """A client id that several live connections registered in one group on one broker."""
-
-    group: str
-    client_id: str
-    broker_addr: str
-    addresses: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "client_id": self.client_id,
-            "broker": self.broker_addr,
-            "addresses": list(self.addresses),
         }
 
 
@@ -390,10 +342,9 @@ def parse_reset_target(text: str | int) -> int:
 # ------------------------------------------------------------------------------------ the core
 
 
-def _check(response: RemotingCommand, what: str) -> RemotingCommand:
-    if response.code != ResponseCode.SUCCESS:
-        raise BrokerError.for_code(response.code, f"{what}: {response.remark or 'no reason given'}")
-    return response
+def _refused(exc: BrokerError, what: str) -> BrokerError:
+    """The same refusal, its message saying what was refused where (the CLI prints that line)."""
+    return BrokerError.for_code(exc.code, f"{what}: {exc.remark or 'no reason given'}")
 
 
 class AsyncAdmin:
@@ -433,28 +384,29 @@ class AsyncAdmin:
 
     # -------------------------------------------------------------- transport
 
-    async def _namesrv(self, request_factory: Callable[[], RemotingCommand]) -> RemotingCommand:
+    async def _namesrv(self, make: Callable[[], Call[T]]) -> T:
         """Ask the name servers in turn until one answers."""
-        remoting = self.api.remoting
-        failures: list[str] = []
-        for addr in self.namesrv_addrs:
-            try:
-                return await remoting.invoke(addr, request_factory(), self.timeout)
-            except RemotingConnectError as exc:
-                failures.append(addr)
-                logger.debug("name server %s: %s", addr, exc)
-        raise RemotingConnectError(f"cannot reach name server {';'.join(failures)}")
+        try:
+            return await self.api.call_namesrv(make, self.timeout)
+        except RemotingConnectError as exc:
+            raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
+        except BrokerError as exc:
+            raise _refused(exc, make().what) from None
 
-    async def _all_namesrv(self, request_factory: Callable[[], RemotingCommand], what: str) -> None:
+    async def _all_namesrv(self, make: Callable[[], Call[None]]) -> None:
         """Send to every name server; each must answer SUCCESS."""
         for addr in self.namesrv_addrs:
-            _check(await self._invoke(addr, request_factory(), "name server"), f"{what} on {addr}")
+            await self._call(addr, make(), "name server")
 
-    async def _invoke(self, addr: str, request: RemotingCommand, kind: str = "broker") -> RemotingCommand:
+    async def _call(self, addr: str, call: Call[T], kind: str = "broker") -> T:
+        """Run ``call`` at ``addr``: a connection failure names the ``kind`` of server, a refusal
+        says what was refused where."""
         try:
-            return await self.api.remoting.invoke(addr, request, self.timeout)
+            return await self.api.call(addr, call, self.timeout)
         except RemotingConnectError as exc:
             raise RemotingConnectError(f"cannot reach {kind} {addr}: {_reason(exc)}") from exc
+        except BrokerError as exc:
+            raise _refused(exc, f"{call.what} on {addr}") from None
 
     async def _get_route(self, topic: str) -> TopicRouteData | None:
         try:
@@ -466,9 +418,7 @@ class AsyncAdmin:
 
     async def cluster_info(self) -> ClusterInfo:
         """Brokers by name and broker names by cluster (GET_BROKER_CLUSTER_INFO)."""
-        response = await self._namesrv(lambda: RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
-        _check(response, "cluster info")
-        return ClusterInfo.decode(response.body) if response.body else ClusterInfo()
+        return await self._namesrv(calls.get_broker_cluster_info)
 
     async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
         """``{broker name: master address}`` of one cluster (all clusters when ``None``), sorted."""
@@ -498,11 +448,7 @@ class AsyncAdmin:
 
     async def topic_list(self) -> list[str]:
         """Every topic the name server knows, sorted."""
-        response = await self._namesrv(
-            lambda: RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        )
-        _check(response, "topic list")
-        return sorted(TopicList.decode(response.body).topic_list) if response.body else []
+        return await self._namesrv(calls.get_all_topic_list)
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """The topic's route; :class:`UnknownTopicError` when the name server has none."""
@@ -519,13 +465,10 @@ class AsyncAdmin:
             addr = bd.broker_addrs.get(MASTER_ID)
             if addr is None:
                 continue
-            header = GetTopicStatsInfoRequestHeader(topic=topic)
-            request = RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, header.to_ext_fields())
-            response = await self._invoke(addr, request)
-            if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            stats = await self._call(addr, calls.get_topic_stats_info(topic))
+            if stats is None:  # this broker does not hold the topic
                 continue
-            _check(response, f"topic stats of {topic} from {addr}")
-            table = TopicStatsTable.decode(response.body).offset_table
+            table = stats.offset_table
             queues.extend(
                 TopicQueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp)
                 for mq, o in table.items()
@@ -636,14 +579,8 @@ class AsyncAdmin:
                 for bid, a in sorted(bd.broker_addrs.items())
             }
         for addr in brokers.values():
-            header = DeleteTopicRequestHeader(topic=topic)
-            request = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext_fields())
-            _check(await self._invoke(addr, request), f"delete topic {topic} on {addr}")
-        ns_header = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
-        await self._all_namesrv(
-            lambda: RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV, ns_header.to_ext_fields()),
-            f"delete topic {topic}",
-        )
+            await self._call(addr, calls.delete_topic_in_broker(topic))
+        await self._all_namesrv(lambda: calls.delete_topic_in_namesrv(topic, cluster=cluster))
         await self._delete_order_conf(topic)
         return brokers
 
@@ -668,8 +605,7 @@ class AsyncAdmin:
     async def _update_topic_config(
         self, addr: str, topic: str, read: int, write: int, perm: int, order: bool
     ) -> None:
-        request = create_topic_request(topic, read, write, perm=perm, order=order)
-        _check(await self._invoke(addr, request), f"create topic {topic} on {addr}")
+        await self._call(addr, calls.create_topic(topic, read, write, perm=perm, order=order))
 
     async def _set_order_conf(self, topic: str, queues: Mapping[str, int], *, merge: bool) -> None:
         """``ORDER_TOPIC_CONFIG`` ``brokerName:writeQueues;...`` in every name server
@@ -680,32 +616,19 @@ class AsyncAdmin:
             for item in filter(None, (old or "").split(";")):
                 entries.setdefault(item.split(":", 1)[0], item)
         value = ";".join(entries[k] for k in sorted(entries))
-        header = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=value)
-        await self._all_namesrv(
-            lambda: RemotingCommand.request(RequestCode.PUT_KV_CONFIG, header.to_ext_fields()),
-            f"order config of {topic}",
-        )
+        await self._all_namesrv(lambda: calls.put_kv_config(ORDER_TOPIC_CONFIG, topic, value))
 
     async def order_conf(self, topic: str) -> str | None:
         """The topic's ``ORDER_TOPIC_CONFIG`` (``brokerName:queues;...``) in the name server, if any.
 
         (A route carries it only when the name server runs with ``orderMessageEnable``.)
         """
-        header = GetKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic)
-        response = await self._namesrv(
-            lambda: RemotingCommand.request(RequestCode.GET_KV_CONFIG, header.to_ext_fields())
-        )
-        if response.code == ResponseCode.QUERY_NOT_FOUND:
-            return None
-        _check(response, f"order config of {topic}")
-        return GetKVConfigResponseHeader.from_ext_fields(response.ext_fields).value
+        return await self._namesrv(lambda: calls.get_kv_config(ORDER_TOPIC_CONFIG, topic))
 
     async def _delete_order_conf(self, topic: str) -> None:
-        header = DeleteKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic)
         for addr in self.namesrv_addrs:
-            request = RemotingCommand.request(RequestCode.DELETE_KV_CONFIG, header.to_ext_fields())
             try:
-                await self._invoke(addr, request, "name server")
+                await self._call(addr, calls.delete_kv_config(ORDER_TOPIC_CONFIG, topic), "name server")
             except RocketQError as exc:
                 logger.warning("deleting the order config of %s on %s failed: %s", topic, addr, exc)
 
@@ -748,15 +671,9 @@ class AsyncAdmin:
         """GET_CONSUMER_CONNECTION_LIST from every broker that has the group online, by address."""
         out: dict[str, ConsumerConnection] = {}
         for addr in (await self._group_brokers(group)).values():
-            header = GetConsumerConnectionListRequestHeader(consumer_group=group)
-            request = RemotingCommand.request(
-                RequestCode.GET_CONSUMER_CONNECTION_LIST, header.to_ext_fields()
-            )
-            response = await self._invoke(addr, request)
-            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
-                continue
-            _check(response, f"connections of group {group} on {addr}")
-            out[addr] = ConsumerConnection.decode(response.body)
+            connection = await self._call(addr, calls.get_consumer_connection_list(group))
+            if connection is not None:  # None: no member of the group online there
+                out[addr] = connection
         return out
 
     async def running_info(
@@ -766,14 +683,10 @@ class AsyncAdmin:
         addrs = [broker_addr] if broker_addr else list((await self._group_brokers(group)).values())
         last: RocketQError | None = None
         for addr in addrs:
-            header = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id)
-            request = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, header.to_ext_fields())
             try:
-                response = _check(await self._invoke(addr, request), f"running info of {client_id}")
+                return await self._call(addr, calls.get_consumer_running_info(group, client_id))
             except RocketQError as exc:
                 last = exc
-                continue
-            return ConsumerRunningInfo.decode(response.body)
         raise last if last is not None else UnknownGroupError(f"no broker knows consumer group {group}")
 
     async def duplicate_client_ids(self, group: str | None = None) -> list[DuplicateClientId]:
@@ -781,19 +694,8 @@ class AsyncAdmin:
         answer request 10901; a broker without it is skipped)."""
         out: list[DuplicateClientId] = []
         for addr in (await self.master_addrs()).values():
-            request = RemotingCommand.request(
-                QUERY_DUPLICATE_CLIENT_IDS, {"consumerGroup": group} if group is not None else {}
-            )
-            response = await self._invoke(addr, request)
-            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                continue
-            _check(response, f"duplicate client ids on {addr}")
-            for entry in json.loads(response.body or b"{}").get("duplicates", []):
-                out.append(
-                    DuplicateClientId(
-                        str(entry["group"]), str(entry["clientId"]), addr, tuple(map(str, entry["addresses"]))
-                    )
-                )
+            found = await self._call(addr, calls.query_duplicate_client_ids(addr, group))
+            out.extend(found or ())  # None: a broker without the request
         return out
 
     async def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
@@ -915,10 +817,7 @@ class AsyncAdmin:
         table: dict[MessageQueue, tuple[int, int, int]] = {}
         tps = 0.0
         for addr in brokers.values():
-            header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-            request = RemotingCommand.request(RequestCode.GET_CONSUME_STATS, header.to_ext_fields())
-            response = _check(await self._invoke(addr, request), f"consume stats of {group} on {addr}")
-            stats = ConsumeStats.decode(response.body)
+            stats = await self._call(addr, calls.get_consume_stats(group, topic))
             tps += stats.consume_tps
             for mq, w in stats.offset_table.items():
                 table[mq] = (w.broker_offset, w.consumer_offset, w.last_timestamp)
@@ -951,9 +850,7 @@ class AsyncAdmin:
             addr = bd.broker_addrs.get(MASTER_ID)
             if addr is None or bd.broker_name is None:
                 continue
-            request = RemotingCommand.request(RequestCode.GET_ALL_CONSUMER_OFFSET)
-            response = _check(await self._invoke(addr, request), f"committed offsets on {addr}")
-            table = ConsumerOffsetSerializeWrapper.decode(response.body).offset_table if response.body else {}
+            table = (await self._call(addr, calls.get_all_consumer_offset())).offset_table
             for qid, offset in table.get(f"{topic}@{group}", {}).items():
                 out[MessageQueue(topic, bd.broker_name, qid)] = offset
         return dict(sorted(out.items()))
@@ -971,7 +868,6 @@ class AsyncAdmin:
             return None
         timestamp = parse_reset_target(to)
         route = await self.topic_route(topic)
-        api = self.api
         seeded: dict[MessageQueue, int] = {}
         for qd in route.queue_datas:
             addr = next(
@@ -987,12 +883,12 @@ class AsyncAdmin:
             for qid in range(qd.read_queue_nums):
                 mq = MessageQueue(topic, qd.broker_name, qid)
                 if timestamp == _LAST:
-                    offset = await api.get_max_offset(addr, mq)
+                    offset = await self._call(addr, calls.get_max_offset(mq))
                 elif timestamp == _FIRST:
-                    offset = await api.get_min_offset(addr, mq)
+                    offset = await self._call(addr, calls.get_min_offset(mq))
                 else:
-                    offset = await api.search_offset(addr, mq, timestamp)
-                await api.update_consumer_offset(addr, group, mq, offset, oneway=False)
+                    offset = await self._call(addr, calls.search_offset(mq, timestamp))
+                await self._call(addr, calls.update_consumer_offset(group, mq, offset))
                 seeded[mq] = offset
         return dict(sorted(seeded.items()))
 
@@ -1007,23 +903,24 @@ class AsyncAdmin:
             addr = bd.broker_addrs.get(MASTER_ID)
             if addr is None:
                 continue
-            header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=True)
-            request = RemotingCommand.request(
-                RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext_fields()
-            )
-            response = await self._invoke(addr, request)
-            if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            try:
+                reset = await self.api.call(
+                    addr, calls.invoke_broker_to_reset_offset(topic, group, timestamp)
+                )
+            except ConsumerNotOnlineError:
                 # a RocketMQ broker leaves offline groups to the tool (resetOffsetByTimestampOld)
                 offsets.update(await self._reset_offline(addr, group, topic, timestamp))
                 continue
-            if response.code != ResponseCode.SUCCESS and "not exist" in (response.remark or ""):
-                raise UnknownGroupError(
-                    f"consumer group {group} has no committed offsets for topic {topic} on broker "
-                    f"{bd.broker_name} (running consumers commit theirs every 5 s)"
-                )
-            _check(response, f"reset offsets of {group} on {addr}")
-            if response.body:
-                offsets.update(ResetOffsetBody.decode(response.body).offset_table)
+            except BrokerError as exc:
+                if "not exist" in exc.remark:
+                    raise UnknownGroupError(
+                        f"consumer group {group} has no committed offsets for topic {topic} on broker "
+                        f"{bd.broker_name} (running consumers commit theirs every 5 s)"
+                    ) from None
+                raise _refused(exc, f"reset offsets of {group} on {addr}") from None
+            except RemotingConnectError as exc:
+                raise RemotingConnectError(f"cannot reach broker {addr}: {_reason(exc)}") from exc
+            offsets.update(reset)
         return ResetResult(group, topic, timestamp, offsets)
 
     async def _reset_offline(
@@ -1031,19 +928,14 @@ class AsyncAdmin:
     ) -> dict[MessageQueue, int]:
         """Commit the reset offsets of an offline group on one broker, queue by queue (what
         ``mqadmin`` does when a RocketMQ broker answers CONSUMER_NOT_ONLINE)."""
-        header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-        request = RemotingCommand.request(RequestCode.GET_CONSUME_STATS, header.to_ext_fields())
-        stats = ConsumeStats.decode(
-            _check(await self._invoke(addr, request), f"consume stats on {addr}").body
-        )
-        api = self.api
+        stats = await self._call(addr, calls.get_consume_stats(group, topic))
         out: dict[MessageQueue, int] = {}
         for mq in sorted(stats.offset_table):
             if timestamp == _LAST:
-                offset = await api.get_max_offset(addr, mq)
+                offset = await self._call(addr, calls.get_max_offset(mq))
             else:
-                offset = await api.search_offset(addr, mq, timestamp)
-            await api.update_consumer_offset(addr, group, mq, offset, oneway=False)
+                offset = await self._call(addr, calls.search_offset(mq, timestamp))
+            await self._call(addr, calls.update_consumer_offset(group, mq, offset))
             out[mq] = offset
         return out
 

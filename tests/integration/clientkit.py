@@ -15,12 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rocketq.admin import create_topic_request
 from rocketq.broker.config import BrokerConfig
 from rocketq.client import ClientConfig
 from rocketq.client._sync import LoopThread
 from rocketq.embedded import EmbeddedCluster
-from rocketq.protocol import ResponseCode
+from rocketq.protocol import ResponseCode, calls
 from rocketq.remoting import RemotingClient
 
 #: Short delay levels so that retries come back within a test (level 3 = the broker's choice
@@ -52,7 +51,7 @@ class ClusterThread:
         async def run() -> None:
             if self._admin is None:
                 self._admin = RemotingClient()
-            request = create_topic_request(topic, queues, queues, perm=perm)
+            request = calls.create_topic(topic, queues, queues, perm=perm).request
             response = await self._admin.invoke(self.broker_addr, request, 5.0)
             assert response.code == ResponseCode.SUCCESS, response.remark
 

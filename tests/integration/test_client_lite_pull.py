@@ -11,6 +11,7 @@ from rocketq import ConsumeFromWhere, Message, MessageQueue, Producer
 from rocketq.client.api import ClientAPI
 from rocketq.client.lite_pull import LitePullConsumer
 from rocketq.errors import ClientStateError, ConfigError
+from rocketq.protocol import calls
 from rocketq.protocol.message import MessageExt
 from rocketq.remoting import RemotingClient
 from tests.integration.clientkit import ClusterThread, wait_until
@@ -45,9 +46,10 @@ def broker_offset(cluster: ClusterThread, group: str, queue: MessageQueue) -> in
     async def query() -> int:
         remoting = RemotingClient()
         try:
-            return await ClientAPI(remoting, (cluster.namesrv,), timeout=3.0).query_consumer_offset(
-                cluster.broker_addr, group, queue
+            offset = await ClientAPI(remoting, (cluster.namesrv,), timeout=3.0).call(
+                cluster.broker_addr, calls.query_consumer_offset(group, queue)
             )
+            return -1 if offset is None else offset
         except Exception:
             return -1
         finally:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import pytest
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, PushConsumer
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.rebalance import PullRequest
+from rocketq.protocol.calls import Call
+from rocketq.protocol.codes import RequestCode
 from tests.integration.clientkit import ClusterThread, wait_until
 
 pytestmark = pytest.mark.integration
@@ -37,12 +40,16 @@ def test_subscription_not_latest_is_retried_soon_not_after_three_seconds(
         api = core.instance.api
         assert api is not None
 
-        async def no_heartbeat(addr: str, data: object) -> None:
-            return None
+        real_call = api.call
+
+        async def call_without_heartbeats(addr: str, call: Call[Any], timeout: float | None = None) -> Any:
+            if call.request.code == RequestCode.HEART_BEAT:
+                return 0
+            return await real_call(addr, call, timeout)
 
         # from here no heartbeat (the periodic one, the retry topic's rebalance) may announce the
         # version set below: the pull must reach the broker before the broker hears of it
-        monkeypatch.setattr(api, "send_heartbeat", no_heartbeat)
+        monkeypatch.setattr(api, "call", call_without_heartbeats)
         # (the retry topic's queue is assigned too, once its route appears: not that one)
         mq = next(q for q in consumer.assigned_queues() if q.topic == "TopicSubLatest")
         # a newer version than the broker has heard of: what a pull sent before the heartbeat carries

@@ -12,7 +12,10 @@ import json
 import pytest
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
+from rocketq.client.blocking import BlockingClient
 from rocketq.client.trace import CLIENT_ID_PROPERTY, REBALANCE_TOPIC
+from rocketq.models import PullStatus
+from rocketq.protocol import calls
 from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.trace import (
@@ -22,7 +25,6 @@ from rocketq.protocol.trace import (
     TraceType,
     decode_trace,
 )
-from rocketq.spark.broker_io import BrokerIO, PullStatus
 from tests.integration.clientkit import ClusterThread, Received, wait_until
 
 pytestmark = pytest.mark.integration
@@ -31,10 +33,11 @@ pytestmark = pytest.mark.integration
 def read_topic(namesrv: str, topic: str) -> list[MessageExt]:
     """Every message of ``topic``, queue by queue, with plain pulls."""
     out: list[MessageExt] = []
-    with BrokerIO(namesrv) as io:
+    with BlockingClient(namesrv) as io:
         for q in io.read_queues(topic):
-            end = io.max_offset(q)
-            for result in io.pull_range(q, io.min_offset(q), end, group="trace-reader"):
+            end = io.call(q.addr, calls.get_max_offset(q.queue))
+            start = io.call(q.addr, calls.get_min_offset(q.queue))
+            for result in io.pull_range(q, start, end, group="trace-reader"):
                 if result.status is PullStatus.FOUND:
                     out.extend(m for m in decode_messages(result.body) if m.queue_offset < end)
     return out

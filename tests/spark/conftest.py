@@ -3,7 +3,7 @@
 The cluster (name server + broker, :class:`rocketq.embedded.EmbeddedCluster`) runs in this process
 on an event loop in a background thread, bound to 127.0.0.1 on free ports in a temp dir; Spark's
 Python workers reach it over loopback like any client. Test data is produced through the
-protocol (:class:`rocketq.spark.broker_io.BrokerIO`'s sends).
+protocol (:class:`rocketq.client.blocking.BlockingClient`'s sends).
 """
 
 from __future__ import annotations
@@ -17,20 +17,21 @@ from typing import Any
 
 import pytest
 
-from rocketq.admin import create_topic_request
 from rocketq.broker import BrokerConfig
 from rocketq.client._sync import LoopThread
+from rocketq.client.blocking import BlockingClient
+from rocketq.client.ids import next_uniq_id
 from rocketq.embedded import EmbeddedCluster
-from rocketq.protocol import ResponseCode
+from rocketq.models import QueueRoute
+from rocketq.protocol import ResponseCode, calls
 from rocketq.protocol.message import Message
 from rocketq.protocol.properties import MessageConst
 from rocketq.remoting import BlockingRemotingClient
-from rocketq.spark.broker_io import BrokerIO, QueueRoute, new_uniq_id_generator
 from rocketq.spark.session import JDK17, local_session
 
 try:
     import pyspark  # noqa: F401
-except ImportError:  # without the spark extra only the plain BrokerIO tests can run
+except ImportError:  # without the spark extra only the plain BlockingClient tests can run
     collect_ignore_glob = ["test_source_*.py", "test_reader_*.py"]
 
 
@@ -66,13 +67,13 @@ class ClusterThread:
     def broker_addr(self) -> str:
         return self.cluster.broker_addr
 
-    def io(self) -> BrokerIO:
-        return BrokerIO(self.namesrv)
+    def io(self) -> BlockingClient:
+        return BlockingClient(self.namesrv)
 
     def create_topic(self, topic: str, queues: int, *, perm: int = 6) -> list[QueueRoute]:
         """Create or update ``topic`` on the broker and wait until the name server routes it."""
         with BlockingRemotingClient(self.broker_addr) as client:
-            response = client.invoke(create_topic_request(topic, queues, queues, perm=perm))
+            response = client.invoke(calls.create_topic(topic, queues, queues, perm=perm).request)
         assert response.code == ResponseCode.SUCCESS, response.remark
         deadline = time.monotonic() + 20
         with self.io() as io:
@@ -100,7 +101,6 @@ class ClusterThread:
     ) -> list[Message]:
         """Send ``count`` messages round-robin over the topic's queues, ``batch`` per send; message
         ``i`` has body ``b"m-<i>"`` (or ``body``), key ``k<i>``, tags cycling through ``tags``."""
-        ids = new_uniq_id_generator()
         sent: list[Message] = []
         with self.io() as io:
             routes = io.read_queues(topic)
@@ -112,7 +112,7 @@ class ClusterThread:
                 if tag is not None:
                     props[MessageConst.TAGS] = tag
                 props[MessageConst.WAIT] = "true"
-                props[MessageConst.UNIQ_KEY] = ids.next_id(int(time.time() * 1000))
+                props[MessageConst.UNIQ_KEY] = next_uniq_id()
                 msg = Message(topic, body if body is not None else f"m-{i}".encode(), 0, props)
                 pending.append(msg)
                 sent.append(msg)

@@ -11,6 +11,7 @@ import pytest
 
 from rocketq.broker import BrokerConfig
 from rocketq.errors import DataLossError
+from rocketq.protocol import calls
 from rocketq.spark.reader import QueueRange, read_range
 from rocketq.spark.source import parse_options
 from rocketq.store.config import StoreConfig
@@ -72,7 +73,7 @@ def test_fail_on_data_loss_both_ways(spark: Any, strict: ClusterThread) -> None:
     strict.produce("Retained", 200, body=b"z" * 1000, batch=1)  # ~230 KiB: four segments or so
     assert _remove_old_segments(strict) >= 1
     with strict.io() as io:
-        low = io.min_offset(routes[0])
+        low = io.call(routes[0].addr, calls.get_min_offset(routes[0].queue))
     assert 0 < low < 200
     start = '{"Retained": {"broker-a": {"0": 0}}}'
 

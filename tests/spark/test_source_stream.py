@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from rocketq.protocol import calls
+
 from .conftest import ClusterThread
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.timeout(300)]
@@ -89,7 +91,10 @@ def test_new_queues_are_picked_up_and_group_progress_is_recorded(
         deadline = time.monotonic() + 20
         with cluster.io() as io:
             while True:
-                committed = {r.queue.queue_id: io.consumer_offset(r, "spark_pipeline") for r in routes}
+                committed = {
+                    r.queue.queue_id: io.call(r.addr, calls.query_consumer_offset("spark_pipeline", r.queue))
+                    for r in routes
+                }
                 if committed == {0: 40, 1: 40, 2: 20, 3: 20} or time.monotonic() > deadline:
                     break
                 time.sleep(0.1)

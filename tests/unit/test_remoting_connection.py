@@ -297,34 +297,6 @@ def test_responses_match_by_opaque_and_requests_are_renumbered() -> None:
     arun(scenario())
 
 
-def test_opaques_still_pending_are_skipped() -> None:
-    async def scenario() -> None:
-        conn = RemotingConnection(
-            handlers=HandlerTable(),
-            opaques=OpaqueSequence(2**31 - 1),
-            max_frame_size=1 << 20,
-            max_in_flight=8,
-            write_buffer_high=1 << 16,
-            write_buffer_low=1 << 14,
-            max_write_buffer=1 << 20,
-            idle_timeout=None,
-            close_idle=False,
-            pause_reads_on_write_pressure=False,
-        )
-        transport = MemoryTransport()
-        transport.protocol = conn
-        conn.connection_made(transport)
-        a = asyncio.ensure_future(conn.invoke(RemotingCommand.request(RequestCode.HEART_BEAT), 5.0))
-        await asyncio.sleep(0)
-        conn._pending[-(2**31)] = conn._pending[2**31 - 1]  # pretend the next number is taken too
-        b = RemotingCommand.request(RequestCode.HEART_BEAT)
-        await conn.invoke_oneway(b)
-        assert b.opaque == -(2**31) + 1
-        a.cancel()
-
-    arun(scenario())
-
-
 # ---------------------------------------------------------------------------------- small helpers
 
 

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketq.client import routes
 from rocketq.errors import ConfigError, DataLossError
 from rocketq.models import MessageQueue as Q
-from rocketq.spark import broker_io, offsets
+from rocketq.spark import offsets
 from rocketq.spark.offsets import (
     EARLIEST,
     LATEST,
@@ -39,7 +40,7 @@ def parse_options(options: dict[str, str], **kw: bool) -> Any:
 
 def test_doctests() -> None:
     assert doctest.testmod(offsets).failed == 0
-    assert doctest.testmod(broker_io).failed == 0
+    assert doctest.testmod(routes).failed == 0
 
 
 def test_json_is_canonical_whatever_the_insertion_order() -> None:
@@ -227,7 +228,7 @@ def test_core_package_does_not_import_pyspark() -> None:
     import sys
 
     code = (
-        "import sys, rocketq, rocketq.cli.main, rocketq.protocol.trace, rocketq.spark.broker_io, "
+        "import sys, rocketq, rocketq.cli.main, rocketq.protocol.trace, rocketq.client.blocking, "
         "rocketq.spark.offsets; sys.exit(1 if any(m.split('.')[0] in ('pyspark', 'pyarrow') "
         "for m in sys.modules) else 0)"
     )

@@ -64,13 +64,13 @@ class ReadOffsetType(enum.Enum):
 def resolve_namesrv(namesrv: str | None) -> tuple[str, ...]:
     """Name server addresses from ``namesrv``, else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``.
 
-    The text is RocketMQ's ``;``-separated list; blanks are ignored.
+    The text is RocketMQ's ``;``-separated list (``,`` separates too); blanks are ignored.
 
     >>> resolve_namesrv("10.0.0.1:9876; 10.0.0.2:9876;")
     ('10.0.0.1:9876', '10.0.0.2:9876')
     """
     text = namesrv if namesrv else os.environ.get(NAMESRV_ENV, "") or DEFAULT_NAMESRV
-    addrs = tuple(a.strip() for a in text.split(";") if a.strip())
+    addrs = tuple(a.strip() for a in text.replace(",", ";").split(";") if a.strip())
     if not addrs:
         raise ConfigError(f"no name server address in {text!r}")
     for addr in addrs:

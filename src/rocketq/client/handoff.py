@@ -59,6 +59,7 @@ from rocketq.client.rebalance import PullRequest
 from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
 from rocketq.errors import RocketQError
 from rocketq.models import MessageQueue
+from rocketq.protocol import calls
 from rocketq.protocol.bodies import MessageModel
 
 if TYPE_CHECKING:
@@ -291,7 +292,7 @@ async def lock_all(
     lost: list[MessageQueue] = []
     for name, addr, mqs in instance.queues_by_broker(owned):
         try:
-            locked = await api.lock_batch_mq(addr, group, instance.client_id, mqs)
+            locked = await api.call(addr, calls.lock_batch_mq(group, instance.client_id, mqs))
         except RocketQError as exc:
             logger.warning("renewing the locks of %d queue(s) on %s failed: %s", len(mqs), name, exc)
             continue
@@ -324,7 +325,7 @@ async def commit_offset_sync(
             addr = await instance.locate_master(mq)
             if addr is None:
                 raise RocketQError(f"broker {mq.broker_name} not found")
-            await api.update_consumer_offset(addr, group, mq, offset, oneway=False)
+            await api.call(addr, calls.update_consumer_offset(group, mq, offset))
             return True
         except RocketQError as exc:
             logger.warning("committing offset %d of %s failed (attempt %d): %s", offset, mq, attempt + 1, exc)

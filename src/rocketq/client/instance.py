@@ -37,9 +37,10 @@ from rocketq.client._sync import LoopThread
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.rebalance_log import RebalanceTrigger
-from rocketq.client.routes import MASTER_ID, broker_addr_table, subscribe_info_from_route
+from rocketq.client.routes import broker_addr_table, subscribe_info_from_route
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
+from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerData,
@@ -52,7 +53,7 @@ from rocketq.protocol.bodies import (
     ResetOffsetBody,
     TopicRouteData,
 )
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import MASTER_ID, RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -281,15 +282,14 @@ class ClientInstance:
     ) -> None:
         """UNREGISTER_CLIENT to every known broker address (so a group rebalances at once)."""
         assert self.api is not None
-        calls = []
+        pending = []
         for addrs in self.broker_addr_table.values():
             for addr in addrs.values():
-                calls.append(
-                    self.api.unregister_client(
-                        addr, self.client_id, producer_group=producer_group, consumer_group=consumer_group
-                    )
+                call = calls.unregister_client(
+                    self.client_id, producer_group=producer_group, consumer_group=consumer_group
                 )
-        for result in await asyncio.gather(*calls, return_exceptions=True):
+                pending.append(self.api.call(addr, call))
+        for result in await asyncio.gather(*pending, return_exceptions=True):
             if isinstance(result, Exception):
                 logger.warning("unregister of %s from a broker failed: %s", self.client_id, result)
 
@@ -422,7 +422,7 @@ class ClientInstance:
         if addr is None:
             return None
         try:
-            return await self.api.get_consumer_id_list(addr, group)
+            return await self.api.call(addr, calls.get_consumer_list_by_group(group))
         except RocketQError as exc:
             logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
             return None
@@ -433,7 +433,7 @@ class ClientInstance:
         locked: set[MessageQueue] = set()
         for name, addr, qs in self.queues_by_broker(mqs):
             try:
-                locked |= await self.api.lock_batch_mq(addr, group, self.client_id, qs)
+                locked |= await self.api.call(addr, calls.lock_batch_mq(group, self.client_id, qs))
             except RocketQError as exc:
                 logger.warning("LOCK_BATCH_MQ on %s failed: %s", name, exc)
         return locked
@@ -442,7 +442,7 @@ class ClientInstance:
         assert self.api is not None
         for name, addr, qs in self.queues_by_broker(mqs):
             try:
-                await self.api.unlock_batch_mq(addr, group, self.client_id, qs, oneway=oneway)
+                await self.api.call(addr, calls.unlock_batch_mq(group, self.client_id, qs, oneway=oneway))
             except RocketQError as exc:
                 logger.warning("UNLOCK_BATCH_MQ on %s failed: %s", name, exc)
 
@@ -464,13 +464,13 @@ class ClientInstance:
             if not data.producer_data_set and not data.consumer_data_set:
                 return
             no_consumer = not data.consumer_data_set
-            calls = []
+            pending = []
             for addrs in list(self.broker_addr_table.values()):
                 for broker_id, addr in addrs.items():
                     if no_consumer and broker_id != MASTER_ID:
                         continue
-                    calls.append(self.api.send_heartbeat(addr, data))
-            for result in await asyncio.gather(*calls, return_exceptions=True):
+                    pending.append(self.api.call(addr, calls.send_heartbeat(data)))
+            for result in await asyncio.gather(*pending, return_exceptions=True):
                 if isinstance(result, Exception):
                     logger.warning("heartbeat of %s failed: %s", self.client_id, result)
 

@@ -54,16 +54,16 @@ from rocketq.client.config import (
     _half_hour_ago,
 )
 from rocketq.client.consume_concurrently import ConsumeStats
-from rocketq.client.message import PullStatus
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.producer import check_group, check_topic
-from rocketq.client.push_consumer import _PULL_STATUS, pull_sys_flag
+from rocketq.client.push_consumer import pull_sys_flag
 from rocketq.client.rebalance import PullRequest, RebalanceImpl
 from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
-from rocketq.models import MessageQueue
+from rocketq.models import MessageQueue, PullStatus
+from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     CMResult,
     ConsumeMessageDirectlyResult,
@@ -428,8 +428,8 @@ class LitePullCore:
             return -1
         if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             ts = int(time.mktime(time.strptime(self.config.consume_timestamp, "%Y%m%d%H%M%S")) * 1000)
-            return int(await self.api.search_offset(addr, mq, ts))
-        return int(await self.api.get_max_offset(addr, mq))
+            return await self.api.call(addr, calls.search_offset(mq, ts))
+        return await self.api.call(addr, calls.get_max_offset(mq))
 
     def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
         for request in requests:
@@ -536,10 +536,10 @@ class LitePullCore:
             raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
         pq.last_pull_timestamp = time.time()
         begin = time.monotonic()
-        response = await self.api.pull_message(addr, header, cfg.consumer_timeout_when_suspend)
+        response = await self.api.call(addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend)
         if self.assigned.get(mq) is not state or pq.dropped or state.seek_offset != -1 or state.paused:
             return 0.0  # unassigned, seeked or paused meanwhile: the answer is dropped (pulled again)
-        status = next((st for code, st in _PULL_STATUS.items() if code == response.code), None)
+        status = response.status
         if status is PullStatus.FOUND:
             try:
                 msgs = decode_messages(response.body)
@@ -568,9 +568,7 @@ class LitePullCore:
                 "pull of %s at %d: offset illegal; going on at %d", mq, offset, response.next_begin_offset
             )
             state.pull_offset = response.next_begin_offset
-            return 0.0
-        logger.warning("pull of %s: unexpected response code %d", mq, response.code)
-        return cfg.pull_time_delay_when_exception
+        return 0.0
 
     # ---------------------------------------------------------------- consuming (called from poll)
 
@@ -647,13 +645,13 @@ class LitePullCore:
         return addr
 
     async def min_offset(self, mq: MessageQueue) -> int:
-        return int(await self.api.get_min_offset(await self._master(mq), mq))
+        return await self.api.call(await self._master(mq), calls.get_min_offset(mq))
 
     async def max_offset(self, mq: MessageQueue) -> int:
-        return int(await self.api.get_max_offset(await self._master(mq), mq))
+        return await self.api.call(await self._master(mq), calls.get_max_offset(mq))
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        return int(await self.api.search_offset(await self._master(mq), mq, timestamp_ms))
+        return await self.api.call(await self._master(mq), calls.search_offset(mq, timestamp_ms))
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         route = await self.api.get_topic_route(topic)

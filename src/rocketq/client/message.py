@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from rocketq.errors import ConfigError
-from rocketq.models import MessageQueue
+from rocketq.models import MessageQueue, PullStatus, SendResult, SendStatus
 from rocketq.protocol.message import Message as _ProtocolMessage
 from rocketq.protocol.message import MessageExt
 
@@ -74,43 +73,6 @@ class Message(_ProtocolMessage):
                 raise ConfigError(f"delay_level must be >= 0, got {delay_level}")
             self.delay_time_level = delay_level
         self.wait_store_msg_ok = wait_store_msg_ok
-
-
-class SendStatus(enum.Enum):
-    """How a send went (RocketMQ's ``SendStatus``): anything but ``SEND_OK`` was still stored."""
-
-    SEND_OK = "SEND_OK"
-    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
-    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
-    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-
-
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    """The outcome of a send (RocketMQ's ``SendResult``).
-
-    ``msg_id`` is the producer's unique id (``UNIQ_KEY``; for a batch, the ids joined by commas),
-    ``offset_msg_id`` the broker's store-host + commit-log-offset id, ``queue_offset`` the index in
-    the queue (for a delayed message: in the ``SCHEDULE_TOPIC_XXXX`` queue, as the broker reports).
-    """
-
-    status: SendStatus
-    msg_id: str
-    offset_msg_id: str
-    message_queue: MessageQueue
-    queue_offset: int
-    transaction_id: str | None = None
-    region_id: str = "DefaultRegion"
-    trace_on: bool = True
-
-
-class PullStatus(enum.Enum):
-    """The outcome of a pull (RocketMQ's ``PullStatus``) by response code."""
-
-    FOUND = "FOUND"
-    NO_NEW_MSG = "NO_NEW_MSG"
-    NO_MATCHED_MSG = "NO_MATCHED_MSG"
-    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
 
 
 class ConsumeConcurrentlyStatus(enum.Enum):

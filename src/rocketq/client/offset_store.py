@@ -26,6 +26,7 @@ from rocketq.client.api import ClientAPI
 from rocketq.client.config import ReadOffsetType
 from rocketq.errors import BrokerError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
+from rocketq.protocol import calls
 from rocketq.protocol.bodies import ResetOffsetBody
 
 __all__ = ["LocalFileOffsetStore", "OffsetStore", "RemoteBrokerOffsetStore", "default_offset_dir"]
@@ -106,13 +107,16 @@ class RemoteBrokerOffsetStore(OffsetStore):
             if addr is None:
                 logger.warning("no broker address for %s; cannot read its offset", mq)
                 return OFFSET_READ_ERROR
-            offset = await self._api.query_consumer_offset(addr, self.group, mq)
+            offset = await self._api.call(addr, calls.query_consumer_offset(self.group, mq))
         except BrokerError as exc:
             logger.debug("no offset for %s in group %s: %s", mq, self.group, exc)
             return OFFSET_NOT_FOUND
         except RocketQError as exc:
             logger.warning("cannot read the offset of %s for group %s: %s", mq, self.group, exc)
             return OFFSET_READ_ERROR
+        if offset is None:  # QUERY_NOT_FOUND: the group has no offset here yet
+            logger.debug("no offset for %s in group %s", mq, self.group)
+            return OFFSET_NOT_FOUND
         self.update_offset(mq, offset, False)
         return offset
 
@@ -120,7 +124,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         addr = await self._locate(mq)
         if addr is None:
             raise RocketQError(f"broker {mq.broker_name} not found for {mq}")
-        await self._api.update_consumer_offset(addr, self.group, mq, offset, oneway=oneway)
+        await self._api.call(addr, calls.update_consumer_offset(self.group, mq, offset, oneway=oneway))
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, oneway: bool = True) -> None:
         keep = set(mqs)

@@ -27,7 +27,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rocketq.client._facade import SyncFacade, client_config_for
-from rocketq.client.api import SendResponse, parse_send_response, send_message_request
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX
@@ -43,6 +42,7 @@ from rocketq.errors import (
 )
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import TopicRouteData
+from rocketq.protocol.calls import Call, SendResponse, parse_send_response, send_message_request
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
@@ -595,10 +595,11 @@ class ProducerCore:
         assert api is not None
         request = self._request(p, mq, oneway=oneway)
         begin_ms = time.time_ns() // 1_000_000
-        response = await api.send_message(addr, request, timeout=timeout)
-        if response is None:
+        if oneway:
+            await api.remoting.invoke_oneway(addr, request)
             return None
-        return self._result(p, mq, addr, response, begin_ms=begin_ms)
+        call = Call(request, parse_send_response, f"send to {mq.topic} {mq.short}")
+        return self._result(p, mq, addr, await api.call(addr, call, timeout), begin_ms=begin_ms)
 
 
 class _Prepared:

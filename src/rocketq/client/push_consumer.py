@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rocketq.client._facade import SyncFacade, client_config_for, with_options
+from rocketq.client.api import ClientAPI
 from rocketq.client.config import ClientConfig, PushConsumerConfig, ReadOffsetType
 from rocketq.client.consume_concurrently import (
     ConsumeMessageConcurrentlyService,
@@ -39,15 +40,14 @@ from rocketq.client.consume_concurrently import (
     ConsumeStats,
     adapt_listener,
 )
-from rocketq.client.message import PullStatus
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.producer import check_group, check_topic
 from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX, PullRequest, RebalanceImpl, retry_topic
 from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
-from rocketq.client.routes import MASTER_ID
 from rocketq.errors import BrokerError, ClientStateError, ConfigError, RemoteProtocolError, RocketQError
-from rocketq.models import MessageQueue
+from rocketq.models import MessageQueue, PullStatus
+from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -57,7 +57,7 @@ from rocketq.protocol.bodies import (
     MessageModel,
     SubscriptionData,
 )
-from rocketq.protocol.codes import CURRENT_VERSION, ResponseCode, version_name
+from rocketq.protocol.codes import CURRENT_VERSION, MASTER_ID, PullSysFlag, ResponseCode, version_name
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt, decode_messages
@@ -74,18 +74,6 @@ logger = logging.getLogger(__name__)
 MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
 """``fn(topic, all queues, my queues)`` after a rebalance changed this consumer's queues."""
 
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
-FLAG_CLASS_FILTER = 0x8
-
-_PULL_STATUS = {
-    ResponseCode.SUCCESS: PullStatus.FOUND,
-    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
-    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
-    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
-}
-
 
 def pull_sys_flag(
     *, commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool = False
@@ -97,14 +85,14 @@ def pull_sys_flag(
     """
     flag = 0
     if commit_offset:
-        flag |= FLAG_COMMIT_OFFSET
+        flag |= PullSysFlag.COMMIT_OFFSET
     if suspend:
-        flag |= FLAG_SUSPEND
+        flag |= PullSysFlag.SUSPEND
     if subscription:
-        flag |= FLAG_SUBSCRIPTION
+        flag |= PullSysFlag.SUBSCRIPTION
     if class_filter:
-        flag |= FLAG_CLASS_FILTER
-    return flag
+        flag |= PullSysFlag.CLASS_FILTER
+    return int(flag)
 
 
 def _now_ms() -> int:
@@ -192,7 +180,7 @@ class PushConsumerCore:
         self.stopping = False
         self.start_timestamp = 0
 
-    def _api(self) -> Any:
+    def _api(self) -> ClientAPI:
         api = self.instance.api
         if api is None:
             raise ClientStateError("client instance not started")
@@ -480,14 +468,14 @@ class PushConsumerCore:
             if addr is None:
                 return -1
             if is_retry:
-                return int(await self._api().get_max_offset(addr, mq))
-            return int(await self._api().search_offset(addr, mq, self.config.consume_timestamp_ms()))
+                return await self._api().call(addr, calls.get_max_offset(mq))
+            return await self._api().call(addr, calls.search_offset(mq, self.config.consume_timestamp_ms()))
         # LAST_OFFSET and its deprecated aliases
         if is_retry:
             return 0
         if addr is None:
             return -1
-        return int(await self._api().get_max_offset(addr, mq))
+        return await self._api().call(addr, calls.get_max_offset(mq))
 
     def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
         for request in requests:
@@ -590,7 +578,9 @@ class PushConsumerCore:
                 addr = self.instance.find_broker_address_in_subscribe(mq.broker_name)
             if addr is None:
                 raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
-            response = await self._api().pull_message(addr, header, cfg.consumer_timeout_when_suspend)
+            response = await self._api().call(
+                addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend
+            )
         except asyncio.CancelledError:
             raise
         except (RocketQError, OSError) as exc:
@@ -607,7 +597,7 @@ class PushConsumerCore:
         if pq.dropped or self.stopping:
             return None
         self._pull_from_which_node[mq] = response.suggest_which_broker_id
-        status = _PULL_STATUS.get(response.code)
+        status = response.status
         if status is PullStatus.FOUND:
             try:
                 msgs = decode_messages(response.body)
@@ -647,9 +637,7 @@ class PushConsumerCore:
             request.next_offset = response.next_begin_offset
             pq.dropped = True
             self._spawn(self._correct_illegal_offset(request))
-            return None
-        logger.warning("pull of %s: unexpected response code %d", mq, response.code)
-        return cfg.pull_time_delay_when_exception
+        return None
 
     async def _correct_illegal_offset(self, request: PullRequest) -> None:
         await asyncio.sleep(self.config.offset_illegal_delay)
@@ -681,7 +669,7 @@ class PushConsumerCore:
             max_reconsume_times=max_times,
         )
         try:
-            await self._api().consumer_send_msg_back(addr, header, timeout=5.0)
+            await self._api().call(addr, calls.consumer_send_msg_back(header), 5.0)
             return True
         except RocketQError as exc:
             logger.warning(

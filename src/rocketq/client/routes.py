@@ -24,33 +24,19 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rocketq.models import MessageQueue
+from rocketq.models import MessageQueue, QueueRoute
 from rocketq.protocol.bodies import QueueData, TopicRouteData
+from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.topics import is_readable, is_writeable
 
 __all__ = [
-    "MASTER_ID",
-    "PERM_READ",
-    "PERM_WRITE",
     "TopicPublishInfo",
     "broker_addr_table",
-    "is_readable",
-    "is_writeable",
     "publish_info_from_route",
+    "queues_from_route",
     "route_for_auto_create",
     "subscribe_info_from_route",
 ]
-
-PERM_READ = 0x4
-PERM_WRITE = 0x2
-MASTER_ID = 0
-
-
-def is_readable(perm: int) -> bool:
-    return bool(perm & PERM_READ)
-
-
-def is_writeable(perm: int) -> bool:
-    return bool(perm & PERM_WRITE)
 
 
 def _order_conf(text: str) -> list[tuple[str, int]]:
@@ -149,6 +135,40 @@ def subscribe_info_from_route(topic: str, route: TopicRouteData) -> frozenset[Me
         if is_readable(qd.perm) and qd.broker_name is not None:
             out.update(MessageQueue(topic, qd.broker_name, i) for i in range(qd.read_queue_nums))
     return frozenset(out)
+
+
+def queues_from_route(topic: str, route: TopicRouteData, *, writable: bool = False) -> list[QueueRoute]:
+    """The readable (or writable) queues of ``topic`` whose broker has a master, sorted, each with
+    the master's address.
+
+    >>> from rocketq.protocol.bodies import BrokerData, QueueData
+    >>> queues_from_route("T", TopicRouteData(
+    ...     queue_datas=(QueueData(broker_name="b", read_queue_nums=1, write_queue_nums=1, perm=6),
+    ...                  QueueData(broker_name="a", read_queue_nums=2, write_queue_nums=1, perm=6)),
+    ...     broker_datas=(BrokerData(broker_name="a", broker_addrs={0: "10.0.0.1:10911"}),
+    ...                   BrokerData(broker_name="b", broker_addrs={0: "10.0.0.2:10911"}))))
+    [QueueRoute(queue=MessageQueue(topic='T', broker_name='a', queue_id=0), addr='10.0.0.1:10911'), \
+QueueRoute(queue=MessageQueue(topic='T', broker_name='a', queue_id=1), addr='10.0.0.1:10911'), \
+QueueRoute(queue=MessageQueue(topic='T', broker_name='b', queue_id=0), addr='10.0.0.2:10911')]
+    """
+    masters = {b.broker_name: b.broker_addrs.get(MASTER_ID) for b in route.broker_datas}
+    out: list[QueueRoute] = []
+    for qd in route.queue_datas:
+        name = qd.broker_name
+        addr = masters.get(name) if name else None
+        if name is None or addr is None:
+            continue
+        if writable:
+            if not is_writeable(qd.perm):
+                continue
+            count = qd.write_queue_nums
+        else:
+            if not is_readable(qd.perm):
+                continue
+            count = qd.read_queue_nums
+        out.extend(QueueRoute(MessageQueue(topic, name, i), addr) for i in range(count))
+    out.sort(key=lambda r: r.queue)
+    return out
 
 
 def route_for_auto_create(default_route: TopicRouteData, default_queue_nums: int) -> TopicRouteData:

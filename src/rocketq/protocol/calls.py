@@ -126,13 +126,13 @@ __all__ = [
     "update_consumer_offset",
 ]
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 _SUCCESS: Final = int(ResponseCode.SUCCESS)
 
 
 @dataclass(frozen=True, slots=True)
-class Call(Generic[T]):
+class Call(Generic[T_co]):
     """One request and how to read its answer.
 
     ``request`` is fresh for each call (the driver numbers it); ``parse`` turns the response into
@@ -141,7 +141,7 @@ class Call(Generic[T]):
     """
 
     request: RemotingCommand
-    parse: Callable[[RemotingCommand], T]
+    parse: Callable[[RemotingCommand], T_co]
     what: str
 
     @property

@@ -38,6 +38,7 @@ True
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from typing import Generic, TypeVar
 
 from rocketq.protocol.command import OpaqueSequence
@@ -50,9 +51,11 @@ W = TypeVar("W")
 class InFlight(Generic[W]):
     """One request waiting for its response."""
 
-    __slots__ = ("code", "deadline", "opaque", "waiter")
+    __slots__ = ("code", "deadline", "opaque", "timeout", "waiter")
 
-    def __init__(self, opaque: int, code: int, waiter: W, deadline: float | None) -> None:
+    def __init__(
+        self, opaque: int, code: int, waiter: W, deadline: float | None, timeout: float | None = None
+    ) -> None:
         self.opaque = opaque
         #: The request's code (for errors that name what went unanswered).
         self.code = code
@@ -60,6 +63,8 @@ class InFlight(Generic[W]):
         self.waiter = waiter
         #: When to give up, on the driver's clock; ``None`` waits for ever.
         self.deadline = deadline
+        #: The wait the caller asked for, in seconds (what a timeout error names).
+        self.timeout = timeout
 
     def __repr__(self) -> str:
         return f"InFlight(opaque={self.opaque}, code={self.code}, deadline={self.deadline})"
@@ -68,14 +73,15 @@ class InFlight(Generic[W]):
 class Correlator(Generic[W]):
     """The requests of one connection that wait for their responses (see the module docstring).
 
-    ``opaques`` numbers the requests; connections of one client may share one sequence, as
-    RocketMQ's per-process counter does. :meth:`next_opaque` may be called from any thread; every
+    ``opaques`` numbers the requests (an :class:`~rocketq.protocol.command.OpaqueSequence` by
+    default); connections of one client may share one sequence, as RocketMQ's per-process counter
+    does. :meth:`next_opaque` may be called from any thread; every
     other method belongs to the driver's own thread.
     """
 
     __slots__ = ("_deadlines", "_opaques", "_pending")
 
-    def __init__(self, opaques: OpaqueSequence | None = None) -> None:
+    def __init__(self, opaques: Iterator[int] | None = None) -> None:
         self._opaques = OpaqueSequence() if opaques is None else opaques
         self._pending: dict[int, InFlight[W]] = {}
         # (deadline, opaque); entries of answered requests stay until they reach the top
@@ -96,9 +102,12 @@ class Correlator(Generic[W]):
             opaque = next(opaques)
         return opaque
 
-    def add(self, opaque: int, code: int, waiter: W, deadline: float | None = None) -> None:
-        """Record a request as sent and waiting (``deadline`` on the driver's clock)."""
-        self._pending[opaque] = InFlight(opaque, code, waiter, deadline)
+    def add(
+        self, opaque: int, code: int, waiter: W, deadline: float | None = None, timeout: float | None = None
+    ) -> None:
+        """Record a request as sent and waiting (``deadline`` on the driver's clock; ``timeout``
+        the wait the caller asked for, kept for error messages)."""
+        self._pending[opaque] = InFlight(opaque, code, waiter, deadline, timeout)
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, opaque))
 

@@ -1,14 +1,21 @@
 """A blocking remoting client over a plain socket, for code without an event loop.
 
-The Spark reader's executors and short CLI calls want one request at a time with no event loop;
-the sans-I/O codec makes that a few lines of socket code::
+The Spark reader's executors and short CLI calls want requests with no event loop; the sans-I/O
+codec and the one correlation state machine (:class:`~rocketq.protocol.correlation.Correlator`)
+make that a thin loop of socket code::
 
     with BlockingRemotingClient("127.0.0.1:9876") as client:
-        response = client.invoke(RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}))
+        route = client.call(calls.get_route_info("TopicTest"))          # a typed call
+        response = client.invoke(RemotingCommand.request(105, {"topic": "T"}))  # a raw request
 
-One connection, made on first use and remade after it fails. Calls from several threads are
-serialised by a lock. Requests the server sends on this connection (a broker's
-``NOTIFY_CONSUMER_IDS_CHANGED``) are handled only while a call is reading its response: with a
+Pipelining, for readers that keep several requests in flight on one connection (the Spark
+source's pulls): :meth:`BlockingRemotingClient.send_request` sends and returns a
+:class:`Ticket` at once, :meth:`BlockingRemotingClient.receive` waits for that ticket's
+response; answers to other tickets that arrive first are kept on their tickets.
+
+One connection, made on first use and remade after it fails (tickets still out then fail). Calls
+from several threads are serialised by a lock. Requests the server sends on this connection (a
+broker's ``NOTIFY_CONSUMER_IDS_CHANGED``) are handled only while a call is reading: with a
 registered handler, else answered ``REQUEST_CODE_NOT_SUPPORTED`` (oneway ones are ignored).
 """
 
@@ -20,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import TypeVar
 
 from rocketq.errors import (
     BrokerError,
@@ -28,13 +36,17 @@ from rocketq.errors import (
     RemotingConnectError,
     RemotingTimeoutError,
 )
+from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
+from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+from rocketq.protocol.correlation import Correlator
 from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
-from rocketq.remoting.client import parse_address
+from rocketq.remoting.client import add_call_note, parse_address
 from rocketq.remoting.connection import describe_exception
 
-__all__ = ["BlockingHandler", "BlockingRemotingClient"]
+__all__ = ["BlockingHandler", "BlockingRemotingClient", "Ticket"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +54,24 @@ logger = logging.getLogger(__name__)
 BlockingHandler = Callable[["BlockingRemotingClient", RemotingCommand], RemotingCommand | None]
 
 _RECV_SIZE = 256 * 1024
+
+
+class Ticket:
+    """A request sent and not yet received (see :meth:`BlockingRemotingClient.send_request`)."""
+
+    __slots__ = ("code", "deadline", "opaque", "response", "timeout")
+
+    def __init__(self, opaque: int, code: int, deadline: float, timeout: float) -> None:
+        self.opaque = opaque
+        self.code = code
+        #: ``time.monotonic()`` by which the response must come.
+        self.deadline = deadline
+        self.timeout = timeout
+        #: The response, once it arrived.
+        self.response: RemotingCommand | None = None
+
+    def __repr__(self) -> str:
+        return f"Ticket(opaque={self.opaque}, code={self.code}, answered={self.response is not None})"
 
 
 class BlockingRemotingClient:
@@ -65,7 +95,7 @@ class BlockingRemotingClient:
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self._max_frame_size = max_frame_size
-        self._opaques = OpaqueSequence()
+        self._inflight: Correlator[Ticket] = Correlator()
         self._handlers: dict[int, BlockingHandler] = {}
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
@@ -111,6 +141,7 @@ class BlockingRemotingClient:
         return sock
 
     def _drop(self) -> None:
+        self._inflight.drain()  # the answers of a broken stream never come: tickets fail
         sock, self._sock = self._sock, None
         if sock is not None:
             try:
@@ -137,32 +168,72 @@ class BlockingRemotingClient:
 
     # ------------------------------------------------------------------ requests
 
+    def call(self, call: Call[T], timeout: float | None = None) -> T:
+        """Send ``call``'s request and return its parsed answer (``None`` for a oneway call); a
+        refusal raises the code's BrokerError, noted with the call and this peer."""
+        if call.oneway:
+            self.invoke_oneway(call.request, timeout)
+            return None  # type: ignore[return-value]  # oneway calls are Call[None]
+        response = self.invoke(call.request, timeout)
+        try:
+            return call.parse(response)
+        except BrokerError as exc:
+            add_call_note(exc, call, self.addr)
+            raise
+
     def invoke(self, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
         """Send ``request`` and return its response (waiting at most ``timeout`` seconds)."""
+        return self.receive(self.send_request(request, timeout))
+
+    def send_request(self, request: RemotingCommand, timeout: float | None = None) -> Ticket:
+        """Send ``request`` and return at once: :meth:`receive` the ticket for its response
+        (within ``timeout`` seconds of now)."""
         if timeout is None:
             timeout = self.request_timeout
         deadline = time.monotonic() + timeout
         with self._lock:
             sock = self._ensure_connected()
-            opaque = next(self._opaques)
+            inflight = self._inflight
+            opaque = inflight.next_opaque()
             request.opaque = opaque
             request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
-            self._sendall(sock, encode_frame(request), deadline, request.code)
-            while True:
-                cmd = self._next_command(sock, deadline, request.code, opaque, timeout)
+            ticket = Ticket(opaque, request.code, deadline, timeout)
+            inflight.add(opaque, request.code, ticket, deadline, timeout)
+            try:
+                self._sendall(sock, encode_frame(request), deadline, request.code)
+            except BaseException:
+                inflight.discard(opaque)
+                raise
+            return ticket
+
+    def receive(self, ticket: Ticket) -> RemotingCommand:
+        """Wait for ``ticket``'s response (reading, and keeping, the answers of others that come
+        first). A timeout forgets the ticket; its late answer is skipped."""
+        with self._lock:
+            while ticket.response is None:
+                if ticket.opaque not in self._inflight:  # the connection broke, or it expired
+                    raise RemotingClosedError(
+                        f"no response to request code {ticket.code} (opaque {ticket.opaque}) from "
+                        f"{self.addr}: the connection was lost"
+                    )
+                sock = self._ensure_connected()
+                cmd = self._next_command(sock, ticket)
                 if cmd.flag & FLAG_RESPONSE:
-                    if cmd.opaque == opaque:
-                        return cmd
-                    logger.debug("%r: skipped a late response (opaque %d)", self, cmd.opaque)
+                    entry = self._inflight.complete(cmd.opaque)
+                    if entry is None:
+                        logger.debug("%r: skipped a late response (opaque %d)", self, cmd.opaque)
+                    else:
+                        entry.waiter.response = cmd
                 else:
-                    self._serve(sock, cmd, deadline)
+                    self._serve(sock, cmd, ticket.deadline)
+            return ticket.response
 
     def invoke_oneway(self, request: RemotingCommand, timeout: float | None = None) -> None:
         """Send ``request`` marked oneway; returns once it is written."""
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         with self._lock:
             sock = self._ensure_connected()
-            request.opaque = next(self._opaques)
+            request.opaque = self._inflight.next_opaque()
             request.flag = (request.flag & ~FLAG_RESPONSE) | FLAG_ONEWAY
             self._sendall(sock, encode_frame(request), deadline, request.code)
 
@@ -181,10 +252,9 @@ class BlockingRemotingClient:
             self._drop()
             raise RemotingClosedError(f"cannot send request code {code} to {self.addr}: {exc}") from exc
 
-    def _next_command(
-        self, sock: socket.socket, deadline: float, code: int, opaque: int, timeout: float
-    ) -> RemotingCommand:
+    def _next_command(self, sock: socket.socket, ticket: Ticket) -> RemotingCommand:
         decoder = self._decoder
+        deadline, code, opaque, timeout = ticket.deadline, ticket.code, ticket.opaque, ticket.timeout
         while True:
             try:
                 cmd = decoder.next_command()
@@ -193,8 +263,11 @@ class BlockingRemotingClient:
                 raise RemotingClosedError(f"{self.addr} sent bytes that are not a frame: {exc}") from exc
             if cmd is not None:
                 return cmd
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
+                self._inflight.expire(now)  # forget this ticket and any other past its time
+                self._inflight.discard(opaque)
                 raise RemotingTimeoutError(
                     f"no response from {self.addr} to request code {code} (opaque {opaque}) "
                     f"within {timeout:.3f}s"

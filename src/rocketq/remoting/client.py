@@ -3,8 +3,9 @@
 ::
 
     async with RemotingClient() as client:
+        route = await client.call("127.0.0.1:9876", calls.get_route_info("TopicTest"))  # a typed call
         request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"})
-        response = await client.invoke("127.0.0.1:9876", request, timeout=3.0)
+        response = await client.invoke("127.0.0.1:9876", request, timeout=3.0)          # a raw request
 
 Connections are made on first use and remade on the next call after they drop; callers asking for
 the same address at the same time share one connection attempt. The server may send requests
@@ -17,8 +18,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from types import TracebackType
+from typing import TypeVar
 
-from rocketq.errors import ConfigError, RemotingClosedError, RemotingConnectError, RemotingTimeoutError
+from rocketq.errors import (
+    BrokerError,
+    ConfigError,
+    RemotingClosedError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+)
+from rocketq.protocol.calls import Call
 from rocketq.protocol.command import OpaqueSequence, RemotingCommand
 from rocketq.remoting.config import ClientConfig
 from rocketq.remoting.connection import (
@@ -29,7 +38,9 @@ from rocketq.remoting.connection import (
     RPCHook,
 )
 
-__all__ = ["RemotingClient", "parse_address"]
+__all__ = ["RemotingClient", "add_call_note", "parse_address"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -279,3 +290,21 @@ class RemotingClient:
         if conn is None or conn.is_closed:
             conn = await self.get_connection(addr)
         await conn.invoke_oneway(request)
+
+    async def call(self, addr: str, call: Call[T], timeout: float | None = None) -> T:
+        """Send ``call``'s request to ``addr`` and return its parsed answer (``None`` for a
+        oneway call); a refusal raises the code's BrokerError, noted with the call and the peer."""
+        if call.oneway:
+            await self.invoke_oneway(addr, call.request)
+            return None  # type: ignore[return-value]  # oneway calls are Call[None]
+        response = await self.invoke(addr, call.request, timeout)
+        try:
+            return call.parse(response)
+        except BrokerError as exc:
+            add_call_note(exc, call, addr)
+            raise
+
+
+def add_call_note(exc: BaseException, call: Call[object], addr: str) -> None:
+    """Note on ``exc`` which call failed at which peer (``"max offset of broker-a:3 at 10.0.0.1:10911"``)."""
+    exc.add_note(f"{call.what} at {addr}")

@@ -61,6 +61,7 @@ from typing import TypeAlias, cast
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
+from rocketq.protocol.correlation import Correlator
 from rocketq.protocol.frame import FrameDecoder, encode_frame_parts
 from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
 
@@ -224,7 +225,6 @@ class RemotingConnection(asyncio.Protocol):
         self.close_reason: str | None = None
         self._loop = asyncio.get_running_loop()
         self._handlers = handlers
-        self._opaques = opaques
         self._decoder = FrameDecoder(max_frame_size=max_frame_size)
         self._max_in_flight = max_in_flight
         self._write_buffer_high = write_buffer_high
@@ -241,8 +241,11 @@ class RemotingConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._closed = False
         self._closed_future: asyncio.Future[None] = self._loop.create_future()
-        # opaque -> (future of the response, request code): requests waiting for their answer
-        self._pending: dict[int, tuple[Waiter, int]] = {}
+        # requests waiting for their answer (the one correlation state machine); one timer, armed
+        # at the earliest deadline, times them out
+        self._inflight: Correlator[Waiter] = Correlator(opaques)
+        self._deadline_handle: asyncio.TimerHandle | None = None
+        self._deadline_at = 0.0
         # requests from other threads (invoke_threadsafe), waiting for the loop to send them
         self._handovers: deque[Handover] = deque()
         self._handover_lock = threading.Lock()
@@ -276,7 +279,7 @@ class RemotingConnection(asyncio.Protocol):
     @property
     def pending_count(self) -> int:
         """Requests sent on this connection that still wait for their response."""
-        return len(self._pending)
+        return len(self._inflight)
 
     @property
     def in_flight(self) -> int:
@@ -390,7 +393,7 @@ class RemotingConnection(asyncio.Protocol):
                 self._flush()
 
     def _on_response(self, cmd: RemotingCommand) -> None:
-        entry = self._pending.pop(cmd.opaque, None)
+        entry = self._inflight.complete(cmd.opaque)
         if entry is None:
             logger.warning(
                 "%r: response (code %d) to opaque %d matches no pending request; "
@@ -400,7 +403,7 @@ class RemotingConnection(asyncio.Protocol):
                 cmd.opaque,
             )
             return
-        future = entry[0]
+        future = entry.waiter
         if not future.done():
             future.set_result(cmd)
 
@@ -623,13 +626,33 @@ class RemotingConnection(asyncio.Protocol):
             self._set_reason(f"{self.remote_address} stopped reading (output above {bound} bytes)")
             self.abort()
 
-    def _next_opaque(self) -> int:
-        opaques = self._opaques
-        opaque = next(opaques)
-        pending = self._pending
-        while opaque in pending:  # only after 2**32 requests, with one still waiting
-            opaque = next(opaques)
-        return opaque
+    def _arm_deadline(self, deadline: float) -> None:
+        """Make sure the deadline timer fires by ``deadline``."""
+        handle = self._deadline_handle
+        if handle is not None:
+            if self._deadline_at <= deadline:
+                return
+            handle.cancel()
+        self._deadline_at = deadline
+        self._deadline_handle = self._loop.call_at(deadline, self._expire_due)
+
+    def _expire_due(self) -> None:
+        """The deadline timer: fail the requests whose time is up, then wait for the next one."""
+        self._deadline_handle = None
+        inflight = self._inflight
+        expired = inflight.expire(max(self._loop.time(), self._deadline_at))
+        for entry in expired:
+            waiter = entry.waiter
+            if not waiter.done():
+                timeout = entry.timeout if entry.timeout is not None else 0.0
+                waiter.set_exception(_timeout_error(self.remote_address, entry.code, entry.opaque, timeout))
+        nxt = inflight.next_deadline()
+        if nxt is not None:
+            self._arm_deadline(nxt)
+        if expired and self._close_on_timeout:
+            code = expired[0].code
+            self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
+            self.close()
 
     async def invoke(
         self, request: RemotingCommand, timeout: float, *, stated_timeout: float | None = None
@@ -659,14 +682,16 @@ class RemotingConnection(asyncio.Protocol):
             timeout = max(deadline - loop.time(), 0.0)
         opaque, head, body = self._prepare_request(request)
         future: asyncio.Future[RemotingCommand] = loop.create_future()
-        self._pending[opaque] = (future, request.code)
+        deadline = loop.time() + timeout
+        self._inflight.add(opaque, request.code, future, deadline, stated)
         self._send(head, body)
-        timer = loop.call_at(loop.time() + timeout, self._expire, opaque, stated)
+        if self._deadline_handle is None or deadline < self._deadline_at:
+            self._arm_deadline(deadline)
         try:
             response = await future
-        finally:
-            timer.cancel()
-            self._pending.pop(opaque, None)
+        except BaseException:
+            self._inflight.discard(opaque)  # cancelled, timed out or failed: forget it
+            raise
         self._after_response(request, response)
         return response
 
@@ -677,7 +702,7 @@ class RemotingConnection(asyncio.Protocol):
         if hooks:
             for hook in hooks:
                 hook.before_request(self.remote_address, request)
-        opaque = self._next_opaque()
+        opaque = self._inflight.next_opaque()
         request.opaque = opaque
         request.flag &= ~(_RESPONSE | _ONEWAY)
         head, body = encode_frame_parts(request)
@@ -789,30 +814,19 @@ class RemotingConnection(asyncio.Protocol):
         with self._handover_lock:
             handovers = list(self._handovers)
             self._handovers.clear()
-        pending = self._pending
+        inflight = self._inflight
         for opaque, code, waiter, head, body in handovers:
             if waiter.abandoned:
                 continue
             if self._closed:
                 waiter.set_exception(self._closed_error(f"request code {code}"))
                 continue
-            pending[opaque] = (waiter, code)
+            inflight.add(opaque, code, waiter)  # the caller's own thread or loop times it out
             self._send(head, body)
 
     def _abandon(self, opaque: int, code: int, timed_out: bool) -> None:
         """Loop thread: a caller on another thread stopped waiting for ``opaque``."""
-        if self._pending.pop(opaque, None) is not None and timed_out and self._close_on_timeout:
-            self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
-            self.close()
-
-    def _expire(self, opaque: int, timeout: float) -> None:
-        entry = self._pending.pop(opaque, None)
-        if entry is None:
-            return
-        future, code = entry
-        if not future.done():
-            future.set_exception(_timeout_error(self.remote_address, code, opaque, timeout))
-        if self._close_on_timeout:
+        if self._inflight.discard(opaque) is not None and timed_out and self._close_on_timeout:
             self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
             self.close()
 
@@ -828,7 +842,7 @@ class RemotingConnection(asyncio.Protocol):
             await self._drain()
         for hook in self._handlers.hooks:
             hook.before_request(self.remote_address, request)
-        request.opaque = self._next_opaque()
+        request.opaque = self._inflight.next_opaque()
         request.flag = (request.flag & ~_RESPONSE) | _ONEWAY
         head, body = encode_frame_parts(request)
         self._send(head, body)
@@ -849,12 +863,15 @@ class RemotingConnection(asyncio.Protocol):
         self._closed = True
         reason = self.close_reason or f"connection to {self.remote_address} closed"
         self._take_handovers()  # requests handed over but not sent fail with the pending ones
-        pending, self._pending = self._pending, {}
-        for opaque, (future, code) in pending.items():
+        if self._deadline_handle is not None:
+            self._deadline_handle.cancel()
+            self._deadline_handle = None
+        for entry in self._inflight.drain():
+            future = entry.waiter
             if not future.done():
                 future.set_exception(
                     RemotingClosedError(
-                        f"no response to request code {code} (opaque {opaque}) "
+                        f"no response to request code {entry.code} (opaque {entry.opaque}) "
                         f"from {self.remote_address}: {reason}"
                     )
                 )
@@ -911,7 +928,7 @@ class RemotingConnection(asyncio.Protocol):
         if self._closed or self._idle_timeout is None:
             return
         now = self._loop.time()
-        if self._pending or self._tasks:
+        if self._inflight or self._tasks:
             # waiting for a response or running a (long-polling) handler is not idleness
             self._last_activity = now
         due = self._last_activity + self._idle_timeout

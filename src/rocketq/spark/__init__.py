@@ -5,16 +5,16 @@
 >>> df = (spark.read.format("rocketmq")                   # doctest: +SKIP
 ...       .option("namesrv", "127.0.0.1:9876").option("topic", "TopicTest").load())
 
-``import rocketq`` never imports pyspark, and neither do :mod:`rocketq.spark.broker_io` and
-:mod:`rocketq.spark.offsets` (usable by any tool); pyspark is imported when the data source is
-first needed. The modules:
+``import rocketq`` never imports pyspark, and neither does :mod:`rocketq.spark.offsets` (usable by
+any tool); pyspark is imported when the data source is first needed. Every call to a name server or
+broker goes through the client layer's blocking facade (:class:`rocketq.client.blocking.BlockingClient`):
+this package opens no socket of its own. The modules:
 
 * :mod:`rocketq.spark.source` — the data source, its schema and options;
 * :mod:`rocketq.spark.reader` — batch and streaming readers (Arrow record batches);
 * :mod:`rocketq.spark.columns` — stored records to Arrow columns, vectorised;
 * :mod:`rocketq.spark.writer` — batch and streaming writers;
-* :mod:`rocketq.spark.offsets` — per-queue offsets JSON, starting positions, read limits;
-* :mod:`rocketq.spark.broker_io` — blocking routes, offsets, pulls and sends.
+* :mod:`rocketq.spark.offsets` — per-queue offsets JSON, starting positions, read limits.
 """
 
 from __future__ import annotations

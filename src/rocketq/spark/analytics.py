@@ -70,10 +70,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from rocketq.client.blocking import BlockingClient
 from rocketq.client.trace import CLIENT_ID_PROPERTY, REBALANCE_TOPIC
 from rocketq.errors import TopicNotExistError
 from rocketq.protocol.trace import CONTENT_SPLITOR, FIELD_SPLITOR, RMQ_SYS_TRACE_TOPIC
-from rocketq.spark.broker_io import BrokerIO
 from rocketq.spark.source import SCHEMA_DDL
 
 __all__ = [
@@ -161,7 +161,7 @@ def read_topic(
     the ``rocketmq`` source; an empty frame of the source's schema when none exists. A name server
     that does not answer raises (:class:`~rocketq.errors.RemotingError`)."""
     present = []
-    with BrokerIO(namesrv) as io:
+    with BlockingClient(namesrv) as io:
         for topic in topics:
             try:
                 if io.read_queues(topic):

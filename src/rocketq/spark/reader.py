@@ -3,7 +3,7 @@
 Planning happens on the driver: routes from a name server, offsets from the brokers, one
 :class:`QueueRange` input partition per queue (split when a range holds more than
 ``maxMessagesPerPartition`` offsets). Each executor task pulls its range straight from the
-queue's broker (:meth:`~rocketq.spark.broker_io.BrokerIO.pull_range`, pipelined) and turns the
+queue's broker (:meth:`~rocketq.client.blocking.BlockingClient.pull_range`, pipelined) and turns the
 stored records into Arrow record batches column by column (:class:`ColumnBuilder`), whose Arrow
 schema is exactly Spark's for :data:`~rocketq.spark.source.SCHEMA_DDL`.
 
@@ -30,12 +30,13 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rocketq.client.blocking import BlockingClient
 from rocketq.errors import DataLossError, RocketQError
-from rocketq.models import MessageQueue
+from rocketq.models import MessageQueue, PullStatus, QueueRoute
+from rocketq.protocol import calls
 from rocketq.protocol.message import MESSAGE_MAGIC_CODE, MessageSysFlag, decode_messages
 from rocketq.protocol.message_id import HostPort
 from rocketq.protocol.properties import MessageConst, string_to_properties
-from rocketq.spark.broker_io import BrokerIO, PullStatus, QueueRoute
 from rocketq.spark.columns import ARROW_SCHEMA, TIMESTAMP, decode_columns
 from rocketq.spark.offsets import (
     OffsetMap,
@@ -330,7 +331,7 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
         if batch is not None and batch.num_rows:
             yield batch
 
-    with BrokerIO(list(options.namesrv), timeout=options.timeout) as io:
+    with BlockingClient(list(options.namesrv), timeout=options.timeout) as io:
         while pos < end:
             last = None
             for result in io.pull_range(
@@ -402,16 +403,16 @@ def _partitions(
 
 
 class _Planner:
-    """Driver-side routes and offsets (one BrokerIO, reused across calls)."""
+    """Driver-side routes and offsets (one BlockingClient, reused across calls)."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self._io: BrokerIO | None = None
+        self._io: BlockingClient | None = None
 
     @property
-    def io(self) -> BrokerIO:
+    def io(self) -> BlockingClient:
         if self._io is None:
-            self._io = BrokerIO(list(self.options.namesrv), timeout=self.options.timeout)
+            self._io = BlockingClient(list(self.options.namesrv), timeout=self.options.timeout)
         return self._io
 
     def __getstate__(self) -> dict[str, Any]:
@@ -447,8 +448,8 @@ class RocketMQBatchReader(DataSourceReader):
         try:
             routes = planner.routes()
             io = planner.io
-            maxes = {q: io.max_offset(r) for q, r in routes.items()}
-            mins = {q: io.min_offset(r) for q, r in routes.items()}
+            maxes = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
+            mins = {q: io.call(r.addr, calls.get_min_offset(q)) for q, r in routes.items()}
             start = resolve_start(
                 self.options.starting,
                 routes,
@@ -511,7 +512,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         routes = self._refresh()
         io = self._planner.io
-        self._target = {q: io.max_offset(r) for q, r in routes.items()}
+        self._target = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
 
     def _resolve(self, start: Mapping[str, Any], latest: Mapping[MessageQueue, int]) -> OffsetMap:
         """Numbers for ``start`` on every queue of ``latest`` (new queues: earliest)."""
@@ -522,7 +523,9 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return resolve_start(
                 position,
                 latest,
-                min_offset=lambda q: io.min_offset(routes[q]) if q in routes else latest[q],
+                min_offset=lambda q: (
+                    io.call(routes[q].addr, calls.get_min_offset(q)) if q in routes else latest[q]
+                ),
                 latest=latest.__getitem__,
                 search=lambda q, ts: (
                     io.offset_at_or_after(routes[q], ts, group=self.options.pull_group)
@@ -536,7 +539,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if q in known:
                 out[q] = known[q]
             else:
-                out[q] = io.min_offset(routes[q]) if q in routes else latest[q]
+                out[q] = io.call(routes[q].addr, calls.get_min_offset(q)) if q in routes else latest[q]
         for q, v in known.items():
             out.setdefault(q, v)  # a queue that left the route keeps its position
         return out
@@ -544,7 +547,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         routes = self._refresh()
         io = self._planner.io
-        latest = {q: io.max_offset(r) for q, r in routes.items()}
+        latest = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
         if self._target is not None:
             latest = {q: min(v, self._target.get(q, v)) for q, v in latest.items()}
         begin = self._resolve(start, latest)
@@ -584,7 +587,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if route is None:
                 continue
             try:
-                io.update_consumer_offset(route, group, offset)
+                io.call(route.addr, calls.update_consumer_offset(group, q, offset))
             except RocketQError as exc:
                 logger.warning("could not record %s's offset %d on %s: %s", group, offset, q, exc)
 

@@ -60,8 +60,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rocketq.client.config import resolve_namesrv
 from rocketq.errors import ConfigError
-from rocketq.spark.broker_io import parse_namesrv
 from rocketq.spark.offsets import OffsetMap, StartingPosition, parse_offsets_option
 from rocketq.spark.reader import RocketMQBatchReader, RocketMQStreamReader
 from rocketq.spark.writer import RocketMQStreamWriter, RocketMQWriter
@@ -182,7 +182,10 @@ def parse_options(
             f"unknown option(s) {', '.join(map(repr, unknown))} for the rocketmq data source "
             "(see docs/spark.md for the options)"
         )
-    namesrv = tuple(parse_namesrv(opts.get("namesrv") or os.environ.get("NAMESRV_ADDR")))
+    namesrv_text = opts.get("namesrv") or os.environ.get("NAMESRV_ADDR")
+    if not namesrv_text or not namesrv_text.strip():
+        raise ConfigError("no name server: set the 'namesrv' option or the NAMESRV_ADDR environment variable")
+    namesrv = resolve_namesrv(namesrv_text)
     topics = tuple(t.strip() for t in opts.get("topic", "").split(",") if t.strip())
     if not topics and not writing:
         raise ConfigError("option 'topic' is required: one topic or several separated by commas")

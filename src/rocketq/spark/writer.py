@@ -18,7 +18,6 @@ twice: delivery is at least once). ``write()`` returns a :class:`SendCommitMessa
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -28,10 +27,12 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
+from rocketq.client.blocking import BlockingClient
+from rocketq.client.ids import next_uniq_id
 from rocketq.errors import ConfigError, RocketQError
+from rocketq.models import QueueRoute
 from rocketq.protocol.message import Message
 from rocketq.protocol.properties import MessageConst
-from rocketq.spark.broker_io import BrokerIO, QueueRoute, new_uniq_id_generator
 
 if TYPE_CHECKING:
     from rocketq.spark.source import SourceOptions
@@ -88,7 +89,7 @@ class _TopicSender:
     """Round-robin batches of one topic over its writable queues."""
 
     def __init__(
-        self, io: BrokerIO, topic: str, options: SourceOptions, first: int, stats: SendCommitMessage
+        self, io: BlockingClient, topic: str, options: SourceOptions, first: int, stats: SendCommitMessage
     ) -> None:
         self.io = io
         self.topic = topic
@@ -133,7 +134,7 @@ class _TopicSender:
                 logger.warning("send to %s failed (%s); trying the next queue", q.queue, exc)
                 continue
             break
-        key = f"{result.queue.broker_name}:{result.queue.queue_id}"
+        key = result.message_queue.short
         self.stats.per_queue[key] = self.stats.per_queue.get(key, 0) + len(messages)
         self.stats.messages += len(messages)
         self.stats.batches += 1
@@ -150,10 +151,9 @@ def send_rows(
 ) -> SendCommitMessage:
     """Send every row of ``batches`` (executor side) and return what was sent."""
     stats = SendCommitMessage()
-    ids = new_uniq_id_generator()
     senders: dict[str, _TopicSender] = {}
     default_topic = options.topics[0] if options.topics else None
-    with BrokerIO(list(options.namesrv), timeout=options.timeout) as io:
+    with BlockingClient(list(options.namesrv), timeout=options.timeout) as io:
         for batch in batches:
             names = batch.schema.names
             n = batch.num_rows
@@ -168,7 +168,6 @@ def send_rows(
             tags = column("tags")
             keys = column("keys")
             props = column("properties")
-            now = time.time_ns() // 1_000_000
             for i in range(n):
                 body = bodies[i]
                 topic = topics[i] or default_topic
@@ -187,7 +186,7 @@ def send_rows(
                 user = props[i]
                 if user:
                     properties.update((str(k), str(v)) for k, v in user if v is not None)
-                properties[MessageConst.UNIQ_KEY] = ids.next_id(now)
+                properties[MessageConst.UNIQ_KEY] = next_uniq_id()
                 sender = senders.get(topic)
                 if sender is None:
                     sender = senders[topic] = _TopicSender(io, topic, options, first_queue, stats)

@@ -1,4 +1,5 @@
-"""BrokerIO against a real broker, without Spark: pipelined range pulls, time search, offsets, auto-create."""
+"""The client's blocking facade against a real broker, without Spark: pipelined range pulls, time
+search, offsets, auto-create."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import time
 
 import pytest
 
+from rocketq.client.blocking import BlockingClient
 from rocketq.errors import TopicNotExistError
+from rocketq.models import PullStatus
+from rocketq.protocol import calls
 from rocketq.protocol.message import Message, decode_messages
-from rocketq.spark.broker_io import BrokerIO, PullStatus
 
 from .conftest import ClusterThread
 
@@ -16,7 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def offsets_of(
-    io: BrokerIO, cluster: ClusterThread, topic: str, start: int, end: int, **kw: int
+    io: BlockingClient, cluster: ClusterThread, topic: str, start: int, end: int, **kw: int
 ) -> list[int]:
     (route,) = io.read_queues(topic)
     out: list[int] = []
@@ -48,10 +51,14 @@ def test_offset_at_or_after_a_time_and_consumer_offsets(cluster: ClusterThread) 
         assert io.offset_at_or_after(route, 0, group="io-test") == 0
         assert io.offset_at_or_after(route, cut + 10**9, group="io-test") == 8
         # RocketMQ answers 0, not "not found", for a group without an offset on a queue still starting at 0
-        assert io.consumer_offset(route, "never-committed") == 0
-        io.update_consumer_offset(route, "io-group", 6)
-        assert io.consumer_offset(route, "io-group") == 6
-        assert (io.min_offset(route), io.max_offset(route)) == (0, 8)
+        assert io.call(route.addr, calls.query_consumer_offset("never-committed", route.queue)) == 0
+        io.call(route.addr, calls.update_consumer_offset("io-group", route.queue, 6))
+        assert io.call(route.addr, calls.query_consumer_offset("io-group", route.queue)) == 6
+        bounds = (
+            io.call(route.addr, calls.get_min_offset(route.queue)),
+            io.call(route.addr, calls.get_max_offset(route.queue)),
+        )
+        assert bounds == (0, 8)
 
 
 def test_send_to_a_new_topic_goes_through_the_default_route(cluster: ClusterThread) -> None:
@@ -63,7 +70,7 @@ def test_send_to_a_new_topic_goes_through_the_default_route(cluster: ClusterThre
         assert [r.queue.queue_id for r in routes] == [0, 1, 2, 3]
         msg = Message("BornOnSend", b"first", 0, {"UNIQ_KEY": "U" * 32, "WAIT": "true"})
         result = io.send_batch(routes[1], [msg], producer_group="io-test", default_topic=True)
-        assert (result.queue.queue_id, result.queue_offset) == (1, 0)
+        assert (result.message_queue.queue_id, result.queue_offset) == (1, 0)
         deadline = time.monotonic() + 20
         while True:
             try:
