@@ -3,35 +3,17 @@
 Wire-compatible name server, broker and clients, RocketMQ's six queue-allocation strategies (and
 better ones), the seed experiments as runnable lab scenarios, and a Spark pipeline that shows what
 rebalancing did. The names below are the curated public API; ``__all__`` is kept sorted.
+
+``import rocketq`` loads only the values, the errors and the allocation strategies; the clients,
+the admin calls and the servers load when one of their names is first used.
 """
 
 from __future__ import annotations
 
-from rocketq.admin import Admin
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from rocketq.allocate import AllocationStrategy, Plan, get_strategy, plan, plan_group
-from rocketq.broker import Broker, BrokerConfig
-from rocketq.client import (
-    ClientConfig,
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeFromWhere,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
-    LitePullConsumer,
-    LitePullConsumerConfig,
-    Message,
-    MessageExt,
-    MessageModel,
-    Producer,
-    ProducerConfig,
-    PushConsumer,
-    PushConsumerConfig,
-    RebalanceRecord,
-    RebalanceTrigger,
-    SendResult,
-    SendStatus,
-)
-from rocketq.embedded import EmbeddedCluster
 from rocketq.errors import (
     BrokerError,
     ClientStateError,
@@ -42,12 +24,85 @@ from rocketq.errors import (
     RocketQError,
     StoreError,
 )
-from rocketq.models import MessageQueue
+from rocketq.models import MessageQueue, SendResult, SendStatus
+
+if TYPE_CHECKING:
+    from rocketq.admin import Admin
+    from rocketq.broker import Broker, BrokerConfig
+    from rocketq.client import (
+        ClientConfig,
+        ConsumeConcurrentlyContext,
+        ConsumeConcurrentlyStatus,
+        ConsumeFromWhere,
+        ConsumeOrderlyContext,
+        ConsumeOrderlyStatus,
+        LitePullConsumer,
+        LitePullConsumerConfig,
+        Message,
+        MessageExt,
+        MessageModel,
+        Producer,
+        ProducerConfig,
+        PushConsumer,
+        PushConsumerConfig,
+        RebalanceRecord,
+        RebalanceTrigger,
+    )
+    from rocketq.embedded import EmbeddedCluster
+
+# Names whose modules load on first use: ``import rocketq`` stays light (no event loop, client,
+# broker or store), and a program that only sends never loads the servers.
+_LAZY: dict[str, str] = {
+    "Admin": "rocketq.admin",
+    "Broker": "rocketq.broker",
+    "BrokerConfig": "rocketq.broker",
+    "EmbeddedCluster": "rocketq.embedded",
+    **dict.fromkeys(
+        (
+            "ClientConfig",
+            "ConsumeConcurrentlyContext",
+            "ConsumeConcurrentlyStatus",
+            "ConsumeFromWhere",
+            "ConsumeOrderlyContext",
+            "ConsumeOrderlyStatus",
+            "LitePullConsumer",
+            "LitePullConsumerConfig",
+            "Message",
+            "MessageExt",
+            "MessageModel",
+            "Producer",
+            "ProducerConfig",
+            "PushConsumer",
+            "PushConsumerConfig",
+            "RebalanceRecord",
+            "RebalanceTrigger",
+        ),
+        "rocketq.client",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ConsumeStatus":
+        value: Any = __getattr__("ConsumeConcurrentlyStatus")
+    else:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'rocketq' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups find it without this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | {"ConsumeStatus"})
+
 
 __version__ = "0.1.0"
 
-#: The listener status of concurrent consumption (an alias of :class:`ConsumeConcurrentlyStatus`).
-ConsumeStatus = ConsumeConcurrentlyStatus
+if TYPE_CHECKING:
+    #: The listener status of concurrent consumption (an alias of :class:`ConsumeConcurrentlyStatus`).
+    ConsumeStatus = ConsumeConcurrentlyStatus
 
 __all__ = [
     "Admin",

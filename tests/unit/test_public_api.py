@@ -22,3 +22,21 @@ def test_broker_error_for_code_maps_classes() -> None:
     unknown = BrokerError.for_code(9999, "?")
     assert type(unknown) is BrokerError
     assert unknown.retriable is False
+
+
+def test_import_rocketq_is_light() -> None:
+    """``import rocketq`` loads no server, store, client or event loop: they load on first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rocketq\n"
+        "heavy = sorted(m for m in sys.modules if m == 'asyncio' or m.startswith(("
+        "'rocketq.broker', 'rocketq.store', 'rocketq.namesrv', 'rocketq.embedded', 'rocketq.client', "
+        "'rocketq.admin', 'rocketq.remoting', 'rocketq.spark', 'rocketq.lab')))\n"
+        "print(' '.join(heavy))\n"
+        "assert rocketq.Producer.__module__.startswith('rocketq.client')\n"
+        "assert 'rocketq.broker' not in sys.modules\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == ""
