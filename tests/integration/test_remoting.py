@@ -45,6 +45,7 @@ from rocketq.remoting import (
     ServerConfig,
     run,
 )
+from rocketq.remoting.loop import uvloop_available
 from tests import wirecaps
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -53,7 +54,18 @@ HEART_BEAT = RequestCode.HEART_BEAT
 PULL = RequestCode.PULL_MESSAGE
 
 
-@pytest.fixture(params=["asyncio", "uvloop"])
+@pytest.fixture(
+    params=[
+        "asyncio",
+        pytest.param(
+            "uvloop",
+            marks=pytest.mark.skipif(
+                not uvloop_available(),
+                reason="uvloop not installed (Windows, or uninstalled); asyncio's loop runs the same cases",
+            ),
+        ),
+    ]
+)
 def arun(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, Any]], Any]:
     use_uvloop = request.param == "uvloop"
 
