@@ -140,7 +140,7 @@ class PushConsumerCore:
 
     consume_type = ConsumeType.CONSUME_PASSIVELY
     #: Called around each listener call when tracing (``PushConsumer(..., trace=True)``); consume
-    #: services call ``trace_hook.before(msgs)`` and ``trace_hook.after(token, n, ...)``.
+    #: services call ``trace_hook.before(msgs, start_ms)`` and ``trace_hook.after(token, n, ...)``.
     trace_hook: ConsumeTraceHook | None = None
 
     def __init__(
