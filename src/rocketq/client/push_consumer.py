@@ -256,7 +256,7 @@ class PushConsumerCore:
         try:
             for topic in list(self.rebalance.subscriptions):
                 await self.instance.update_topic_route(topic)
-            await self.instance.send_heartbeat_to_all_brokers()
+            await self.instance.send_heartbeat_to_all_brokers(raise_bugs=True)
             await self.rebalance.do_rebalance(RebalanceTrigger.START)
             self._rebalance_ready = True
             if any(t not in self.rebalance.topic_subscribe_info for t in self.rebalance.subscriptions):
@@ -581,6 +581,7 @@ class PushConsumerCore:
         begin = time.monotonic()
         if pq.first_pull_ms is None:
             pq.first_pull_ms = _now_ms()
+        addr: str | None = None
         try:
             addr = self.instance.find_broker_address_in_subscribe(
                 mq.broker_name, self._pull_from_which_node.get(mq, MASTER_ID)
@@ -600,6 +601,16 @@ class PushConsumerCore:
                 # a rebalance bumped our subscription version and the heartbeat announcing it has
                 # not reached the broker yet: it will in a moment
                 logger.debug("pull of %s: subscription not latest on the broker yet; retrying soon", mq)
+                return cfg.pull_time_delay_when_subscription_not_latest
+            if (
+                isinstance(exc, BrokerError)
+                and exc.code
+                in (ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
+                and addr is not None
+            ):
+                # the broker forgot us (it restarted): tell it now rather than at the next 30 s round
+                self.instance.heartbeat_broker_soon(addr, f"it does not know group {self.group} ({exc})")
+                logger.debug("pull of %s: %s; retrying after the heartbeat", mq, exc)
                 return cfg.pull_time_delay_when_subscription_not_latest
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 logger.warning("pull of %s failed: %s; retrying later", mq, exc)

@@ -88,6 +88,8 @@ Handler: TypeAlias = Callable[
 ]
 
 _connection_ids = itertools.count(1)
+_ABANDONED_KEPT = 1024
+"""Late answers of this many abandoned requests per connection are recognised (and dropped quietly)."""
 
 
 def _timeout_error(peer: str, code: int, opaque: int, timeout: float) -> RemotingTimeoutError:
@@ -243,6 +245,9 @@ class RemotingConnection(asyncio.Protocol):
         self._closed_future: asyncio.Future[None] = self._loop.create_future()
         # opaque -> (future of the response, request code): requests waiting for their answer
         self._pending: dict[int, tuple[Waiter, int]] = {}
+        #: opaques of requests whose caller stopped waiting (cancelled, timed out): their late
+        #: answers are expected and dropped quietly (the newest _ABANDONED_KEPT are remembered)
+        self._abandoned: dict[int, None] = {}
         # requests from other threads (invoke_threadsafe), waiting for the loop to send them
         self._handovers: deque[Handover] = deque()
         self._handover_lock = threading.Lock()
@@ -392,9 +397,16 @@ class RemotingConnection(asyncio.Protocol):
     def _on_response(self, cmd: RemotingCommand) -> None:
         entry = self._pending.pop(cmd.opaque, None)
         if entry is None:
+            if self._abandoned.pop(cmd.opaque, 0) is None:
+                logger.debug(
+                    "%r: late response (code %d) to opaque %d, whose caller stopped waiting - dropped",
+                    self,
+                    cmd.code,
+                    cmd.opaque,
+                )
+                return
             logger.warning(
-                "%r: response (code %d) to opaque %d matches no pending request; "
-                "it may have timed out already - dropped",
+                "%r: response (code %d) to opaque %d matches no request sent on this connection - dropped",
                 self,
                 cmd.code,
                 cmd.opaque,
@@ -666,9 +678,17 @@ class RemotingConnection(asyncio.Protocol):
             response = await future
         finally:
             timer.cancel()
-            self._pending.pop(opaque, None)
+            if self._pending.pop(opaque, None) is not None:  # cancelled while waiting
+                self._forget(opaque)
         self._after_response(request, response)
         return response
+
+    def _forget(self, opaque: int) -> None:
+        """Remember that nobody waits for ``opaque`` any more (see ``_abandoned``)."""
+        abandoned = self._abandoned
+        abandoned[opaque] = None
+        if len(abandoned) > _ABANDONED_KEPT:
+            del abandoned[next(iter(abandoned))]
 
     def _prepare_request(self, request: RemotingCommand) -> tuple[int, bytes, bytes]:
         """Run the RPC hooks, give ``request`` a fresh opaque and encode it (raising
@@ -801,7 +821,10 @@ class RemotingConnection(asyncio.Protocol):
 
     def _abandon(self, opaque: int, code: int, timed_out: bool) -> None:
         """Loop thread: a caller on another thread stopped waiting for ``opaque``."""
-        if self._pending.pop(opaque, None) is not None and timed_out and self._close_on_timeout:
+        if self._pending.pop(opaque, None) is None:
+            return
+        self._forget(opaque)
+        if timed_out and self._close_on_timeout:
             self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
             self.close()
 
@@ -809,6 +832,7 @@ class RemotingConnection(asyncio.Protocol):
         entry = self._pending.pop(opaque, None)
         if entry is None:
             return
+        self._forget(opaque)
         future, code = entry
         if not future.done():
             future.set_exception(_timeout_error(self.remote_address, code, opaque, timeout))
