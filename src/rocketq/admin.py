@@ -51,7 +51,7 @@ from typing import Any, Literal, TypeVar
 
 from rocketq.allocate import get_strategy, plan
 from rocketq.client._sync import LoopThread
-from rocketq.client.api import ClientAPI
+from rocketq.client.api import ClientAPI, not_a_name_server
 from rocketq.client.config import resolve_namesrv
 from rocketq.client.rebalance import retry_topic
 from rocketq.client.routes import MASTER_ID, subscribe_info_from_route
@@ -59,6 +59,7 @@ from rocketq.errors import (
     BrokerError,
     ConfigError,
     RemotingConnectError,
+    RemotingTimeoutError,
     RocketQError,
     UnknownGroupError,
     UnknownTopicError,
@@ -355,19 +356,23 @@ class ResetResult:
         }
 
 
-def parse_reset_target(text: str | int) -> int:
+def parse_reset_target(text: str | int, *, now_ms: int | None = None) -> int:
     """A reset target as the time stamp RocketMQ's reset takes: ``"first"`` → 0 (each queue's min
     offset), ``"last"``/``"now"`` → -1 (max offset), digits → epoch ms, else ISO-8601 (local time
-    when it has no offset).
+    when it has no offset). A time after ``now_ms`` (default: now) is refused: no message is stored
+    after it, and RocketMQ's brokers would answer each queue's last message (max - 1), not its end.
 
     >>> parse_reset_target("first"), parse_reset_target("last"), parse_reset_target("1700000000000")
     (0, -1, 1700000000000)
     >>> parse_reset_target("2023-11-14T22:13:20+00:00")
     1700000000000
     """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
     if isinstance(text, int):
         if text < -1:
             raise ConfigError(f"a reset time stamp must be >= -1, got {text}")
+        if text > now:
+            raise ConfigError(_future(str(text)))
         return text
     value = text.strip()
     if value in ("first", "earliest"):
@@ -375,16 +380,27 @@ def parse_reset_target(text: str | int) -> int:
     if value in ("last", "latest", "now"):
         return _LAST
     if value.isdigit():
-        return int(value)
-    from datetime import datetime  # noqa: PLC0415 (only for this rarely used form)
+        ms = int(value)
+    else:
+        from datetime import datetime  # noqa: PLC0415 (only for this rarely used form)
 
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ConfigError(
-            f"reset target must be first, last, epoch milliseconds or ISO-8601, got {text!r}"
-        ) from None
-    return int(moment.timestamp() * 1000)
+        try:
+            ms = int(datetime.fromisoformat(value).timestamp() * 1000)
+        except (ValueError, OverflowError, OSError):
+            raise ConfigError(
+                f"a time must be first, last, epoch milliseconds or ISO-8601 (2026-01-31T12:00:00), "
+                f"got {text!r}"
+            ) from None
+    if ms > now:
+        raise ConfigError(_future(text if isinstance(text, str) else str(text)))
+    return ms
+
+
+def _future(text: str) -> str:
+    return (
+        f"time {text.strip()!r} is in the future: no message is stored after it "
+        "(use last for each queue's end)"
+    )
 
 
 # ------------------------------------------------------------------------------------ the core
@@ -439,10 +455,16 @@ class AsyncAdmin:
         failures: list[str] = []
         for addr in self.namesrv_addrs:
             try:
-                return await remoting.invoke(addr, request_factory(), self.timeout)
+                response = await remoting.invoke(addr, request_factory(), self.timeout)
             except RemotingConnectError as exc:
                 failures.append(addr)
                 logger.debug("name server %s: %s", addr, exc)
+                continue
+            except RemotingTimeoutError as exc:
+                raise RemotingTimeoutError(f"name server {addr} did not answer: {_reason(exc)}") from exc
+            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                raise await not_a_name_server(remoting, addr, self.timeout)
+            return response
         raise RemotingConnectError(f"cannot reach name server {';'.join(failures)}")
 
     async def _all_namesrv(self, request_factory: Callable[[], RemotingCommand], what: str) -> None:
@@ -455,12 +477,18 @@ class AsyncAdmin:
             return await self.api.remoting.invoke(addr, request, self.timeout)
         except RemotingConnectError as exc:
             raise RemotingConnectError(f"cannot reach {kind} {addr}: {_reason(exc)}") from exc
+        except RemotingTimeoutError as exc:
+            raise RemotingTimeoutError(f"{kind} {addr} did not answer: {_reason(exc)}") from exc
 
     async def _get_route(self, topic: str) -> TopicRouteData | None:
         try:
             return await self.api.get_topic_route(topic, self.timeout)
         except RemotingConnectError as exc:
             raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
+        except RemotingTimeoutError as exc:
+            raise RemotingTimeoutError(
+                f"name server {';'.join(self.namesrv_addrs)} did not answer: {_reason(exc)}"
+            ) from exc
 
     # -------------------------------------------------------------- cluster
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.analytics import footnote
-from rocketq.cli._output import add_namesrv_option, unreachable_hint
+from rocketq.cli._output import add_namesrv_option, group_name, topic_name, unreachable_hint
 from rocketq.cli.main import CliError
 from rocketq.client.config import resolve_namesrv
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
@@ -72,9 +72,13 @@ def register(subparsers: Any) -> None:
             "HTML report. Consumers must run with tracing on (rocketq: trace=True; Java: enableMsgTrace)."
         ),
     )
-    parser.add_argument("--group", required=True, metavar="GROUP", help="the consumer group")
+    parser.add_argument("--group", required=True, metavar="GROUP", type=group_name, help="the consumer group")
     parser.add_argument(
-        "--topic", metavar="TOPIC", default=None, help="only this topic (default: all of the group's)"
+        "--topic",
+        metavar="TOPIC",
+        default=None,
+        type=topic_name,
+        help="only this topic (default: all of the group's)",
     )
     parser.add_argument(
         "--since", metavar="TIME", default=None, help="only deliveries from then: epoch ms, 15m, ISO-8601"
@@ -134,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
         )
     except (RemotingConnectError, RemotingTimeoutError) as exc:
-        raise unreachable_hint(exc) from None
+        raise unreachable_hint(exc, namesrv) from None
     finally:
         if ours:
             spark.stop()
@@ -191,6 +195,6 @@ def _check_sources(namesrv: str, topic: str | None) -> None:
                 except UnknownTopicError:
                     raise CliError(f"topic {topic} does not exist on {namesrv}") from None
     except (RemotingConnectError, RemotingTimeoutError) as exc:
-        raise unreachable_hint(exc) from None
+        raise unreachable_hint(exc, namesrv) from None
     except ConfigError as exc:
         raise CliError(str(exc)) from None

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rocketq.errors import BrokerError, RemotingError
+from rocketq.errors import BrokerError, ConfigError, RemotingError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import (
     GetConsumerListByGroupResponseBody,
@@ -49,6 +49,20 @@ from rocketq.remoting.client import RemotingClient
 __all__ = ["ClientAPI", "PullResponse", "SendResponse", "parse_send_response", "send_message_request"]
 
 logger = logging.getLogger(__name__)
+
+
+async def not_a_name_server(remoting: RemotingClient, addr: str, timeout: float) -> ConfigError:
+    """The error for a "name server" at ``addr`` that refused a name-server request as unknown:
+    a broker (it answers GET_BROKER_CONFIG, which only brokers do) or some other server."""
+    request = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG)
+    try:
+        probe = await remoting.invoke(addr, request, timeout)
+        broker = probe.code == ResponseCode.SUCCESS
+    except RemotingError:
+        broker = False
+    if broker:
+        return ConfigError(f"{addr} is a broker, not a name server (give the name server's address)")
+    return ConfigError(f"{addr} is not a name server: it does not know name-server requests")
 
 
 def _check(response: RemotingCommand, *ok: int) -> RemotingCommand:
@@ -147,6 +161,8 @@ class ClientAPI:
             self._namesrv_index = index
             if response.code == ResponseCode.TOPIC_NOT_EXIST:
                 return None
+            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                raise await not_a_name_server(self.remoting, addr, timeout or self.timeout)
             _check(response)
             if not response.body:
                 return None
