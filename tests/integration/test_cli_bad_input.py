@@ -150,7 +150,7 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
                 "--broker-port",
                 broker.split(":")[1],
             ],
-            "address already in use",
+            "(broker port): Address already in use",
         ),
         (
             "server: name server port in use",
@@ -163,7 +163,7 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
                 "--namesrv-port",
                 ns.split(":")[1],
             ],
-            "address already in use",
+            "(name server port): Address already in use",
         ),
         ("namesrv: port in use", ["namesrv", "--port", ns.split(":")[1]], "address already in use"),
         ("namesrv: negative port", ["namesrv", "--port", "-1"], "port must be 0..65535, got -1"),
@@ -345,5 +345,5 @@ def test_bad_inputs_get_one_line_exit_2_and_change_nothing(live: Live) -> None:
             )
     assert not problems, "\n".join(problems)
     assert _state(live) == before
-    for leftover in ("d1", "d3", "r"):  # refused before anything was created
+    for leftover in ("d1", "d2", "d3", "r"):  # refused before anything was created
         assert not (live.tmp / leftover / "commitlog").exists(), leftover

@@ -16,7 +16,7 @@ from typing import Any
 from rocketq.broker import Broker, BrokerConfig
 from rocketq.broker.config import default_data_dir, parse_namesrv_addrs
 from rocketq.cli.main import CliError
-from rocketq.cli.server import add_broker_options, check_data_dir, run_until_signal
+from rocketq.cli.server import add_broker_options, check_data_dir, check_port, run_until_signal
 from rocketq.errors import ConfigError
 
 __all__ = ["register"]
@@ -45,6 +45,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     data_dir = (args.data_dir or default_data_dir()).resolve()
     check_data_dir(data_dir)
+    check_port(args.host, args.broker_port, "broker")
     try:
         config = BrokerConfig(
             host=args.host,

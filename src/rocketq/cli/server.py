@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "STORE_DIRS",
     "add_broker_options",
     "check_data_dir",
+    "check_port",
     "port_number",
     "register",
     "run_until_signal",
@@ -63,6 +65,24 @@ def check_data_dir(path: Path) -> None:
         raise CliError(f"cannot create data dir {path}: {parent} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK) or _special_fs(parent):
         raise CliError(f"cannot create data dir {path}: {parent} does not take new directories")
+
+
+def check_port(host: str, port: int, what: str) -> None:
+    """Refuse a port another process listens on before anything is created (the servers would
+    find out only after opening their store). Port 0 (any free port) is always fine."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise CliError(f"cannot listen on {host}:{port} ({what} port): {exc.strerror or exc}") from None
 
 
 def _special_fs(path: Path) -> bool:
@@ -176,6 +196,8 @@ def run_until_signal(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]])
 def _run(args: argparse.Namespace) -> int:
     data_dir = (args.data_dir or default_data_dir()).resolve()
     check_data_dir(data_dir)
+    check_port(args.host, args.namesrv_port, "name server")
+    check_port(args.host, args.broker_port, "broker")
     try:
         cluster = EmbeddedCluster(
             data_dir=data_dir,
