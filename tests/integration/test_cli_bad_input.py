@@ -301,7 +301,11 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
             "no trace records",
         ),
         ("report: since", ["report", "--group", GROUP, "--since", "whenever", *at], "--since must be"),
-        ("report: bucket", ["report", "--group", GROUP, "--bucket", "0", *at], "--bucket must be a positive number"),
+        (
+            "report: bucket",
+            ["report", "--group", GROUP, "--bucket", "0", *at],
+            "--bucket must be a positive number",
+        ),
         # demo and lab
         ("demo: seconds", ["demo", "--seconds", "0"], "must be positive, got 0"),
         ("demo: rate", ["demo", "--rate", "-1"], "must be positive, got -1"),

@@ -321,6 +321,7 @@ def is_system_topic(topic: str, own_names: frozenset[str] = frozenset()) -> bool
         or topic in own_names
         or upper.startswith(("RMQ_SYS_", "RQ_SYS_"))
         or topic.startswith(("%RETRY%", "%DLQ%"))
+        or topic.endswith("_REPLY_TOPIC")  # a cluster's request-reply topic
     )
 
 
