@@ -188,6 +188,8 @@ class PushConsumerCore:
         self._flow_control_times = 0
         self.paused = False
         self._rebalance_ready = False  # the service's rebalances wait for the START one
+        #: a rebalance asked for (a NOTIFY) while the START one ran: run again right after it
+        self._rebalance_missed: RebalanceTrigger | None = None
         self.running = False
         self.stopping = False
         self.start_timestamp = 0
@@ -259,6 +261,10 @@ class PushConsumerCore:
             await self.instance.send_heartbeat_to_all_brokers(raise_bugs=True)
             await self.rebalance.do_rebalance(RebalanceTrigger.START)
             self._rebalance_ready = True
+            missed, self._rebalance_missed = self._rebalance_missed, None
+            if missed is not None:
+                # the group changed while the START rebalance ran on an older member list
+                self.instance.rebalance_immediately(missed)
             if any(t not in self.rebalance.topic_subscribe_info for t in self.rebalance.subscriptions):
                 self._spawn(self._look_for_missing_routes())
         except BaseException:
@@ -365,6 +371,9 @@ class PushConsumerCore:
             self.instance.rebalance_immediately(RebalanceTrigger.ROUTE)
 
     async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
+        if self.running and not self._rebalance_ready and not self.stopping:
+            self._rebalance_missed = trigger  # the START rebalance is running: after it (see start)
+            return
         if self.running and self._rebalance_ready and not self.stopping and not self.paused:
             # a topic without queues yet (the retry topic before the broker registered it) is
             # looked up now rather than at the next 30 s route refresh
