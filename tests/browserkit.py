@@ -3,8 +3,10 @@
 Playwright for Python drives Debian's Chromium (``/usr/bin/chromium``, ``apt-get install
 chromium``): no browser download (``playwright install`` is never needed). Chromium starts with the
 flags that keep a headless run on a closed network from hanging, and Playwright gives every
-browser a fresh profile. Use the session fixture ``chromium`` (``tests/conftest.py``): it skips,
-saying why, when Chromium or Playwright is missing.
+browser a fresh profile. Use the fixture ``chromium`` (``tests/conftest.py``): it skips, saying
+why, when Chromium or Playwright is missing. Keep a browser no longer than one test: while
+Playwright's sync API is open, the main thread counts as running an event loop, so asyncio code
+run there (other tests' servers) fails.
 
 Checks every page gets (:func:`layout_problems`): nothing wider than the window, and no table
 wider than the element that holds it.

@@ -40,10 +40,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = selected
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def chromium() -> Iterator[Any]:
-    """A headless Debian Chromium driven by Playwright (see :mod:`tests.browserkit`), shared by the
-    session; skips with the reason when Chromium or Playwright is missing."""
+    """A headless Debian Chromium driven by Playwright (see :mod:`tests.browserkit`) for one test;
+    skips with the reason when Chromium or Playwright is missing.
+
+    One test at a time, not one browser for the session: while Playwright's sync API is open it
+    marks the main thread as running an event loop, and every later test that runs asyncio there
+    (``asyncio.run``, ``rocketq.remoting.run``) would fail. Starting Chromium takes about 2 s."""
     why = browserkit.missing()
     if why is not None:
         pytest.skip(why)

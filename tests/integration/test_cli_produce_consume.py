@@ -294,6 +294,32 @@ def test_a_consumer_whose_reader_goes_away_stops_even_when_idle(cluster: Cluster
             proc.stderr.close()
 
 
+def test_consume_json_piped_into_head_exits_quietly(cluster: ClusterThread) -> None:
+    """``rocketq consume T --json | head -2`` on a busy topic: the broken pipe ends the consumer
+    gracefully and stderr holds its summary only - no warnings about answers to pulls it stopped
+    waiting for while shutting down."""
+    create_topic(cluster, "CliHead", 4)
+    assert main(["produce", "CliHead", "--count", "400", "--namesrv", cluster.namesrv]) == 0
+    args = [sys.executable, "-m", "rocketq", *consume_args(cluster.namesrv, "CliHead", "cli_head", "--json")]
+    args += ["--from", "first"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert all(line.startswith("{") for line in lines), lines
+        proc.stdout.close()  # `head -2` exits
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert [line for line in err.splitlines() if not line.startswith("rocketq consume: ")] == [], err
+        assert "messages (" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
 def test_orderly_consumes_each_queue_in_offset_order(
     cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
 ) -> None:

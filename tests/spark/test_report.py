@@ -257,3 +257,27 @@ def test_cli_report_since_keeps_later_events_judged_against_the_history(
     }  # fmt: skip
     assert Path(doc["html"]).is_file()
     assert set(doc["tables"]) == {"consumption", "ownership", "rebalances", "duplicates", "pauses", "lag"}
+
+
+def test_cli_report_keeps_spark_off_the_terminal(
+    scripted: Any, cluster: ClusterThread, tmp_path: Path
+) -> None:
+    """``rocketq report`` as a user runs it (its own process, its own JVM): stderr holds only its
+    own progress lines - Spark's log goes to spark.log, its progress bars are off - and stdout
+    the figures with their definitions."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "cli-proc"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rocketq", "report", "--group", GROUP, "--topic", TOPIC, "--out", str(out),
+         "--namesrv", cluster.namesrv],
+        capture_output=True, text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.strip(), "no progress shown"
+    assert all(line.startswith("rocketq report: ") for line in proc.stderr.splitlines()), proc.stderr[-3000:]
+    assert (out / "spark.log").is_file()
+    assert "queue moves 2, longest pause 540 ms" in proc.stdout
+    assert "  pause: from the start of a moved queue" in proc.stdout
+    assert f"report: {out / 'report.html'}" in proc.stdout
