@@ -121,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     began = time.monotonic()
 
     def progress(step: str) -> None:
-        print(f"rocketq report: {time.monotonic() - began:5.1f} s {step} ...", file=sys.stderr, flush=True)
+        dots = "" if step == "done" else " ..."
+        print(f"rocketq report: {time.monotonic() - began:5.1f} s {step}{dots}", file=sys.stderr, flush=True)
 
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
     progress(f"starting Spark ({args.master}; its own log goes to {out / SPARK_LOG})")

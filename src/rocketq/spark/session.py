@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -53,7 +55,8 @@ def local_session(
     ``shuffle_partitions`` is ``spark.sql.shuffle.partitions`` (Spark's 200 is far too many for
     the small tables here). With ``jvm_log`` (a command's session), the JVM's whole log goes to
     that file instead of the terminal (a log4j2 configuration of ours, written next to it) and the
-    console progress bars are off; it takes effect when this call starts the JVM."""
+    console progress bars are off, and the JVM's own stderr (its launcher's warnings) goes to the
+    same file; it takes effect when this call starts the JVM."""
     prepare_environment()
     from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark only on demand
 
@@ -68,13 +71,37 @@ def local_session(
             "spark.driver.extraJavaOptions",
             f"-Dlog4j2.configurationFile={config.as_uri()} -Drocketq.spark.log={jvm_log}",
         ).config("spark.ui.showConsoleProgress", "false")
-    session = (
+    with _stderr_to(jvm_log):  # the JVM inherits this stderr: its launcher's warnings go there too
+        session = _get_or_create(builder, shuffle_partitions)
+    session.sparkContext.setLogLevel(log_level)
+    rocketq.spark.register(session)
+    return session
+
+
+@contextmanager
+def _stderr_to(path: Path | None) -> Iterator[None]:
+    """File descriptor 2 pointed at ``path`` (appending) meanwhile; nothing done for ``None``."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
+def _get_or_create(builder: Any, shuffle_partitions: int) -> Any:
+    return (
         builder.config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel(log_level)
-    rocketq.spark.register(session)
-    return session
