@@ -58,6 +58,7 @@ from rocketq.errors import (
     ConfigError,
     ConsumerNotOnlineError,
     RemotingConnectError,
+    RemotingTimeoutError,
     RocketQError,
     UnknownGroupError,
     UnknownTopicError,
@@ -73,7 +74,6 @@ from rocketq.protocol.bodies import (
 )
 from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import MASTER_ID, version_name
-from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.topics import retry_topic
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
@@ -91,7 +91,6 @@ __all__ = [
     "ResetResult",
     "TopicQueueStats",
     "TopicStats",
-    "create_topic_request",
     "parse_reset_target",
 ]
 
@@ -107,16 +106,6 @@ QueueSource = Literal["running-info", "plan"]
 
 _FIRST = 0  # a reset to time stamp 0 lands on each queue's min offset
 _LAST = -1  # RocketMQ's "now": each queue's max offset
-
-
-def create_topic_request(
-    topic: str, read_queues: int, write_queues: int, *, perm: int = 6, order: bool = False
-) -> RemotingCommand:
-    """UPDATE_AND_CREATE_TOPIC for one broker, as ``mqadmin updateTopic`` sends it (the request of
-    :func:`rocketq.protocol.calls.create_topic`), for callers that talk to a broker directly
-    (benchmarks, test kits); :meth:`AsyncAdmin.create_topic` sends it too.
-    """
-    return calls.create_topic(topic, read_queues, write_queues, perm=perm, order=order).request
 
 
 # ------------------------------------------------------------------------------------ values
@@ -307,19 +296,23 @@ class ResetResult:
         }
 
 
-def parse_reset_target(text: str | int) -> int:
+def parse_reset_target(text: str | int, *, now_ms: int | None = None) -> int:
     """A reset target as the time stamp RocketMQ's reset takes: ``"first"`` → 0 (each queue's min
     offset), ``"last"``/``"now"`` → -1 (max offset), digits → epoch ms, else ISO-8601 (local time
-    when it has no offset).
+    when it has no offset). A time after ``now_ms`` (default: now) is refused: no message is stored
+    after it, and RocketMQ's brokers would answer each queue's last message (max - 1), not its end.
 
     >>> parse_reset_target("first"), parse_reset_target("last"), parse_reset_target("1700000000000")
     (0, -1, 1700000000000)
     >>> parse_reset_target("2023-11-14T22:13:20+00:00")
     1700000000000
     """
+    now = int(time.time() * 1000) if now_ms is None else now_ms
     if isinstance(text, int):
         if text < -1:
             raise ConfigError(f"a reset time stamp must be >= -1, got {text}")
+        if text > now:
+            raise ConfigError(_future(str(text)))
         return text
     value = text.strip()
     if value in ("first", "earliest"):
@@ -327,16 +320,27 @@ def parse_reset_target(text: str | int) -> int:
     if value in ("last", "latest", "now"):
         return _LAST
     if value.isdigit():
-        return int(value)
-    from datetime import datetime  # noqa: PLC0415 (only for this rarely used form)
+        ms = int(value)
+    else:
+        from datetime import datetime  # noqa: PLC0415 (only for this rarely used form)
 
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ConfigError(
-            f"reset target must be first, last, epoch milliseconds or ISO-8601, got {text!r}"
-        ) from None
-    return int(moment.timestamp() * 1000)
+        try:
+            ms = int(datetime.fromisoformat(value).timestamp() * 1000)
+        except (ValueError, OverflowError, OSError):
+            raise ConfigError(
+                f"a time must be first, last, epoch milliseconds or ISO-8601 (2026-01-31T12:00:00), "
+                f"got {text!r}"
+            ) from None
+    if ms > now:
+        raise ConfigError(_future(text if isinstance(text, str) else str(text)))
+    return ms
+
+
+def _future(text: str) -> str:
+    return (
+        f"time {text.strip()!r} is in the future: no message is stored after it "
+        "(use last for each queue's end)"
+    )
 
 
 # ------------------------------------------------------------------------------------ the core
@@ -390,6 +394,10 @@ class AsyncAdmin:
             return await self.api.call_namesrv(make, self.timeout)
         except RemotingConnectError as exc:
             raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
+        except RemotingTimeoutError as exc:
+            raise RemotingTimeoutError(
+                f"name server {';'.join(self.namesrv_addrs)} did not answer: {_reason(exc)}"
+            ) from exc
         except BrokerError as exc:
             raise _refused(exc, make().what) from None
 
@@ -407,12 +415,18 @@ class AsyncAdmin:
             raise RemotingConnectError(f"cannot reach {kind} {addr}: {_reason(exc)}") from exc
         except BrokerError as exc:
             raise _refused(exc, f"{call.what} on {addr}") from None
+        except RemotingTimeoutError as exc:
+            raise RemotingTimeoutError(f"{kind} {addr} did not answer: {_reason(exc)}") from exc
 
     async def _get_route(self, topic: str) -> TopicRouteData | None:
         try:
             return await self.api.get_topic_route(topic, self.timeout)
         except RemotingConnectError as exc:
             raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
+        except RemotingTimeoutError as exc:
+            raise RemotingTimeoutError(
+                f"name server {';'.join(self.namesrv_addrs)} did not answer: {_reason(exc)}"
+            ) from exc
 
     # -------------------------------------------------------------- cluster
 

@@ -46,6 +46,14 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(x for x in text.split(",") if x)
 
 
+_RUN_ID = re.compile(r"-[0-9a-f]{6}-(?=\d{6,}$)")
+
+
+def without_run(body: str) -> str:
+    """A ``rocketq produce`` body without its run id: ``hi-3f9a1c-000042`` -> ``hi-000042``."""
+    return _RUN_ID.sub("-", body, count=1)
+
+
 def parse_recv(line: str) -> Recv | None:
     if not line.startswith("RECV "):
         return None

@@ -18,7 +18,7 @@ import pytest
 from rocketq.admin import Admin
 from rocketq.cli.main import main
 from tests.integration.clientkit import ClusterThread
-from tests.integration.clikit import CliProcess, consume_args, parse_rebalance, parse_recv
+from tests.integration.clikit import CliProcess, consume_args, parse_rebalance, parse_recv, without_run
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def test_produce_n_then_consume_n_with_unique_bodies(
     )  # fmt: skip
     assert code == 0
     recvs = [r for r in map(parse_recv, out) if r is not None]
-    assert sorted(r.body for r in recvs) == [f"hi-{i:06d}" for i in range(200)]
+    assert sorted(without_run(r.body) for r in recvs) == [f"hi-{i:06d}" for i in range(200)]
     assert len({(r.queue_id, r.queue_offset) for r in recvs}) == 200
     assert {r.broker for r in recvs} == {"broker-a"}
     first = parse_rebalance(out[0])
@@ -62,7 +62,7 @@ def test_produce_n_then_consume_n_with_unique_bodies(
     assert last is not None
     assert last.owned == ()
     assert len(last.removed) == 4
-    assert "200 messages (200 distinct bodies, 0 duplicates)" in err
+    assert "200 messages (200 distinct by message id, 0 duplicates)" in err
 
 
 def test_produce_sizes_batches_and_json_summary(
@@ -134,7 +134,7 @@ def test_two_consumers_split_16_queues_8_8_then_sigterm_exits_0(cluster: Cluster
             mine = set(p.owned("CliSplit") or ())
             assert {f"broker-a:{r.queue_id}" for r in got} <= mine
             assert len(got) == sum(per_queue[q] for q in mine)
-        bodies = [r.body for p in procs for r in p.recvs()]
+        bodies = [without_run(r.body) for p in procs for r in p.recvs()]
         assert sorted(bodies) == [f"message-{i:06d}" for i in range(160)]
         for p in procs:
             p.signal(signal.SIGTERM)
@@ -156,7 +156,7 @@ def test_sigterm_persists_offsets_and_a_restarted_consumer_does_not_re_receive(
         assert p.wait_for(lambda _l: len(p.recvs()) >= 50, 30.0), p.errors
         p.signal(signal.SIGTERM)
         assert p.wait(30.0) == 0
-        assert any("50 messages (50 distinct bodies" in line for line in p.errors)
+        assert any("50 messages (50 distinct by message id" in line for line in p.errors)
     finally:
         p.close()
     with Admin(cluster.namesrv) as admin:
@@ -169,7 +169,7 @@ def test_sigterm_persists_offsets_and_a_restarted_consumer_does_not_re_receive(
         "--namesrv", cluster.namesrv,
     )  # fmt: skip
     assert code == 0
-    bodies = sorted(r.body for r in map(parse_recv, out) if r is not None)
+    bodies = sorted(without_run(r.body) for r in map(parse_recv, out) if r is not None)
     assert bodies == [f"b-{i:06d}" for i in range(10)]
 
 
@@ -189,7 +189,7 @@ def test_unreachable_name_server_is_one_line_and_exit_2(capsys: pytest.CaptureFi
 
 def test_bad_arguments_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["produce", "T", "--size", "3", "--namesrv", "127.0.0.1:1"]) == 2
-    assert "--size must be at least 7 bytes" in capsys.readouterr().err
+    assert "--size must be at least 14 bytes" in capsys.readouterr().err
     assert main(["consume", "T", "--group", "g", "--strategy", "NOPE", "--namesrv", "127.0.0.1:1"]) == 2
     assert "NOPE" in capsys.readouterr().err
     assert main(["consume", "T", "--group", "g", "--from", "yesterday", "--namesrv", "127.0.0.1:1"]) == 2
@@ -213,7 +213,9 @@ def test_from_timestamp_and_last_hold_for_a_new_group(
         "--namesrv", ns,
     )  # fmt: skip
     assert code == 0
-    assert [(r.body, r.queue_offset) for r in map(parse_recv, out) if r is not None] == [("new-000000", 5)]
+    assert [(without_run(r.body), r.queue_offset) for r in map(parse_recv, out) if r is not None] == [
+        ("new-000000", 5)
+    ]
     assert "group cli_from is new on CliFrom; committed its start offsets" in err
     assert "broker-a:0=5" in err
     # --from last: only what is produced after the start
@@ -222,7 +224,7 @@ def test_from_timestamp_and_last_hold_for_a_new_group(
         assert p.wait_for(lambda _l: p.owned("CliFrom") == ("broker-a:0",), 30.0), p.errors
         assert main(["produce", "CliFrom", "--count", "2", "--body", "later", "--namesrv", ns]) == 0
         assert p.wait_for(lambda _l: len(p.recvs()) == 2, 30.0), p.errors
-        assert [r.body for r in p.recvs()] == ["later-000000", "later-000001"]
+        assert [without_run(r.body) for r in p.recvs()] == ["later-000000", "later-000001"]
     finally:
         p.close()
     # a group with offsets resumes from them whatever --from says
@@ -231,7 +233,10 @@ def test_from_timestamp_and_last_hold_for_a_new_group(
         capsys, "consume", "CliFrom", "--group", "cli_from", "--from", "last", "--count", "2", "--namesrv", ns
     )
     assert code == 0
-    assert [r.body for r in map(parse_recv, out) if r is not None] == ["later-000000", "later-000001"]
+    assert [without_run(r.body) for r in map(parse_recv, out) if r is not None] == [
+        "later-000000",
+        "later-000001",
+    ]
     assert "committed its start offsets" not in err
 
 
@@ -253,7 +258,7 @@ def test_broadcast_consumers_each_get_every_message(cluster: ClusterThread, tmp_
         assert main(["produce", "CliCast", "--count", "40", "--namesrv", cluster.namesrv]) == 0
         for p in procs:
             assert p.wait_for(lambda _l, p=p: len(p.recvs()) == 40, 30.0), p.errors
-            assert sorted(r.body for r in p.recvs()) == [f"message-{i:06d}" for i in range(40)]
+            assert sorted(without_run(r.body) for r in p.recvs()) == [f"message-{i:06d}" for i in range(40)]
             p.signal(signal.SIGINT)
         assert [p.wait(30.0) for p in procs] == [0, 0]
         assert list((tmp_path / ".rocketmq_offsets").iterdir())
@@ -281,6 +286,32 @@ def test_a_consumer_whose_reader_goes_away_stops_even_when_idle(cluster: Cluster
         assert proc.returncode == 0
         assert "3 messages" in err
         assert "Exception" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_consume_json_piped_into_head_exits_quietly(cluster: ClusterThread) -> None:
+    """``rocketq consume T --json | head -2`` on a busy topic: the broken pipe ends the consumer
+    gracefully and stderr holds its summary only - no warnings about answers to pulls it stopped
+    waiting for while shutting down."""
+    create_topic(cluster, "CliHead", 4)
+    assert main(["produce", "CliHead", "--count", "400", "--namesrv", cluster.namesrv]) == 0
+    args = [sys.executable, "-m", "rocketq", *consume_args(cluster.namesrv, "CliHead", "cli_head", "--json")]
+    args += ["--from", "first"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert all(line.startswith("{") for line in lines), lines
+        proc.stdout.close()  # `head -2` exits
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert [line for line in err.splitlines() if not line.startswith("rocketq consume: ")] == [], err
+        assert "messages (" in err
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -330,7 +361,7 @@ def test_clean_handoff_has_no_duplicates_when_a_consumer_joins_and_leaves(cluste
         assert producer.wait(60.0) == 0
         procs = [first, second]
         assert first.wait_for(lambda _l: len({r.body for p in procs for r in p.recvs()}) == 600, 30.0)
-        bodies = [r.body for p in procs for r in p.recvs()]
+        bodies = [without_run(r.body) for p in procs for r in p.recvs()]
         assert sorted(set(bodies)) == [f"message-{i:06d}" for i in range(600)]
         assert len(bodies) == 600, f"{len(bodies) - 600} duplicates with --handoff clean"
     finally:

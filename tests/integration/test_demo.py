@@ -8,10 +8,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rocketq.lab.report_step import spark_status
+from tests import browserkit
 from tests.integration.clikit import processes_mentioning
 
 pytestmark = pytest.mark.integration
@@ -55,18 +57,34 @@ def test_demo_plain_output_without_spark(tmp_path: Path) -> None:
     assert scaling["sent"] > 0
     assert scaling["lost"] == 0
     assert scaling["consumed"] == scaling["sent"]
-    assert [t["change"] for t in scaling["transitions"]] == ["1 -> 3", "3 -> 2"]
-    assert [t["moved_queues"] for t in scaling["transitions"]] == [10, 7]
+    changes = scaling["changes"]
+    # the group's member lists as its records report them: 1, then 3 (maybe by way of 2), then 2
+    sizes = [c["change"] for c in changes]
+    assert sizes[0] == "start 1", sizes
+    assert sizes[-1] == "3 -> 2", sizes
+    assert changes[-1]["moved_queues"] == 7  # AVG 6/5/5 -> 8/8
+    assert sum(c["moved_queues"] for c in changes) == scaling["figures"]["moves"] >= 17
+    assert scaling["figures"]["duplicates"] == scaling["duplicates"]
     assert set(scaling["received_per_consumer"]) == {"consumer-1", "consumer-2", "consumer-3"}
     assert result["spark"] == "skipped (--no-spark)"
     assert result["report"] is None
     assert re.search(r"delivered \d+, duplicates \d+, lost 0", out)
+    assert re.search(r"^queue moves \d+, longest pause \d+ ms, peak backlog \d+, rebalances \d+$", out, re.M)
+    assert "  pause: from the start of a moved queue's last delivery" in out  # the definition, under it
+
+
+@pytest.fixture(scope="module")
+def demo_with_spark(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
+    """One demo run with its Spark step, shared by the tests below."""
+    return _demo(tmp_path_factory.mktemp("demo"), "--seconds", "6", "--rate", "100", timeout=600)
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_demo_with_spark(tmp_path: Path) -> None:
-    proc, result = _demo(tmp_path, "--seconds", "6", "--rate", "100", timeout=600)
+def test_demo_with_spark(demo_with_spark: tuple[subprocess.CompletedProcess[str], dict]) -> None:  # type: ignore[type-arg]
+    proc, result = demo_with_spark
     assert result["scaling"]["lost"] == 0
     spark = result["spark"]
     if spark_status() is None:  # pyspark, rocketq report and tracing are all here: it must have run
@@ -77,9 +95,49 @@ def test_demo_with_spark(tmp_path: Path) -> None:
             r"skipped \((rocketq\[spark\] not installed|`rocketq report` is not available|this build)", spark
         )
         assert f"Spark analytics: {spark}" in proc.stdout
-    else:
-        assert spark == "done", spark
-        report = Path(result["report"])
-        assert report.is_file()
-        assert report.suffix == ".html"
-        assert f"HTML report: {report}" in proc.stdout
+        return
+    assert spark == "done", spark
+    report = Path(result["report"])
+    assert report.is_file()
+    assert report.suffix == ".html"
+    assert f"HTML report: {report}" in proc.stdout
+    # one set of numbers: the terminal summary and the Spark report judged the same run alike
+    assert result["report_figures"] == result["scaling"]["figures"]
+    f = result["report_figures"]
+    pause = "-" if f["longest_pause_ms"] is None else f"{f['longest_pause_ms']:,} ms"
+    summary = f"queue moves {f['moves']}, longest pause {pause}, peak backlog {f['peak_backlog']}"
+    assert f"\n{summary}, rebalances {f['rebalances']}\n" in proc.stdout
+    assert f"Spark: {summary}, rebalances {f['rebalances']}" in proc.stdout
+    assert f"delivered {f['delivered']}, duplicates {f['duplicates']}, lost 0" in proc.stdout
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_demo_report_as_a_person_sees_it(
+    demo_with_spark: tuple[subprocess.CompletedProcess[str], dict],  # type: ignore[type-arg]
+    chromium: Any,
+    tmp_path: Path,
+) -> None:
+    """The demo's report in a 1280 px headless Chromium: nothing overflows, every plot has data."""
+    _, result = demo_with_spark
+    if result["report"] is None:
+        pytest.skip(f"the demo wrote no report ({result['spark']})")
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(Path(result["report"]).as_uri())
+        shot = tmp_path / "demo-report-1280.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot of the demo's report: {shot}")
+        assert browserkit.layout_problems(page, 1280) == []
+        assert browserkit.plot_problems(page) == []
+        titles = page.eval_on_selector_all("img.plot", "imgs => imgs.map(i => i.alt)")
+        assert {"Messages per consumer", "Queue ownership", "Backlog (lag)"} <= set(titles), titles
+        assert any(t.startswith("Pause of every moved queue") for t in titles), titles
+        text = page.inner_text("body")
+        for figure in ("delivered", "duplicates", "queue moves", "longest pause", "peak backlog"):
+            assert figure in text
+        assert "pause: from the start of a moved queue" in text  # each figure's definition is on the page
+        assert "[0..15]" in text or "[8..15]" in text  # queue lists as ranges
+        assert "['broker-a" not in text
+    finally:
+        page.close()

@@ -136,10 +136,14 @@ def test_rebalance_cost(tmp_path: Path) -> None:
         assert mode["lost"] == 0
         assert mode["sent"] > 0
         assert mode["consumed"] == mode["sent"]
-        changes = mode["transitions"]
-        assert [c["change"] for c in changes] == ["1 -> 3", "3 -> 2"]
-        assert [c["moved_queues"] for c in changes] == [10, 7]  # AVG 16/1 -> 6/5/5 -> 8/8
-        assert all(h["pause_ms"] is not None for c in changes for h in c["handoffs"])
+        changes = mode["changes"]
+        # member lists as the records report them: 1, then 3 (maybe by way of 2), then 2
+        assert changes[0]["change"] == "start 1"
+        assert changes[-1]["change"] == "3 -> 2"
+        assert changes[-1]["moved_queues"] == 7  # AVG 6/5/5 -> 8/8
+        # a queue's last move (it may have moved on before its owner consumed it) paused, then resumed
+        last = {(m["broker"], m["queue_id"]): m for c in changes for m in c["moves"]}
+        assert all(m["pause_ms"] is not None for m in last.values())
     if result["data"]["clean_handoff_available"]:
         assert modes["clean"]["duplicates"] == 0
     else:

@@ -39,13 +39,25 @@ from rocketq.protocol.headers import (
     UnRegisterBrokerRequestHeader,
 )
 from rocketq.remoting import ConnectionListener, RemotingClient, RemotingConnection, run
+from rocketq.remoting.loop import uvloop_available
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 CLUSTER = "DefaultCluster"
 
 
-@pytest.fixture(params=["asyncio", "uvloop"])
+@pytest.fixture(
+    params=[
+        "asyncio",
+        pytest.param(
+            "uvloop",
+            marks=pytest.mark.skipif(
+                not uvloop_available(),
+                reason="uvloop not installed (Windows, or uninstalled); asyncio's loop runs the same cases",
+            ),
+        ),
+    ]
+)
 def arun(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, Any]], Any]:
     use_uvloop = request.param == "uvloop"
 

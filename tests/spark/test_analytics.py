@@ -1,6 +1,6 @@
-"""The analytics' parsing and delivery rules on small in-memory frames (no broker): Java-shaped
-trace messages, the born-host fallback for clients without ``rqClientId``, batch Pub ids, the
-old 13-field Pub line, and which repeated deliveries are duplicates."""
+"""The analytics' parsing on small in-memory frames (no broker): Java-shaped trace messages, the
+born-host fallback for clients without ``rqClientId``, batch Pub ids, the old 13-field Pub line,
+and which repeated deliveries are duplicates once the collected deliveries are judged."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from rocketq.analytics import analyze
 from rocketq.client.trace import CLIENT_ID_PROPERTY
 from rocketq.protocol.trace import (
     CONTENT_SPLITOR,
@@ -20,7 +21,7 @@ from rocketq.protocol.trace import (
     TraceType,
     encode_trace,
 )
-from rocketq.spark.analytics import consumption_table, parse_traces
+from rocketq.spark.analytics import collect_records, consumption_table, parse_rebalances, parse_traces
 from rocketq.spark.source import SCHEMA_DDL
 
 pytestmark = [pytest.mark.spark]
@@ -87,8 +88,22 @@ def test_parsing_and_duplicate_rules(spark: Any) -> None:
     messages = spark.createDataFrame(
         [("T", "broker-a", 1, i, f"M{i}", None, None, b"x", T, T, "h:1", 0, {}) for i in (1, 2)], SCHEMA_DDL
     )
-    rows = consumption_table(before, after, messages, "G").orderBy("start_ms").collect()
-    got = [(r.msg_id, r.client_id, r.delivery, r.duplicate, r.success, r.queue_offset) for r in rows]
+    raw = consumption_table(before, after, messages, "G")
+    empty = parse_rebalances(spark.createDataFrame([], SCHEMA_DDL))
+    deliveries, _, stored = collect_records(raw, empty, messages, "G", topic=None)
+    verdicts = sorted(analyze(deliveries, [], stored).verdicts, key=lambda v: v.delivery.start_ms)
+    offsets = {r.msg_id: r.queue_offset for r in raw.collect()}
+    got = [
+        (
+            v.delivery.msg_id,
+            v.delivery.client_id,
+            v.rank,
+            v.duplicate,
+            v.delivery.success,
+            offsets[v.delivery.msg_id],
+        )
+        for v in verdicts
+    ]
     assert got == [
         ("M1", "10.0.0.1@ours", 1, False, False, 1),
         ("M1", "10.0.0.1@ours", 2, False, True, 1),  # a retry after a failure
@@ -96,4 +111,5 @@ def test_parsing_and_duplicate_rules(spark: Any) -> None:
         ("M2", "10.0.0.9:777", 2, True, None, 2),  # outcome unknown: still a delivery
         ("M2", "10.0.0.9:777", 3, True, True, 2),  # earlier deliveries did not fail: duplicate
     ]
-    assert [r.first_client_id for r in rows if r.msg_id == "M2"] == ["10.0.0.1@ours"] * 3
+    assert [v.first_client_id for v in verdicts if v.delivery.msg_id == "M2"] == ["10.0.0.1@ours"] * 3
+    assert {s.msg_id: s.queue.queue_id for s in stored} == {"M1": 1, "M2": 1}

@@ -15,7 +15,7 @@ from rocketq.cli._output import body_text, format_ms, shorten
 from rocketq.cli.consume import ConsumeOutput, consumer_options
 from rocketq.cli.group import queue_ranges
 from rocketq.cli.main import CliError, build_parser, main
-from rocketq.cli.produce import TokenBucket, body_maker
+from rocketq.cli.produce import TokenBucket, body_maker, new_run_id
 from rocketq.client import ConsumeFromWhere, MessageModel, RebalanceRecord, RebalanceTrigger
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
@@ -86,6 +86,11 @@ def test_bodies_are_unique_and_sized() -> None:
     assert body_maker(1, text=None, size=None)(0) == b"message-000000"
     with pytest.raises(ConfigError, match="at least 7 bytes"):
         body_maker(10, text=None, size=6)
+    # a run id keeps the bodies of two runs apart
+    assert body_maker(5, text="hello", size=None, run="3f9a1c")(3) == b"hello-3f9a1c-000003"
+    assert body_maker(5, text=None, size=20, run="ab")(3) == b"000003-ab-" + b"x" * 10
+    assert len(new_run_id()) == 6
+    assert new_run_id() != new_run_id()
 
 
 def test_body_text_escapes_replaces_and_keeps_the_tail() -> None:
@@ -113,11 +118,11 @@ def test_queue_ranges() -> None:
 # ------------------------------------------------------------------ consume output
 
 
-def message(body: bytes, qid: int = 3, offset: int = 17) -> MessageExt:
+def message(body: bytes, qid: int = 3, offset: int = 17, msg_id: str | None = None) -> MessageExt:
     return MessageExt(
         topic="T",
         body=body,
-        properties={"UNIQ_KEY": "ABCDEF", "TAGS": "TagA"},
+        properties={"UNIQ_KEY": msg_id or "ABCDEF", "TAGS": "TagA"},
         queue_id=qid,
         queue_offset=offset,
     )
@@ -154,9 +159,10 @@ def test_recv_and_rebalance_lines() -> None:
 def test_count_limit_hands_back_the_rest_and_counts_duplicates() -> None:
     out = io.StringIO()
     output = ConsumeOutput("c", "T", json=False, limit=3, out=out)
-    assert [output.recv(message(b), "b") for b in (b"1", b"2", b"1")] == [True, True, True]
+    # duplicates are counted by message id (a body may repeat across runs of `rocketq produce`)
+    assert [output.recv(message(b, msg_id=f"ID{b.decode()}"), "b") for b in (b"1", b"2", b"1")] == [True] * 3
     assert output.done.is_set()
-    assert not output.recv(message(b"4"), "b")
+    assert not output.recv(message(b"4", msg_id="ID4"), "b")
     assert (output.received, output.duplicates, len(out.getvalue().splitlines())) == (3, 1, 3)
 
 
@@ -266,7 +272,7 @@ def test_duplicate_tracking_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(consume, "TRACKED_BODIES", 2)
     output = ConsumeOutput("c", "T", json=False, limit=None, out=io.StringIO())
     for body in (b"a", b"b", b"c", b"a", b"c"):
-        output.recv(message(body), "b")
+        output.recv(message(body, msg_id=f"ID-{body.decode()}"), "b")
     assert len(output.digests) == 2
     assert output.duplicates == 1  # "c" came after the cap: its repeat is not recognised
-    assert "only repeats of the first 2 distinct bodies" in output.tracking_note()
+    assert "only repeats of the first 2 distinct messages" in output.tracking_note()

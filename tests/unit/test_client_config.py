@@ -150,3 +150,24 @@ def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
     assert result.attempted > 0
+
+
+def test_enum_fields_take_the_enum_its_name_or_its_value() -> None:
+    from rocketq.client.config import PushConsumerConfig as Push
+    from rocketq.client.lite_pull import LitePullConsumerConfig as Lite
+    from rocketq.errors import ConfigError
+    from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
+
+    for cls in (Push, Lite):
+        for given in (
+            ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            "CONSUME_FROM_FIRST_OFFSET",
+            " CONSUME_FROM_FIRST_OFFSET",
+        ):
+            cfg = cls(consume_from_where=given)  # type: ignore[arg-type]
+            assert cfg.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        assert cls(message_model="BROADCASTING").message_model is MessageModel.BROADCASTING  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="consume_from_where must be one of CONSUME_FROM_LAST_OFFSET"):
+            cls(consume_from_where="FROM_THE_START")  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="message_model"):
+            cls(message_model=3)  # type: ignore[arg-type]

@@ -23,7 +23,8 @@ from rich.table import Table
 
 from rocketq.admin import Admin
 from rocketq.cli.main import CliError
-from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV
+from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV, resolve_namesrv
+from rocketq.client.producer import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
 
 __all__ = [
@@ -33,11 +34,13 @@ __all__ = [
     "admin_session",
     "body_text",
     "format_ms",
+    "group_name",
     "positive_float",
     "positive_int",
     "print_json",
     "print_table",
     "shorten",
+    "topic_name",
     "unreachable_hint",
 ]
 
@@ -82,12 +85,37 @@ def positive_float(text: str) -> float:
     return value
 
 
-def unreachable_hint(exc: RemotingConnectError | RemotingTimeoutError) -> CliError:
-    """A :class:`CliError` for a server that did not answer, with what to check."""
+def unreachable_hint(
+    exc: RemotingConnectError | RemotingTimeoutError, namesrv: str | None = None
+) -> CliError:
+    """A :class:`CliError` for a server that did not answer, with what to check: a name server
+    (the error names one, or one of ``namesrv``'s addresses) or a broker."""
     text = str(exc)
-    if "name server" in text:
+    try:
+        addrs = resolve_namesrv(namesrv)
+    except ConfigError:
+        addrs = ()
+    if "name server" in text or any(a in text for a in addrs):
         return CliError(f"{text} (is `rocketq server` running? set --namesrv or ${NAMESRV_ENV})")
     return CliError(f"{text} (is the broker running and reachable from here?)")
+
+
+def topic_name(text: str) -> str:
+    """An argparse ``type=``: a topic name RocketMQ accepts (1..127 of ``[%|a-zA-Z0-9_-]``)."""
+    try:
+        check_topic(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def group_name(text: str) -> str:
+    """An argparse ``type=``: a group name RocketMQ accepts (1..255 of ``[%|a-zA-Z0-9_-]``)."""
+    try:
+        check_group(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 @contextmanager
@@ -100,7 +128,7 @@ def admin_session(namesrv: str | None) -> Iterator[Admin]:
     try:
         yield admin
     except (RemotingConnectError, RemotingTimeoutError) as exc:
-        raise unreachable_hint(exc) from None
+        raise unreachable_hint(exc, namesrv) from None
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     finally:
@@ -141,7 +169,10 @@ def format_ms(ms: int) -> str:
     """Epoch milliseconds as local ``YYYY-MM-DD HH:MM:SS.mmm`` (``-`` for 0)."""
     if ms <= 0:
         return "-"
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    try:
+        return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except (ValueError, OverflowError, OSError):  # beyond what a date can hold: the number itself
+        return str(ms)
 
 
 def shorten(text: str, limit: int = BODY_LIMIT) -> str:

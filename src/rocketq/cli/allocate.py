@@ -30,6 +30,7 @@ from rocketq.allocate import (
     sorted_queues,
     strategy_names,
 )
+from rocketq.cli._output import group_name
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
@@ -78,7 +79,7 @@ def register(subparsers: Any) -> None:
         default="topic",
         help="topic: each topic on its own (RocketMQ); group: balance each consumer's total over all topics",
     )
-    parser.add_argument("--group", default="demo-consumer-group", help="consumer group name")
+    parser.add_argument("--group", default="demo-consumer-group", type=group_name, help="consumer group name")
     parser.add_argument(
         "--duplicate-ids",
         type=int,
@@ -92,9 +93,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--rooms",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
-        help="spread brokers (room@broker-a) and consumers (room@consumer-01) over N machine rooms",
+        help="spread brokers (room@broker-a) and consumers (room@consumer-01) over N machine rooms "
+        "(default: no rooms)",
     )
     parser.add_argument(
         "--consume-rooms",
@@ -264,7 +266,9 @@ def run(args: argparse.Namespace) -> int:
     _positive("--queues", args.queues, _MAX_QUEUES)
     _positive("--consumers", args.consumers, _MAX_CONSUMERS)
     _positive("--brokers", args.brokers, _MAX_BROKERS)
-    _positive("--rooms", args.rooms, 1_000, zero=True)
+    if args.rooms is not None:
+        _positive("--rooms", args.rooms, 1_000)  # 0 rooms is nonsense: leave the option out
+    args.rooms = args.rooms or 0
     if args.from_consumers is not None:
         _positive("--from-consumers", args.from_consumers, _MAX_CONSUMERS)
     if not 0 <= args.duplicate_ids < args.consumers:

@@ -16,7 +16,7 @@ from typing import Any
 from rocketq.broker import Broker, BrokerConfig
 from rocketq.broker.config import default_data_dir, parse_namesrv_addrs
 from rocketq.cli.main import CliError
-from rocketq.cli.server import add_broker_options, run_until_signal
+from rocketq.cli.server import add_broker_options, check_data_dir, check_port, run_until_signal
 from rocketq.errors import ConfigError
 
 __all__ = ["register"]
@@ -44,9 +44,9 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     data_dir = (args.data_dir or default_data_dir()).resolve()
+    check_data_dir(data_dir)
+    check_port(args.host, args.broker_port, "broker")
     try:
-        if data_dir.exists() and not data_dir.is_dir():
-            raise CliError(f"data dir {data_dir} exists and is not a directory")
         config = BrokerConfig(
             host=args.host,
             port=args.broker_port,
@@ -72,5 +72,10 @@ def _run(args: argparse.Namespace) -> int:
             print("rocketq broker stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True)
         print("rocketq broker stopped", file=sys.stderr, flush=True)
 
-    run_until_signal(main)
+    try:
+        run_until_signal(main)
+    except OSError as exc:  # what the checks could not foresee (a port in use, a full disk)
+        raise CliError(
+            f"cannot start: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+        ) from None
     return 0

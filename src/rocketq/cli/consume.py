@@ -21,8 +21,8 @@ The consumer runs until SIGINT/SIGTERM, ``--count`` messages or ``--seconds``, t
 gracefully - in-flight listeners finish, offsets are committed, the client unregisters so the
 group rebalances at once - and exits 0. With ``--count N``, messages delivered after the N-th
 are handed back (RECONSUME_LATER: the broker redelivers them to the group later) rather than
-printed. Logs and a closing summary (messages, distinct bodies, duplicates: bodies seen before, by an
-8-byte digest, over the first 2,000,000 distinct ones) go to stderr.
+printed. Logs and a closing summary (messages, distinct messages, duplicates: message ids seen
+before, by an 8-byte digest, over the first 2,000,000 distinct ones) go to stderr.
 """
 
 from __future__ import annotations
@@ -43,7 +43,15 @@ from typing import Any
 
 from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
-from rocketq.cli._output import add_namesrv_option, body_text, positive_float, positive_int, unreachable_hint
+from rocketq.cli._output import (
+    add_namesrv_option,
+    body_text,
+    group_name,
+    positive_float,
+    positive_int,
+    topic_name,
+    unreachable_hint,
+)
 from rocketq.cli.main import CliError
 from rocketq.client import (
     ClientConfig,
@@ -61,7 +69,7 @@ from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutErr
 __all__ = ["TRACKED_BODIES", "ConsumeOutput", "consumer_options", "register"]
 
 TRACKED_BODIES = 2_000_000
-"""Distinct bodies remembered for counting duplicates (about 140 MB when full); later ones are not."""
+"""Distinct message ids remembered for counting duplicates (about 140 MB when full); later ones are not."""
 
 
 def register(subparsers: Any) -> None:
@@ -77,8 +85,10 @@ def register(subparsers: Any) -> None:
             "SIGINT/SIGTERM, --count or --seconds (exit 0); logs go to stderr."
         ),
     )
-    parser.add_argument("topic", metavar="TOPIC")
-    parser.add_argument("--group", required=True, metavar="G", help="consumer group (required)")
+    parser.add_argument("topic", metavar="TOPIC", type=topic_name)
+    parser.add_argument(
+        "--group", required=True, metavar="G", type=group_name, help="consumer group (required)"
+    )
     parser.add_argument(
         "--strategy",
         default="AVG",
@@ -194,17 +204,17 @@ class ConsumeOutput:
         #: stdout's reader went away (``| head``): nothing more can be printed
         self.closed = False
         self.received = 0
-        #: 8-byte digests of the bodies seen, kept for the first :data:`TRACKED_BODIES` distinct ones
+        #: 8-byte digests of the message ids seen, kept for the first :data:`TRACKED_BODIES` distinct ones
         self.digests: set[int] = set()
         self.duplicates = 0
         self._lock = threading.Lock()
         self._topics_seen: set[str] = set()
 
     def tracking_note(self) -> str:
-        """Why the duplicate count may be low: bodies past the first :data:`TRACKED_BODIES` distinct."""
+        """Why the duplicate count may be low: messages past the first :data:`TRACKED_BODIES` distinct."""
         if len(self.digests) < TRACKED_BODIES:
             return ""
-        return f"; only repeats of the first {TRACKED_BODIES:,} distinct bodies are counted"
+        return f"; only repeats of the first {TRACKED_BODIES:,} distinct messages are counted"
 
     def _write(self, line: str) -> None:
         try:
@@ -219,7 +229,7 @@ class ConsumeOutput:
             if self.done.is_set() or (self.limit is not None and self.received >= self.limit):
                 return False
             self.received += 1
-            digest = int.from_bytes(hashlib.blake2b(msg.body, digest_size=8).digest(), "little")
+            digest = int.from_bytes(hashlib.blake2b(msg.msg_id.encode(), digest_size=8).digest(), "little")
             if digest in self.digests:
                 self.duplicates += 1
             elif len(self.digests) < TRACKED_BODIES:
@@ -355,7 +365,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         consumer = PushConsumer(args.group, client_config=client_config, **options)
     except (RemotingConnectError, RemotingTimeoutError) as exc:
-        raise unreachable_hint(exc) from None
+        raise unreachable_hint(exc, args.namesrv) from None
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     output = ConsumeOutput(consumer.client_id, args.topic, json=args.json, limit=args.count)
@@ -393,7 +403,7 @@ def _run(args: argparse.Namespace) -> int:
         os.close(devnull)
     print(
         f"rocketq consume: {output.received} messages ({output.received - output.duplicates} distinct "
-        f"bodies, {output.duplicates} duplicates{output.tracking_note()}) in {elapsed:.2f} s as "
+        f"by message id, {output.duplicates} duplicates{output.tracking_note()}) in {elapsed:.2f} s as "
         f"{consumer.client_id}",
         file=sys.stderr,
         flush=True,

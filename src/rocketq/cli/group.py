@@ -17,15 +17,19 @@ import argparse
 from typing import Any
 
 from rocketq.admin import parse_reset_target
+from rocketq.allocate import get_strategy
 from rocketq.cli._output import (
     add_json_option,
     add_namesrv_option,
     admin_session,
     format_ms,
+    group_name,
     print_json,
     print_table,
+    topic_name,
 )
 from rocketq.cli.main import CliError
+from rocketq.client.rebalance import retry_topic
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
 
@@ -51,7 +55,7 @@ def register(subparsers: Any) -> None:
             "are flagged DUPLICATE."
         ),
     )
-    p.add_argument("group", metavar="GROUP")
+    p.add_argument("group", metavar="GROUP", type=group_name)
     p.add_argument(
         "--strategy",
         metavar="NAME",
@@ -68,9 +72,12 @@ def register(subparsers: Any) -> None:
         help="per queue: broker offset, consumer offset, lag, owner; totals",
         description="Per queue: the broker's max offset, the group's committed offset, lag and owner.",
     )
-    p.add_argument("group", metavar="GROUP")
+    p.add_argument("group", metavar="GROUP", type=group_name)
     p.add_argument(
-        "--topic", metavar="TOPIC", help="only this topic (default: every topic the group committed)"
+        "--topic",
+        metavar="TOPIC",
+        type=topic_name,
+        help="only this topic (default: every topic the group committed)",
     )
     add_namesrv_option(p)
     add_json_option(p, "the progress")
@@ -82,13 +89,19 @@ def register(subparsers: Any) -> None:
         description=(
             "Reset the group's offsets of a topic (RocketMQ's resetOffsetByTime, forced): 'first' is "
             "each queue's min offset, 'last' its max, a time stamp (epoch ms or ISO-8601, local time "
-            "without an offset) the first message stored at or after it. Online members drop the "
-            "queues, commit the new offsets and resume from them; for an offline group the brokers "
-            "commit them."
+            "without an offset; not in the future) the first message stored at or after it. Online "
+            "members drop the queues, commit the new offsets and resume from them; for an offline "
+            "group the brokers commit them."
         ),
     )
-    p.add_argument("group", metavar="GROUP")
-    p.add_argument("--topic", required=True, metavar="TOPIC", help="the topic whose offsets move (required)")
+    p.add_argument("group", metavar="GROUP", type=group_name)
+    p.add_argument(
+        "--topic",
+        required=True,
+        metavar="TOPIC",
+        type=topic_name,
+        help="the topic whose offsets move (required)",
+    )
     p.add_argument("--to", required=True, metavar="first|last|TIMESTAMP", help="where to (required)")
     add_namesrv_option(p)
     add_json_option(p, "the new offsets")
@@ -120,6 +133,11 @@ def queue_ranges(queues: tuple[MessageQueue, ...] | list[MessageQueue]) -> str:
 
 
 def _members(args: argparse.Namespace) -> int:
+    if args.strategy is not None:
+        try:
+            get_strategy(args.strategy)
+        except ConfigError as exc:
+            raise CliError(f"--strategy: {exc}") from None
     with admin_session(args.namesrv) as admin:
         view = admin.group_members(args.group, strategy=args.strategy)
     if args.json:
@@ -165,6 +183,9 @@ def _progress(args: argparse.Namespace) -> int:
     if args.json:
         print_json(progress.to_dict())
         return 0
+    retry = retry_topic(args.group)
+    queues = [q for q in progress.queues if q.queue.topic != retry]
+    retries = [q for q in progress.queues if q.queue.topic == retry]
     rows = [
         (
             q.queue.topic,
@@ -176,7 +197,7 @@ def _progress(args: argparse.Namespace) -> int:
             q.owner or "-",
             format_ms(q.last_timestamp_ms),
         )
-        for q in progress.queues
+        for q in queues
     ]
     owners = f" (owners from {progress.owners_source})" if progress.owners_source else ""
     print_table(
@@ -186,16 +207,25 @@ def _progress(args: argparse.Namespace) -> int:
         footer=(
             "total",
             None,
-            len(progress.queues),
-            progress.total_broker_offset,
-            progress.total_consumer_offset,
-            progress.total_lag,
+            len(queues),
+            sum(q.broker_offset for q in queues),
+            sum(q.consumer_offset for q in queues),
+            sum(q.lag for q in queues),
             None,
             None,
         ),
         right=("queue", "broker offset", "consumer offset", "lag"),
     )
-    print(f"consume tps: {progress.consume_tps:.1f}")
+    if retries:
+        lag = sum(q.lag for q in retries)
+        print(
+            f"retry topic {retry} (messages handed back for redelivery, not counted above): "
+            f"{len(retries)} queue(s), {lag} waiting"
+        )
+    print(
+        f"consumed per second: {progress.consume_tps:.1f} (the brokers' average for the group over the "
+        "last minute)"
+    )
     return 0
 
 

@@ -1,14 +1,16 @@
 """``rocketq produce TOPIC``: send numbered messages, paced or as fast as the broker takes them.
 
-Every body is unique: ``--body TEXT`` sends ``TEXT-000000``, ``TEXT-000001`` ...; ``--size BYTES``
-sends bodies of exactly that size starting with the sequence number (``000042-xxxx...``), so a
-consumer can count what it received twice. Sends are pipelined (up to :data:`WINDOW` in flight,
+Every body is unique, across runs too: ``--body TEXT`` sends ``TEXT-<run>-000000``,
+``TEXT-<run>-000001`` ... (``<run>``: six hex digits new for each run, or ``--run ID``);
+``--size BYTES`` sends bodies of exactly that size starting with the sequence number
+(``000042-<run>-xxxx...``). Sends are pipelined (up to :data:`WINDOW` in flight,
 each retried on another broker as the producer does) or, with ``--batch N``, grouped into batch
 sends of N messages. ``--rate`` paces them with a :class:`TokenBucket` on the monotonic clock.
 The first send is made alone so that a wrong name server or topic fails at once, as one line.
 A progress bar shows on a terminal for 1,000 messages or more; a summary (sent, failed, rate)
 ends the run. Exit code 0 when everything was sent, 1 when some sends failed, 130 when
-interrupted (after the summary of what was sent).
+interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM, as shells report them (128 + the signal
+number), after the summary of what was sent.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import logging
+import secrets
 import signal
 import sys
 import threading
@@ -26,12 +29,20 @@ from types import FrameType
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.cli._output import add_namesrv_option, positive_float, positive_int, print_json, unreachable_hint
+from rocketq.cli._output import (
+    add_namesrv_option,
+    group_name,
+    positive_float,
+    positive_int,
+    print_json,
+    topic_name,
+    unreachable_hint,
+)
 from rocketq.cli.main import CliError
 from rocketq.client import Message, Producer, SendResult
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, RocketQError
 
-__all__ = ["WINDOW", "TokenBucket", "body_maker", "register"]
+__all__ = ["WINDOW", "TokenBucket", "body_maker", "new_run_id", "register"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,23 +91,32 @@ class TokenBucket:
         return 0.0 if self._tokens >= 0 else round(-self._tokens / self.rate, 9)
 
 
-def body_maker(count: int, *, text: str | None, size: int | None) -> Callable[[int], bytes]:
-    """A function from sequence number to a unique body.
+def body_maker(count: int, *, text: str | None, size: int | None, run: str = "") -> Callable[[int], bytes]:
+    """A function from sequence number to a unique body; ``run`` (this run's id) keeps bodies of
+    different runs apart.
 
-    >>> body_maker(100, text="hi", size=None)(42)
-    b'hi-000042'
-    >>> body_maker(100, text=None, size=12)(42)
-    b'000042-xxxxx'
+    >>> body_maker(100, text="hi", size=None)(42), body_maker(100, text="hi", size=None, run="3f9a1c")(42)
+    (b'hi-000042', b'hi-3f9a1c-000042')
+    >>> body_maker(100, text=None, size=12)(42), body_maker(100, text=None, size=16, run="ab")(42)
+    (b'000042-xxxxx', b'000042-ab-xxxxxx')
     """
     width = max(6, len(str(max(count - 1, 0))))
+    tag = f"{run}-" if run else ""
     if size is not None:
-        prefix_len = width + 1
+        prefix_len = width + 1 + len(tag)
         if size < prefix_len:
-            raise ConfigError(f"--size must be at least {prefix_len} bytes to hold the sequence number")
+            raise ConfigError(
+                f"--size must be at least {prefix_len} bytes to hold the run id and sequence number"
+            )
         filler = b"x" * (size - prefix_len)
-        return lambda seq: f"{seq:0{width}d}-".encode() + filler
-    base = (text if text is not None else "message").encode()
-    return lambda seq: base + f"-{seq:0{width}d}".encode()
+        return lambda seq: f"{seq:0{width}d}-{tag}".encode() + filler
+    base = (text if text is not None else "message").encode() + b"-" + tag.encode()
+    return lambda seq: base + f"{seq:0{width}d}".encode()
+
+
+def new_run_id() -> str:
+    """Six hex digits, new for every run of ``rocketq produce``."""
+    return secrets.token_hex(3)
 
 
 def register(subparsers: Any) -> None:
@@ -104,12 +124,13 @@ def register(subparsers: Any) -> None:
         "produce",
         help="send numbered messages to a topic (unique bodies, optional pacing and batches)",
         description=(
-            "Send messages with unique bodies: TEXT-000000, TEXT-000001 ... (--body), or bodies of "
-            "exactly BYTES bytes starting with the sequence number (--size), so that consumers can "
-            "count duplicates. Prints a summary (sent, failed, rate); exit code 1 if any send failed."
+            "Send messages with unique bodies: TEXT-RUN-000000, TEXT-RUN-000001 ... (--body; RUN is "
+            "this run's id), or bodies of exactly BYTES bytes starting with the sequence number "
+            "(--size). Prints a summary (sent, failed, rate); exit code 1 if any send failed, 130 on "
+            "Ctrl-C, 143 on SIGTERM."
         ),
     )
-    parser.add_argument("topic", metavar="TOPIC")
+    parser.add_argument("topic", metavar="TOPIC", type=topic_name)
     parser.add_argument(
         "--count", type=positive_int, default=1, metavar="N", help="messages to send (default 1)"
     )
@@ -130,7 +151,18 @@ def register(subparsers: Any) -> None:
         help="pace sends to this many messages per second",
     )
     parser.add_argument(
-        "--group", default="DEFAULT_PRODUCER", help="producer group (default DEFAULT_PRODUCER)"
+        "--group",
+        default="DEFAULT_PRODUCER",
+        type=group_name,
+        help="producer group (default DEFAULT_PRODUCER)",
+    )
+    parser.add_argument(
+        "--run",
+        metavar="ID",
+        type=_run_id,
+        default=None,
+        help="this run's id in every body, so that runs never repeat a body (default: 6 random hex "
+        "digits; '' for none)",
     )
     parser.add_argument(
         "--trace",
@@ -143,13 +175,23 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=_run)
 
 
+def _run_id(text: str) -> str:
+    if text and not all(c.isalnum() or c in "_." for c in text):
+        raise argparse.ArgumentTypeError(f"a run id takes letters, digits, '_' and '.', got {text!r}")
+    if len(text) > 32:
+        raise argparse.ArgumentTypeError(f"a run id has at most 32 characters, got {len(text)}")
+    return text
+
+
 class _Stop:
-    """Set by SIGINT/SIGTERM while producing."""
+    """Set by SIGINT/SIGTERM while producing; ``signum`` says which came."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
+        self.signum: int | None = None
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.signum = signum
         self.event.set()
 
 
@@ -161,12 +203,13 @@ def _batches(first: int, count: int, size: int) -> Iterator[range]:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        make_body = body_maker(args.count, text=args.body, size=args.size)
+        run = new_run_id() if args.run is None else args.run
+        make_body = body_maker(args.count, text=args.body, size=args.size, run=run)
         producer = Producer(args.group, namesrv=args.namesrv, trace=args.trace)
         with Admin(args.namesrv) as admin:  # an unreachable name server is one clear line, not a route error
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
-        raise unreachable_hint(exc) from None
+        raise unreachable_hint(exc, args.namesrv) from None
     except ConfigError as exc:
         raise CliError(str(exc)) from None
 
@@ -183,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             producer.start()
         except (RemotingConnectError, RemotingTimeoutError) as exc:
-            raise unreachable_hint(exc) from None
+            raise unreachable_hint(exc, args.namesrv) from None
         stack.callback(producer.shutdown)
         progress = _progress(args.count, stack)
         began = time.monotonic()
@@ -211,7 +254,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             _send_unit(producer, [message(s) for s in first])
         except (RemotingConnectError, RemotingTimeoutError) as exc:
-            raise unreachable_hint(exc) from None
+            raise unreachable_hint(exc, args.namesrv) from None
         record(len(first), sum(len(make_body(s)) for s in first), None)
         if args.batch:
             for unit in _batches(len(first), args.count, args.batch):
@@ -257,12 +300,14 @@ def _run(args: argparse.Namespace) -> int:
         "rate": round(sent / elapsed, 1),
         "bytes": sent_bytes,
         "interrupted": interrupted,
+        "run": run,
         "errors": errors,
     }
     if args.json:
         print_json(summary)
     else:
-        extra = f", {summary['not_sent']} not sent (interrupted)" if interrupted else ""
+        why = {int(signal.SIGTERM): "SIGTERM", int(signal.SIGINT): "Ctrl-C"}.get(stop.signum or 0, "a signal")
+        extra = f", {summary['not_sent']} not sent (stopped by {why})" if interrupted else ""
         print(
             f"sent {sent} messages to {args.topic}, {failed} failed{extra}, in {elapsed:.2f} s: "
             f"{sent / elapsed:.0f} msg/s ({sent_bytes / elapsed / 1e6:.2f} MB/s)",
@@ -273,7 +318,7 @@ def _run(args: argparse.Namespace) -> int:
         if failed > len(errors):
             print(f"... and {failed - len(errors)} more failed sends", file=sys.stderr)
     if interrupted:
-        return 130
+        return 128 + (stop.signum or signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM
     return 1 if failed else 0
 
 

@@ -5,8 +5,10 @@ Reads the trace topic (``RMQ_SYS_TRACE_TOPIC``: records of clients with tracing 
 and the consumed topics through the ``rocketmq`` Spark source, and writes under ``--out``
 (default ``rocketq-report``) the tables ``consumption``, ``ownership``, ``rebalances``,
 ``duplicates``, ``pauses`` and ``lag`` (Parquet folders) and ``report.html``. stdout gets the key
-figures and the page's path. Needs the ``spark`` extra (``pip install 'rocketq[spark]'``) and a
-JDK; pyspark is imported only when the command runs.
+figures and the page's path, stderr one line per step as it starts; Spark's own JVM log goes to
+``spark.log`` under ``--out`` and its progress bars are off. The name server, the trace topic and
+``--topic`` are checked before Spark starts. Needs the ``spark`` extra (``pip install
+'rocketq[spark]'``) and a JDK; pyspark is imported only when the command runs.
 
 ``--since`` takes epoch ms, ISO-8601, or an age: ``30s``, ``15m``, ``2h``, ``1d`` ago.
 """
@@ -16,15 +18,21 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
-from dataclasses import asdict
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from rocketq.cli._output import add_namesrv_option, unreachable_hint
+from rocketq.analytics import footnote
+from rocketq.cli._output import add_namesrv_option, group_name, topic_name, unreachable_hint
 from rocketq.cli.main import CliError
 from rocketq.client.config import resolve_namesrv
-from rocketq.errors import RemotingConnectError, RemotingTimeoutError
+from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
+from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
+
+SPARK_LOG = "spark.log"
+"""Where, under ``--out``, Spark's own (JVM) log goes: never on the terminal."""
 
 __all__ = ["parse_since", "register"]
 
@@ -64,9 +72,13 @@ def register(subparsers: Any) -> None:
             "HTML report. Consumers must run with tracing on (rocketq: trace=True; Java: enableMsgTrace)."
         ),
     )
-    parser.add_argument("--group", required=True, metavar="GROUP", help="the consumer group")
+    parser.add_argument("--group", required=True, metavar="GROUP", type=group_name, help="the consumer group")
     parser.add_argument(
-        "--topic", metavar="TOPIC", default=None, help="only this topic (default: all of the group's)"
+        "--topic",
+        metavar="TOPIC",
+        default=None,
+        type=topic_name,
+        help="only this topic (default: all of the group's)",
     )
     parser.add_argument(
         "--since", metavar="TIME", default=None, help="only deliveries from then: epoch ms, 15m, ISO-8601"
@@ -87,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
     since = parse_since(args.since) if args.since else None
     if args.bucket is not None and args.bucket <= 0:
         raise CliError("--bucket must be a positive number of milliseconds")
-    namesrv = ";".join(resolve_namesrv(args.namesrv))
+    try:
+        namesrv = ";".join(resolve_namesrv(args.namesrv))
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
     try:
         from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark only when run
 
@@ -97,8 +112,21 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(
             f"rocketq report needs the spark extra (pip install 'rocketq[spark]'): {exc}"
         ) from None
+    _check_sources(namesrv, args.topic)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot use --out {args.out}: {exc.strerror or exc}") from None
+    began = time.monotonic()
+
+    def progress(step: str) -> None:
+        dots = "" if step == "done" else " ..."
+        print(f"rocketq report: {time.monotonic() - began:5.1f} s {step}{dots}", file=sys.stderr, flush=True)
+
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
-    spark = local_session(args.master, "rocketq-report")
+    progress(f"starting Spark ({args.master}; its own log goes to {out / SPARK_LOG})")
+    spark = local_session(args.master, "rocketq-report", jvm_log=out / SPARK_LOG)
     try:
         result = build_report(
             spark,
@@ -106,33 +134,68 @@ def run(args: argparse.Namespace) -> int:
             args.group,
             topic=args.topic,
             since_ms=since,
-            out_dir=args.out,
+            out_dir=out,
             bucket_ms=args.bucket,
+            progress=progress,
         )
     except (RemotingConnectError, RemotingTimeoutError) as exc:
-        raise unreachable_hint(exc) from None
+        raise unreachable_hint(exc, namesrv) from None
     finally:
         if ours:
             spark.stop()
+    progress("done")
     f = result.figures
     if args.json:
         doc = {
             "html": str(result.html_path),
             "tables": {k: str(v) for k, v in result.tables.items()},
-            "figures": asdict(f),
+            "figures": f.to_dict(),
             "bucket_ms": result.bucket_ms,
             "notes": result.notes,
         }
         print(json.dumps(doc))
         return 0
-    pause = "-" if f.longest_pause_ms is None else f"{f.longest_pause_ms} ms"
-    print(f"group {args.group}: {f.delivered} delivered ({f.deliveries} deliveries, {f.consumers} consumers)")
+    pause = "-" if f.longest_pause_ms is None else f"{f.longest_pause_ms:,} ms"
+    print(
+        f"group {args.group}: delivered {f.delivered} ({f.deliveries} deliveries to {f.consumers} consumers)"
+    )
     print(
         f"duplicates {f.duplicates} ({f.attributed} attributed to a rebalance), not consumed {f.not_consumed}"
     )
-    print(f"rebalances {f.rebalances}, queue moves {f.moves}, longest pause {pause}")
+    print(
+        f"queue moves {f.moves}, longest pause {pause}, peak backlog {f.peak_backlog}, "
+        f"rebalances {f.rebalances}"
+    )
+    for line in footnote("move", "pause", "duplicate", "backlog"):
+        print(f"  {line}")
     for note in result.notes:
         print(f"note: {note}")
     print(f"report: {result.html_path}")
     print(f"tables: {result.out_dir}/{{{','.join(result.tables)}}}")
     return 0
+
+
+def _check_sources(namesrv: str, topic: str | None) -> None:
+    """Before Spark starts: the name server answers, the trace topic exists (else nothing was
+    traced), and so does ``topic`` when given. Each failure is one line."""
+    from rocketq.admin import Admin  # noqa: PLC0415
+
+    try:
+        with Admin(namesrv) as admin:
+            admin.topic_list()
+            try:
+                admin.topic_route(RMQ_SYS_TRACE_TOPIC)
+            except UnknownTopicError:
+                raise CliError(
+                    f"no trace records: topic {RMQ_SYS_TRACE_TOPIC} does not exist on {namesrv} (run the "
+                    "group's consumers with tracing on: rocketq consume --trace, trace=True)"
+                ) from None
+            if topic is not None:
+                try:
+                    admin.topic_route(topic)
+                except UnknownTopicError:
+                    raise CliError(f"topic {topic} does not exist on {namesrv}") from None
+    except (RemotingConnectError, RemotingTimeoutError) as exc:
+        raise unreachable_hint(exc, namesrv) from None
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
+import socket
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -27,12 +29,66 @@ from rocketq.remoting import run
 
 __all__ = [
     "SERVER_SWITCH_INTERVAL",
+    "STORE_DIRS",
     "add_broker_options",
+    "check_data_dir",
+    "check_port",
     "port_number",
     "register",
     "run_until_signal",
     "tune_server_process",
 ]
+
+
+STORE_DIRS = ("commitlog", "consumequeue", "config")
+"""Directories the store keeps inside its data dir."""
+
+
+def check_data_dir(path: Path) -> None:
+    """Refuse, as one line and before anything is created, a data dir the store cannot use: one
+    that is a file, whose nearest existing parent is not a writable directory (``/proc/...``,
+    ``/sys/...``), that is not writable, or that holds a file where the store keeps a directory."""
+    if path.exists():
+        if not path.is_dir():
+            raise CliError(f"data dir {path} exists and is not a directory")
+        for name in STORE_DIRS:
+            sub = path / name
+            if sub.exists() and not sub.is_dir():
+                raise CliError(f"data dir {path} is not a rocketq data dir: {sub} is a file, not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise CliError(f"data dir {path} is not writable")
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CliError(f"cannot create data dir {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK) or _special_fs(parent):
+        raise CliError(f"cannot create data dir {path}: {parent} does not take new directories")
+
+
+def check_port(host: str, port: int, what: str) -> None:
+    """Refuse a port another process listens on before anything is created (the servers would
+    find out only after opening their store). Port 0 (any free port) is always fine."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise CliError(f"cannot listen on {host}:{port} ({what} port): {exc.strerror or exc}") from None
+
+
+def _special_fs(path: Path) -> bool:
+    """``/proc`` and ``/sys`` claim root may write there, but take no new directories."""
+    resolved = path.resolve()
+    return any(resolved == Path(fs) or Path(fs) in resolved.parents for fs in ("/proc", "/sys"))
 
 
 def port_number(text: str) -> int:
@@ -139,9 +195,10 @@ def run_until_signal(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]])
 
 def _run(args: argparse.Namespace) -> int:
     data_dir = (args.data_dir or default_data_dir()).resolve()
+    check_data_dir(data_dir)
+    check_port(args.host, args.namesrv_port, "name server")
+    check_port(args.host, args.broker_port, "broker")
     try:
-        if data_dir.exists() and not data_dir.is_dir():
-            raise CliError(f"data dir {data_dir} exists and is not a directory")
         cluster = EmbeddedCluster(
             data_dir=data_dir,
             host=args.host,
@@ -170,5 +227,10 @@ def _run(args: argparse.Namespace) -> int:
             print("rocketq server stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True)
         print("rocketq server stopped", file=sys.stderr, flush=True)
 
-    run_until_signal(main)
+    try:
+        run_until_signal(main)
+    except OSError as exc:  # what the checks could not foresee (a port in use, a full disk)
+        raise CliError(
+            f"cannot start: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+        ) from None
     return 0

@@ -8,9 +8,11 @@ Every subcommand talks to the name server given by ``--namesrv`` (else ``$NAMESR
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from rocketq.admin import Admin
+from rocketq.analytics import id_ranges
 from rocketq.cli._output import (
     add_json_option,
     add_namesrv_option,
@@ -18,10 +20,13 @@ from rocketq.cli._output import (
     format_ms,
     print_json,
     print_table,
+    topic_name,
 )
 from rocketq.cli.main import CliError
+from rocketq.errors import UnknownTopicError
+from rocketq.protocol.bodies import TopicRouteData
 
-__all__ = ["register"]
+__all__ = ["is_system_topic", "register"]
 
 
 def _queue_count(text: str) -> int:
@@ -29,8 +34,8 @@ def _queue_count(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a queue count: {text!r}") from None
-    if not 0 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"queue count must be 0..1024, got {value}")
+    if not 1 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"queue count must be 1..1024, got {value}")
     return value
 
 
@@ -52,11 +57,14 @@ def register(subparsers: Any) -> None:
     sub.required = True
 
     for name, doc in (
-        ("create", "create a topic on every master of a cluster, or on one broker"),
+        (
+            "create",
+            "create a topic on every master of a cluster, or on one broker (an existing one: --update)",
+        ),
         ("update", "change a topic's queue counts, permission or order flag (others keep their values)"),
     ):
         p = sub.add_parser(name, help=doc, description=doc[0].upper() + doc[1:] + ".")
-        p.add_argument("topic", metavar="TOPIC")
+        p.add_argument("topic", metavar="TOPIC", type=topic_name)
         p.add_argument(
             "--queues",
             type=_queue_count,
@@ -90,6 +98,12 @@ def register(subparsers: Any) -> None:
             help="every master of this cluster (default: the only cluster"
             + (")" if name == "create" else ", or the brokers holding the topic)"),
         )
+        if name == "create":
+            p.add_argument(
+                "--update",
+                action="store_true",
+                help="if the topic exists, change it to these settings (else an existing topic is refused)",
+            )
         add_namesrv_option(p)
         add_json_option(p)
         p.set_defaults(handler=_create if name == "create" else _update)
@@ -99,13 +113,20 @@ def register(subparsers: Any) -> None:
         help="delete a topic in its brokers, then in every name server",
         description="Delete a topic in its brokers (or all brokers of --cluster), then in every name server.",
     )
-    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("topic", metavar="TOPIC", type=topic_name)
     p.add_argument("--cluster", metavar="NAME", help="delete on every broker of this cluster")
     add_namesrv_option(p)
     add_json_option(p)
     p.set_defaults(handler=_delete)
 
-    p = sub.add_parser("list", help="list the topics the name server knows", description="List every topic.")
+    p = sub.add_parser(
+        "list",
+        help="list the topics the name server knows (system topics with --all)",
+        description="List the topics the name server knows: those of users, and with --all also the "
+        "system ones (RMQ_SYS_*, RQ_SYS_*, %%RETRY%%/%%DLQ%% topics, TBW102, SCHEDULE_TOPIC_XXXX, the "
+        "cluster's and brokers' own topics ...).",
+    )
+    p.add_argument("--all", action="store_true", help="also list system topics")
     add_namesrv_option(p)
     add_json_option(p, "the list")
     p.set_defaults(handler=_list)
@@ -113,7 +134,7 @@ def register(subparsers: Any) -> None:
     p = sub.add_parser(
         "route", help="show a topic's route: brokers and queue counts", description="Show a route."
     )
-    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("topic", metavar="TOPIC", type=topic_name)
     add_namesrv_option(p)
     add_json_option(p, "the route")
     p.set_defaults(handler=_route)
@@ -123,7 +144,7 @@ def register(subparsers: Any) -> None:
         help="per queue: min and max offset, messages, last store time",
         description="Per queue of a topic on every broker: min and max offset, messages held, last store.",
     )
-    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("topic", metavar="TOPIC", type=topic_name)
     add_namesrv_option(p)
     add_json_option(p, "the stats")
     p.set_defaults(handler=_stats)
@@ -164,6 +185,21 @@ def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin
 
 def _create(args: argparse.Namespace) -> int:
     with admin_session(args.namesrv) as admin:
+        try:
+            current = admin.topic_route(args.topic)
+        except UnknownTopicError:
+            current = None
+        if current is not None and current.queue_datas:
+            changes = _what_changes(args, current)
+            if not changes and not args.order:
+                return _same(args, current)
+            if not args.update:
+                what = "; ".join(changes) if changes else "it would become an ordered topic"
+                raise CliError(
+                    f"topic {args.topic} exists ({_counts(current)}); not changed. To change it use "
+                    f"`rocketq topic update {args.topic} ...` or add --update ({what})"
+                )
+            return _update_with(admin, args, changes)
         brokers = admin.create_topic(
             args.topic,
             queues=args.queues,
@@ -177,21 +213,74 @@ def _create(args: argparse.Namespace) -> int:
         return _changed(args, brokers, "created", admin)
 
 
+def _same(args: argparse.Namespace, route: TopicRouteData) -> int:
+    if args.json:
+        print_json({"topic": args.topic, "unchanged": True, **route.to_json()})
+    else:
+        print(f"topic {args.topic} already exists with these settings ({_counts(route)}); nothing changed")
+    return 0
+
+
+def _counts(route: TopicRouteData) -> str:
+    return ", ".join(
+        f"{qd.read_queue_nums} read / {qd.write_queue_nums} write queues on {qd.broker_name}"
+        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or "")
+    )
+
+
+def _what_changes(args: argparse.Namespace, route: TopicRouteData) -> list[str]:
+    """What applying the options to the existing topic changes, per broker, in words."""
+    out = []
+    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
+        read = args.read_queues if args.read_queues is not None else args.queues
+        write = args.write_queues if args.write_queues is not None else args.queues
+        read = qd.read_queue_nums if read is None else read
+        write = qd.write_queue_nums if write is None else write
+        where = f"on {qd.broker_name}: "
+        parts = []
+        if read != qd.read_queue_nums:
+            parts.append(f"read queues {qd.read_queue_nums} -> {read}")
+            if read < qd.read_queue_nums:
+                parts.append(
+                    f"messages in queues {id_ranges(range(read, qd.read_queue_nums))} stop being read"
+                )
+        if write != qd.write_queue_nums:
+            parts.append(f"write queues {qd.write_queue_nums} -> {write}")
+        if args.perm is not None and args.perm != qd.perm:
+            parts.append(f"perm {qd.perm} -> {args.perm}")
+        if parts:
+            out.append(where + ", ".join(parts))
+    return out
+
+
 def _update(args: argparse.Namespace) -> int:
     if all(v is None for v in (args.queues, args.read_queues, args.write_queues, args.perm, args.order)):
         raise CliError("nothing to change: give --queues, --read-queues, --write-queues, --perm or --order")
     with admin_session(args.namesrv) as admin:
-        brokers = admin.update_topic(
-            args.topic,
-            queues=args.queues,
-            read_queues=args.read_queues,
-            write_queues=args.write_queues,
-            perm=args.perm,
-            order=args.order,
-            broker=args.broker,
-            cluster=args.cluster,
-        )
-        return _changed(args, brokers, "updated", admin)
+        try:
+            current = admin.topic_route(args.topic)
+        except UnknownTopicError:
+            raise CliError(
+                f"topic {args.topic} does not exist; create it: rocketq topic create {args.topic} --queues N"
+            ) from None
+        return _update_with(admin, args, _what_changes(args, current))
+
+
+def _update_with(admin: Admin, args: argparse.Namespace, changes: list[str]) -> int:
+    brokers = admin.update_topic(
+        args.topic,
+        queues=args.queues,
+        read_queues=args.read_queues,
+        write_queues=args.write_queues,
+        perm=args.perm,
+        order=args.order,
+        broker=args.broker,
+        cluster=args.cluster,
+    )
+    if not args.json:
+        for line in changes or ["nothing changed: the topic already had these settings"]:
+            print(f"topic {args.topic} {line}")
+    return _changed(args, brokers, "updated", admin)
 
 
 def _delete(args: argparse.Namespace) -> int:
@@ -205,14 +294,53 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+_SYSTEM_TOPICS = frozenset(
+    {
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "BenchmarkTest",
+        "OFFSET_MOVED_EVENT",
+        "SELF_TEST_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    }
+)
+
+
+def is_system_topic(topic: str, own_names: frozenset[str] = frozenset()) -> bool:
+    """RocketMQ's system topics (``TopicValidator.isSystemTopic``), rocketq's ``RQ_SYS_*``,
+    retry and dead-letter topics, and the topics named after a cluster or broker (``own_names``).
+
+    >>> [is_system_topic(t) for t in ("TourTopic", "RMQ_SYS_TRACE_TOPIC", "%RETRY%tour", "TBW102")]
+    [False, True, True, True]
+    """
+    upper = topic.upper()
+    return (
+        topic in _SYSTEM_TOPICS
+        or topic in own_names
+        or upper.startswith(("RMQ_SYS_", "RQ_SYS_"))
+        or topic.startswith(("%RETRY%", "%DLQ%"))
+        or topic.endswith("_REPLY_TOPIC")  # a cluster's request-reply topic
+    )
+
+
 def _list(args: argparse.Namespace) -> int:
     with admin_session(args.namesrv) as admin:
         topics = admin.topic_list()
+        own: frozenset[str] = frozenset()
+        if not args.all:
+            info = admin.cluster_info()
+            own = frozenset(info.cluster_addr_table) | frozenset(info.broker_addr_table)
+    shown = topics if args.all else [t for t in topics if not is_system_topic(t, own)]
+    hidden = len(topics) - len(shown)
     if args.json:
-        print_json({"topics": topics})
+        print_json({"topics": shown, "system_topics_hidden": hidden})
     else:
-        for topic in topics:
+        for topic in shown:
             print(topic)
+        if hidden:
+            print(f"rocketq topic list: {hidden} system topics not shown (--all lists them)", file=sys.stderr)
     return 0
 
 

@@ -3,7 +3,8 @@
 :class:`ClientAPI` is what a client instance (and :class:`~rocketq.admin.AsyncAdmin`) talks
 through, on its event loop: :meth:`ClientAPI.call` runs any call against a broker;
 :meth:`ClientAPI.call_namesrv` and :meth:`ClientAPI.get_topic_route` ask the name servers, trying
-them in turn and sticking to the one that last answered, as Java's client does. Requests, header
+them in turn and sticking to the one that last answered, as Java's client does (an address that
+turns out not to be a name server - a broker, say - is an error that says so). Requests, header
 fields and bodies are RocketMQ 4.9.4's (``MQClientAPIImpl``); a refusal raises the
 :class:`~rocketq.errors.BrokerError` of its response code (noted with the call and the peer),
 transport failures the :class:`~rocketq.errors.RemotingError` subclasses unchanged.
@@ -16,10 +17,12 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from rocketq.errors import RemotingError, TopicNotExistError
+from rocketq.errors import ConfigError, RemotingError, RequestCodeNotSupportedError, TopicNotExistError
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.calls import Call
+from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.command import RemotingCommand
 from rocketq.remoting.client import RemotingClient
 
 __all__ = ["ClientAPI"]
@@ -58,6 +61,8 @@ class ClientAPI:
             addr = self.namesrv_addrs[index]
             try:
                 result = await self.remoting.call(addr, make(), timeout or self.timeout)
+            except RequestCodeNotSupportedError:
+                raise await self._not_a_name_server(addr, timeout or self.timeout) from None
             except RemotingError as exc:
                 last_error = exc
                 logger.debug("name server %s failed: %s", addr, exc)
@@ -66,6 +71,18 @@ class ClientAPI:
             return result
         assert last_error is not None
         raise last_error
+
+    async def _not_a_name_server(self, addr: str, timeout: float) -> ConfigError:
+        """The error for a "name server" at ``addr`` that refused a name-server request as unknown:
+        a broker (it answers GET_BROKER_CONFIG, which only brokers do) or some other server."""
+        request = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG)
+        try:
+            broker = (await self.remoting.invoke(addr, request, timeout)).code == ResponseCode.SUCCESS
+        except RemotingError:
+            broker = False
+        if broker:
+            return ConfigError(f"{addr} is a broker, not a name server (give the name server's address)")
+        return ConfigError(f"{addr} is not a name server: it does not know name-server requests")
 
     async def get_topic_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
         """The topic's route, or ``None`` when the name server says TOPIC_NOT_EXIST."""

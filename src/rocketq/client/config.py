@@ -24,7 +24,7 @@ import socket
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 from rocketq.allocate import AllocationStrategy, get_strategy
 from rocketq.errors import ConfigError
@@ -40,6 +40,7 @@ __all__ = [
     "ProducerConfig",
     "PushConsumerConfig",
     "ReadOffsetType",
+    "enum_value",
     "local_ip",
     "pid_instance_name",
     "resolve_namesrv",
@@ -108,6 +109,33 @@ def local_ip() -> str:
 def pid_instance_name() -> str:
     """``<pid>#<monotonic ns>``: RocketMQ's ``changeInstanceNameToPID`` result."""
     return f"{os.getpid()}#{time.monotonic_ns()}"
+
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def enum_value(cls: type[E], name: str, value: object) -> E:
+    """``value`` as a member of ``cls``: the member itself, its name or its value (as users write
+    them: ``"CONSUME_FROM_FIRST_OFFSET"``), else :class:`ConfigError` naming the choices.
+
+    >>> enum_value(MessageModel, "message_model", "BROADCASTING") is MessageModel.BROADCASTING
+    True
+    """
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str) and value.strip() in cls.__members__:
+        return cls[value.strip()]
+    try:
+        return cls(value)
+    except (ValueError, TypeError):
+        choices = ", ".join(cls.__members__)
+        raise ConfigError(f"{name} must be one of {choices}, got {value!r}") from None
+
+
+def _convert_enums(obj: object, **fields: type[enum.Enum]) -> None:
+    """In a frozen config's ``__post_init__``: each named field as its enum (:func:`enum_value`)."""
+    for name, cls in fields.items():
+        object.__setattr__(obj, name, enum_value(cls, name, getattr(obj, name)))
 
 
 def _positive(name: str, value: float) -> None:
@@ -320,6 +348,7 @@ class PushConsumerConfig:
     lease_retry_max: float = 1.0
 
     def __post_init__(self) -> None:
+        _convert_enums(self, message_model=MessageModel, consume_from_where=ConsumeFromWhere)
         for name in (
             "consume_thread_max",
             "consume_concurrently_max_span",

@@ -406,8 +406,8 @@ class ConsumeMessageConcurrentlyService:
                         original = msg.properties.get(retry_prop)
                         if original is not None:
                             msg.topic = original
-                token = hook.before(batch) if hook is not None else None
-                now_ms = time_ns() // 1_000_000
+                now_ms = time_ns() // 1_000_000  # the trace's SubBefore time and CONSUME_START_TIME
+                token = hook.before(batch, now_ms) if hook is not None else None
                 if now_ms != start_ms:
                     start_ms, start_text = now_ms, str(now_ms)
                 for msg in batch:

@@ -312,8 +312,9 @@ class ConsumeMessageOrderlyService:
         """
         group = self.consumer.group
         hook = getattr(self.consumer, "trace_hook", None)  # PushConsumerCore's; absent in unit fakes
-        token = hook.before(msgs) if hook is not None else None
-        start_ms = str(time.time_ns() // 1_000_000)
+        now_ms = time.time_ns() // 1_000_000  # the trace's SubBefore time and CONSUME_START_TIME
+        token = hook.before(msgs, now_ms) if hook is not None else None
+        start_ms = str(now_ms)
         for msg in msgs:
             msg.properties[MessageConst.CONSUME_START_TIME] = start_ms
         begin = time.monotonic()

@@ -65,7 +65,7 @@ from rocketq.protocol.headers import (
 from rocketq.protocol.message import decode_message
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
-from rocketq.remoting.connection import RemotingConnection
+from rocketq.remoting.connection import ConnectionListener, RemotingConnection
 
 if TYPE_CHECKING:
     from rocketq.client.producer import ProducerCore
@@ -143,6 +143,13 @@ class ClientInstance:
         self._rebalance_trigger = RebalanceTrigger.PERIODIC
         self._heartbeat_lock: asyncio.Lock | None = None
         self._route_lock: asyncio.Lock | None = None
+        #: brokers an urgent heartbeat is on its way to, and those already told about in the log
+        self._urgent: set[str] = set()
+        self._urgent_logged: set[str] = set()
+        #: broker addresses this client has been connected to (a new connection to one is a reconnect)
+        self._connected_once: set[str] = set()
+        #: failures of our own code already logged at ERROR (logged once each)
+        self._bugs_logged: set[str] = set()
         self.inner_producer: ProducerCore | None = None
         self.start_time_ms = int(time.time() * 1000)
 
@@ -199,6 +206,7 @@ class ClientInstance:
         self._heartbeat_lock = asyncio.Lock()
         self._route_lock = asyncio.Lock()
         r = self.remoting
+        r.add_listener(_Reconnects(self))
         r.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify_consumer_ids_changed)
         r.register_handler(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_consumer_running_info)
         r.register_handler(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
@@ -455,12 +463,23 @@ class ClientInstance:
             consumer_data_set=tuple(c.consumer_data() for c in self.consumers.values()),
         )
 
-    async def send_heartbeat_to_all_brokers(self) -> None:
-        """HEART_BEAT to every broker (masters only when this client has no consumer)."""
+    async def send_heartbeat_to_all_brokers(self, *, raise_bugs: bool = False) -> None:
+        """HEART_BEAT to every broker (masters only when this client has no consumer).
+
+        A broker that cannot be reached is logged as a warning (the next round retries). A
+        heartbeat that cannot even be built or sent because of a bug of ours (or a config value
+        nothing caught) raises with ``raise_bugs`` (a consumer's ``start()``), else is logged at
+        ERROR once: without heartbeats the brokers do not know this client."""
         assert self.api is not None
         assert self._heartbeat_lock is not None
         async with self._heartbeat_lock:
-            data = self.heartbeat_data()
+            try:
+                data = self.heartbeat_data()
+            except Exception as exc:
+                if raise_bugs:
+                    raise
+                self._log_bug("heartbeat", exc)
+                return
             if not data.producer_data_set and not data.consumer_data_set:
                 return
             no_consumer = not data.consumer_data_set
@@ -471,8 +490,68 @@ class ClientInstance:
                         continue
                     pending.append(self.api.call(addr, calls.send_heartbeat(data)))
             for result in await asyncio.gather(*pending, return_exceptions=True):
-                if isinstance(result, Exception):
+                if isinstance(result, RocketQError | OSError):
                     logger.warning("heartbeat of %s failed: %s", self.client_id, result)
+                elif isinstance(result, Exception):
+                    if raise_bugs:
+                        raise result
+                    self._log_bug("heartbeat", result)
+
+    def _log_bug(self, what: str, exc: BaseException) -> None:
+        """A failure of our own code in a background task: at ERROR, once per kind, with what to do."""
+        key = f"{what}:{type(exc).__name__}:{exc}"
+        if key in self._bugs_logged:
+            logger.debug("%s of %s failed again: %r", what, self.client_id, exc)
+            return
+        self._bugs_logged.add(key)
+        logger.error(
+            "%s of %s failed: %s: %s. This is a bug in rocketq or a setting it did not check; the brokers "
+            "may not know this client, so a consumer receives nothing. Please report it with this log "
+            "(logged once; later failures of the same kind go to DEBUG).",
+            what,
+            self.client_id,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
+
+    def heartbeat_broker_soon(self, addr: str, why: str) -> None:
+        """Send this client's heartbeat to the broker at ``addr`` at once (one in flight per broker),
+        because it does not know us any more (``why``: it answered SUBSCRIPTION_NOT_EXIST, or we
+        reconnected to it, as after its restart). Logged once until a heartbeat gets through."""
+        if self._closed or addr in self._urgent or self.api is None:
+            return
+        self._urgent.add(addr)
+        if addr not in self._urgent_logged:
+            self._urgent_logged.add(addr)
+            logger.info("broker %s: %s; sending %s's heartbeat now", addr, why, self.client_id)
+
+        async def beat() -> None:
+            assert self.api is not None
+            try:
+                data = self.heartbeat_data()
+                if data.producer_data_set or data.consumer_data_set:
+                    await self.api.call(addr, calls.send_heartbeat(data))
+                self._urgent_logged.discard(addr)
+            except (RocketQError, OSError) as exc:
+                logger.debug("heartbeat of %s to %s failed: %s", self.client_id, addr, exc)
+            except Exception as exc:
+                self._log_bug("heartbeat", exc)
+            finally:
+                self._urgent.discard(addr)
+
+        task = asyncio.get_running_loop().create_task(beat())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    def _connected(self, addr: str) -> None:
+        """A connection to ``addr`` opened: to a broker we were connected to before, a reconnect."""
+        known = any(addr in addrs.values() for addrs in self.broker_addr_table.values())
+        if not known:
+            return
+        if addr in self._connected_once:
+            self.heartbeat_broker_soon(addr, "reconnected (it may have restarted and forgotten this client)")
+        self._connected_once.add(addr)
 
     # -------------------------------------------------------------- offsets and rebalance
 
@@ -513,8 +592,8 @@ class ClientInstance:
         for consumer in list(self.consumers.values()):
             try:
                 await consumer.do_rebalance(trigger)
-            except Exception:
-                logger.exception("rebalance of group %s failed", consumer.group)
+            except Exception as exc:
+                self._log_bug(f"rebalance of group {consumer.group}", exc)
 
     # -------------------------------------------------------------- server-initiated requests
 
@@ -592,3 +671,13 @@ class ClientInstance:
     def ensure_running(self) -> None:
         if self._closed or not self.loop_thread.running:
             raise ClientStateError(f"client instance {self.client_id} is shut down")
+
+
+class _Reconnects(ConnectionListener):
+    """Tells the instance of every new connection (a reconnect to a broker gets a heartbeat at once)."""
+
+    def __init__(self, instance: ClientInstance) -> None:
+        self.instance = instance
+
+    def on_connect(self, conn: RemotingConnection) -> None:
+        self.instance._connected(conn.remote_address)

@@ -52,6 +52,7 @@ from rocketq.client.config import (
     MessageModel,
     ReadOffsetType,
     _half_hour_ago,
+    enum_value,
 )
 from rocketq.client.consume_concurrently import ConsumeStats
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -131,6 +132,8 @@ class LitePullConsumerConfig:
     rebalance_log_size: int = 1024
 
     def __post_init__(self) -> None:
+        for field_name, cls in (("message_model", MessageModel), ("consume_from_where", ConsumeFromWhere)):
+            object.__setattr__(self, field_name, enum_value(cls, field_name, getattr(self, field_name)))
         for name in ("pull_batch_size", "pull_threshold_for_all", "pull_threshold_for_queue",
                      "pull_threshold_size_for_queue", "consume_max_span", "broker_suspend_max_time",
                      "rebalance_log_size"):  # fmt: skip
@@ -235,7 +238,7 @@ class LitePullCore:
         try:
             for topic in self.subscribed_topics():
                 await self.instance.update_topic_route(topic)
-            await self.instance.send_heartbeat_to_all_brokers()
+            await self.instance.send_heartbeat_to_all_brokers(raise_bugs=True)
             if self.subscription_type is SubscriptionType.SUBSCRIBE:
                 await self.rebalance.do_rebalance(RebalanceTrigger.START)
             else:

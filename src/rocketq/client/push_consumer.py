@@ -128,7 +128,7 @@ class PushConsumerCore:
 
     consume_type = ConsumeType.CONSUME_PASSIVELY
     #: Called around each listener call when tracing (``PushConsumer(..., trace=True)``); consume
-    #: services call ``trace_hook.before(msgs)`` and ``trace_hook.after(token, n, ...)``.
+    #: services call ``trace_hook.before(msgs, start_ms)`` and ``trace_hook.after(token, n, ...)``.
     trace_hook: ConsumeTraceHook | None = None
 
     def __init__(
@@ -176,6 +176,8 @@ class PushConsumerCore:
         self._flow_control_times = 0
         self.paused = False
         self._rebalance_ready = False  # the service's rebalances wait for the START one
+        #: a rebalance asked for (a NOTIFY) while the START one ran: run again right after it
+        self._rebalance_missed: RebalanceTrigger | None = None
         self.running = False
         self.stopping = False
         self.start_timestamp = 0
@@ -244,9 +246,13 @@ class PushConsumerCore:
         try:
             for topic in list(self.rebalance.subscriptions):
                 await self.instance.update_topic_route(topic)
-            await self.instance.send_heartbeat_to_all_brokers()
+            await self.instance.send_heartbeat_to_all_brokers(raise_bugs=True)
             await self.rebalance.do_rebalance(RebalanceTrigger.START)
             self._rebalance_ready = True
+            missed, self._rebalance_missed = self._rebalance_missed, None
+            if missed is not None:
+                # the group changed while the START rebalance ran on an older member list
+                self.instance.rebalance_immediately(missed)
             if any(t not in self.rebalance.topic_subscribe_info for t in self.rebalance.subscriptions):
                 self._spawn(self._look_for_missing_routes())
         except BaseException:
@@ -353,6 +359,9 @@ class PushConsumerCore:
             self.instance.rebalance_immediately(RebalanceTrigger.ROUTE)
 
     async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
+        if self.running and not self._rebalance_ready and not self.stopping:
+            self._rebalance_missed = trigger  # the START rebalance is running: after it (see start)
+            return
         if self.running and self._rebalance_ready and not self.stopping and not self.paused:
             # a topic without queues yet (the retry topic before the broker registered it) is
             # looked up now rather than at the next 30 s route refresh
@@ -569,6 +578,7 @@ class PushConsumerCore:
         begin = time.monotonic()
         if pq.first_pull_ms is None:
             pq.first_pull_ms = _now_ms()
+        addr: str | None = None
         try:
             addr = self.instance.find_broker_address_in_subscribe(
                 mq.broker_name, self._pull_from_which_node.get(mq, MASTER_ID)
@@ -590,6 +600,16 @@ class PushConsumerCore:
                 # a rebalance bumped our subscription version and the heartbeat announcing it has
                 # not reached the broker yet: it will in a moment
                 logger.debug("pull of %s: subscription not latest on the broker yet; retrying soon", mq)
+                return cfg.pull_time_delay_when_subscription_not_latest
+            if (
+                isinstance(exc, BrokerError)
+                and exc.code
+                in (ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
+                and addr is not None
+            ):
+                # the broker forgot us (it restarted): tell it now rather than at the next 30 s round
+                self.instance.heartbeat_broker_soon(addr, f"it does not know group {self.group} ({exc})")
+                logger.debug("pull of %s: %s; retrying after the heartbeat", mq, exc)
                 return cfg.pull_time_delay_when_subscription_not_latest
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 logger.warning("pull of %s failed: %s; retrying later", mq, exc)

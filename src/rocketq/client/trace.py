@@ -545,7 +545,9 @@ class ConsumeTraceHook:
         self.dispatcher = dispatcher
         self.group = group
 
-    def before(self, msgs: Sequence[MessageExt]) -> object:
+    def before(self, msgs: Sequence[MessageExt], now_ms: int | None = None) -> object:
+        """Before the listener call of ``msgs``; ``now_ms`` is the call's start (the time the
+        consume service also gives the messages as ``CONSUME_START_TIME``), else the clock's now."""
         c, f = CONTENT_SPLITOR, FIELD_SPLITOR
         region: str | None = None
         lines: list[str] = []
@@ -561,7 +563,7 @@ class ConsumeTraceHook:
             lines.append(f"{msg_id}{c}{msg.reconsume_times}{c}{_text(keys)}{f}")
         if not items:
             return None
-        now = _now_ms()
+        now = _now_ms() if now_ms is None else now_ms
         request_id = _request_id()
         head = f"{TraceType.SUB_BEFORE.value}{c}{now}{c}{_text(region)}{c}{self.group}{c}{request_id}{c}"
         self.dispatcher.append_encoded(head + head.join(lines), _trans_keys(items))

@@ -25,8 +25,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from rocketq.analytics import footnote, queue_ranges
 from rocketq.lab.harness import Lab, Worker, queue_of
-from rocketq.lab.narrate import queue_ranges
 from rocketq.lab.report_step import run_report, spark_status, tracing_available
 from rocketq.lab.scaling import ScalingRun, SteadyProducer, run_scaling
 from rocketq.models import MessageQueue
@@ -68,6 +68,7 @@ class DemoResult:
             "scaling": self.run.to_dict() if self.run is not None else None,
             "spark": self.spark,
             "report": str(self.report) if self.report is not None else None,
+            "report_figures": self.extra.get("report_figures"),
             "seconds": round(self.seconds, 2),
             "error": self.error,
         }
@@ -102,7 +103,7 @@ class LiveView:
             self.live = None
 
     def _absorb(self, workers: Sequence[Worker]) -> list[str]:
-        new_lines: list[str] = []
+        new_lines: list[tuple[int, str]] = []
         for w in workers:
             events = w.snapshot()
             start = self._cursor.get(w.name, 0)
@@ -117,18 +118,19 @@ class LiveView:
                     added = [queue_of(d) for d in e["added"]]
                     removed = [queue_of(d) for d in e["removed"]]
                     owned = [queue_of(d) for d in e["owned"]]
-                    clock = time.strftime("%H:%M:%S", time.localtime(e["ts_ms"] / 1000))
+                    clock = _clock(int(e["end_ms"]))
                     line = (
                         f"{clock} {w.name} ({e['trigger']}, {len(e['client_ids'])} in group): "
                         f"owns {queue_ranges(owned)}"
                         + (f" +{queue_ranges(added)}" if added else "")
                         + (f" -{queue_ranges(removed)}" if removed else "")
                     )
-                    self._events.append((int(e["ts_ms"]), line))
-                    new_lines.append(line)
+                    self._events.append((int(e["end_ms"]), line))
+                    new_lines.append((int(e["end_ms"]), line))
         self._events.sort()
         del self._events[:-8]
-        return new_lines
+        # workers are read one after the other: put what they said since the last tick in time order
+        return [line for _, line in sorted(new_lines)]
 
     def tick(self, phase: str, active: list[Worker], producer: SteadyProducer) -> None:
         self.phase = phase
@@ -156,7 +158,7 @@ class LiveView:
                 highlight=False,
             )
 
-    def _render(self, sent: dict[str, tuple[MessageQueue, int]] | None) -> Group:
+    def _render(self, sent: dict[str, tuple[MessageQueue, int, str]] | None) -> Group:
         sent = sent or {}
         workers = self.lab.workers
         owner: dict[int, str] = {}
@@ -165,7 +167,7 @@ class LiveView:
                 for q in w.owned(TOPIC) or []:
                     owner[q.queue_id] = w.name
         sent_per_queue: dict[int, int] = {}
-        for q, _ in sent.values():
+        for q, _, _ in sent.values():
             sent_per_queue[q.queue_id] = sent_per_queue.get(q.queue_id, 0) + 1
         head = Text.assemble(
             ("rocketq demo", "bold"),
@@ -201,7 +203,12 @@ class LiveView:
 
 
 def _fmt(ms: int | None) -> str:
-    return "-" if ms is None else f"{ms / 1000:.2f} s"
+    return "-" if ms is None else f"{ms:,} ms"
+
+
+def _clock(ms: int) -> str:
+    """Local wall-clock time with milliseconds: ``08:50:51.854``."""
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
 
 
 def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult:
@@ -255,6 +262,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
                     for line in outcome.lines():
                         console.print(f"  {line}", markup=False)
                     result.spark, result.report = outcome.status, outcome.html
+                    result.extra["report_figures"] = outcome.figures or None
             console.print(f"Spark analytics: {result.spark}", markup=False)
             if result.report is not None:
                 console.print(f"HTML report: {result.report}", markup=False)
@@ -270,25 +278,49 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
 
 
 def _summary(console: Console, run: ScalingRun) -> None:
+    assert run.analysis is not None
+    a = run.analysis
+    f = a.figures
+    names = {w.client_id: w.name for w in run.workers if w.client_id}
     console.print()
     console.print("[bold]summary[/bold]")
     console.print(
-        f"sent {len(run.sent)} at {run.rate:g} msg/s, delivered {run.consumed}, duplicates {run.duplicates}, "
+        f"sent {len(run.sent)} at {run.rate:g} msg/s, delivered {f.delivered}, duplicates {f.duplicates}, "
         f"lost {len(run.lost)}" + (f", {run.failed_sends} sends failed" if run.failed_sends else ""),
         markup=False,
     )
+    console.print(
+        f"queue moves {f.moves}, longest pause {_fmt(f.longest_pause_ms)}, peak backlog {f.peak_backlog}, "
+        f"rebalances {f.rebalances}",
+        markup=False,
+    )
     table = Table(title="what each change of the group cost", title_justify="left")
-    for col in ("change", "queues moved", "longest pause", "median pause", "duplicates", "peak backlog"):
-        table.add_column(col, justify="left" if col == "change" else "right")
-    for t in run.transitions:
-        pauses = (_fmt(t.longest_pause_ms), _fmt(t.median_pause_ms))
-        table.add_row(t.label, str(len(t.handoffs)), *pauses, str(t.duplicates), str(t.peak_backlog))
+    for col in (
+        "at",
+        "change",
+        "queues moved",
+        "longest pause",
+        "median pause",
+        "duplicates",
+        "peak backlog",
+    ):
+        table.add_column(col, justify="left" if col in ("at", "change") else "right")
+    for c in a.costs:
+        who = [f"+{names.get(x, x)}" for x in c.change.joined] + [
+            f"-{names.get(x, x)}" for x in c.change.left
+        ]
+        label = c.label + (f" ({' '.join(who)})" if who and c.change.index else "")
+        pauses = (_fmt(c.longest_pause_ms), _fmt(c.median_pause_ms))
+        table.add_row(
+            _clock(c.change.at_ms), label, str(c.moves), *pauses, str(c.duplicates), str(c.peak_backlog)
+        )
     console.print(table)
     per = run.to_dict()["received_per_consumer"]
     console.print(f"messages per consumer: {per}", markup=False)
+    for line in footnote("change", "move", "pause", "duplicate", "backlog"):
+        console.print(f"  {line}", markup=False)
     console.print(
-        "pause: from the old owner's last consumption of a moved queue to the new owner's first; duplicates: "
-        "messages consumed again because the new owner started from the last committed offset "
-        "(`rocketq lab rebalance-cost` compares with the clean handoff)",
+        "  (the same definitions and code as `rocketq report`; `rocketq lab rebalance-cost` compares the "
+        "default handoff with the clean one)",
         markup=False,
     )

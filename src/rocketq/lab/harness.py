@@ -134,6 +134,10 @@ class Received:
     offset: int
     body: str
     reconsume_times: int
+    #: the message id, the start of the listener call (epoch ms) and the broker's store time
+    msg_id: str = ""
+    start_ms: int = 0
+    stored_ms: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -269,6 +273,9 @@ class Worker:
                 int(e["offset"]),
                 str(e["body"]),
                 int(e.get("reconsume_times", 0)),
+                str(e.get("msg_id") or ""),
+                int(e.get("start_ms") or e["ts_ms"]),
+                int(e["stored_ms"]) if e.get("stored_ms") is not None else None,
             )
             for e in self.snapshot()
             if e["type"] == "recv"

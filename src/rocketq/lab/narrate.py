@@ -15,39 +15,10 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
+from rocketq.analytics import queue_ranges
 from rocketq.models import MessageQueue
 
 __all__ = ["Narrator", "queue_ranges"]
-
-
-def queue_ranges(queues: Sequence[MessageQueue]) -> str:
-    """Queue ids as compact ranges per topic and broker, the way the seeds write them.
-
-    >>> qs = [MessageQueue("T", "broker-a", i) for i in (0, 1, 2, 3, 7, 9, 10)]
-    >>> queue_ranges(qs)
-    '[0..3, 7, 9..10]'
-    >>> queue_ranges([])
-    '[]'
-    """
-    groups: dict[tuple[str, str], list[int]] = {}
-    for q in sorted(queues):
-        groups.setdefault((q.topic, q.broker_name), []).append(q.queue_id)
-    many_topics = len({t for t, _ in groups}) > 1
-    many_brokers = len({b for _, b in groups}) > 1
-    parts = []
-    for (topic, broker), ids in groups.items():
-        spans: list[str] = []
-        start = prev = ids[0]
-        for i in [*ids[1:], None]:
-            if i is not None and i == prev + 1:
-                prev = i
-                continue
-            spans.append(str(start) if start == prev else f"{start}..{prev}")
-            if i is not None:
-                start = prev = i
-        label = "/".join(x for x, on in ((topic, many_topics), (broker, many_brokers)) if on)
-        parts.append(f"{label} [{', '.join(spans)}]" if label else f"[{', '.join(spans)}]")
-    return " ".join(parts) if parts else "[]"
 
 
 class Narrator:

@@ -57,12 +57,13 @@ class ReportOutcome:
             return []
         f = self.figures
         pause = f.get("longest_pause_ms")
-        longest = "-" if pause is None else f"{pause / 1000:.2f} s"
+        longest = "-" if pause is None else f"{pause:,} ms"
         return [
-            f"Spark: {f.get('delivered')} delivered in {f.get('deliveries')} deliveries to "
-            f"{f.get('consumers')} consumers, {f.get('duplicates')} duplicates "
-            f"({f.get('attributed')} attributed to a rebalance), "
-            f"{f.get('rebalances')} rebalances, {f.get('moves')} queue moves, longest pause {longest}",
+            f"Spark: delivered {f.get('delivered')} ({f.get('deliveries')} deliveries to "
+            f"{f.get('consumers')} consumers), duplicates {f.get('duplicates')} "
+            f"({f.get('attributed')} attributed to a rebalance), not consumed {f.get('not_consumed')}",
+            f"Spark: queue moves {f.get('moves')}, longest pause {longest}, peak backlog "
+            f"{f.get('peak_backlog')}, rebalances {f.get('rebalances')}",
             *(f"note: {n}" for n in self.notes),
         ]
 

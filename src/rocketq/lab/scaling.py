@@ -4,49 +4,37 @@
 :class:`SteadyProducer` at a fixed rate (drift-free pacing, asynchronous sends), and a group of
 consumer processes taken through a list of sizes (``(1, 3, 2)``: start one, add two, stop one),
 each change followed by a wait until every member owns its planned share and then a steady
-phase. Afterwards :func:`measure` reads the consumers' own records and computes, per change:
-
-* **moved queues** - queues whose owner differs between the plans before and after;
-* **pause** per moved queue - from the old owner's last consumption of it (or its drop, when it
-  consumed nothing there) to the new owner's first consumption;
-* **duplicates** - receipts of a body already received (attributed to the change whose window
-  the second receipt falls in);
-* **backlog** - the peak of (sent - consumed) during the change's window;
-
-and in total: sent, consumed, lost (sent, acknowledged, never consumed), duplicates.
+phase. Afterwards :func:`measure` hands the consumers' own records - every delivery with the
+start of its listener call and its store time, every rebalance record - and the producer's
+acknowledged sends to :func:`rocketq.analytics.analyze`, the one computation of the figures that
+``rocketq report`` also uses: per change of the group's member list, the queues moved, the pause
+of each, the duplicates and the peak backlog; in total sent, consumed, lost (sent, acknowledged,
+never consumed) and duplicates.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rocketq.analytics import Analysis, Delivery, RebalanceEvent, Stored, analyze
 from rocketq.client import Message
 from rocketq.lab.harness import Lab, Received, Worker
 from rocketq.models import MessageQueue
 
-__all__ = [
-    "QueueHandoff",
-    "ScalingRun",
-    "SteadyProducer",
-    "TransitionCost",
-    "change_costs",
-    "measure",
-    "run_scaling",
-]
+__all__ = ["ScalingRun", "SteadyProducer", "measure", "run_scaling"]
 
 
 class SteadyProducer:
     """Sends ``<prefix>-<n>`` to ``topic`` at ``rate`` per second from a thread until stopped.
 
     Pacing is drift-free (message *n* is due at ``start + n / rate``); sends are asynchronous, so
-    a slow answer does not slow the rate. ``sent`` maps each acknowledged body to its queue and
-    send time (epoch ms); ``failed`` counts sends the broker did not acknowledge.
+    a slow answer does not slow the rate. ``sent`` maps each acknowledged body to its queue, send
+    time (epoch ms) and message id; ``failed`` counts sends the broker did not acknowledge.
     """
 
     def __init__(self, lab: Lab, topic: str, rate: float, prefix: str) -> None:
@@ -54,7 +42,7 @@ class SteadyProducer:
         self.topic = topic
         self.rate = rate
         self.prefix = prefix
-        self.sent: dict[str, tuple[MessageQueue, int]] = {}
+        self.sent: dict[str, tuple[MessageQueue, int, str]] = {}
         self.failed = 0
         self.attempted = 0
         self._stop = threading.Event()
@@ -88,7 +76,8 @@ class SteadyProducer:
             if future.exception() is not None:
                 self.failed += 1
             else:
-                self.sent[body] = (future.result().message_queue, ts)
+                result = future.result()
+                self.sent[body] = (result.message_queue, ts, result.msg_id)
 
     def stop(self) -> None:
         """Stop sending and wait (bounded) for the answers of the sends in flight."""
@@ -101,83 +90,27 @@ class SteadyProducer:
                 pass
         self._pending.clear()
 
-    def snapshot(self) -> dict[str, tuple[MessageQueue, int]]:
+    def snapshot(self) -> dict[str, tuple[MessageQueue, int, str]]:
         with self._lock:
             return dict(self.sent)
 
 
-@dataclass(frozen=True, slots=True)
-class QueueHandoff:
-    """One moved queue in one change of the group."""
-
-    queue: MessageQueue
-    old_owner: str
-    new_owner: str
-    pause_ms: int | None
-    backlog: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "queue_id": self.queue.queue_id,
-            "broker": self.queue.broker_name,
-            "from": self.old_owner,
-            "to": self.new_owner,
-            "pause_ms": self.pause_ms,
-            "backlog": self.backlog,
-        }
-
-
-@dataclass
-class TransitionCost:
-    """What one change of the group's size cost."""
-
-    label: str
-    at_ms: int
-    settled_ms: int
-    end_ms: int
-    handoffs: list[QueueHandoff] = field(default_factory=list)
-    duplicates: int = 0
-    peak_backlog: int = 0
-
-    @property
-    def longest_pause_ms(self) -> int | None:
-        pauses = [h.pause_ms for h in self.handoffs if h.pause_ms is not None]
-        return max(pauses) if pauses else None
-
-    @property
-    def median_pause_ms(self) -> int | None:
-        pauses = sorted(h.pause_ms for h in self.handoffs if h.pause_ms is not None)
-        return pauses[len(pauses) // 2] if pauses else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "change": self.label,
-            "at_ms": self.at_ms,
-            "settle_ms": self.settled_ms - self.at_ms,
-            "moved_queues": len(self.handoffs),
-            "longest_pause_ms": self.longest_pause_ms,
-            "median_pause_ms": self.median_pause_ms,
-            "duplicates": self.duplicates,
-            "peak_backlog": self.peak_backlog,
-            "handoffs": [h.to_dict() for h in self.handoffs],
-        }
-
-
 @dataclass
 class ScalingRun:
-    """A finished scaling run: what was sent, who consumed what, and the cost of each change."""
+    """A finished scaling run: what was sent, who consumed what, and the cost of each change
+    (``analysis``: :func:`rocketq.analytics.analyze` over the run's records)."""
 
     topic: str
     group: str
     handoff: str
     rate: float
     sizes: tuple[int, ...]
-    sent: dict[str, tuple[MessageQueue, int]]
+    sent: dict[str, tuple[MessageQueue, int, str]]
     failed_sends: int
     receipts: list[Received]
-    transitions: list[TransitionCost]
     plans: list[dict[str, list[MessageQueue]]]
     workers: list[Worker]
+    analysis: Analysis | None = None
 
     @property
     def consumed(self) -> int:
@@ -190,14 +123,38 @@ class ScalingRun:
 
     @property
     def duplicates(self) -> int:
-        return len([r for r in self.receipts if r.body in self.sent]) - self.consumed
+        return self.analysis.figures.duplicates if self.analysis is not None else 0
 
     @property
     def longest_pause_ms(self) -> int | None:
-        pauses = [t.longest_pause_ms for t in self.transitions if t.longest_pause_ms is not None]
-        return max(pauses) if pauses else None
+        return self.analysis.figures.longest_pause_ms if self.analysis is not None else None
+
+    def _changes(self) -> list[dict[str, Any]]:
+        a = self.analysis
+        if a is None:
+            return []
+        names = {w.client_id: w.name for w in self.workers if w.client_id}
+        return [
+            {
+                **c.to_dict(),
+                "moves": [
+                    {
+                        "queue_id": m.queue.queue_id,
+                        "broker": m.queue.broker_name,
+                        "from": names.get(m.from_client, m.from_client),
+                        "to": names.get(m.to_client, m.to_client),
+                        "pause_ms": m.pause_ms,
+                        "pause_start": m.pause_start_kind,
+                    }
+                    for m in a.moves
+                    if m.change == c.change.index
+                ],
+            }
+            for c in a.costs
+        ]
 
     def to_dict(self) -> dict[str, Any]:
+        a = self.analysis
         return {
             "topic": self.topic,
             "group": self.group,
@@ -210,7 +167,8 @@ class ScalingRun:
             "lost": len(self.lost),
             "duplicates": self.duplicates,
             "longest_pause_ms": self.longest_pause_ms,
-            "transitions": [t.to_dict() for t in self.transitions],
+            "figures": a.figures.to_dict() if a is not None else None,
+            "changes": self._changes(),
             "received_per_consumer": {
                 w.name: len([r for r in self.receipts if r.worker == w.name]) for w in self.workers
             },
@@ -248,7 +206,6 @@ def run_scaling(
     active: list[Worker] = []
     producer = SteadyProducer(lab, topic, rate, f"{group}")
     plans: list[dict[str, list[MessageQueue]]] = []
-    marks: list[tuple[str, int, int]] = []  # (label, change began, settled)
 
     def steady(label: str, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -261,7 +218,6 @@ def run_scaling(
             time.sleep(min(tick_interval, left))
 
     def settle(label: str) -> None:
-        began = _now_ms()
         done = threading.Event()
         result: list[dict[str, list[MessageQueue]]] = []
         error: list[BaseException] = []
@@ -281,7 +237,6 @@ def run_scaling(
         if error:
             raise error[0]
         plans.append(result[0])
-        marks.append((label, began, _now_ms()))
 
     try:
         previous = 0
@@ -330,88 +285,25 @@ def run_scaling(
         sent=producer.snapshot(),
         failed_sends=producer.failed,
         receipts=receipts,
-        transitions=[],
         plans=plans,
         workers=workers,
     )
-    run.transitions = measure(run, marks)
+    run.analysis = measure(run)
     return run
 
 
-def measure(run: ScalingRun, marks: Sequence[tuple[str, int, int]]) -> list[TransitionCost]:
-    """The cost of each change after the first, from the run's workers' records."""
-    names = {w.client_id or w.name: w.name for w in run.workers}
-    # drop time of a queue by a consumer: the rebalance record that removed it
-    drops: dict[tuple[str, MessageQueue], list[int]] = {}
-    for w in run.workers:
-        for rec in w.rebalances(run.topic):
-            for d in rec["removed"]:
-                q = MessageQueue(str(d["topic"]), str(d["broker"]), int(d["queue_id"]))
-                drops.setdefault((w.name, q), []).append(int(rec["end_ms"]))
-    return change_costs(run.receipts, run.sent, run.plans, marks, names, drops)
-
-
-def change_costs(
-    receipts: Sequence[Received],
-    sent: Mapping[str, tuple[MessageQueue, int]],
-    plans: Sequence[Mapping[str, Sequence[MessageQueue]]],
-    marks: Sequence[tuple[str, int, int]],
-    names: Mapping[str, str],
-    drops: Mapping[tuple[str, MessageQueue], Sequence[int]],
-) -> list[TransitionCost]:
-    """The cost of each change after the first (see the module docstring), from plain records.
-
-    ``receipts`` sorted by time; ``sent`` body -> (queue, send time); ``plans[k]`` the settled
-    plan (client id -> queues) after change ``k``; ``marks[k]`` (label, began, settled) in epoch
-    ms; ``names`` client id -> consumer name; ``drops`` (consumer, queue) -> times it dropped it.
-    """
-    by_queue: dict[MessageQueue, list[Received]] = {}
-    for r in receipts:
-        by_queue.setdefault(r.queue, []).append(r)
-    sent_times = sorted(ts for _, ts in sent.values())
-    first_seen: dict[str, int] = {}
-    dup_times: list[int] = []
-    for r in receipts:
-        if r.body not in sent:
-            continue
-        if r.body in first_seen:
-            dup_times.append(r.ts_ms)
-        else:
-            first_seen[r.body] = r.ts_ms
-    consumed_times = sorted(first_seen.values())
-    out: list[TransitionCost] = []
-    end_of_run = receipts[-1].ts_ms if receipts else _now_ms()
-    for k in range(1, len(marks)):
-        label, began, settled = marks[k]
-        end = marks[k + 1][1] if k + 1 < len(marks) else end_of_run
-        cost = TransitionCost(label, began, settled, end)
-        before, after = plans[k - 1], plans[k]
-        owner_before = {q: names.get(cid, cid) for cid, qs in before.items() for q in qs}
-        owner_after = {q: names.get(cid, cid) for cid, qs in after.items() for q in qs}
-        for q in sorted(owner_after):
-            old, new = owner_before.get(q), owner_after[q]
-            if old is None or old == new:
-                continue
-            recs = by_queue.get(q, [])
-            first_new = next((r.ts_ms for r in recs if r.worker == new and r.ts_ms >= began), None)
-            pause: int | None = None
-            backlog = 0
-            if first_new is not None:
-                olds = [r.ts_ms for r in recs if r.worker == old and began - 60_000 <= r.ts_ms <= first_new]
-                start = (
-                    max(olds)
-                    if olds
-                    else max((t for t in drops.get((old, q), []) if t <= first_new), default=None)
-                )
-                if start is not None:
-                    pause = max(first_new - start, 0)
-                    backlog = sum(1 for bq, ts in sent.values() if bq == q and start < ts <= first_new)
-            cost.handoffs.append(QueueHandoff(q, old, new, pause, backlog))
-        cost.duplicates = sum(1 for t in dup_times if began <= t < end)
-        peak = 0
-        for t in [began, *(ts for ts in sent_times if began <= ts < end)]:
-            backlog_now = bisect.bisect_right(sent_times, t) - bisect.bisect_right(consumed_times, t)
-            peak = max(peak, backlog_now)
-        cost.peak_backlog = peak
-        out.append(cost)
-    return out
+def measure(run: ScalingRun) -> Analysis:
+    """The figures of ``run`` from its records, by :func:`rocketq.analytics.analyze`: the workers'
+    deliveries and rebalance records of the topic, and every acknowledged send as a stored
+    message (its store time from a delivery of it, else its send time)."""
+    deliveries = [
+        Delivery(r.client_id, r.msg_id or r.body, r.queue, r.start_ms, True, r.stored_ms, r.worker)
+        for r in run.receipts
+    ]
+    stored_ms: dict[str, int] = {}
+    for r in run.receipts:
+        if r.stored_ms is not None:
+            stored_ms.setdefault(r.msg_id, r.stored_ms)
+    stored = [Stored(mid, q, stored_ms.get(mid, ts)) for q, ts, mid in run.sent.values()]
+    events = [RebalanceEvent.from_dict(rec) for w in run.workers for rec in w.rebalances(run.topic)]
+    return analyze(deliveries, events, stored)

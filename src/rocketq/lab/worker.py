@@ -9,8 +9,10 @@ JSON object per line on stdout, flushed per line:
 * ``{"type": "rebalance", "ts_ms", ...}`` (:meth:`RebalanceRecord.to_dict`) for each subscribed
   topic's first rebalance and every one that changed the queues or the group's client ids, or
   failed (retry topics aside);
-* ``{"type": "recv", "ts_ms", "topic", "broker", "queue_id", "offset", "msg_id", "body",
-  "reconsume_times"}`` per message consumed (``ts_ms`` when the listener saw it);
+* ``{"type": "recv", "ts_ms", "start_ms", "stored_ms", "topic", "broker", "queue_id", "offset",
+  "msg_id", "body", "reconsume_times"}`` per message consumed (``ts_ms`` when the listener saw it,
+  ``start_ms`` when its call began - the time a traced consumer's SubBefore record carries -,
+  ``stored_ms`` the broker's store time);
 * ``{"type": "stopped", "ts_ms", "received"}`` after a graceful shutdown.
 
 It stops gracefully (listeners finish, offsets committed, client unregistered so the group
@@ -55,6 +57,7 @@ from rocketq.client import (
 from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.models import MessageQueue
+from rocketq.protocol.properties import MessageConst
 
 __all__ = ["InstanceRoomResolver", "build_strategy", "handoff_available", "main", "worker_args"]
 
@@ -220,10 +223,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for msg in msgs:
             if work:
                 time.sleep(work)
+            now_ms = time.time_ns() // 1_000_000
             out.write(
                 {
                     "type": "recv",
-                    "ts_ms": time.time_ns() // 1_000_000,
+                    "ts_ms": now_ms,
+                    # when the listener call began: the trace's SubBefore time, so the lab's figures
+                    # and `rocketq report`'s come from the same instants
+                    "start_ms": int(msg.properties.get(MessageConst.CONSUME_START_TIME) or now_ms),
+                    "stored_ms": msg.store_timestamp,
                     "topic": msg.topic,
                     "broker": broker,
                     "queue_id": msg.queue_id,

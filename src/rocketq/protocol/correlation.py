@@ -6,7 +6,9 @@ behind it). :class:`Correlator` keeps, for one connection, the requests still wa
 request code, a waiter of the driver's choosing and a deadline - and answers the three questions
 every driver asks:
 
-* a response arrived: whose is it? (:meth:`Correlator.complete`, ``None`` for a late or stray one);
+* a response arrived: whose is it? (:meth:`Correlator.complete`, ``None`` for a late or stray one;
+  :meth:`Correlator.was_abandoned` tells the two apart: a late answer to a request whose caller
+  stopped waiting is expected, a stray one is the peer's mistake);
 * time has passed: whose wait is over? (:meth:`Correlator.expire` with ``now`` passed in, and
   :meth:`Correlator.next_deadline` to know when to look again);
 * the connection is gone: who still waits? (:meth:`Correlator.drain`).
@@ -29,10 +31,14 @@ earliest live deadline instead of one timer per request.
 3.0
 >>> c.complete(b).waiter, len(c), c.next_deadline()
 ('send', 1, 30.0)
->>> c.complete(b) is None              # a second (late) answer matches nothing
+>>> c.complete(b) is None              # a second answer matches nothing (nor was it abandoned)
 True
+>>> c.was_abandoned(b)
+False
 >>> [(e.code, e.waiter) for e in c.expire(now=31.0)], len(c)
 ([(11, 'pull')], 0)
+>>> c.complete(a) is None, c.was_abandoned(a)   # the pull's answer, after its caller gave up
+(True, True)
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ from rocketq.protocol.command import OpaqueSequence
 __all__ = ["Correlator", "InFlight"]
 
 W = TypeVar("W")
+
+ABANDONED_KEPT = 1024
+"""Opaques of given-up requests remembered per table, so that their late answers are recognised."""
 
 
 class InFlight(Generic[W]):
@@ -79,13 +88,15 @@ class Correlator(Generic[W]):
     other method belongs to the driver's own thread.
     """
 
-    __slots__ = ("_deadlines", "_opaques", "_pending")
+    __slots__ = ("_abandoned", "_deadlines", "_opaques", "_pending")
 
     def __init__(self, opaques: Iterator[int] | None = None) -> None:
         self._opaques = OpaqueSequence() if opaques is None else opaques
         self._pending: dict[int, InFlight[W]] = {}
         # (deadline, opaque); entries of answered requests stay until they reach the top
         self._deadlines: list[tuple[float, int]] = []
+        # opaques of requests given up (discarded or expired), newest last, at most ABANDONED_KEPT
+        self._abandoned: dict[int, None] = {}
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -117,8 +128,23 @@ class Correlator(Generic[W]):
         return self._pending.pop(opaque, None)
 
     def discard(self, opaque: int) -> InFlight[W] | None:
-        """Stop waiting for ``opaque`` (the caller gave up); its late answer will match nothing."""
-        return self._pending.pop(opaque, None)
+        """Stop waiting for ``opaque`` (the caller gave up); its late answer will match nothing
+        and :meth:`was_abandoned` will say so."""
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            self._abandon(opaque)
+        return entry
+
+    def was_abandoned(self, opaque: int) -> bool:
+        """Whether an answer that :meth:`complete` matched to nothing is the late answer of a
+        request given up here (asked once per answer: the opaque is forgotten)."""
+        return self._abandoned.pop(opaque, 0) is None
+
+    def _abandon(self, opaque: int) -> None:
+        abandoned = self._abandoned
+        abandoned[opaque] = None
+        if len(abandoned) > ABANDONED_KEPT:
+            del abandoned[next(iter(abandoned))]
 
     def get(self, opaque: int) -> InFlight[W] | None:
         """The waiting request ``opaque``, left in place."""
@@ -135,6 +161,7 @@ class Correlator(Generic[W]):
             # the opaque may have been answered, or reused by a later request with its own entry
             if entry is not None and entry.deadline == deadline:
                 del pending[opaque]
+                self._abandon(opaque)
                 expired.append(entry)
         return expired
 

@@ -395,9 +395,16 @@ class RemotingConnection(asyncio.Protocol):
     def _on_response(self, cmd: RemotingCommand) -> None:
         entry = self._inflight.complete(cmd.opaque)
         if entry is None:
+            if self._inflight.was_abandoned(cmd.opaque):
+                logger.debug(
+                    "%r: late response (code %d) to opaque %d, whose caller stopped waiting - dropped",
+                    self,
+                    cmd.code,
+                    cmd.opaque,
+                )
+                return
             logger.warning(
-                "%r: response (code %d) to opaque %d matches no pending request; "
-                "it may have timed out already - dropped",
+                "%r: response (code %d) to opaque %d matches no request sent on this connection - dropped",
                 self,
                 cmd.code,
                 cmd.opaque,

@@ -1,6 +1,6 @@
 """Event loops for rocketq: uvloop when it is installed, asyncio's own otherwise.
 
-uvloop (``pip install rocketq[fast]``) runs the transport's read and write paths in C and makes
+uvloop (a default dependency on Linux and macOS) runs the transport's read and write paths in C and makes
 request round trips markedly faster (see ``bench/bench_codec.py``). Set the environment variable
 ``ROCKETQ_NO_UVLOOP=1`` to use asyncio's default loop even when uvloop is importable.
 """
@@ -50,6 +50,14 @@ def new_event_loop(*, use_uvloop: bool | None = None) -> asyncio.AbstractEventLo
 
 
 def run(main: Coroutine[Any, Any, T], *, use_uvloop: bool | None = None, debug: bool | None = None) -> T:
-    """Run ``main`` to completion on a new loop from :func:`new_event_loop`, as ``asyncio.run`` does."""
-    with asyncio.Runner(debug=debug, loop_factory=loop_factory(use_uvloop=use_uvloop)) as runner:
+    """Run ``main`` to completion on a new loop from :func:`new_event_loop`, as ``asyncio.run`` does.
+
+    When no loop can be made (``use_uvloop=True`` without uvloop installed) ``main`` is closed
+    before the error propagates, so no "coroutine was never awaited" warning follows it."""
+    try:
+        factory = loop_factory(use_uvloop=use_uvloop)
+    except BaseException:
+        main.close()
+        raise
+    with asyncio.Runner(debug=debug, loop_factory=factory) as runner:
         return runner.run(main)

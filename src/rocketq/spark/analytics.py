@@ -1,4 +1,4 @@
-"""The rebalance analytics: Spark jobs that turn traces and rebalance records into tables.
+"""The rebalance analytics on Spark: read and shape the records, then judge them in plain Python.
 
 Inputs, read with the ``rocketmq`` data source (:func:`read_inputs`):
 
@@ -14,44 +14,38 @@ Who consumed: a Sub line names the group, not the consumer. rocketq's trace mess
 consumer's client id (property ``rqClientId``); for other clients the trace message's born host
 (the trace producer's ``ip:port``) stands in.
 
-Output tables (:func:`compute_tables`; every time is epoch ms):
+Spark parses, joins and writes; the figures are judged once, by :func:`rocketq.analytics.analyze`
+(the code ``rocketq demo`` and ``rocketq lab rebalance-cost`` use on their own records), over the
+deliveries, rebalance records and stored messages collected to the driver (:func:`compute_tables`:
+three narrow columns sets, a few hundred bytes a message).
+
+Output tables (every time is epoch ms):
 
 ``consumption``
     one row per delivery (a SubBefore, joined with its SubAfter by request id and msg id, and
     with the message): ``group, client_id, request_id, msg_id, topic, broker, queue_id,
     queue_offset, retry_times, start_ms, end_ms, cost_ms, success, context_code, store_ms,
-    latency_ms`` (start - store), ``delivery`` (1 = first), ``first_client_id``,
-    ``first_start_ms``, ``duplicate``. A delivery is a *duplicate* when an earlier delivery of
-    the same message to the group did not fail (it succeeded, or its outcome is unknown):
-    redeliveries after a failure are retries, not duplicates.
+    latency_ms`` (start - store), and as judged: ``delivery`` (1 = first), ``first_client_id``,
+    ``first_start_ms``, ``duplicate``.
 ``rebalances``
     the records of the group (retry topics left out): ``group, client_id, seq, trigger, topic,
     strategy, n_clients, client_ids, owned, added, removed`` (queues as ``broker:queue_id``),
     ``changed, start_ms, end_ms, duration_ms, error``.
 ``ownership``
-    one row per stretch of a queue owned by a client, from the record that added it to the
-    first later record of that client that removed it (``to_ms`` null: still owned, or the
-    client stopped without saying so): ``group, topic, broker, queue_id, client_id, from_ms,
-    to_ms, added_by, added_seq, removed_by``.
+    one row per stretch of a queue owned by a client: ``group, topic, broker, queue_id,
+    client_id, from_ms, to_ms, added_by, added_seq, removed_by``.
 ``duplicates``
-    the duplicate deliveries, each with the rebalance it is attributed to: the latest record of
-    the group that added or removed the message's queue at or before the duplicate delivery
-    began (``rebalance_client_id, rebalance_seq, rebalance_trigger, rebalance_ms,
-    rebalance_kind``; null when none did), and the first delivery (``first_client_id,
-    first_start_ms``).
+    the duplicate deliveries, each with the rebalance record it is attributed to
+    (``rebalance_client_id, rebalance_seq, rebalance_trigger, rebalance_ms, rebalance_kind``;
+    null when none), the change of the group it falls in (``change``) and the first delivery
+    (``first_client_id, first_start_ms``).
 ``pauses``
-    one row per move of a queue (a client added it while another had owned it): ``from_client,
-    to_client, removed_ms, added_ms, trigger``, ``first_consumed_ms`` (the new owner's first
-    delivery of the queue in its stretch), ``last_consumed_ms`` and ``last_consumed_by`` (the
-    queue's last delivery before that by another consumer: the previous owner's, or an earlier
-    owner's when the queue moved twice before anyone consumed it), ``pause_start_ms`` (that
-    delivery's end, else the previous owner's removal, else the add), ``pause_ms`` (first - start; null
-    when the new owner consumed nothing there yet) and ``pause_start_kind``. A queue without
-    traffic around the move shows its idle time as pause too: ``first_message_store_ms``
-    (the store time of what the new owner consumed first) tells the two apart.
+    one row per queue move: ``from_client, to_client, removed_ms, added_ms, trigger,
+    last_consumed_ms, last_consumed_by, first_consumed_ms, first_message_store_ms,
+    pause_start_ms, pause_ms, pause_start_kind, change``.
 ``lag``
     per queue and time bucket: ``produced`` (messages stored), ``consumed`` (first deliveries
-    ending then), their running totals and ``lag`` (produced - consumed so far).
+    begun), ``lag`` (the backlog at the bucket's end) and ``peak`` (its highest value in it).
 
 >>> choose_bucket_ms(0, 59_000)
 1000
@@ -66,13 +60,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from rocketq.analytics import Analysis, Delivery, RebalanceEvent, Stored, analyze, backlog_buckets
 from rocketq.client.blocking import BlockingClient
 from rocketq.client.trace import CLIENT_ID_PROPERTY, REBALANCE_TOPIC
 from rocketq.errors import TopicNotExistError
+from rocketq.models import MessageQueue
 from rocketq.protocol.trace import CONTENT_SPLITOR, FIELD_SPLITOR, RMQ_SYS_TRACE_TOPIC
 from rocketq.spark.source import SCHEMA_DDL
 
@@ -80,15 +76,11 @@ __all__ = [
     "TABLES",
     "Inputs",
     "choose_bucket_ms",
+    "collect_records",
     "compute_tables",
     "consumption_table",
-    "duplicates_table",
-    "lag_table",
-    "ownership_table",
     "parse_rebalances",
     "parse_traces",
-    "pauses_table",
-    "queue_events",
     "read_inputs",
     "read_topic",
     "rebalances_table",
@@ -130,7 +122,6 @@ REBALANCE_SCHEMA: Final = T.StructType(
 """The part of the rebalance JSON (see :mod:`rocketq.client.trace`) the jobs read."""
 
 _BUCKETS = (100, 250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 300_000, 600_000, 3_600_000)
-_QUEUE_KEY = ["group", "topic", "broker", "queue_id"]
 
 
 def choose_bucket_ms(first_ms: int, last_ms: int, target: int = 60) -> int:
@@ -291,10 +282,9 @@ def consumption_table(
     group: str,
     *,
     topic: str | None = None,
-    since_ms: int | None = None,
 ) -> DataFrame:
-    """One row per delivery to ``group`` (see the module docstring); with ``since_ms``, those
-    starting then or later, judged (first delivery, duplicate) against all deliveries."""
+    """One row per delivery to ``group``, with its outcome and its message's queue, offset and
+    store time; not yet judged (see :func:`compute_tables`)."""
     before = sub_before.where(F.col("group") == group).dropDuplicates(["request_id", "msg_id"])
     after = (
         sub_after.where(F.col("group") == group)
@@ -312,10 +302,7 @@ def consumption_table(
     d = before.join(after, ["request_id", "msg_id"], "left").join(msgs, "msg_id", "left")
     if topic is not None:
         d = d.where(F.col("topic") == topic)
-    w = Window.partitionBy("group", "msg_id").orderBy("start_ms", "request_id")
-    earlier = w.rowsBetween(Window.unboundedPreceding, -1)
-    not_failed = F.when(F.col("success").isNull() | F.col("success"), 1).otherwise(0)
-    out = d.select(
+    return d.select(
         "group",
         "client_id",
         "request_id",
@@ -332,12 +319,7 @@ def consumption_table(
         "context_code",
         "store_ms",
         (F.col("start_ms") - F.col("store_ms")).alias("latency_ms"),
-        F.row_number().over(w).alias("delivery"),
-        F.first("client_id").over(w).alias("first_client_id"),
-        F.first("start_ms").over(w).alias("first_start_ms"),
-        (F.coalesce(F.max(not_failed).over(earlier), F.lit(0)) == 1).alias("duplicate"),
     )
-    return out if since_ms is None else out.where(F.col("start_ms") >= since_ms)
 
 
 def _queue_names(col: str) -> Column:
@@ -366,238 +348,95 @@ def rebalances_table(records: DataFrame, group: str, *, topic: str | None = None
     )
 
 
-def queue_events(records: DataFrame, group: str, *, topic: str | None = None) -> DataFrame:
-    """Every queue a record added or removed: ``group, topic, broker, queue_id, client_id, seq,
-    trigger, t`` (the record's end) and ``kind`` (``added``/``removed``)."""
-    scoped = _in_scope(records, group, topic)
-    parts = []
-    for kind in ("added", "removed"):
-        parts.append(
-            scoped.select(
-                "group",
-                "client_id",
-                "seq",
-                "trigger",
-                F.col("end_ms").alias("t"),
-                F.explode(kind).alias("q"),
-                F.lit(kind).alias("kind"),
-            )
+def _mq(topic: Any, broker: Any, queue_id: Any) -> MessageQueue | None:
+    if topic is None or broker is None or queue_id is None:
+        return None
+    return MessageQueue(str(topic), str(broker), int(queue_id))
+
+
+def collect_records(
+    consumption: DataFrame, records: DataFrame, messages: DataFrame, group: str, *, topic: str | None
+) -> tuple[list[Delivery], list[RebalanceEvent], list[Stored]]:
+    """The driver-side records :func:`rocketq.analytics.analyze` judges (three narrow collects)."""
+    deliveries = [
+        Delivery(
+            r.client_id or "?",
+            r.msg_id,
+            _mq(r.topic, r.broker, r.queue_id),
+            int(r.start_ms),
+            r.success,
+            r.store_ms,
+            r.request_id or "",
         )
-    events = parts[0].unionByName(parts[1])
-    return events.select(
-        "group",
-        F.col("q.topic").alias("topic"),
-        F.col("q.broker").alias("broker"),
-        F.col("q.queue_id").alias("queue_id"),
-        "client_id",
-        "seq",
-        "trigger",
-        "t",
-        "kind",
-    )
-
-
-def ownership_table(events: DataFrame) -> DataFrame:
-    """Stretches of ownership from queue events (see the module docstring)."""
-    w = (
-        Window.partitionBy(*_QUEUE_KEY, "client_id")
-        .orderBy("t", "seq")
-        .rowsBetween(1, Window.unboundedFollowing)
-    )
-    removed = F.col("kind") == "removed"
-    return (
-        events.select(
-            *_QUEUE_KEY,
+        for r in consumption.select(
             "client_id",
-            "kind",
-            F.col("t").alias("from_ms"),
-            F.col("trigger").alias("added_by"),
-            F.col("seq").alias("added_seq"),
-            F.min(F.when(removed, F.col("t"))).over(w).alias("to_ms"),
-            F.first(F.when(removed, F.col("trigger")), ignorenulls=True).over(w).alias("removed_by"),
-        )
-        .where(F.col("kind") == "added")
-        .drop("kind")
-    )
-
-
-def duplicates_table(consumption: DataFrame, events: DataFrame) -> DataFrame:
-    """Duplicate deliveries with the rebalance each is attributed to (see the module docstring)."""
-    dups = consumption.where(F.col("duplicate"))
-    ev = events.select(
-        *[F.col(c).alias(f"e_{c}") for c in _QUEUE_KEY],
-        F.col("client_id").alias("rebalance_client_id"),
-        F.col("seq").alias("rebalance_seq"),
-        F.col("trigger").alias("rebalance_trigger"),
-        F.col("t").alias("rebalance_ms"),
-        F.col("kind").alias("rebalance_kind"),
-    )
-    cond = [dups[c] == ev[f"e_{c}"] for c in _QUEUE_KEY] + [ev["rebalance_ms"] <= dups["start_ms"]]
-    joined = dups.join(ev, cond, "left")
-    w = Window.partitionBy("group", "msg_id", "request_id").orderBy(
-        F.col("rebalance_ms").desc_nulls_last(), F.col("rebalance_kind")
-    )
-    return (
-        joined.withColumn("_rank", F.row_number().over(w))
-        .where(F.col("_rank") == 1)
-        .select(
-            "group",
             "msg_id",
             "topic",
             "broker",
             "queue_id",
-            "queue_offset",
-            "client_id",
-            "request_id",
             "start_ms",
-            "retry_times",
-            "delivery",
-            "first_client_id",
-            "first_start_ms",
-            "rebalance_client_id",
-            "rebalance_seq",
-            "rebalance_trigger",
-            "rebalance_ms",
-            "rebalance_kind",
-        )
-    )
-
-
-def pauses_table(ownership: DataFrame, consumption: DataFrame) -> DataFrame:
-    """One row per move of a queue, with the pause it caused (see the module docstring)."""
-    new = ownership.select(
-        *_QUEUE_KEY,
-        F.col("client_id").alias("to_client"),
-        F.col("from_ms").alias("added_ms"),
-        F.col("to_ms").alias("new_to_ms"),
-        F.col("added_by").alias("trigger"),
-    )
-    old = ownership.select(
-        *[F.col(c).alias(f"o_{c}") for c in _QUEUE_KEY],
-        F.col("client_id").alias("from_client"),
-        F.col("from_ms").alias("old_from_ms"),
-        F.col("to_ms").alias("removed_ms"),
-    )
-    cond = [new[c] == old[f"o_{c}"] for c in _QUEUE_KEY] + [
-        new["to_client"] != old["from_client"],
-        old["old_from_ms"] < new["added_ms"],
+            "success",
+            "store_ms",
+            "request_id",
+        ).collect()
+        if r.start_ms is not None and r.msg_id
     ]
-    w = Window.partitionBy(*_QUEUE_KEY, "to_client", "added_ms").orderBy(F.col("old_from_ms").desc())
-    moves = (
-        new.join(old, cond, "inner")
-        .withColumn("_rank", F.row_number().over(w))
-        .where(F.col("_rank") == 1)
-        .drop("_rank", *[f"o_{c}" for c in _QUEUE_KEY])
-    )
-    c = consumption.where(F.col("queue_id").isNotNull()).select(
-        *[F.col(k).alias(f"c_{k}") for k in _QUEUE_KEY],
-        F.col("client_id").alias("c_client"),
-        F.col("start_ms").alias("c_start"),
-        F.coalesce("end_ms", "start_ms").alias("c_end"),
-        F.col("store_ms").alias("c_store"),
-    )
-    same_queue = [moves[k] == c[f"c_{k}"] for k in _QUEUE_KEY]
-    key = [*_QUEUE_KEY, "to_client", "added_ms"]
-    first_new = (
-        moves.join(
-            c,
-            [
-                *same_queue,
-                moves["to_client"] == c["c_client"],
-                c["c_start"] >= moves["added_ms"],
-                moves["new_to_ms"].isNull() | (c["c_start"] <= moves["new_to_ms"]),
-            ],
-            "left",
+    events = [
+        RebalanceEvent(
+            client_id=r.client_id,
+            seq=int(r.seq),
+            trigger=r.trigger or "",
+            topic=r.topic or "",
+            client_ids=tuple(r.client_ids or ()),
+            added=tuple(MessageQueue(q.topic, q.broker, q.queue_id) for q in r.added or ()),
+            removed=tuple(MessageQueue(q.topic, q.broker, q.queue_id) for q in r.removed or ()),
+            end_ms=int(r.end_ms),
+            changed=bool(r.changed),
         )
-        .groupBy(*key)
-        .agg(
-            F.min("c_start").alias("first_consumed_ms"),
-            F.min_by("c_store", "c_start").alias("first_message_store_ms"),
-        )
+        for r in _in_scope(records, group, topic)
+        .select("client_id", "seq", "trigger", "topic", "client_ids", "added", "removed", "end_ms", "changed")
+        .collect()
+        if r.end_ms is not None and r.client_id
+    ]
+    msgs = messages.select(
+        "msg_id", "topic", "broker", "queue_id", F.unix_millis("store_timestamp").alias("ms")
     )
-    # the queue's last delivery by another consumer before the new owner's first: the previous
-    # owner's, or an earlier one's when a queue moved twice before anyone consumed it
-    moved = moves.join(first_new, key, "left")
-    bound = F.coalesce(moved["first_consumed_ms"], moved["added_ms"])
-    last_old = (
-        moved.join(
-            c,
-            [
-                *[moved[k] == c[f"c_{k}"] for k in _QUEUE_KEY],
-                moved["to_client"] != c["c_client"],
-                c["c_start"] < bound,
-            ],
-            "left",
-        )
-        .groupBy(*key)
-        .agg(
-            F.max("c_end").alias("last_consumed_ms"), F.max_by("c_client", "c_end").alias("last_consumed_by")
-        )
-    )
-    out = moved.join(last_old, key, "left")
-    start = F.coalesce("last_consumed_ms", "removed_ms", "added_ms")
-    return out.select(
-        *_QUEUE_KEY,
-        "from_client",
-        "to_client",
-        "removed_ms",
-        "added_ms",
-        "trigger",
-        "last_consumed_ms",
-        "last_consumed_by",
-        "first_consumed_ms",
-        "first_message_store_ms",
-        start.alias("pause_start_ms"),
-        (F.col("first_consumed_ms") - start).alias("pause_ms"),
-        F.when(F.col("last_consumed_ms").isNotNull(), F.lit("last consumption"))
-        .when(F.col("removed_ms").isNotNull(), F.lit("removal"))
-        .otherwise(F.lit("add"))
-        .alias("pause_start_kind"),
-    )
-
-
-def lag_table(
-    consumption: DataFrame,
-    messages: DataFrame,
-    group: str,
-    bucket_ms: int,
-    *,
-    topic: str | None = None,
-    since_ms: int | None = None,
-) -> DataFrame:
-    """Produced and consumed per queue and bucket, with running totals and the lag."""
-    msgs = messages.select("topic", "broker", "queue_id", F.unix_millis("store_timestamp").alias("ms"))
     if topic is not None:
         msgs = msgs.where(F.col("topic") == topic)
-    firsts = consumption.where((F.col("delivery") == 1) & F.col("store_ms").isNotNull()).select(
-        "topic", "broker", "queue_id", F.coalesce("end_ms", "start_ms").alias("ms"), "store_ms"
-    )
-    if since_ms is not None:
-        msgs = msgs.where(F.col("ms") >= since_ms)
-        firsts = firsts.where(F.col("store_ms") >= since_ms)
-    b = F.lit(bucket_ms)
-    bucket = (F.floor(F.col("ms") / b) * b).cast("long").alias("bucket_ms")
-    key = ["topic", "broker", "queue_id", "bucket_ms"]
-    produced = (
-        msgs.select("topic", "broker", "queue_id", bucket).groupBy(key).agg(F.count("*").alias("produced"))
-    )
-    consumed = (
-        firsts.select("topic", "broker", "queue_id", bucket).groupBy(key).agg(F.count("*").alias("consumed"))
-    )
-    w = Window.partitionBy("topic", "broker", "queue_id").orderBy("bucket_ms")
-    return (
-        produced.join(consumed, key, "full_outer")
-        .na.fill(0, ["produced", "consumed"])
-        .select(
-            F.lit(group).alias("group"),
-            *key,
-            "produced",
-            "consumed",
-            F.sum("produced").over(w).alias("produced_total"),
-            F.sum("consumed").over(w).alias("consumed_total"),
-        )
-        .withColumn("lag", F.col("produced_total") - F.col("consumed_total"))
-    )
+    stored = [
+        Stored(r.msg_id, MessageQueue(r.topic, r.broker, r.queue_id), int(r.ms))
+        for r in msgs.dropDuplicates(["msg_id"]).collect()
+        if r.msg_id and r.ms is not None
+    ]
+    return deliveries, events, stored
+
+
+_CONSUMPTION_SCHEMA = (
+    "group string, client_id string, request_id string, msg_id string, topic string, broker string, "
+    "queue_id int, queue_offset long, retry_times int, start_ms long, end_ms long, cost_ms long, "
+    "success boolean, context_code int, store_ms long, latency_ms long, delivery int, "
+    "first_client_id string, first_start_ms long, duplicate boolean"
+)
+_OWNERSHIP_SCHEMA = (
+    "group string, topic string, broker string, queue_id int, client_id string, from_ms long, to_ms long, "
+    "added_by string, added_seq long, removed_by string"
+)
+_DUPLICATES_SCHEMA = (
+    "group string, msg_id string, topic string, broker string, queue_id int, queue_offset long, "
+    "client_id string, request_id string, start_ms long, retry_times int, delivery int, "
+    "first_client_id string, first_start_ms long, rebalance_client_id string, rebalance_seq long, "
+    "rebalance_trigger string, rebalance_ms long, rebalance_kind string, change int"
+)
+_PAUSES_SCHEMA = (
+    "group string, topic string, broker string, queue_id int, from_client string, to_client string, "
+    "removed_ms long, added_ms long, trigger string, last_consumed_ms long, last_consumed_by string, "
+    "first_consumed_ms long, first_message_store_ms long, pause_start_ms long, pause_ms long, "
+    "pause_start_kind string, change int"
+)
+_LAG_SCHEMA = (
+    "group string, topic string, broker string, queue_id int, bucket_ms long, produced long, consumed long, "
+    "lag long, peak long"
+)
 
 
 def compute_tables(
@@ -607,42 +446,101 @@ def compute_tables(
     topic: str | None = None,
     since_ms: int | None = None,
     bucket_ms: int | None = None,
-) -> tuple[dict[str, DataFrame], int, list[DataFrame]]:
-    """The six tables (:data:`TABLES`) of ``group``'s activity, the lag's bucket in ms, and the
-    frames cached on the way (``unpersist()`` them when the tables are written).
+) -> tuple[dict[str, DataFrame], int, list[DataFrame], Analysis]:
+    """The six tables (:data:`TABLES`) of ``group``'s activity, the lag's bucket in ms, the frames
+    cached on the way (``unpersist()`` them when the tables are written) and the analysis.
 
-    With ``since_ms``, each table keeps what happened from then on (deliveries and duplicates that
-    started, moves and rebalances that ended, stretches of ownership still running, messages
-    stored), judged against the whole history: a delivery after ``since`` duplicates one before
-    it; a pause may start before it.
-
-    Nothing runs until the frames are used, except one aggregate that picks the bucket when
-    ``bucket_ms`` is not given. Deliveries and queue events are cached: several tables use them.
+    Spark parses the traces and joins each delivery with its message; the deliveries, the
+    group's rebalance records and the topics' messages are then collected and judged by
+    :func:`rocketq.analytics.analyze` (one definition of every figure), and the judged tables are
+    made from its results. With ``since_ms``, each table keeps what happened from then on,
+    judged against the whole history: a delivery after ``since`` duplicates one before it; a
+    pause may start before it. ``bucket_ms`` (else about 60 buckets over the deliveries) is the
+    ``lag`` table's bucket.
     """
+    spark = inputs.messages.sparkSession
     sub_before, sub_after, _ = parse_traces(inputs.traces)
-    records = parse_rebalances(inputs.rebalances)
-    every = consumption_table(sub_before, sub_after, inputs.messages, group, topic=topic).cache()
-    events = queue_events(records, group, topic=topic).cache()
-    ownership = ownership_table(events)
-    tables = {
-        "consumption": every,
-        "ownership": ownership,
-        "rebalances": rebalances_table(records, group, topic=topic),
-        "duplicates": duplicates_table(every, events),
-        "pauses": pauses_table(ownership, every),
-    }
-    if since_ms is not None:
-        since = F.lit(since_ms)
-        tables["consumption"] = every.where(F.col("start_ms") >= since)
-        tables["ownership"] = ownership.where(F.col("to_ms").isNull() | (F.col("to_ms") >= since))
-        tables["rebalances"] = tables["rebalances"].where(F.col("end_ms") >= since)
-        tables["duplicates"] = tables["duplicates"].where(F.col("start_ms") >= since)
-        tables["pauses"] = tables["pauses"].where(F.col("added_ms") >= since)
+    records = parse_rebalances(inputs.rebalances).cache()
+    raw = consumption_table(sub_before, sub_after, inputs.messages, group, topic=topic).cache()
+    deliveries, events, stored = collect_records(raw, records, inputs.messages, group, topic=topic)
+    analysis = analyze(deliveries, events, stored, since_ms=since_ms)
     if bucket_ms is None:
-        c = tables["consumption"]
-        row = c.agg(F.min("start_ms").alias("lo"), F.max("start_ms").alias("hi")).first()
-        lo: Any = row["lo"] if row is not None else None
-        hi: Any = row["hi"] if row is not None else None
-        bucket_ms = choose_bucket_ms(int(lo), int(hi)) if lo is not None and hi is not None else 1000
-    tables["lag"] = lag_table(every, inputs.messages, group, bucket_ms, topic=topic, since_ms=since_ms)
-    return tables, bucket_ms, [every, events]
+        starts = [v.delivery.start_ms for v in analysis.verdicts]
+        bucket_ms = choose_bucket_ms(min(starts), max(starts)) if starts else 1000
+
+    judged = {(v.delivery.msg_id, v.delivery.order): v for v in analysis.verdicts}
+    rows = []
+    for r in raw.collect():
+        v = judged.get((r.msg_id, r.request_id or ""))
+        if v is None:  # before --since, or without a start time
+            continue
+        rows.append((*r, v.rank, v.first_client_id, v.first_start_ms, v.duplicate))
+    consumption = spark.createDataFrame(rows, _CONSUMPTION_SCHEMA)
+    by_key = {(r[3], r[2] or ""): r for r in rows}
+
+    def q(mq: MessageQueue | None) -> tuple[Any, Any, Any]:
+        return (mq.topic, mq.broker_name, mq.queue_id) if mq is not None else (None, None, None)
+
+    ownership = spark.createDataFrame(
+        [
+            (group, *q(s.queue), s.client_id, s.from_ms, s.to_ms, s.added_by, s.added_seq, s.removed_by)
+            for s in analysis.stretches
+        ],
+        _OWNERSHIP_SCHEMA,
+    )
+    dup_rows = []
+    for d in analysis.duplicates:
+        row = by_key.get((d.delivery.msg_id, d.delivery.order))
+        e = d.rebalance
+        dup_rows.append(
+            (
+                group, d.delivery.msg_id, *q(d.delivery.queue), row[7] if row else None,
+                d.delivery.client_id, d.delivery.order, d.delivery.start_ms, row[8] if row else None, d.rank,
+                d.first_client_id, d.first_start_ms,
+                e.client_id if e else None, e.seq if e else None, e.trigger if e else None,
+                e.end_ms if e else None, d.rebalance_kind, d.change,
+            )
+        )  # fmt: skip
+    duplicates = spark.createDataFrame(dup_rows, _DUPLICATES_SCHEMA)
+    pauses = spark.createDataFrame(
+        [
+            (
+                group,
+                *q(m.queue),
+                m.from_client,
+                m.to_client,
+                m.removed_ms,
+                m.added_ms,
+                m.trigger,
+                m.last_consumed_ms,
+                m.last_consumed_by,
+                m.first_consumed_ms,
+                m.first_message_store_ms,
+                m.pause_start_ms,
+                m.pause_ms,
+                m.pause_start_kind,
+                m.change,
+            )
+            for m in analysis.moves
+        ],
+        _PAUSES_SCHEMA,
+    )
+    lag = spark.createDataFrame(
+        [
+            (group, *q(mq), b, n_in, n_out, v, peak)
+            for mq, b, n_in, n_out, v, peak in backlog_buckets(analysis, bucket_ms)
+        ],
+        _LAG_SCHEMA,
+    )
+    rebalances = rebalances_table(records, group, topic=topic)
+    if since_ms is not None:
+        rebalances = rebalances.where(F.col("end_ms") >= F.lit(since_ms))
+    tables = {
+        "consumption": consumption,
+        "ownership": ownership,
+        "rebalances": rebalances,
+        "duplicates": duplicates,
+        "pauses": pauses,
+        "lag": lag,
+    }
+    return tables, bucket_ms, [raw, records], analysis

@@ -1,17 +1,16 @@
 """``rocketq report``: run the rebalance analytics and write Parquet tables and an HTML report.
 
 :func:`build_report` reads the trace and rebalance topics (and the consumed topics) through the
-``rocketmq`` data source, computes the tables of :mod:`rocketq.spark.analytics`, writes each as a
-Parquet folder under ``out_dir`` (``consumption/``, ``ownership/``, ``rebalances/``,
-``duplicates/``, ``pauses/``, ``lag/``) and writes ``report.html``: one self-contained page (PNG
-plots embedded as base64, drawn with matplotlib's Agg backend) with the key figures at the top —
-messages delivered, duplicates (and how many a rebalance explains), messages not consumed (lost,
-or still waiting), the longest pause of a moved queue, rebalances — then messages per consumer
-and per queue over time, the ownership timeline of every queue with rebalances marked, the
-pauses, the lag, and the first rows of the duplicates and pauses tables.
-
-The figures and plots come from small Spark aggregates of the written tables; pandas only carries
-those few rows to matplotlib.
+``rocketmq`` data source, computes the tables of :mod:`rocketq.spark.analytics` - Spark parses and
+joins, :func:`rocketq.analytics.analyze` judges: the same definitions and code as ``rocketq demo``
+and ``rocketq lab rebalance-cost`` - writes each as a Parquet folder under ``out_dir``
+(``consumption/``, ``ownership/``, ``rebalances/``, ``duplicates/``, ``pauses/``, ``lag/``) and
+writes ``report.html``: one self-contained page (PNG plots embedded as base64, drawn with
+matplotlib's Agg backend) made to be read in a 1280-pixel window, with the key figures at the top
+and the sentence defining each, the cost of each change of the group, then deliveries per consumer
+and per queue over time, the ownership timeline of every queue, the pauses grouped by the change
+that caused them, the backlog, and the first rows of the duplicates, pauses and rebalances tables
+(durations in ms or s, times as times, queue lists as ranges).
 
 >>> result = build_report(None, "127.0.0.1:9876", "my_group", out_dir="report")   # doctest: +SKIP
 >>> result.html_path, result.figures.duplicates                                   # doctest: +SKIP
@@ -24,43 +23,24 @@ import base64
 import html
 import io
 import logging
-import math
 import time
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rocketq.analytics import DEFINITIONS, Analysis, Figures, footnote, queue_ranges
 from rocketq.client.trace import REBALANCE_TOPIC
+from rocketq.models import MessageQueue
 from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 
-__all__ = ["KeyFigures", "ReportResult", "build_report", "key_figures"]
+__all__ = ["KeyFigures", "ReportResult", "build_report", "heat_bucket_ms"]
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KeyFigures:
-    """The numbers at the top of the report.
-
-    ``delivered``: distinct messages consumed successfully at least once; ``deliveries``: listener
-    deliveries in all; ``duplicates``: deliveries of a message that had already been delivered
-    without failing; ``attributed``: duplicates with a rebalance to blame; ``not_consumed``:
-    messages of the topics (stored since ``since``) the group never received — lost, or still
-    waiting; ``longest_pause_ms``: the longest pause of a moved queue (``None``: no move);
-    ``rebalances``: records of the group that changed a consumer's queues; ``consumers``:
-    distinct consumers seen.
-    """
-
-    delivered: int
-    deliveries: int
-    duplicates: int
-    attributed: int
-    not_consumed: int
-    longest_pause_ms: int | None
-    moves: int
-    rebalances: int
-    consumers: int
+KeyFigures = Figures
+"""The numbers at the top of the report: :class:`rocketq.analytics.Figures`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,45 +50,11 @@ class ReportResult:
     out_dir: Path
     html_path: Path
     tables: dict[str, Path]
-    figures: KeyFigures
+    figures: Figures
     bucket_ms: int
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
-
-
-def key_figures(
-    tables: dict[str, Any], messages: Any, *, topic: str | None, since_ms: int | None
-) -> KeyFigures:
-    """The key figures from the (written and re-read) tables and the topics' rows."""
-    from pyspark.sql import functions as F  # noqa: PLC0415
-
-    c = tables["consumption"]
-    row = c.agg(
-        F.count("*").alias("deliveries"),
-        F.countDistinct(F.when(F.col("success"), F.col("msg_id"))).alias("delivered"),
-        F.sum(F.col("duplicate").cast("int")).alias("duplicates"),
-        F.countDistinct("client_id").alias("consumers"),
-    ).first()
-    d = tables["duplicates"].agg(F.count(F.col("rebalance_ms")).alias("attributed")).first()
-    p = tables["pauses"].agg(F.max("pause_ms").alias("longest"), F.count("*").alias("moves")).first()
-    r = tables["rebalances"].agg(F.sum(F.col("changed").cast("int")).alias("changed")).first()
-    msgs = messages.select("msg_id", F.unix_millis("store_timestamp").alias("ms"), "topic")
-    if topic is not None:
-        msgs = msgs.where(F.col("topic") == topic)
-    if since_ms is not None:
-        msgs = msgs.where(F.col("ms") >= since_ms)
-    not_consumed = msgs.join(c.select("msg_id"), "msg_id", "left_anti").count()
-    return KeyFigures(
-        delivered=int(row["delivered"] or 0) if row else 0,
-        deliveries=int(row["deliveries"] or 0) if row else 0,
-        duplicates=int(row["duplicates"] or 0) if row else 0,
-        attributed=int(d["attributed"] or 0) if d else 0,
-        not_consumed=int(not_consumed),
-        longest_pause_ms=int(p["longest"]) if p and p["longest"] is not None else None,
-        moves=int(p["moves"] or 0) if p else 0,
-        rebalances=int(r["changed"] or 0) if r else 0,
-        consumers=int(row["consumers"] or 0) if row else 0,
-    )
+    analysis: Analysis | None = None
 
 
 def build_report(
@@ -122,6 +68,7 @@ def build_report(
     bucket_ms: int | None = None,
     trace_topic: str = RMQ_SYS_TRACE_TOPIC,
     rebalance_topic: str = REBALANCE_TOPIC,
+    progress: Callable[[str], None] | None = None,
 ) -> ReportResult:
     """Run the analytics for ``group`` and write the tables and ``report.html`` under ``out_dir``.
 
@@ -129,15 +76,18 @@ def build_report(
     ``topic`` limits the report to one topic (else every topic the group's records and the Pub
     traces name); ``since_ms`` to what happened from then on (epoch ms; the history before still
     explains it: see :func:`~rocketq.spark.analytics.compute_tables`); ``bucket_ms`` fixes the time
-    bucket of the lag table and the plots (else about 60 buckets over the deliveries).
+    bucket of the lag table (else about 60 buckets over the deliveries). ``progress`` is told each
+    step as it starts.
     """
     from rocketq.spark.analytics import TABLES, compute_tables, read_inputs  # noqa: PLC0415
     from rocketq.spark.session import local_session  # noqa: PLC0415
 
+    say = progress or (lambda step: None)
     began = time.monotonic()
     session = spark if spark is not None else local_session(app_name="rocketq-report")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    say("reading the trace, rebalance and consumed topics")
     inputs = read_inputs(
         session,
         namesrv,
@@ -147,30 +97,32 @@ def build_report(
         trace_topic=trace_topic,
         rebalance_topic=rebalance_topic,
     )
-    frames, bucket, cached = compute_tables(
+    say("joining deliveries with their messages and judging them")
+    frames, bucket, cached, analysis = compute_tables(
         inputs, group, topic=topic, since_ms=since_ms, bucket_ms=bucket_ms
     )
+    say("writing the Parquet tables")
     paths: dict[str, Path] = {}
-    written: dict[str, Any] = {}
     for name in TABLES:
         path = out / name
         frames[name].write.mode("overwrite").parquet(str(path))
         paths[name] = path
-        written[name] = session.read.parquet(str(path))
-    figures = key_figures(written, inputs.messages, topic=topic, since_ms=since_ms)
+    rebalances = [r.asDict() for r in session.read.parquet(str(paths["rebalances"])).collect()]
+    for frame in cached:
+        frame.unpersist()
+    figures = analysis.figures
     notes: list[str] = []
     if figures.deliveries == 0:
         notes.append(
             f"No delivery to group {group!r} was traced: start its consumers with trace=True "
             f"(Java: enableMsgTrace) and check that {trace_topic} holds records."
         )
+    say("drawing the HTML report")
     html_path = out / "report.html"
     html_path.write_text(
-        _render(written, figures, group=group, topic=topic, since_ms=since_ms, bucket_ms=bucket, notes=notes),
+        render_html(analysis, rebalances, group=group, topic=topic, since_ms=since_ms, notes=notes),
         encoding="utf-8",
     )
-    for frame in cached:
-        frame.unpersist()
     return ReportResult(
         out_dir=out,
         html_path=html_path,
@@ -179,16 +131,79 @@ def build_report(
         bucket_ms=bucket,
         seconds=time.monotonic() - began,
         notes=notes,
+        analysis=analysis,
     )
 
 
-# ------------------------------------------------------------------------------------ HTML
+# ------------------------------------------------------------------------------------ formats
 
 
-def _fmt_ms(ms: Any) -> str:
+def _clock(ms: int | None) -> str:
+    """Local wall-clock time with milliseconds (``08:50:51.854``); ``—`` for none."""
     if ms is None:
         return "—"
-    return datetime.fromtimestamp(int(ms) / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(ms / 1000).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _duration(ms: int | None) -> str:
+    """A duration: ``87 ms`` below a second, ``1.25 s`` above; ``—`` for none."""
+    if ms is None:
+        return "—"
+    return f"{ms:,} ms" if abs(ms) < 1000 else f"{ms / 1000:,.2f} s"
+
+
+class _Names:
+    """Short names for client ids: the part after ``ip@`` when every id has the same ip."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        ips = {i.partition("@")[0] for i in ids if "@" in i}
+        self.common = next(iter(ips)) if len(ips) == 1 and all("@" in i for i in ids) else None
+
+    def __call__(self, client_id: str | None) -> str:
+        if client_id is None:
+            return "—"
+        if self.common is not None and client_id.startswith(self.common + "@"):
+            return client_id[len(self.common) + 1 :]
+        return client_id
+
+    def note(self) -> str:
+        return (
+            f"Consumers are named by their client id without the common “{self.common}@”."
+            if self.common
+            else ""
+        )
+
+
+# ------------------------------------------------------------------------------------ plots
+
+
+_HEAT_BUCKETS = (250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 300_000, 600_000, 3_600_000)
+HEAT_MIN_PER_CELL = 20
+"""Mean deliveries per heat-map cell the bucket is chosen for: with fewer, ±1 message of rounding
+(a message landing just before or after a bucket's edge) shows as a 15 % swing."""
+
+
+def heat_bucket_ms(
+    deliveries: int, queues: int, span_ms: int, *, min_per_cell: int = HEAT_MIN_PER_CELL
+) -> int:
+    """The smallest round bucket holding, on average, ``min_per_cell`` deliveries per queue.
+
+    >>> heat_bucket_ms(5000, 16, 25_000)   # 200 msg/s over 16 queues: 12.5 per queue and second
+    2000
+    """
+    rate = deliveries / max(queues, 1) / max(span_ms, 1)  # per queue and ms
+    for b in _HEAT_BUCKETS:
+        if rate * b >= min_per_cell:
+            return b
+    return _HEAT_BUCKETS[-1]
+
+
+@dataclass
+class _Plot:
+    title: str
+    caption: str
+    png: str
+    points: int
 
 
 def _png(fig: Any) -> str:
@@ -200,312 +215,469 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _plots(t: dict[str, Any], bucket_ms: int) -> list[tuple[str, str, str]]:
-    """``(title, caption, base64 PNG)`` for each plot; each from a small aggregate."""
+def _plots(a: Analysis, names: _Names) -> list[_Plot]:
+    """Each plot with its caption and how many data points it drew (none drawn without data)."""
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
-    from matplotlib.lines import Line2D  # noqa: PLC0415
     from matplotlib.patches import Patch  # noqa: PLC0415
-    from pyspark.sql import functions as F  # noqa: PLC0415
+    from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
 
-    out: list[tuple[str, str, str]] = []
-    c = t["consumption"]
-    b = F.lit(bucket_ms)
-    bucket = (F.floor(F.col("start_ms") / b) * b).cast("long").alias("bucket_ms")
-    per_client = _pandas(c.groupBy(bucket, "client_id").count().orderBy("bucket_ms"))
-    reb = _pandas(t["rebalances"].where(F.col("changed")).select("end_ms", "client_id", "trigger"))
-    t0_candidates: list[Any] = [per_client["bucket_ms"].min() if len(per_client) else None]
-    own = _pandas(t["ownership"])
-    if len(own):
-        t0_candidates.append(own["from_ms"].min())
-    t0s = [int(x) for x in t0_candidates if _present(x)]
-    t0 = min(t0s) if t0s else 0
+    out: list[_Plot] = []
+    dels = [v.delivery for v in a.verdicts]
+    times = [d.start_ms for d in dels] + [s.from_ms for s in a.stretches] + [c.at_ms for c in a.changes]
+    if not times:
+        return out
+    t0 = min(times)
+    t_end = max(times + [t for t, _ in a.backlog.steps])
 
-    def sec(ms: Any) -> Any:
+    def sec(ms: float) -> float:
         return (ms - t0) / 1000.0
 
-    xlabel = f"seconds since {_fmt_ms(t0)} UTC"
-    if len(per_client):
-        fig, ax = plt.subplots(figsize=(10, 3.6))
-        for client, part in per_client.groupby("client_id"):
-            ax.step(sec(part["bucket_ms"]), part["count"], where="post", label=str(client))
-        for ms in reb["end_ms"]:
-            ax.axvline(sec(ms), color="grey", lw=0.6, ls=":")
+    xlabel = f"seconds since {_clock(t0)}"
+    clients = sorted({d.client_id for d in dels} | {s.client_id for s in a.stretches})
+    colors = plt.get_cmap("tab10")
+
+    def color(client: str) -> Any:
+        return colors(clients.index(client) % 10)
+
+    def mark_changes(ax: Any, labels: bool = True) -> None:
+        for c in a.changes:
+            ax.axvline(sec(c.at_ms), color="grey", lw=0.7, ls=":")
+            if labels and c.index:
+                ax.annotate(
+                    c.label,
+                    (sec(c.at_ms), 1.0),
+                    xycoords=("data", "axes fraction"),
+                    fontsize=7,
+                    xytext=(2, -10 - 9 * (c.index % 3)),
+                    textcoords="offset points",
+                    color="dimgrey",
+                )
+
+    span = max(t_end - t0, 1)
+    if dels:
+        bucket = heat_bucket_ms(len(dels), max(len({d.queue for d in dels}), 1), span) // 2 or 250
+        per: dict[str, dict[int, int]] = {}
+        for d in dels:
+            b = d.start_ms - d.start_ms % bucket
+            per.setdefault(d.client_id, {})
+            per[d.client_id][b] = per[d.client_id].get(b, 0) + 1
+        first_b = min(d.start_ms for d in dels) // bucket * bucket
+        last_b = max(d.start_ms for d in dels) // bucket * bucket
+        edges = list(range(first_b, last_b + bucket, bucket))
+        fig, ax = plt.subplots(figsize=(10, 3.4))
+        for client in clients:
+            counts = per.get(client, {})
+            ys = [counts.get(b, 0) * 1000 / bucket for b in edges[1:-1]]  # full buckets only
+            ax.step([sec(b) for b in edges[1:-1]], ys, where="post", label=names(client), color=color(client))
+        mark_changes(ax)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(f"deliveries per {bucket_ms} ms")
-        ax.legend(fontsize=7, loc="upper right")
+        ax.set_ylabel("deliveries per second")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         out.append(
-            ("Messages per consumer", "Dotted lines: rebalances that changed a consumer's queues.", _png(fig))
+            _Plot(
+                "Messages per consumer",
+                f"Deliveries per second in {bucket:,} ms buckets (the partial first and last bucket left "
+                "out). Dotted lines: changes of the group.",
+                _png(fig),
+                len(dels),
+            )
         )
 
-        per_queue = (
-            c.where(F.col("queue_id").isNotNull())
-            .groupBy(bucket, F.concat_ws(":", "broker", F.col("queue_id").cast("string")).alias("queue"))
-            .count()
-        )
-        per_queue = _pandas(per_queue)
-        if len(per_queue):
-            grid = per_queue.pivot_table(index="queue", columns="bucket_ms", values="count", fill_value=0)
-            grid = grid.reindex(sorted(grid.index, key=_queue_sort_key))
-            fig, ax = plt.subplots(figsize=(10, 0.3 * len(grid) + 1.5))
-            cols = [sec(x) for x in grid.columns]
-            extent = (min(cols), max(cols) + bucket_ms / 1000.0, len(grid) - 0.5, -0.5)
-            im = ax.imshow(grid.values, aspect="auto", interpolation="nearest", cmap="viridis", extent=extent)
-            ax.set_yticks(range(len(grid)))
-            ax.set_yticklabels(grid.index, fontsize=7)
+        queues = sorted({d.queue for d in dels if d.queue is not None})
+        hb = heat_bucket_ms(len(dels), len(queues), span)
+        lo = -(-min(d.start_ms for d in dels) // hb) * hb  # first bucket wholly inside the data
+        hi = max(d.start_ms for d in dels) // hb * hb  # the last bucket's start is its end
+        cols = list(range(lo, hi, hb))
+        if queues and cols:
+            grid = [[0] * len(cols) for _ in queues]
+            row = {q: i for i, q in enumerate(queues)}
+            for d in dels:
+                if d.queue is not None and lo <= d.start_ms < hi:
+                    grid[row[d.queue]][(d.start_ms - lo) // hb] += 1
+            fig, ax = plt.subplots(figsize=(10, 0.26 * len(queues) + 1.5))
+            im = ax.imshow(
+                grid,
+                aspect="auto",
+                interpolation="nearest",
+                cmap="viridis",
+                vmin=0,
+                extent=(sec(lo), sec(hi), len(queues) - 0.5, -0.5),
+            )
+            ax.set_yticks(range(len(queues)))
+            ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues], fontsize=7)
             ax.set_xlabel(xlabel)
-            fig.colorbar(im, ax=ax, label=f"deliveries per {bucket_ms} ms")
-            caption = "Deliveries per queue and time bucket."
-        out.append(("Messages per queue", caption, _png(fig)))
+            mark_changes(ax, labels=False)
+            bar = fig.colorbar(im, ax=ax, label=f"deliveries per {hb:,} ms")
+            bar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            out.append(
+                _Plot(
+                    "Messages per queue",
+                    f"Deliveries per queue in {hb:,} ms buckets, sized for about {HEAT_MIN_PER_CELL} a cell "
+                    "so that a message more or less is not a visible change; partial buckets at either end "
+                    "are left out. Dotted lines: changes of the group.",
+                    _png(fig),
+                    sum(map(sum, grid)),
+                )
+            )
 
-    if len(own):
-        end = max(
-            [int(x) for x in (own["to_ms"].max(), own["from_ms"].max()) if _present(x)]
-            + ([int(per_client["bucket_ms"].max()) + bucket_ms] if len(per_client) else [])
-        )
-        own["queue"] = own["broker"] + ":" + own["queue_id"].astype(str)
-        queues = sorted(own["queue"].unique(), key=_queue_sort_key)
-        clients = sorted(own["client_id"].unique())
-        colors = plt.get_cmap("tab10")
-        fig, ax = plt.subplots(figsize=(10, 0.32 * len(queues) + 1.6))
-        for _, row in own.iterrows():
-            y = queues.index(row["queue"])
-            stop = row["to_ms"] if _present(row["to_ms"]) else end
+    if a.stretches:
+        queues_o = sorted({s.queue for s in a.stretches})
+        fig, ax = plt.subplots(figsize=(10, 0.28 * len(queues_o) + 1.6))
+        for s in a.stretches:
+            y = queues_o.index(s.queue)
+            stop = s.to_ms if s.to_ms is not None else t_end
             ax.barh(
                 y,
-                sec(stop) - sec(row["from_ms"]),
-                left=sec(row["from_ms"]),
+                sec(stop) - sec(s.from_ms),
+                left=sec(s.from_ms),
                 height=0.7,
-                color=colors(clients.index(row["client_id"]) % 10),
+                color=color(s.client_id),
                 edgecolor="white",
                 lw=0.4,
             )
-        for ms in reb["end_ms"]:
-            ax.axvline(sec(ms), color="black", lw=0.6, ls=":")
-        dups = _pandas(t["duplicates"].select("broker", "queue_id", "start_ms"))
-        if len(dups):
-            ys = [
-                queues.index(f"{r.broker}:{r.queue_id}")
-                for r in dups.itertuples()
-                if f"{r.broker}:{r.queue_id}" in queues
-            ]
-            xs = [sec(r.start_ms) for r in dups.itertuples() if f"{r.broker}:{r.queue_id}" in queues]
-            ax.scatter(xs, ys, marker="x", color="red", s=18, zorder=3)
-        ax.set_yticks(range(len(queues)))
-        ax.set_yticklabels(queues, fontsize=7)
+        dup_points = [
+            (sec(d.delivery.start_ms), queues_o.index(d.delivery.queue))
+            for d in a.duplicates
+            if d.delivery.queue in queues_o
+        ]
+        if dup_points:
+            ax.scatter(
+                [x for x, _ in dup_points],
+                [y for _, y in dup_points],
+                marker="x",
+                color="red",
+                s=22,
+                zorder=3,
+            )
+        mark_changes(ax)
+        ax.set_yticks(range(len(queues_o)))
+        ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues_o], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel(xlabel)
-        handles: list[Any] = [Patch(color=colors(i % 10)) for i in range(len(clients))]
-        labels = list(clients)
-        if len(dups):
+        owners = sorted({s.client_id for s in a.stretches})
+        handles: list[Any] = [Patch(color=color(c)) for c in owners]
+        labels = [names(c) for c in owners]
+        if dup_points:
+            from matplotlib.lines import Line2D  # noqa: PLC0415
+
             handles.append(Line2D([], [], marker="x", color="red", ls=""))
             labels.append("duplicate")
         ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         out.append(
-            (
+            _Plot(
                 "Queue ownership",
-                "Each bar: a consumer owning a queue (from its rebalance records). Dotted lines: rebalances; "
-                "red crosses: duplicate deliveries.",
+                "Each bar: a consumer owning a queue (from its rebalance records). Dotted lines: changes of "
+                "the group; red crosses: duplicate deliveries.",
                 _png(fig),
+                len(a.stretches),
             )
         )
 
-    pauses = _pandas(t["pauses"].where(F.col("pause_ms").isNotNull()).orderBy("added_ms"))
-    if len(pauses):
-        labels = [f"{r.broker}:{r.queue_id} @{sec(r.added_ms):.1f}s" for r in pauses.itertuples()]
-        fig, ax = plt.subplots(figsize=(10, 0.28 * len(pauses) + 1.4))
-        ax.barh(range(len(pauses)), pauses["pause_ms"], color="tab:orange")
-        ax.set_yticks(range(len(pauses)))
-        ax.set_yticklabels(labels, fontsize=7)
+    moves = [m for m in a.moves if m.pause_ms is not None]
+    if moves:
+        by_change = {c.index: c for c in a.changes}
+        order = sorted(moves, key=lambda m: (m.change, m.queue))
+        fig, ax = plt.subplots(figsize=(10, 0.24 * len(order) + 0.3 * len({m.change for m in order}) + 1.2))
+        bar_ys: list[float] = []
+        ticks: list[str] = []
+        pos = 0.0
+        current: int | None = None
+        group_colors = plt.get_cmap("tab10")
+        for m in order:
+            if m.change != current:
+                if current is not None:
+                    pos += 0.8
+                current = m.change
+                c = by_change.get(m.change)
+                ax.text(
+                    -0.01,
+                    pos - 0.35,
+                    f"{c.label if c else '?'} at {sec(c.at_ms) if c else 0:.1f} s",
+                    transform=ax.get_yaxis_transform(),
+                    ha="right",
+                    va="bottom",
+                    fontsize=8,
+                    fontweight="bold",
+                )
+                pos += 0.6
+            bar_ys.append(pos)
+            ticks.append(f"q{m.queue.queue_id} {names(m.from_client)} → {names(m.to_client)}")
+            ax.barh(pos, m.pause_ms or 0, color=group_colors(m.change % 10), height=0.8)
+            pos += 1
+        ax.set_yticks(bar_ys)
+        ax.set_yticklabels(ticks, fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel("pause (ms): old owner's last delivery (or removal) to new owner's first")
+        ax.set_xlabel("pause (ms)")
         out.append(
-            (
-                "Pause of every moved queue",
-                "One bar per move, labelled by queue and time of the add.",
+            _Plot(
+                "Pause of every moved queue, by the change that caused it",
+                DEFINITIONS["pause"][0].upper() + DEFINITIONS["pause"][1:] + ".",
                 _png(fig),
+                len(order),
             )
         )
 
-    from pyspark.sql import Window  # noqa: PLC0415
-
-    lag = (
-        t["lag"]
-        .groupBy("bucket_ms")
-        .agg((F.sum("produced") - F.sum("consumed")).alias("delta"))
-        .withColumn("lag", F.sum("delta").over(Window.orderBy("bucket_ms")))
-        .orderBy("bucket_ms")
-    )
-    lag = _pandas(lag)
-    if len(lag):
-        per_q = _pandas(t["lag"].select("bucket_ms", "broker", "queue_id", "lag").orderBy("bucket_ms"))
-        fig, ax = plt.subplots(figsize=(10, 3.6))
-        for _, part in per_q.groupby(["broker", "queue_id"]):
-            ax.step(sec(part["bucket_ms"]), part["lag"], where="post", color="grey", lw=0.5, alpha=0.6)
-        ax.step(sec(lag["bucket_ms"]), lag["lag"], where="post", color="tab:red", lw=1.8, label="all queues")
-        for ms in reb["end_ms"]:
-            ax.axvline(sec(ms), color="grey", lw=0.6, ls=":")
+    if a.backlog.steps:
+        fig, ax = plt.subplots(figsize=(10, 3.4))
+        xs = [sec(t) for t, _ in a.backlog.steps]
+        ys_b = [v for _, v in a.backlog.steps]
+        for series in a.queue_backlogs.values():
+            ax.step(
+                [sec(t) for t, _ in series.steps],
+                [v for _, v in series.steps],
+                where="post",
+                color="grey",
+                lw=0.4,
+                alpha=0.5,
+            )
+        ax.step(xs, ys_b, where="post", color="tab:red", lw=1.4, label="all queues")
+        mark_changes(ax)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("messages produced, not yet consumed")
-        ax.legend(fontsize=7)
+        ax.set_ylabel("messages stored, not yet delivered")
+        ax.set_ylim(bottom=0, top=max(*ys_b, 1) * 1.15)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         out.append(
-            ("Consumer lag", "Red: the whole group; grey: each queue. Dotted lines: rebalances.", _png(fig))
+            _Plot(
+                "Backlog (lag)",
+                "Red: the whole group, at every store and first delivery (not averaged over buckets); grey: "
+                "each queue. Dotted lines: changes of the group. "
+                + DEFINITIONS["backlog"][0].upper()
+                + DEFINITIONS["backlog"][1:]
+                + ".",
+                _png(fig),
+                len(a.backlog.steps),
+            )
         )
     return out
 
 
-def _pandas(df: Any) -> Any:
-    """A small frame's rows as a pandas DataFrame (collected as rows: no Arrow, whatever pandas)."""
-    import pandas as pd  # noqa: PLC0415
-
-    return pd.DataFrame([r.asDict() for r in df.collect()], columns=df.columns)
-
-
-def _present(x: Any) -> bool:
-    """Not None and not NaN (pandas' missing value)."""
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
-
-
-def _queue_sort_key(name: str) -> tuple[str, int]:
-    broker, _, qid = name.rpartition(":")
-    return (broker, int(qid) if qid.isdigit() else -1)
-
-
-_TIME_COLUMNS = frozenset(
-    {
-        "first_start_ms",
-        "start_ms",
-        "rebalance_ms",
-        "removed_ms",
-        "added_ms",
-        "last_consumed_ms",
-        "first_consumed_ms",
-        "end_ms",
-    }
-)
-
-
-def _table_html(df: Any, columns: list[str], limit: int = 50) -> str:
-    rows = df.select(*columns).limit(limit).collect()
-    if not rows:
-        return "<p class=muted>none</p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = []
-    for r in rows:
-        cells = []
-        for c in columns:
-            v = r[c]
-            text = _fmt_ms(v) if c in _TIME_COLUMNS and v is not None else v
-            cells.append(f"<td>{html.escape('' if text is None else str(text))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+# ------------------------------------------------------------------------------------ HTML
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}
-.muted{color:#777} .figs{display:flex;flex-wrap:wrap;gap:.8em;margin:1em 0}
-.fig{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;min-width:9em}
-.fig b{display:block;font-size:1.6em} img{max-width:100%}
-table{border-collapse:collapse;font-size:.8em;margin:.5em 0} td,th{border:1px solid #ddd;padding:2px 6px}
-th{background:#f4f4f4}
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:1.5em auto;max-width:1100px;
+  padding:0 16px;color:#222;box-sizing:border-box}
+h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
+.muted{color:#666} .small{font-size:.85em}
+.figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.6em;margin:1em 0}
+.fig{border:1px solid #ddd;border-radius:6px;padding:.5em .8em}
+.fig b{display:block;font-size:1.5em}
+img{max-width:100%;height:auto}
+table{border-collapse:collapse;font-size:.82em;margin:.5em 0;max-width:100%}
+td,th{border:1px solid #ddd;padding:2px 7px;text-align:left;vertical-align:top}
+th{background:#f4f4f4;white-space:nowrap} td.n{text-align:right;white-space:nowrap}
+td.id,td.t{white-space:nowrap} tr.group td{background:#fafafa;font-weight:600}
+dl.defs{font-size:.85em;color:#444} dl.defs dt{font-weight:600;float:left;margin-right:.4em}
 """
 
 
-def _render(
-    t: dict[str, Any],
-    figures: KeyFigures,
+def _cell(value: object, kind: str = "") -> str:
+    text = "" if value is None else str(value)
+    cls = f" class={kind}" if kind else ""
+    return f"<td{cls}>{html.escape(text)}</td>"
+
+
+def _table(head: Sequence[str], rows: Sequence[str]) -> str:
+    if not rows:
+        return "<p class=muted>none</p>"
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return f"<table><tr>{th}</tr>{''.join(rows)}</table>"
+
+
+def _queues(items: Sequence[str] | None) -> str:
+    """``broker:id`` texts as ranges: ``[0..15]`` (brokers named when there are several)."""
+    qs = []
+    for item in items or ():
+        broker, _, qid = item.rpartition(":")
+        if qid.isdigit():
+            qs.append(MessageQueue("", broker, int(qid)))
+    return queue_ranges(qs) if qs else "—"
+
+
+def render_html(
+    a: Analysis,
+    rebalances: Sequence[dict[str, Any]],
     *,
     group: str,
     topic: str | None,
     since_ms: int | None,
-    bucket_ms: int,
-    notes: list[str],
+    notes: Sequence[str] = (),
 ) -> str:
-    from pyspark.sql import functions as F  # noqa: PLC0415
-
-    f = figures
-    pause = "—" if f.longest_pause_ms is None else f"{f.longest_pause_ms:,} ms"
+    """The report page (see the module docstring)."""
+    f = a.figures
+    ids = [v.delivery.client_id for v in a.verdicts] + [s.client_id for s in a.stretches]
+    names = _Names(ids + [str(r.get("client_id") or "") for r in rebalances])
     cards = [
         ("delivered", f"{f.delivered:,}", f"{f.deliveries:,} deliveries by {f.consumers} consumer(s)"),
         ("duplicates", f"{f.duplicates:,}", f"{f.attributed:,} attributed to a rebalance"),
         ("not consumed", f"{f.not_consumed:,}", "lost, or still waiting"),
-        ("longest pause", pause, f"over {f.moves} queue move(s)"),
+        ("queue moves", f"{f.moves:,}", f"over {max(len(a.changes) - 1, 0)} change(s) of the group"),
+        ("longest pause", _duration(f.longest_pause_ms), "of a moved queue"),
+        ("peak backlog", f"{f.peak_backlog:,}", "messages stored, not yet delivered"),
         ("rebalances", f"{f.rebalances:,}", "records that changed a consumer's queues"),
     ]
+    offset = datetime.now().astimezone().strftime("%z")
     parts = [
         "<!doctype html><html><head><meta charset=utf-8>",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>rocketq report: {html.escape(group)}</title><style>{_CSS}</style></head><body>",
         f"<h1>Rebalance report — group <code>{html.escape(group)}</code></h1>",
         "<p class=muted>",
         f"topic: {html.escape(topic or 'every topic of the group')} · since: "
-        f"{_fmt_ms(since_ms) + ' UTC' if since_ms is not None else 'the beginning'} · "
-        f"bucket: {bucket_ms} ms · "
-        f"generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC</p>",
+        f"{_clock(since_ms) if since_ms is not None else 'the beginning'} · times are local (UTC{offset}) · "
+        f"generated {datetime.now().strftime('%Y-%m-%d %H:%M:%S')}</p>",
         "<div class=figs>",
         *(
             f"<div class=fig><span class=muted>{k}</span><b>{v}</b>"
-            f"<span class=muted>{html.escape(s)}</span></div>"
+            f"<span class='muted small'>{html.escape(s)}</span></div>"
             for k, v, s in cards
         ),
         "</div>",
+        "<dl class=defs>",
+        *(
+            f"<dt>{html.escape(line.split(':', 1)[0])}:</dt><dd>{html.escape(line.split(':', 1)[1])}</dd>"
+            for line in footnote()
+        ),
+        "</dl>",
         *(f"<p><b>Note:</b> {html.escape(n)}</p>" for n in notes),
     ]
-    for title, caption, png in _plots(t, bucket_ms):
-        parts.append(f"<h2>{html.escape(title)}</h2><p class=muted>{html.escape(caption)}</p>")
-        parts.append(f'<img alt="{html.escape(title)}" src="data:image/png;base64,{png}">')
+    if names.note():
+        parts.append(f"<p class='muted small'>{html.escape(names.note())}</p>")
+
+    parts.append("<h2>What each change of the group cost</h2>")
+    parts.append(
+        "<p class='muted small'>A change: the group's member list changed; its cost runs until the next "
+        "change.</p>"
+    )
+    parts.append(
+        _table(
+            [
+                "at",
+                "change",
+                "joined",
+                "left",
+                "queue moves",
+                "longest pause",
+                "median pause",
+                "duplicates",
+                "peak backlog",
+            ],
+            [
+                "<tr>"
+                + _cell(_clock(c.change.at_ms), "t")
+                + _cell(c.label, "t")
+                + _cell(", ".join(names(x) for x in c.change.joined) or "—", "id")
+                + _cell(", ".join(names(x) for x in c.change.left) or "—", "id")
+                + _cell(c.moves, "n")
+                + _cell(_duration(c.longest_pause_ms), "n")
+                + _cell(_duration(c.median_pause_ms), "n")
+                + _cell(c.duplicates, "n")
+                + _cell(c.peak_backlog, "n")
+                + "</tr>"
+                for c in a.costs
+            ],
+        )
+    )
+    for plot in _plots(a, names):
+        parts.append(
+            f"<h2>{html.escape(plot.title)}</h2><p class='muted small'>{html.escape(plot.caption)}</p>"
+        )
+        parts.append(
+            f'<img class=plot data-points="{plot.points}" alt="{html.escape(plot.title)}" '
+            f'src="data:image/png;base64,{plot.png}">'
+        )
+
     parts.append("<h2>Duplicates</h2>")
+    parts.append(f"<p class='muted small'>{html.escape(DEFINITIONS['duplicate'])}. First 50.</p>")
     parts.append(
-        _table_html(
-            t["duplicates"].orderBy("start_ms"),
+        _table(
+            ["message id", "queue", "first delivered", "by", "again", "by", "attributed to"],
             [
-                "msg_id",
-                "broker",
-                "queue_id",
-                "queue_offset",
-                "first_client_id",
-                "first_start_ms",
-                "client_id",
-                "start_ms",
-                "rebalance_trigger",
-                "rebalance_client_id",
-                "rebalance_ms",
-                "rebalance_kind",
+                "<tr>"
+                + _cell(d.delivery.msg_id, "id")
+                + _cell(
+                    f"{d.delivery.queue.broker_name}:{d.delivery.queue.queue_id}"
+                    if d.delivery.queue
+                    else "—",
+                    "t",
+                )
+                + _cell(_clock(d.first_start_ms), "t")
+                + _cell(names(d.first_client_id), "id")
+                + _cell(
+                    f"{_clock(d.delivery.start_ms)} (+{_duration(d.delivery.start_ms - d.first_start_ms)})",
+                    "t",
+                )
+                + _cell(names(d.delivery.client_id), "id")
+                + _cell(
+                    f"{d.rebalance.trigger} of {names(d.rebalance.client_id)} at "
+                    f"{_clock(d.rebalance.end_ms)} ({d.rebalance_kind} the queue)"
+                    if d.rebalance
+                    else "—"
+                )
+                + "</tr>"
+                for d in a.duplicates[:50]
             ],
         )
     )
-    parts.append("<h2>Pauses</h2>")
+
+    parts.append("<h2>Pauses, by change</h2>")
+    parts.append(f"<p class='muted small'>{html.escape(DEFINITIONS['pause'])}.</p>")
+    by_change = {c.index: c for c in a.changes}
+    rows: list[str] = []
+    current: int | None = None
+    for m in sorted(a.moves, key=lambda m: (m.change, m.added_ms, m.queue)):
+        if m.change != current:
+            current = m.change
+            c = by_change.get(m.change)
+            label = f"{c.label} at {_clock(c.at_ms)}" if c else "?"
+            rows.append(f"<tr class=group><td colspan=7>{html.escape(label)}</td></tr>")
+        rows.append(
+            "<tr>"
+            + _cell(f"{m.queue.broker_name}:{m.queue.queue_id}", "t")
+            + _cell(f"{names(m.from_client)} → {names(m.to_client)}", "id")
+            + _cell(m.trigger, "t")
+            + _cell(_clock(m.added_ms), "t")
+            + _cell(_duration(m.pause_ms), "n")
+            + _cell(f"{m.pause_start_kind} at {_clock(m.pause_start_ms)}", "t")
+            + _cell(_clock(m.first_consumed_ms), "t")
+            + "</tr>"
+        )
+        if len(rows) > 120:
+            break
     parts.append(
-        _table_html(
-            t["pauses"].orderBy("added_ms"),
-            [
-                "broker",
-                "queue_id",
-                "from_client",
-                "to_client",
-                "trigger",
-                "removed_ms",
-                "added_ms",
-                "last_consumed_ms",
-                "last_consumed_by",
-                "first_consumed_ms",
-                "pause_ms",
-                "pause_start_kind",
-            ],
+        _table(
+            ["queue", "from → to", "trigger", "added", "pause", "pause began with", "first delivery"], rows
         )
     )
+
     parts.append("<h2>Rebalances</h2>")
+    parts.append("<p class='muted small'>Records that changed a consumer's queues; queues as ranges.</p>")
+    changed = sorted((r for r in rebalances if r.get("changed")), key=lambda r: r.get("end_ms") or 0)
     parts.append(
-        _table_html(
-            t["rebalances"].where(F.col("changed")).orderBy("end_ms"),
-            ["end_ms", "client_id", "trigger", "topic", "n_clients", "added", "removed", "duration_ms"],
-            limit=100,
+        _table(
+            ["at", "consumer", "trigger", "members", "added", "removed", "took"],
+            [
+                "<tr>"
+                + _cell(_clock(r.get("end_ms")), "t")
+                + _cell(names(r.get("client_id")), "id")
+                + _cell(r.get("trigger"), "t")
+                + _cell(r.get("n_clients"), "n")
+                + _cell(_queues(r.get("added")))
+                + _cell(_queues(r.get("removed")))
+                + _cell(_duration(r.get("duration_ms")), "n")
+                + "</tr>"
+                for r in changed[:100]
+            ],
         )
     )
     parts.append(
-        "<p class=muted>Tables (Parquet): consumption, ownership, rebalances, duplicates, pauses, lag. "
-        f"Key figures: {html.escape(str(asdict(figures)))}</p></body></html>"
+        "<p class='muted small'>Tables (Parquet): consumption, ownership, rebalances, duplicates, pauses, "
+        f"lag. Key figures: {html.escape(', '.join(f'{k} {v}' for k, v in f.to_dict().items()))}</p>"
+        "</body></html>"
     )
     return "\n".join(parts)

@@ -1,0 +1,48 @@
+"""The rebalance analytics in plain Python: each figure defined and computed once.
+
+``rocketq demo``, ``rocketq lab rebalance-cost`` and ``rocketq report`` all compute pauses, queue
+moves, duplicates and backlog with :func:`analyze` (see :mod:`rocketq.analytics.rebalance` for
+the definitions, and :data:`DEFINITIONS` for the sentence printed beside each figure). Needs no
+Spark: it takes plain records, whoever collected them.
+"""
+
+from rocketq.analytics.ranges import id_ranges, queue_ranges
+from rocketq.analytics.rebalance import (
+    DEFINITIONS,
+    Analysis,
+    Change,
+    ChangeCost,
+    Delivery,
+    DeliveryVerdict,
+    Duplicate,
+    Figures,
+    Move,
+    QueueBacklog,
+    RebalanceEvent,
+    Stored,
+    Stretch,
+    analyze,
+    backlog_buckets,
+    footnote,
+)
+
+__all__ = [
+    "DEFINITIONS",
+    "Analysis",
+    "Change",
+    "ChangeCost",
+    "Delivery",
+    "DeliveryVerdict",
+    "Duplicate",
+    "Figures",
+    "Move",
+    "QueueBacklog",
+    "RebalanceEvent",
+    "Stored",
+    "Stretch",
+    "analyze",
+    "backlog_buckets",
+    "footnote",
+    "id_ranges",
+    "queue_ranges",
+]
