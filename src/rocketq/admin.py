@@ -881,8 +881,13 @@ class AsyncAdmin:
                 out.setdefault(cid, []).extend(qs)
         return {cid: sorted(qs) for cid, qs in out.items()}
 
-    async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
-        """Per queue: broker offset, committed offset, lag and owner, from every broker."""
+    async def group_progress(
+        self, group: str, topic: str | None = None, *, members: GroupMembers | None = None
+    ) -> GroupProgress:
+        """Per queue: broker offset, committed offset, lag and owner, from every broker.
+
+        ``members`` (a :meth:`group_members` answer the caller already has) gives the owners
+        without asking the members again."""
         if topic is not None:
             route = await self.topic_route(topic)
             brokers = {
@@ -906,10 +911,11 @@ class AsyncAdmin:
             raise UnknownGroupError(f"consumer group {group} is unknown to every broker")
         owners: dict[MessageQueue, str] = {}
         source: QueueSource | None = None
-        try:
-            members = await self.group_members(group)
-        except UnknownGroupError:
-            members = GroupMembers(group, ())
+        if members is None:
+            try:
+                members = await self.group_members(group)
+            except UnknownGroupError:
+                members = GroupMembers(group, ())
         for m in members.members:
             for mq in m.queues:
                 owners.setdefault(mq, m.client_id)
@@ -1279,8 +1285,10 @@ class Admin:
     def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
         return self._call(self.core.group_members(group, strategy=strategy))
 
-    def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
-        return self._call(self.core.group_progress(group, topic))
+    def group_progress(
+        self, group: str, topic: str | None = None, *, members: GroupMembers | None = None
+    ) -> GroupProgress:
+        return self._call(self.core.group_progress(group, topic, members=members))
 
     def reset_offsets(self, group: str, topic: str, to: str | int) -> ResetResult:
         return self._call(self.core.reset_offsets(group, topic, to))
