@@ -102,6 +102,7 @@ __all__ = [
     "GroupMembers",
     "GroupProgress",
     "QueueProgress",
+    "QueueRead",
     "QueueSource",
     "ResetResult",
     "TopicQueueStats",
@@ -415,6 +416,18 @@ class BrokerRuntime:
             "boot_ms": self.boot_ms,
             "table": dict(self.table),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    """Messages read from a queue by :meth:`AsyncAdmin.read_queue`: where to read next, the
+    queue's bounds, and whether the offset asked was within them."""
+
+    messages: tuple[MessageExt, ...]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    in_range: bool = True
 
 
 # ------------------------------------------------------------------------------------ the core
@@ -1124,10 +1137,9 @@ class AsyncAdmin:
                 found.extend(await self._call(addr, call))
         return sorted(found, key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
 
-    async def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
-        """The message at ``offset`` of queue ``mq`` (a pull of one message, as the tools' group
-        ``TOOLS_CONSUMER`` does); ``None`` past the queue's last message. An offset below the
-        queue's first message raises :class:`~rocketq.errors.ConfigError` with the queue's bounds."""
+    async def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
+        """Up to ``max_nums`` messages of queue ``mq`` from ``offset`` (a pull as the tools' group
+        ``TOOLS_CONSUMER``, which commits nothing), with where to read next and the queue's bounds."""
         route = await self.topic_route(mq.topic)
         addr = next(
             (bd.broker_addrs.get(MASTER_ID) for bd in route.broker_datas if bd.broker_name == mq.broker_name),
@@ -1140,7 +1152,7 @@ class AsyncAdmin:
             topic=mq.topic,
             queue_id=mq.queue_id,
             queue_offset=offset,
-            max_msg_nums=1,
+            max_msg_nums=max_nums,
             sys_flag=int(PullSysFlag.SUBSCRIPTION),
             commit_offset=0,
             suspend_timeout_millis=0,
@@ -1149,13 +1161,26 @@ class AsyncAdmin:
             expression_type="TAG",
         )
         result = await self._call(addr, calls.pull_message(header))
-        if result.status is PullStatus.FOUND:
-            messages = decode_messages(result.body)
-            return messages[0] if messages else None
-        if result.status is PullStatus.OFFSET_ILLEGAL or offset < result.min_offset:
+        messages = decode_messages(result.body) if result.status is PullStatus.FOUND else []
+        return QueueRead(
+            tuple(messages),
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset,
+            in_range=result.status is not PullStatus.OFFSET_ILLEGAL and offset >= result.min_offset,
+        )
+
+    async def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
+        """The message at ``offset`` of queue ``mq`` (a pull of one message); ``None`` past the
+        queue's last message. An offset below the queue's first message raises
+        :class:`~rocketq.errors.ConfigError` with the queue's bounds."""
+        read = await self.read_queue(mq, offset, 1)
+        if read.messages:
+            return read.messages[0]
+        if not read.in_range:
             raise ConfigError(
                 f"offset {offset} is outside queue {mq.short}: it holds offsets "
-                f"{result.min_offset}..{max(result.max_offset - 1, result.min_offset)}"
+                f"{read.min_offset}..{max(read.max_offset - 1, read.min_offset)}"
             )
         return None
 
@@ -1328,3 +1353,6 @@ class Admin:
 
     def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
         return self._call(self.core.message_at(mq, offset))
+
+    def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
+        return self._call(self.core.read_queue(mq, offset, max_nums))
