@@ -6,7 +6,12 @@ and what CI runs) also runs the tests marked ``integration``, ``spark`` and ``sl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
+
+from tests import browserkit
 
 _SLOW_MARKERS = ("integration", "spark", "slow")
 
@@ -33,3 +38,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """A headless Debian Chromium driven by Playwright (see :mod:`tests.browserkit`), shared by the
+    session; skips with the reason when Chromium or Playwright is missing."""
+    why = browserkit.missing()
+    if why is not None:
+        pytest.skip(why)
+    with browserkit.launch() as browser:
+        yield browser

@@ -18,10 +18,14 @@ and SVG shipped in ``static/``.
 
 from __future__ import annotations
 
-from rocketq.dashboard.app import create_app, create_exporter_app
+from typing import TYPE_CHECKING, Any
+
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DEFAULT_EXPORTER_PORT, DashboardConfig
-from rocketq.dashboard.monitor import Monitor
-from rocketq.dashboard.server import BackgroundServer
+
+if TYPE_CHECKING:
+    from rocketq.dashboard.app import create_app, create_exporter_app
+    from rocketq.dashboard.monitor import Monitor
+    from rocketq.dashboard.server import BackgroundServer
 
 __all__ = [
     "DEFAULT_DASHBOARD_PORT",
@@ -32,3 +36,20 @@ __all__ = [
     "create_app",
     "create_exporter_app",
 ]
+
+_LAZY = {
+    "BackgroundServer": "rocketq.dashboard.server",
+    "Monitor": "rocketq.dashboard.monitor",
+    "create_app": "rocketq.dashboard.app",
+    "create_exporter_app": "rocketq.dashboard.app",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The web parts load on first use, so that ``rocketq --help`` does not import them."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # noqa: PLC0415
+
+    return getattr(importlib.import_module(module), name)
