@@ -256,18 +256,19 @@ def test_monitoring_calls_see_brokers_topics_groups_producers_and_messages(
     c = consumer(cluster, "mon_g", "MonT", "c1", got)
     try:
         with Producer("mon_p", client_config=config) as p:
-            sent = [
-                p.send(Message("MonT", f"body-{i}", keys=f"key-{i}"), queue=MessageQueue("MonT", "broker-a", i % 2))
-                for i in range(6)
-            ]
+            queues = [MessageQueue("MonT", "broker-a", i % 2) for i in range(6)]
+            messages = [Message("MonT", f"body-{i}", keys=f"key-{i}") for i in range(6)]
+            sent = [p.send(m, queue=q) for m, q in zip(messages, queues, strict=True)]
             # the producer group is online while the producer runs
             (conn,) = admin.producer_connections("mon_p").values()
             assert [x.language for x in conn.connection_set] == ["PYTHON"]
         assert wait_until(lambda: got.distinct() == 6)
         runtime = admin.broker_runtime(cluster.broker_addr)
         assert runtime.version == "V4_9_4"
-        assert runtime.put_tps is not None and runtime.put_tps >= 0
-        assert runtime.disk_ratio is not None and 0 <= runtime.disk_ratio <= 1
+        assert runtime.put_tps is not None
+        assert runtime.put_tps >= 0
+        assert runtime.disk_ratio is not None
+        assert 0 <= runtime.disk_ratio <= 1
         configs = admin.topic_configs(cluster.broker_addr)
         assert (configs["MonT"].read_queue_nums, configs["MonT"].write_queue_nums) == (2, 2)
         assert "mon_g" in admin.consumer_groups()
@@ -282,7 +283,8 @@ def test_monitoring_calls_see_brokers_topics_groups_producers_and_messages(
         assert [m.body for m in admin.query_messages("MonT", "key-3")] == [b"body-3"]
         assert admin.query_messages("MonT", "no-such-key") == []
         at = admin.message_at(MessageQueue("MonT", "broker-a", 1), 2)
-        assert at is not None and at.body == b"body-5"
+        assert at is not None
+        assert at.body == b"body-5"
         assert admin.message_at(MessageQueue("MonT", "broker-a", 1), 3) is None  # past the end
         with pytest.raises(ConfigError, match="not an offset message id"):
             admin.view_message(first.msg_id + "00")
