@@ -27,7 +27,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
@@ -52,6 +52,8 @@ from rocketq.errors import (
 __all__ = ["create_app", "create_exporter_app"]
 
 logger = logging.getLogger(__name__)
+
+_FORM_LIMIT = 64 * 1024  # bytes of a posted form
 
 _NAV = (
     ("/", "Cluster"),
@@ -133,8 +135,11 @@ class _Pages:
         return self.render(request, template, **{**extra, **data})
 
     async def _checked_form(self, request: Request) -> dict[str, str]:
-        form = await request.form()
-        values = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+        # the forms post application/x-www-form-urlencoded: the standard library reads that
+        body = await request.body()
+        if len(body) > _FORM_LIMIT:
+            raise ConfigError(f"the form is too large ({len(body)} bytes)")
+        values = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
         if not secrets.compare_digest(values.get("token", ""), self.token):
             raise ConfigError(
                 "the form has expired (the dashboard was restarted): reload the page and try again"
@@ -206,7 +211,9 @@ class _Pages:
         if watch.unknown:
             self.monitor.forget(group)  # a typo is not polled on; the page says so
         status = 404 if watch.unknown else 502 if watch.error and not watch.polled_ms else 200
-        return self.render(request, "group.html", status=status, error=watch.error, group=group, state=state)
+        # a failed poll is shown (and cleared) by the page's script; an unknown group has no script
+        error = watch.error if watch.unknown else None
+        return self.render(request, "group.html", status=status, error=error, group=group, state=state)
 
     async def group_api(self, request: Request) -> Response:
         group = request.path_params["group"]

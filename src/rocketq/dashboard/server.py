@@ -9,6 +9,7 @@ log. :func:`serve` runs until SIGINT/SIGTERM (uvicorn's own handling: open reque
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import threading
 import time
@@ -49,9 +50,24 @@ def _server(app: Any) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-def serve(app: Any, sock: socket.socket) -> None:
-    """Serve ``app`` on ``sock`` until SIGINT/SIGTERM."""
-    _server(app).run(sockets=[sock])
+def serve(app: Any, sock: socket.socket) -> int | None:
+    """Serve ``app`` on ``sock`` until SIGINT/SIGTERM; returns the signal that stopped it.
+
+    uvicorn finishes open requests, then re-raises the signal to the handler that was there
+    before it: ours, which only notes it, so the process ends normally (exit code 0)."""
+    seen: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        seen.append(signum)
+
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, note) for sig in stops}
+    try:
+        _server(app).run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return seen[0] if seen else None
 
 
 class BackgroundServer:

@@ -70,13 +70,13 @@ function renderSummary() {
   } else {
     dup.hidden = true;
   }
-  let banner = document.getElementById("banner");
+  let banner = document.getElementById("poll-banner");
   if (state.error) {
     if (!banner) {
-      banner = el("div", { class: "banner error", role: "alert", id: "banner" });
+      banner = el("div", { class: "banner error", role: "alert", id: "poll-banner" });
       document.querySelector("main").prepend(banner);
     }
-    banner.textContent = state.error;
+    banner.textContent = state.error + " (showing what was seen last; still trying)";
   } else if (banner) {
     banner.remove();
   }
@@ -154,7 +154,8 @@ function renderTimeline() {
   const height = top + keys.length * rowH + 22;
   const end = state.now_ms;
   const firstSeen = Math.min(end, ...Object.values(state.stretches).flat().map((s) => s.from_ms));
-  const start = Math.max(end - state.history_ms, Math.min(firstSeen, end - 60000));
+  // from the first observation (at least 10 s back), at most the history kept
+  const start = Math.max(end - state.history_ms, Math.min(firstSeen, end - 10000));
   document.getElementById("window").textContent = `${Math.round((end - start) / 1000)} s`;
   const x = (ms) => left + ((ms - start) / (end - start)) * (width - left - right);
   const chart = svg("svg", { width, height, role: "img", "aria-label": "ownership timeline" });
@@ -173,7 +174,8 @@ function renderTimeline() {
     if (c.at_ms < start) continue;
     const cx = x(c.at_ms);
     chart.append(svg("line", { x1: cx, x2: cx, y1: top - 6, y2: height - 18, stroke: "#1d2330", "stroke-dasharray": "3 3" }));
-    chart.append(svg("text", { x: cx + 3, y: top - 6 }, c.label));
+    const nearEnd = cx > width - 90;
+    chart.append(svg("text", { x: nearEnd ? cx - 3 : cx + 3, y: top - 6, "text-anchor": nearEnd ? "end" : "start" }, c.label));
   }
   chart.append(svg("text", { x: left, y: height - 4 }, clock(start)));
   chart.append(svg("text", { x: width - right - 60, y: height - 4 }, clock(end)));
