@@ -150,7 +150,7 @@ def test_group_page_shows_the_owners_and_follows_a_join_without_reloading(
         assert sorted(page_owners(page).values()).count("127.0.0.1@c2") == 4
         page.wait_for_selector("#changes tbody tr:has-text('1 -> 2')")
         row = page.inner_text("#changes tbody tr:has-text('1 -> 2')")
-        assert "c2" in row
+        assert "+c2" in row
         assert page.eval_on_selector_all("#timeline svg rect", "els => els.length") >= 8
         assert wait_until(lambda: got.distinct() == 40)
         page.wait_for_timeout(500)

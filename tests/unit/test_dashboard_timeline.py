@@ -81,7 +81,7 @@ def test_rebalance_records_explain_the_change_they_belong_to() -> None:
     record = {
         "v": 1, "seq": 2, "trigger": "notify", "group": "g", "client_id": "c1", "topic": "T",
         "added": [], "removed": [{"topic": "T", "broker": "broker-a", "queue_id": 1}],
-        "start_ms": 995, "end_ms": 1_003, "duration_ms": 8,
+        "start_ms": 990, "end_ms": 998, "duration_ms": 8,
     }  # fmt: skip
     note = RebalanceNote.from_dict(json.loads(json.dumps(record)))
     assert (note.client_id, note.trigger, note.duration_ms, note.removed) == ("c1", "notify", 8, (Q[1],))
@@ -94,7 +94,12 @@ def test_rebalance_records_explain_the_change_they_belong_to() -> None:
     # a record that came before the poll saw the change is attached when the change is made
     t2 = GroupTimeline("g")
     t2.observe(0, owners(c1=[0, 1]), {})
+    t2.observe(600, owners(c1=[0, 1]), {})
     t2.record(note)
+    t2.record(RebalanceNote.from_dict({**record, "end_ms": 1_100, "duration_ms": 50, "changed": False}))
     later = t2.observe(1_200, owners(c1=[0], c2=[1]), {})
     assert later is not None
+    assert later.rebalance_ms == 8  # the unchanged record explains nothing
+    # a record from before the previous poll belongs to an earlier change, not this one
+    t2.record(RebalanceNote.from_dict({**record, "end_ms": 500, "duration_ms": 99}))
     assert later.rebalance_ms == 8

@@ -65,6 +65,7 @@ class RebalanceNote:
     duration_ms: int
     added: tuple[MessageQueue, ...]
     removed: tuple[MessageQueue, ...]
+    changed: bool = True
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RebalanceNote:
@@ -75,14 +76,16 @@ class RebalanceNote:
                 MessageQueue(str(q["topic"]), str(q["broker"]), int(q["queue_id"])) for q in d.get(key) or ()
             )
 
+        added, removed = queues("added"), queues("removed")
         return cls(
             client_id=str(d["client_id"]),
             topic=str(d.get("topic") or ""),
             trigger=str(d.get("trigger") or "?"),
             end_ms=int(d["end_ms"]),
             duration_ms=int(d.get("duration_ms") or 0),
-            added=queues("added"),
-            removed=queues("removed"),
+            added=added,
+            removed=removed,
+            changed=bool(d.get("changed", bool(added or removed))),
         )
 
 
@@ -91,6 +94,7 @@ class Change:
     """One observed change of the group: members joined/left, queues moved, and its cost so far."""
 
     at_ms: int
+    since_ms: int
     members_before: tuple[str, ...]
     members_after: tuple[str, ...]
     moves: tuple[Move, ...]
@@ -108,9 +112,18 @@ class Change:
 
     @property
     def label(self) -> str:
-        """``1 -> 2`` for a change of member count, else ``owners changed``."""
+        """``1 -> 2`` for a change of member count, ``members changed`` for the same count,
+        ``owners changed`` when queues moved, else ``queues assigned`` (new queues, or released)."""
         b, a = len(self.members_before), len(self.members_after)
-        return f"{b} -> {a}" if b != a else "owners changed"
+        if b != a:
+            return f"{b} -> {a}"
+        if self.members_before != self.members_after:
+            return "members changed"
+        return "owners changed" if self.moves else "queues assigned"
+
+    def explains(self, note: RebalanceNote) -> bool:
+        """Whether ``note`` ended between the poll before this change and the poll that saw it."""
+        return self.since_ms < note.end_ms <= self.at_ms
 
     @property
     def rebalance_ms(self) -> int | None:
@@ -174,6 +187,7 @@ class GroupTimeline:
         self.notes: collections.deque[RebalanceNote] = collections.deque()
         self.last_change_ms: int | None = None
         self._seen = False
+        self._last_ms = 0
         self._last_owner: dict[MessageQueue, str] = {}
         self._stretches: dict[MessageQueue, list[Stretch]] = {}
         self._open: dict[tuple[MessageQueue, str], int] = {}  # (queue, owner) -> since
@@ -215,8 +229,10 @@ class GroupTimeline:
                     moved.append(Move(mq, last, cs[0]))
             self._close_and_open(now_ms, new_owners)
             lag_before = self.lag[-1].total if self.lag else 0
-            change = Change(now_ms, self.members, member_ids, tuple(moved), lag_before, point.total)
-            change.notes.extend(n for n in self.notes if abs(n.end_ms - now_ms) <= self.cost_window_ms)
+            change = Change(
+                now_ms, self._last_ms, self.members, member_ids, tuple(moved), lag_before, point.total
+            )
+            change.notes.extend(n for n in self.notes if change.explains(n))
             self.changes.append(change)
             self.rebalances += 1
             self.queues_moved += len(moved)
@@ -227,15 +243,19 @@ class GroupTimeline:
                 self._last_owner[mq] = cs[0]
         self.members = member_ids
         self.owners = new_owners
+        self._last_ms = now_ms
         self.lag.append(point)
         self._expire(now_ms)
         return change
 
     def record(self, note: RebalanceNote) -> None:
-        """A consumer's rebalance record (tracing on): attached to the change it explains."""
+        """A consumer's rebalance record (tracing on) that changed its queues: attached to the
+        change it explains (the first poll after it ended), now or when that poll comes."""
+        if not note.changed:
+            return
         self.notes.append(note)
         for change in reversed(self.changes):
-            if abs(note.end_ms - change.at_ms) <= self.cost_window_ms:
+            if change.explains(note):
                 change.notes.append(note)
                 break
 

@@ -267,6 +267,10 @@ def group_state(m: Monitor, w: GroupWatch) -> dict[str, Any]:
     members = w.members.members if w.members is not None else ()
     for cid in sorted({*(mb.client_id for mb in members), *(c for cs in t.owners.values() for c in cs)}):
         colour_of(cid, colours)
+    all_stretches = t.stretches(now_ms)
+    for ss in all_stretches.values():  # consumers that left keep the colour they had
+        for s in ss:
+            colour_of(s.owner, colours)
     progress = {q.queue: q for q in w.progress.queues} if w.progress is not None else {}
     all_queues = sorted({*progress, *t.owners}, key=lambda q: (q.topic.startswith("%"), q))
     lag_points = list(t.lag)[-_LAG_POINTS:]
@@ -294,7 +298,7 @@ def group_state(m: Monitor, w: GroupWatch) -> dict[str, Any]:
             {"owner": s.owner, "from_ms": s.from_ms, "to_ms": s.to_ms, "colour": colours.get(s.owner, "#999")}
             for s in ss
         ]
-        for mq, ss in t.stretches(now_ms).items()
+        for mq, ss in all_stretches.items()
     }
     dups = w.members.duplicates if w.members is not None else ()
     return {

@@ -182,6 +182,33 @@ function renderTimeline() {
   box.replaceChildren(chart);
 }
 
+function ranges(ids) {
+  // [0,1,2,5] -> "0-2,5"
+  const sorted = [...ids].sort((a, b) => a - b);
+  const out = [];
+  for (let i = 0; i < sorted.length; i++) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    out.push(j > i ? `${sorted[i]}-${sorted[j]}` : `${sorted[i]}`);
+    i = j;
+  }
+  return out.join(",");
+}
+
+function compactMoves(moves) {
+  // "consumer-1 → consumer-2: broker-a:8-13" per (from, to, topic, broker)
+  const groups = new Map();
+  for (const m of moves) {
+    const at = m.queue.lastIndexOf("@");
+    const [broker, id] = m.queue.slice(at + 1).split(/:(?=\d+$)/);
+    const topic = m.queue.slice(0, at);
+    const key = `${shortId(m.from)} → ${shortId(m.to)}: ${topic.startsWith("%") ? topic + " " : ""}${broker}`;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(Number(id));
+  }
+  return [...groups.entries()].map(([key, ids]) => `${key}:${ranges(ids)}`).join("; ");
+}
+
 function renderChanges() {
   const body = document.querySelector("#changes tbody");
   document.getElementById("traced").textContent = state.traced
@@ -189,17 +216,17 @@ function renderChanges() {
     : "as seen by polling (start consumers with trace=True for each rebalance's own record)";
   if (!state.changes.length) {
     body.replaceChildren(el("tr", {}));
-    body.firstChild.append(el("td", { colspan: 9, class: "muted" }, "no change since the dashboard started watching"));
+    body.firstChild.append(el("td", { colspan: 6, class: "muted" }, "no change since the dashboard started watching"));
     return;
   }
   body.replaceChildren(...state.changes.map((c) => {
-    const moves = c.moves.slice(0, 6).map((m) => `${m.queue.split("@")[1]} ${shortId(m.from)}→${shortId(m.to)}`).join(", ")
-      + (c.moves.length > 6 ? ` … (${c.moves.length})` : "");
+    const moves = compactMoves(c.moves);
     const row = el("tr", {});
-    row.append(el("td", {}, clock(c.at_ms)), el("td", {}, c.label + (c.triggers.length ? ` (${c.triggers.join(", ")})` : "")),
-      el("td", {}, c.joined.map(shortId).join(", ") || "-"), el("td", {}, c.left.map(shortId).join(", ") || "-"),
+    const who = [...c.joined.map((x) => "+" + shortId(x)), ...c.left.map((x) => "−" + shortId(x))].join(" ");
+    const what = [c.label, who, c.triggers.length ? `(${c.triggers.join(", ")})` : ""].filter(Boolean).join(" ");
+    row.append(el("td", {}, clock(c.at_ms)), el("td", {}, what),
       el("td", { class: "n" }, c.moves.length), el("td", {}, moves || "-"),
-      el("td", { class: "n" }, fmt(c.lag_before)), el("td", { class: "n" }, fmt(c.peak_lag_after)),
+      el("td", { class: "n" }, `${fmt(c.lag_before)} → ${fmt(c.peak_lag_after)}`),
       el("td", { class: "n" }, c.rebalance_ms === null ? "-" : `${c.rebalance_ms} ms`));
     return row;
   }));
