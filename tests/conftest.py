@@ -40,10 +40,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = selected
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     """A headless Debian Chromium driven by Playwright (see :mod:`tests.browserkit`), shared by the
-    session; skips with the reason when Chromium or Playwright is missing."""
+    tests of one module; skips with the reason when Chromium or Playwright is missing.
+
+    Not shared by the whole session: while Playwright's sync API is open it keeps an event loop
+    running on the main thread, and every later test that calls ``asyncio.run()`` there would
+    fail ("cannot be called from a running event loop")."""
     why = browserkit.missing()
     if why is not None:
         pytest.skip(why)

@@ -25,7 +25,7 @@ from rocketq.cli.main import main
 from rocketq.dashboard import BackgroundServer, DashboardConfig, create_app, create_exporter_app
 from tests import browserkit
 from tests.integration.clientkit import ClusterThread, Received, wait_until
-from tests.integration.clikit import CliProcess
+from tests.integration.clikit import CliProcess, consume_args
 
 pytestmark = pytest.mark.integration
 
@@ -334,7 +334,12 @@ def test_metrics_match_rocketq_group_progress(
     assert accumulation == [10]
     produced = [v for k, v in m["rocketmq_producer_offset"].items() if ("topic", TOPIC) in k]
     assert produced == [progress["total_broker_offset"]]
-    latency = [v for k, v in m["rocketmq_group_get_latency_by_storetime"].items() if ("group", GROUP) in k]
+    latency = [
+        v
+        for k, v in m["rocketmq_group_get_latency_by_storetime"].items()
+        if ("group", GROUP) in k and ("topic", TOPIC) in k
+    ]
+    assert len(latency) == 1
     assert latency[0] > 0  # the oldest unconsumed message waits
     assert m["rocketq_namesrv_up"] == {(): 1.0}
     assert (
@@ -434,3 +439,43 @@ def test_cli_dashboard_prints_where_it_listens_and_stops_on_sigint(cluster: Clus
                 busy.close()
     finally:
         proc.close()
+
+
+def test_a_duplicated_client_id_is_flagged_on_the_page_and_in_the_metrics(
+    cluster: ClusterThread, dashboard: BackgroundServer, chromium: Any, shots: Path
+) -> None:
+    cluster.create_topic(TOPIC, 4)
+    # two processes forced to one client id (RocketMQ's duplicate-id bug): both take the same queues
+    procs = [
+        CliProcess(consume_args(cluster.namesrv, TOPIC, GROUP, "--instance", "shared", "--from", "first"))
+        for _ in range(2)
+    ]
+    try:
+        for p in procs:
+            assert p.wait_for(lambda lines: any(x.startswith("REBALANCE ") for x in lines))
+        page, errors = new_page(chromium)
+        page.goto(dashboard.url + f"groups/{GROUP}")
+        page.wait_for_selector("#duplicates:not([hidden])", timeout=30_000)
+        banner = page.inner_text("#duplicates")
+        assert "DUPLICATE CLIENT ID" in banner
+        assert "registered by 2 connections" in banner
+        page.wait_for_selector("#ownership .cell.shared")
+        shared = page.eval_on_selector_all(
+            "#ownership .cell.shared", "els => els.map((e) => e.dataset.owners)"
+        )
+        assert shared
+        assert set(shared) == {"2"}
+        page.screenshot(path=str(shots / "duplicate-client-id.png"), full_page=True)
+        m = metrics(dashboard.url)
+        assert m["rocketq_duplicate_client_ids"][(("group", GROUP),)] == 1
+        owners = [
+            v for k, v in m["rocketq_queue_owners"].items() if ("topic", TOPIC) in k and ("group", GROUP) in k
+        ]
+        assert 2.0 in owners
+        assert errors == []
+    finally:
+        for p in procs:
+            p.signal(signal.SIGTERM)
+        for p in procs:
+            p.wait()
+            p.close()
