@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -37,7 +36,7 @@ from rocketq.models import MessageQueue
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
-__all__ = ["CONTENT_TYPE", "MetricsCollector", "Snapshot", "collect", "describe", "exposition"]
+__all__ = ["CONTENT_TYPE", "MetricsCollector", "Snapshot", "collect", "exposition"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """Prometheus' text exposition format."""
@@ -355,8 +354,3 @@ async def _latencies(m: Monitor, watches: Sequence[GroupWatch]) -> dict[tuple[st
     for key, value in await asyncio.gather(*(one(i) for i in lagging)):
         out[key] = max(out.get(key, 0.0), value)
     return out
-
-
-def describe(snapshot: Snapshot) -> list[dict[str, Any]]:
-    """Name, type and help of each family (for the dashboard's metrics list)."""
-    return [{"name": f.name, "type": f.type, "help": f.documentation} for f in snapshot.families]
