@@ -33,6 +33,13 @@ What each call does, as RocketMQ 4.9.4's ``mqadmin`` does it:
   offset, ``"last"`` to its max. :meth:`AsyncAdmin.seed_new_group` commits a new group's start
   offsets, because a broker starts a new group at 0 on any queue that still holds its first message.
 
+* **monitoring** (what the dashboard and the exporter read, a section of its own): each broker's
+  runtime table (GET_BROKER_RUNTIME_INFO: version, put/get TPS, disk use), its topic and group
+  configs in one request each, the groups consuming a topic (QUERY_TOPIC_CONSUME_BY_WHO), producer
+  connections, and message look-ups: by a producer's message id in a topic (QUERY_MESSAGE on the
+  unique key) or by an offset message id (VIEW_MESSAGE_BY_ID at the broker it names), by key, and
+  by queue and offset (a pull of one message as ``TOOLS_CONSUMER``).
+
 Errors are one-line :class:`~rocketq.errors.RocketQError`\\ s: :class:`~rocketq.errors.UnknownTopicError`,
 :class:`~rocketq.errors.UnknownGroupError`, :class:`~rocketq.errors.RemotingConnectError` naming the
 name server or broker that could not be reached, :class:`~rocketq.errors.BrokerError` for refusals.
@@ -63,30 +70,39 @@ from rocketq.errors import (
     UnknownGroupError,
     UnknownTopicError,
 )
-from rocketq.models import DuplicateClientId, MessageQueue
+from rocketq.models import DuplicateClientId, MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     ClusterInfo,
     Connection,
     ConsumerConnection,
     ConsumerRunningInfo,
+    ProducerConnection,
+    SubscriptionGroupConfig,
+    TopicConfig,
     TopicRouteData,
 )
 from rocketq.protocol.calls import Call
-from rocketq.protocol.codes import MASTER_ID, version_name
+from rocketq.protocol.codes import MASTER_ID, PullSysFlag, version_name
+from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.message import MessageExt, decode_messages
+from rocketq.protocol.message_id import parse_offset_msg_id, parse_uniq_id
 from rocketq.protocol.topics import retry_topic
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
 
 __all__ = [
     "ORDER_TOPIC_CONFIG",
+    "TOOLS_CONSUMER_GROUP",
     "Admin",
     "AsyncAdmin",
+    "BrokerRuntime",
     "DuplicateClientId",
     "GroupMember",
     "GroupMembers",
     "GroupProgress",
     "QueueProgress",
+    "QueueRead",
     "QueueSource",
     "ResetResult",
     "TopicQueueStats",
@@ -341,6 +357,81 @@ def _future(text: str) -> str:
         f"time {text.strip()!r} is in the future: no message is stored after it "
         "(use last for each queue's end)"
     )
+
+
+# ------------------------------------------------------------------------------------ monitoring values
+
+
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+"""The group RocketMQ's tools pull as (``MixAll.TOOLS_CONSUMER_GROUP``), built into every broker."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRuntime:
+    """A broker's GET_BROKER_RUNTIME_INFO table with the figures a person looks for first.
+
+    Rates are the 10-second figure (RocketMQ writes ``"10s 60s 600s"``; rocketq one number);
+    ``None`` when the broker does not report them.
+    """
+
+    addr: str
+    table: Mapping[str, str]
+
+    def _first_number(self, key: str) -> float | None:
+        text = self.table.get(key)
+        if not text:
+            return None
+        try:
+            return float(text.split()[0])
+        except ValueError:
+            return None
+
+    @property
+    def version(self) -> str:
+        return self.table.get("brokerVersionDesc") or "?"
+
+    @property
+    def put_tps(self) -> float | None:
+        """Messages stored per second (``putTps``)."""
+        return self._first_number("putTps")
+
+    @property
+    def get_tps(self) -> float | None:
+        """Messages sent to consumers per second (``getTransferedTps``)."""
+        return self._first_number("getTransferedTps")
+
+    @property
+    def disk_ratio(self) -> float | None:
+        """Fraction of the commit log's disk in use (``commitLogDiskRatio``, 0..1)."""
+        return self._first_number("commitLogDiskRatio")
+
+    @property
+    def boot_ms(self) -> int | None:
+        value = self._first_number("bootTimestamp")
+        return int(value) if value is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "addr": self.addr,
+            "version": self.version,
+            "put_tps": self.put_tps,
+            "get_tps": self.get_tps,
+            "disk_ratio": self.disk_ratio,
+            "boot_ms": self.boot_ms,
+            "table": dict(self.table),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    """Messages read from a queue by :meth:`AsyncAdmin.read_queue`: where to read next, the
+    queue's bounds, and whether the offset asked was within them."""
+
+    messages: tuple[MessageExt, ...]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    in_range: bool = True
 
 
 # ------------------------------------------------------------------------------------ the core
@@ -817,8 +908,13 @@ class AsyncAdmin:
                 out.setdefault(cid, []).extend(qs)
         return {cid: sorted(qs) for cid, qs in out.items()}
 
-    async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
-        """Per queue: broker offset, committed offset, lag and owner, from every broker."""
+    async def group_progress(
+        self, group: str, topic: str | None = None, *, members: GroupMembers | None = None
+    ) -> GroupProgress:
+        """Per queue: broker offset, committed offset, lag and owner, from every broker.
+
+        ``members`` (a :meth:`group_members` answer the caller already has) gives the owners
+        without asking the members again."""
         if topic is not None:
             route = await self.topic_route(topic)
             brokers = {
@@ -842,10 +938,11 @@ class AsyncAdmin:
             raise UnknownGroupError(f"consumer group {group} is unknown to every broker")
         owners: dict[MessageQueue, str] = {}
         source: QueueSource | None = None
-        try:
-            members = await self.group_members(group)
-        except UnknownGroupError:
-            members = GroupMembers(group, ())
+        if members is None:
+            try:
+                members = await self.group_members(group)
+            except UnknownGroupError:
+                members = GroupMembers(group, ())
         for m in members.members:
             for mq in m.queues:
                 owners.setdefault(mq, m.client_id)
@@ -952,6 +1049,154 @@ class AsyncAdmin:
             await self._call(addr, calls.update_consumer_offset(group, mq, offset))
             out[mq] = offset
         return out
+
+    # ================================================================== monitoring
+    # Calls the dashboard and the exporter read (RocketMQ Dashboard's and rocketmq-exporter's
+    # views), kept apart from the tools' calls above: brokers' runtime tables, every topic and
+    # group config of a broker, who consumes a topic, producer connections, message look-ups.
+
+    async def broker_runtime(self, addr: str) -> BrokerRuntime:
+        """GET_BROKER_RUNTIME_INFO of the broker at ``addr``."""
+        return BrokerRuntime(addr, await self._call(addr, calls.get_broker_runtime_info()))
+
+    async def topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+        """Every topic the broker at ``addr`` holds, with its queue counts (GET_ALL_TOPIC_CONFIG)."""
+        table = (await self._call(addr, calls.get_all_topic_config())).topic_config_table
+        return dict(sorted(table.items()))
+
+    async def group_configs(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """Every consumer group the broker at ``addr`` has a config for (a broker makes one when
+        a group first connects), GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
+        wrapper = await self._call(addr, calls.get_all_subscription_group_config())
+        return dict(sorted(wrapper.subscription_group_table.items()))
+
+    async def consumer_groups(self) -> list[str]:
+        """Every consumer group any master broker knows, sorted (built-in groups included)."""
+        names: set[str] = set()
+        for addr in (await self.master_addrs()).values():
+            names.update(await self.group_configs(addr))
+        return sorted(names)
+
+    async def topic_consumers(self, topic: str) -> list[str]:
+        """The consumer groups the brokers of ``topic``'s route see consuming it (online, or with
+        committed offsets), sorted (QUERY_TOPIC_CONSUME_BY_WHO, as ``mqadmin topicStatus`` shows)."""
+        route = await self.topic_route(topic)
+        groups: set[str] = set()
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                groups.update(await self._call(addr, calls.query_topic_consume_by_who(topic)))
+        return sorted(groups)
+
+    async def producer_connections(self, group: str) -> dict[str, ProducerConnection]:
+        """GET_PRODUCER_CONNECTION_LIST from every master that has the producer group online, by address."""
+        out: dict[str, ProducerConnection] = {}
+        for addr in (await self.master_addrs()).values():
+            found = await self._call(addr, calls.get_producer_connection_list(group))
+            if found is not None:
+                out[addr] = found
+        return out
+
+    async def view_message(self, msg_id: str, *, topic: str | None = None) -> list[MessageExt]:
+        """The message(s) with ``msg_id``: a producer's unique id (looked up in ``topic`` with
+        QUERY_MESSAGE, as ``mqadmin queryMsgById`` does) or an offset message id (VIEW_MESSAGE_BY_ID
+        at the broker it names, when that broker is registered). Empty when none is found."""
+        msg_id = msg_id.strip().upper()
+        if topic:
+            begin = 0
+            try:
+                begin = parse_uniq_id(msg_id).approx_timestamp(int(time.time() * 1000)) - 1000
+            except RocketQError:
+                begin = 0  # not a unique id made by a RocketMQ client: search all times
+            found = await self._query(topic, msg_id, unique=True, begin_ms=max(begin, 0))
+            if found:
+                return found
+        try:
+            host, offset = parse_offset_msg_id(msg_id)
+        except RocketQError:
+            if not topic:
+                raise ConfigError(
+                    f"{msg_id} is not an offset message id: give the topic to look a producer's message id up"
+                ) from None
+            return []
+        addr = str(host)
+        known = {
+            a
+            for bd in (await self.cluster_info()).broker_addr_table.values()
+            for a in bd.broker_addrs.values()
+        }
+        if addr not in known:
+            return []
+        try:
+            return [await self._call(addr, calls.view_message_by_id(offset))]
+        except BrokerError as exc:
+            if "can not find" in exc.remark or "not found" in exc.remark.lower():
+                return []
+            raise
+
+    async def query_messages(self, topic: str, key: str, *, max_num: int = 32) -> list[MessageExt]:
+        """Messages of ``topic`` whose key is ``key`` from every broker of its route (QUERY_MESSAGE,
+        ``mqadmin queryMsgByKey``), at most ``max_num`` from each, by store time."""
+        return await self._query(topic, key, unique=False, max_num=max_num)
+
+    async def _query(
+        self, topic: str, key: str, *, unique: bool, max_num: int = 32, begin_ms: int = 0
+    ) -> list[MessageExt]:
+        route = await self.topic_route(topic)
+        found: list[MessageExt] = []
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                call = calls.query_message(topic, key, unique=unique, max_num=max_num, begin_ms=begin_ms)
+                found.extend(await self._call(addr, call))
+        return sorted(found, key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
+
+    async def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
+        """Up to ``max_nums`` messages of queue ``mq`` from ``offset`` (a pull as the tools' group
+        ``TOOLS_CONSUMER``, which commits nothing), with where to read next and the queue's bounds."""
+        route = await self.topic_route(mq.topic)
+        addr = next(
+            (bd.broker_addrs.get(MASTER_ID) for bd in route.broker_datas if bd.broker_name == mq.broker_name),
+            None,
+        )
+        if addr is None:
+            raise ConfigError(f"topic {mq.topic} has no queue on broker {mq.broker_name}")
+        header = PullMessageRequestHeader(
+            consumer_group=TOOLS_CONSUMER_GROUP,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=int(PullSysFlag.SUBSCRIPTION),
+            commit_offset=0,
+            suspend_timeout_millis=0,
+            subscription="*",
+            sub_version=0,
+            expression_type="TAG",
+        )
+        result = await self._call(addr, calls.pull_message(header))
+        messages = decode_messages(result.body) if result.status is PullStatus.FOUND else []
+        return QueueRead(
+            tuple(messages),
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset,
+            in_range=result.status is not PullStatus.OFFSET_ILLEGAL and offset >= result.min_offset,
+        )
+
+    async def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
+        """The message at ``offset`` of queue ``mq`` (a pull of one message); ``None`` past the
+        queue's last message. An offset below the queue's first message raises
+        :class:`~rocketq.errors.ConfigError` with the queue's bounds."""
+        read = await self.read_queue(mq, offset, 1)
+        if read.messages:
+            return read.messages[0]
+        if not read.in_range:
+            raise ConfigError(
+                f"offset {offset} is outside queue {mq.short}: it holds offsets "
+                f"{read.min_offset}..{max(read.max_offset - 1, read.min_offset)}"
+            )
+        return None
 
 
 def _reason(exc: BaseException) -> str:
@@ -1079,8 +1324,10 @@ class Admin:
     def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
         return self._call(self.core.group_members(group, strategy=strategy))
 
-    def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
-        return self._call(self.core.group_progress(group, topic))
+    def group_progress(
+        self, group: str, topic: str | None = None, *, members: GroupMembers | None = None
+    ) -> GroupProgress:
+        return self._call(self.core.group_progress(group, topic, members=members))
 
     def reset_offsets(self, group: str, topic: str, to: str | int) -> ResetResult:
         return self._call(self.core.reset_offsets(group, topic, to))
@@ -1090,3 +1337,36 @@ class Admin:
 
     def seed_new_group(self, group: str, topic: str, to: str | int) -> dict[MessageQueue, int] | None:
         return self._call(self.core.seed_new_group(group, topic, to))
+
+    # ================================================================== monitoring
+    # (see the section of AsyncAdmin of the same name)
+
+    def broker_runtime(self, addr: str) -> BrokerRuntime:
+        return self._call(self.core.broker_runtime(addr))
+
+    def topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+        return self._call(self.core.topic_configs(addr))
+
+    def group_configs(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        return self._call(self.core.group_configs(addr))
+
+    def consumer_groups(self) -> list[str]:
+        return self._call(self.core.consumer_groups())
+
+    def topic_consumers(self, topic: str) -> list[str]:
+        return self._call(self.core.topic_consumers(topic))
+
+    def producer_connections(self, group: str) -> dict[str, ProducerConnection]:
+        return self._call(self.core.producer_connections(group))
+
+    def view_message(self, msg_id: str, *, topic: str | None = None) -> list[MessageExt]:
+        return self._call(self.core.view_message(msg_id, topic=topic))
+
+    def query_messages(self, topic: str, key: str, *, max_num: int = 32) -> list[MessageExt]:
+        return self._call(self.core.query_messages(topic, key, max_num=max_num))
+
+    def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
+        return self._call(self.core.message_at(mq, offset))
+
+    def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
+        return self._call(self.core.read_queue(mq, offset, max_nums))
