@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
-from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.log import RebalanceRecord, RebalanceTrigger
 from rocketq.client.trace import TraceDispatcher
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import MessageExt

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from rocketq.client.config import PushConsumerConfig
-from rocketq.client.handoff import HandoffStep, LeaseRetry, QueueHandoff, apply_lock_result
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance_log import RebalanceTrigger
+from rocketq.client.consumer.clean_handoff import HandoffStep, QueueHandoff
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.rebalance.leases import LeaseRetry, apply_lock_result
+from rocketq.client.rebalance.log import RebalanceTrigger
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
 

@@ -9,12 +9,13 @@ import pytest
 
 from rocketq.allocate import get_strategy
 from rocketq.client.config import ReadOffsetType
-from rocketq.client.offset_store import OffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance import PullRequest, RebalanceImpl, allocate_topic, diff_queues, retry_topic
-from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.consumer.offset_store import OffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.rebalance.impl import PullRequest, RebalanceImpl, allocate_topic, diff_queues
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.topics import retry_topic
 
 T = "TopicTest"
 

@@ -309,7 +309,7 @@ class PushConsumerConfig:
     #: How queues change owners (ours): ``"default"`` is RocketMQ (the old and the new owner may
     #: overlap; the dropped queue's offset is committed one-way, so a rebalance can re-deliver);
     #: ``"clean"`` consumes a queue only under a broker lease and hands it over commit-then-unlock
-    #: (see :mod:`rocketq.client.handoff`).
+    #: (see :mod:`rocketq.client.consumer.clean_handoff`).
     handoff: Literal["default", "clean"] = "default"
     #: Clean handoff: seconds the old owner waits for the queue's cached messages to be consumed
     #: and committed before abandoning the rest to the new owner (ours).

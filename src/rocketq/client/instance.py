@@ -3,7 +3,7 @@
 One instance per client id (``ip@instanceName``) per process, made on first use and closed when
 its last producer or consumer shuts down. It owns:
 
-* a background event-loop thread (:class:`~rocketq.client._sync.LoopThread`) where all client
+* a background event-loop thread (:class:`~rocketq.client.loop_thread.LoopThread`) where all client
   I/O and state changes happen, and one :class:`~rocketq.remoting.RemotingClient` (a blocking
   or other-loop send encodes its request in its own thread and hands it to a connection on
   this loop: ``invoke_threadsafe`` / ``invoke_from_loop``);
@@ -33,10 +33,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from rocketq.client._sync import LoopThread
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import ClientConfig, ProducerConfig
-from rocketq.client.rebalance_log import RebalanceTrigger
+from rocketq.client.loop_thread import LoopThread
+from rocketq.client.producer.core import ProducerCore
+from rocketq.client.rebalance.log import RebalanceTrigger
 from rocketq.client.routes import broker_addr_table, subscribe_info_from_route
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
@@ -68,7 +69,6 @@ from rocketq.remoting.config import ClientConfig as RemotingConfig
 from rocketq.remoting.connection import RemotingConnection
 
 if TYPE_CHECKING:
-    from rocketq.client.producer import ProducerCore
     from rocketq.protocol.message import MessageExt
 
 __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
@@ -204,8 +204,6 @@ class ClientInstance:
         r.register_handler(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
         r.register_handler(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         r.register_handler(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_get_consumer_status)
-        from rocketq.client.producer import ProducerCore  # noqa: PLC0415 (the producer imports this module)
-
         self.inner_producer = ProducerCore(self, CLIENT_INNER_PRODUCER_GROUP, ProducerConfig())
         self.producers[CLIENT_INNER_PRODUCER_GROUP] = self.inner_producer
         cfg = self.config

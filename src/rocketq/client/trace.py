@@ -75,7 +75,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
-from rocketq.client.rebalance_log import RebalanceRecord
+from rocketq.client.rebalance.log import RebalanceRecord
 from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
@@ -99,8 +99,8 @@ from rocketq.protocol.trace import (
 
 if TYPE_CHECKING:
     from rocketq.client.config import ClientConfig
-    from rocketq.client.producer import Producer
-    from rocketq.client.rebalance_log import RebalanceLog
+    from rocketq.client.producer.facade import Producer
+    from rocketq.client.rebalance.log import RebalanceLog
 
 __all__ = [
     "CLIENT_ID_PROPERTY",
@@ -269,7 +269,7 @@ class TraceDispatcher:
             return self
         if self._send is None:
             from rocketq.client.config import ClientConfig, ProducerConfig  # noqa: PLC0415
-            from rocketq.client.producer import Producer  # noqa: PLC0415 (producer imports us lazily)
+            from rocketq.client.producer.facade import Producer  # noqa: PLC0415 (producer imports us lazily)
 
             assert self.client_config is not None
             namesrv = ";".join(self.client_config.namesrv_addrs)

@@ -1,7 +1,8 @@
-"""The push consumer (``DefaultMQPushConsumer``): subscribe, rebalance, long-poll, consume.
+"""The push consumer's engine (``DefaultMQPushConsumerImpl``): subscribe, rebalance, long-poll, consume.
 
-:class:`PushConsumer` is the synchronous facade; :class:`PushConsumerCore` does the work on the
-client instance's event loop. One pull task per owned queue runs RocketMQ's ``pullMessage``:
+:class:`PushConsumerCore` does the work on the client instance's event loop (the synchronous
+:class:`~rocketq.client.consumer.push.PushConsumer` picks which core to build and fronts it).
+One pull task per owned queue runs RocketMQ's ``pullMessage``:
 
 1. skip the queue once it is dropped; note the pull time (pull expiry is judged from it);
 2. flow control: more than ``pull_threshold_for_queue`` (1,000) cached messages, more than
@@ -19,32 +20,31 @@ client instance's event loop. One pull task per owned queue runs RocketMQ's ``pu
 Seams for other consumers (the orderly service, clean handoff): :attr:`PushConsumerCore.consume_orderly`,
 :meth:`PushConsumerCore.make_consume_service`, :meth:`PushConsumerCore.pull_precheck`,
 :meth:`PushConsumerCore.remove_unnecessary_message_queue` and
-:meth:`PushConsumerCore.compute_pull_from_where` may be overridden by a subclass.
+:meth:`PushConsumerCore.compute_pull_from_where` may be overridden by a subclass (this module
+knows none of them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rocketq.client._facade import SyncFacade, client_config_for, with_options
 from rocketq.client.api import ClientAPI
-from rocketq.client.config import ClientConfig, PushConsumerConfig, ReadOffsetType
-from rocketq.client.consume_concurrently import (
+from rocketq.client.config import PushConsumerConfig, ReadOffsetType
+from rocketq.client.consumer.consume_concurrently import (
     ConsumeMessageConcurrentlyService,
     ConsumeService,
     ConsumeStats,
     adapt_listener,
 )
-from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.producer import check_group, check_topic
-from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX, PullRequest, RebalanceImpl, retry_topic
-from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest, RebalanceImpl
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.clock import now_ms
 from rocketq.errors import BrokerError, ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
@@ -62,17 +62,15 @@ from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, PullMessa
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
-    from rocketq.client.trace import ConsumerTracing, ConsumeTraceHook
+    from rocketq.client.trace import ConsumeTraceHook
 
-__all__ = ["MessageQueueListener", "PushConsumer", "PushConsumerCore", "flow_control_reason", "pull_sys_flag"]
+__all__ = ["PushConsumerCore", "flow_control_reason", "pull_sys_flag"]
 
 logger = logging.getLogger(__name__)
-
-MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
-"""``fn(topic, all queues, my queues)`` after a rebalance changed this consumer's queues."""
 
 
 def pull_sys_flag(
@@ -93,10 +91,6 @@ def pull_sys_flag(
     if class_filter:
         flag |= PullSysFlag.CLASS_FILTER
     return int(flag)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def flow_control_reason(
@@ -235,12 +229,12 @@ class PushConsumerCore:
         if self.message_model is MessageModel.CLUSTERING:
             retry = retry_topic(self.group)
             if retry not in self.rebalance.subscriptions:
-                self.rebalance.set_subscription(SubscriptionData.build(retry, "*", sub_version=_now_ms()))
+                self.rebalance.set_subscription(SubscriptionData.build(retry, "*", sub_version=now_ms()))
         await self.offset_store.load()
         self.consume_service.start()
         self.instance.register_consumer(self.group, self)
         self.running = True
-        self.start_timestamp = _now_ms()
+        self.start_timestamp = now_ms()
         try:
             for topic in list(self.rebalance.subscriptions):
                 await self.instance.update_topic_route(topic)
@@ -568,7 +562,7 @@ class PushConsumerCore:
         )
         begin = time.monotonic()
         if pq.first_pull_ms is None:
-            pq.first_pull_ms = _now_ms()
+            pq.first_pull_ms = now_ms()
         try:
             addr = self.instance.find_broker_address_in_subscribe(
                 mq.broker_name, self._pull_from_which_node.get(mq, MASTER_ID)
@@ -692,245 +686,3 @@ class PushConsumerCore:
         except (RocketQError, ConfigError) as exc:
             logger.warning("re-sending %s to %s failed: %s", msg.msg_id, retry.topic, exc)
             return False
-
-
-class PushConsumer(SyncFacade[PushConsumerCore]):
-    """A push consumer usable from plain synchronous code.
-
-    ::
-
-        consumer = PushConsumer("my-group", namesrv="127.0.0.1:9876")
-        consumer.subscribe("TopicTest", "TagA || TagB")
-        consumer.register_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
-        consumer.start()
-        ...
-        consumer.shutdown()
-
-    Listeners are ordinary functions run on the consumer's thread pool: ``fn(msgs, context)`` or
-    ``fn(msgs)``, returning :class:`ConsumeConcurrentlyStatus` (``None`` or an exception means
-    RECONSUME_LATER, as in Java).
-
-    ``core_class`` is the implementation :meth:`start` builds; consumers with other consumption
-    rules (orderly, clean handoff) set it to a :class:`PushConsumerCore` subclass.
-    """
-
-    role = "consumer"
-
-    core_class: type[PushConsumerCore] = PushConsumerCore
-
-    def __init__(
-        self,
-        group: str,
-        namesrv: str | None = None,
-        *,
-        instance_name: str | None = None,
-        client_ip: str | None = None,
-        config: PushConsumerConfig | None = None,
-        client_config: ClientConfig | None = None,
-        **options: Any,
-    ) -> None:
-        check_group(group)
-        if group == "DEFAULT_CONSUMER":
-            raise ConfigError("the consumer group cannot be DEFAULT_CONSUMER (as in RocketMQ); name one")
-        self.group = group
-        cfg = with_options(config or PushConsumerConfig(), options, "push consumer")
-        self.config = cfg
-        client_config = client_config_for(
-            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
-        )
-        if cfg.message_model is MessageModel.CLUSTERING:
-            client_config = client_config.with_pid_instance_name()
-        self.client_config = client_config
-        self._subscriptions: dict[str, SubscriptionData] = {}
-        self._listener: Callable[..., Any] | None = None
-        self._orderly = False
-        self._queue_listeners: list[MessageQueueListener] = []
-        self.rebalance_log = RebalanceLog(cfg.rebalance_log_size)
-        self._tracing: ConsumerTracing | None = None
-        self._instance: ClientInstance | None = None
-        self._core: PushConsumerCore | None = None
-        self._lock = threading.Lock()
-
-    # ---------------------------------------------------------------- setup
-
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe to ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``)."""
-        check_topic(topic)
-        sub = SubscriptionData.build(topic, expression, sub_version=_now_ms())
-        self._subscriptions[topic] = sub
-        if self._core is not None:
-            core = self._core
-            core.instance.loop_thread.call(core.subscribe(sub))
-
-    def unsubscribe(self, topic: str) -> None:
-        self._subscriptions.pop(topic, None)
-        if self._core is not None:
-            core = self._core
-            core.instance.loop_thread.call(core.unsubscribe(topic))
-
-    def register_listener(self, fn: Callable[..., Any], *, orderly: bool = False) -> None:
-        """The listener: ``fn(msgs, context)`` or ``fn(msgs)``.
-
-        Concurrent (default): returns :class:`ConsumeConcurrentlyStatus`. With ``orderly=True``
-        (Java's ``MessageListenerOrderly``): each queue is consumed by one thread at a time, in
-        offset order, under a broker lock; ``fn`` gets a :class:`ConsumeOrderlyContext` and
-        returns :class:`ConsumeOrderlyStatus` (``None`` or an exception means
-        SUSPEND_CURRENT_QUEUE_A_MOMENT). See :mod:`rocketq.client.consume_orderly`.
-        """
-        if self._core is not None:
-            raise ClientStateError("register the listener before start()")
-        self._listener = fn
-        self._orderly = orderly
-
-    def register_orderly_listener(self, fn: Callable[..., Any]) -> None:
-        """``register_listener(fn, orderly=True)``."""
-        self.register_listener(fn, orderly=True)
-
-    @property
-    def orderly(self) -> bool:
-        """Whether the registered listener consumes orderly."""
-        return self._orderly
-
-    def _core_class(self) -> type[PushConsumerCore]:
-        """The implementation to build: orderly, clean handoff, or ``core_class``."""
-        if self._orderly:
-            from rocketq.client.consume_orderly import OrderlyPushConsumerCore  # noqa: PLC0415 (imports us)
-
-            return OrderlyPushConsumerCore
-        if self.config.handoff == "clean" and self.config.message_model is MessageModel.CLUSTERING:
-            from rocketq.client.handoff import CleanHandoffPushCore  # noqa: PLC0415 (imports us)
-
-            return CleanHandoffPushCore
-        return self.core_class
-
-    register_message_listener = register_listener
-
-    def add_rebalance_listener(self, fn: RebalanceListener) -> None:
-        """Call ``fn(record)`` for every rebalance record (on the client's loop thread)."""
-        self.rebalance_log.add_listener(fn)
-
-    def remove_rebalance_listener(self, fn: RebalanceListener) -> None:
-        self.rebalance_log.remove_listener(fn)
-
-    def add_queue_listener(self, fn: MessageQueueListener) -> None:
-        """``fn(topic, all queues, my queues)`` whenever a rebalance changed this consumer's queues."""
-        self._queue_listeners.append(fn)
-
-    # ---------------------------------------------------------------- lifecycle
-
-    def start(self) -> PushConsumer:
-        from rocketq.client.instance import ClientInstance  # noqa: PLC0415 (instance imports this module)
-
-        with self._lock:
-            if self._core is not None:
-                return self
-            if self._listener is None:
-                raise ClientStateError("register a listener before start()")
-            if not self._subscriptions:
-                raise ClientStateError("subscribe to at least one topic before start()")
-            instance = ClientInstance.acquire(self.client_config)
-            try:
-                core = instance.loop_thread.call(self._make_core(instance))
-                if self.config.trace:
-                    from rocketq.client.trace import ConsumerTracing  # noqa: PLC0415 (optional part)
-
-                    self._tracing = ConsumerTracing.start(
-                        self.group, instance.client_id, self.client_config, self.rebalance_log,
-                        self.config.trace_topic,
-                    )  # fmt: skip
-                    core.trace_hook = self._tracing.hook
-                instance.loop_thread.call(core.start(), timeout=60.0)
-            except BaseException:
-                if self._tracing is not None:
-                    self._tracing.shutdown()
-                    self._tracing = None
-                instance.release()
-                raise
-            self._instance, self._core = instance, core
-            return self
-
-    async def _make_core(self, instance: ClientInstance) -> PushConsumerCore:
-        assert self._listener is not None
-        return self._core_class()(
-            instance, self.group, self.config, dict(self._subscriptions), self._listener, self.rebalance_log,
-            self._queue_listeners,
-        )  # fmt: skip
-
-    def shutdown(self, await_termination: float | None = None) -> None:
-        """Graceful: stop pulling, wait (bounded) for listeners, persist offsets, unregister."""
-        wait = self.config.await_termination if await_termination is None else await_termination
-        with self._lock:
-            core, instance = self._core, self._instance
-            self._core = None
-            if core is None or instance is None:
-                return
-            try:
-                instance.loop_thread.call(core.shutdown(wait), timeout=wait + 30.0)
-            except Exception as exc:
-                logger.warning("consumer %s: shutdown step failed: %s", self.group, exc)
-            finally:
-                if self._tracing is not None:  # after the SHUTDOWN records, so they are published
-                    self._tracing.shutdown()
-                    self._tracing = None
-                instance.release()
-
-    close = shutdown
-
-    # ---------------------------------------------------------------- control and views
-
-    def pause(self) -> None:
-        """Stop pulling (queues stay owned); ``resume`` restarts (``suspend``/``resume`` in Java)."""
-        self.core.paused = True
-
-    def resume(self) -> None:
-        core = self.core
-        core.paused = False
-        core.instance.rebalance_immediately(RebalanceTrigger.MANUAL)
-
-    def rebalance(self) -> list[RebalanceRecord]:
-        """Rebalance now (trigger MANUAL) and return the records."""
-        core = self.core
-        return core.instance.loop_thread.call(core.rebalance.do_rebalance(RebalanceTrigger.MANUAL))
-
-    def assigned_queues(self, topic: str | None = None) -> list[MessageQueue]:
-        """The queues this consumer owns now (of one topic when given), sorted."""
-        core = self.core
-
-        async def snapshot() -> list[MessageQueue]:
-            return sorted(
-                mq for mq in core.rebalance.process_queue_table if topic is None or mq.topic == topic
-            )
-
-        return core.instance.loop_thread.call(snapshot())
-
-    def first_pull_times(self) -> dict[MessageQueue, int | None]:
-        """Wall-clock ms when each owned queue's first pull was sent (``None``: not yet).
-
-        Compare with the ``end_ms`` of the rebalance record that added the queue to see how long
-        a newly owned queue waited for its first pull."""
-        core = self.core
-
-        async def snapshot() -> dict[MessageQueue, int | None]:
-            return {mq: pq.first_pull_ms for mq, pq in sorted(core.rebalance.process_queue_table.items())}
-
-        return core.instance.loop_thread.call(snapshot())
-
-    def committed_offsets(self) -> dict[MessageQueue, int]:
-        """The in-memory committed offsets (what the next persist writes)."""
-        core = self.core
-
-        async def snapshot() -> dict[MessageQueue, int]:
-            return core.offset_store.clone_offset_table()
-
-        return core.instance.loop_thread.call(snapshot())
-
-    def running_info(self) -> ConsumerRunningInfo:
-        core = self.core
-
-        async def snapshot() -> ConsumerRunningInfo:
-            return core.running_info()
-
-        return core.instance.loop_thread.call(snapshot())
-
-    def rebalance_records(self, topic: str | None = None) -> list[RebalanceRecord]:
-        return self.rebalance_log.records(topic)

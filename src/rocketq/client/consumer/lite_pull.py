@@ -11,7 +11,7 @@
 
 How it works (all state on the client instance's loop thread):
 
-* ``subscribe`` — the group's queues are divided by :class:`~rocketq.client.rebalance.RebalanceImpl`
+* ``subscribe`` — the group's queues are divided by :class:`~rocketq.client.rebalance.impl.RebalanceImpl`
   exactly as for push consumers (20 s timer, NOTIFY, start), with ``CONSUME_ACTIVELY``; a queue
   taken away has its offset persisted. ``assign`` — the caller picks the queues; no rebalance
   (the two are exclusive, as in Java);
@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocketq.allocate import AllocationStrategy, get_strategy
 from rocketq.client._facade import SyncFacade, client_config_for, with_options
@@ -53,14 +53,16 @@ from rocketq.client.config import (
     ReadOffsetType,
     _half_hour_ago,
 )
-from rocketq.client.consume_concurrently import ConsumeStats
-from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.producer import check_group, check_topic
-from rocketq.client.push_consumer import pull_sys_flag
-from rocketq.client.rebalance import PullRequest, RebalanceImpl
-from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.consumer.consume_concurrently import ConsumeStats
+from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.push_core import pull_sys_flag
+from rocketq.client.instance import ClientInstance
+from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest, RebalanceImpl
+from rocketq.client.rebalance.log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.routes import subscribe_info_from_route
+from rocketq.client.validators import check_group, check_topic
+from rocketq.clock import now_ms
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
@@ -77,18 +79,9 @@ from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.properties import MessageConst
 
-if TYPE_CHECKING:
-    from rocketq.client.instance import ClientInstance
-
 __all__ = ["LitePullConsumer", "LitePullConsumerConfig", "SubscriptionType"]
 
 logger = logging.getLogger(__name__)
-
-QueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,7 +183,7 @@ class LitePullCore:
     lock_new_queues = False
 
     def __init__(self, instance: ClientInstance, group: str, config: LitePullConsumerConfig,
-                 log: RebalanceLog, queue_listeners: list[QueueListener]) -> None:  # fmt: skip
+                 log: RebalanceLog, queue_listeners: list[MessageQueueListener]) -> None:  # fmt: skip
         self.instance = instance
         self.group = group
         self.config = config
@@ -231,7 +224,7 @@ class LitePullCore:
         await self.offset_store.load()
         self.instance.register_consumer(self.group, self)
         self.running = True
-        self.start_timestamp = _now_ms()
+        self.start_timestamp = now_ms()
         try:
             for topic in self.subscribed_topics():
                 await self.instance.update_topic_route(topic)
@@ -701,7 +694,7 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
             client_config = client_config.with_pid_instance_name()
         self.client_config = client_config
         self.rebalance_log = RebalanceLog(cfg.rebalance_log_size)
-        self._queue_listeners: list[QueueListener] = []
+        self._queue_listeners: list[MessageQueueListener] = []
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._assigned: list[MessageQueue] | None = None
         self._instance: ClientInstance | None = None
@@ -726,7 +719,7 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
         check_topic(topic)
         if self._assigned is not None:
             raise ClientStateError("subscribe and assign are mutually exclusive")
-        sub = SubscriptionData.build(topic, expression, sub_version=_now_ms())
+        sub = SubscriptionData.build(topic, expression, sub_version=now_ms())
         self._subscriptions[topic] = sub
         if self._core is not None:
             self._call(self._core.subscribe(sub))
@@ -750,15 +743,13 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
     def add_rebalance_listener(self, fn: RebalanceListener) -> None:
         self.rebalance_log.add_listener(fn)
 
-    def add_queue_listener(self, fn: QueueListener) -> None:
+    def add_queue_listener(self, fn: MessageQueueListener) -> None:
         """``fn(topic, all queues, my queues)`` after a rebalance changed this consumer's queues."""
         self._queue_listeners.append(fn)
 
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> LitePullConsumer:
-        from rocketq.client.instance import ClientInstance  # noqa: PLC0415 (instance imports the client)
-
         with self._lock:
             if self._core is not None:
                 return self

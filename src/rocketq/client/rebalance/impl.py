@@ -7,7 +7,7 @@ RocketMQ's ``RebalanceImpl`` in two layers:
   which queues expired) — that tests drive without I/O;
 * :class:`RebalanceImpl`, which applies a diff to the consumer's process-queue table through
   :class:`RebalanceHooks` (what differs between push, lite pull and orderly consumers) and
-  publishes one :class:`~rocketq.client.rebalance_log.RebalanceRecord` per topic.
+  publishes one :class:`~rocketq.client.rebalance.log.RebalanceRecord` per topic.
 
 For a clustering group and each subscribed topic (the automatic ``%RETRY%<group>`` topic
 included) a rebalance: reads the topic's readable queues from the client's route table, asks one
@@ -24,20 +24,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rocketq.allocate import AllocationStrategy, allocate_group, java_sorted, sorted_queues
-from rocketq.client.offset_store import OffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.consumer.offset_store import OffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.clock import now_ms
 from rocketq.errors import RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
-    "RETRY_GROUP_TOPIC_PREFIX",
+    "MessageQueueListener",
     "PullRequest",
     "QueueDiff",
     "RebalanceContext",
@@ -45,21 +47,13 @@ __all__ = [
     "RebalanceImpl",
     "allocate_topic",
     "diff_queues",
-    "retry_topic",
 ]
 
 logger = logging.getLogger(__name__)
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-
-
-def retry_topic(group: str) -> str:
-    """``%RETRY%<group>``: where a clustering group's failed messages come back."""
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
+MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
+"""``fn(topic, all queues, my queues)`` after a rebalance changed a consumer's queues
+(``MessageQueueListener``; called from :meth:`RebalanceHooks.message_queue_changed`)."""
 
 
 # ------------------------------------------------------------------------------------ pure parts
@@ -264,7 +258,7 @@ class RebalanceImpl:
     def bump_sub_version(self, topic: str) -> None:
         sub = self.subscriptions.get(topic)
         if sub is not None:
-            self.subscriptions[topic] = replace(sub, sub_version=_now_ms())
+            self.subscriptions[topic] = replace(sub, sub_version=now_ms())
 
     # -------------------------------------------------------------- rebalance
 
@@ -284,7 +278,7 @@ class RebalanceImpl:
             return records
 
     async def _rebalance_topic(self, topic: str, trigger: RebalanceTrigger) -> RebalanceRecord | None:
-        start = _now_ms()
+        start = now_ms()
         mq_set = self.topic_subscribe_info.get(topic)
         owned_before = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
         if mq_set is None:
@@ -387,7 +381,7 @@ class RebalanceImpl:
             pull_from=pull_from or {},
             committed=committed or {},
             start_ms=start_ms,
-            end_ms=_now_ms(),
+            end_ms=now_ms(),
             error=error,
         )
 
@@ -476,7 +470,7 @@ class RebalanceImpl:
         Returns the record published (with ``trigger``, the rebalance that allocated them), or
         ``None`` when nothing was added."""
         async with self._lock:
-            start = _now_ms()
+            start = now_ms()
             target = self.allocated.get(topic, frozenset())
             todo = [
                 mq for mq in sorted_queues(set(mqs)) if mq in target and mq not in self.process_queue_table
@@ -536,7 +530,7 @@ class RebalanceImpl:
                 by_topic.setdefault(mq.topic, []).append(mq)
             records = []
             for topic, mqs in sorted(by_topic.items()):
-                start = _now_ms()
+                start = now_ms()
                 committed: dict[MessageQueue, int] = {}
                 removed = []
                 for mq in sorted(mqs):

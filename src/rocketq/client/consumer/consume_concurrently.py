@@ -35,17 +35,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance import retry_topic
 from rocketq.client.trace import consume_return_type
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, ConsumeStatus, MessageModel
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.topics import retry_topic
 
 if TYPE_CHECKING:
-    from rocketq.client.push_consumer import PushConsumerCore
+    from rocketq.client.consumer.push_core import PushConsumerCore
 
 __all__ = [
     "ConcurrentListener",

@@ -37,7 +37,7 @@ the context code is :func:`orderly_return_type`'s.
 With ``handoff="clean"`` the orderly consumer also retries a lock another client holds every
 50 ms (growing to 1 s) instead of waiting for the next rebalance, and unlocks a queue taken away at
 once after the commit (no ``unlock_delay``): the committed offset is exactly where the next owner
-must start. See :mod:`rocketq.client.handoff`.
+must start. See :mod:`rocketq.client.consumer.clean_handoff`.
 """
 
 from __future__ import annotations
@@ -50,19 +50,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rocketq.client.consume_concurrently import reset_retry_topic
-from rocketq.client.handoff import LeaseKeeper, commit_offset_sync, lock_one
+from rocketq.client.consumer.consume_concurrently import reset_retry_topic
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.push_core import PushConsumerCore, flow_control_reason
 from rocketq.client.message import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.push_consumer import PushConsumerCore, flow_control_reason
-from rocketq.client.rebalance import PullRequest, retry_topic
-from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.impl import PullRequest
+from rocketq.client.rebalance.leases import LeaseKeeper, commit_offset_sync, lock_one
+from rocketq.client.rebalance.log import RebalanceRecord, RebalanceTrigger
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.topics import retry_topic
 from rocketq.protocol.trace import ConsumeReturnType
 
 __all__ = [

@@ -1,36 +1,36 @@
-"""The producer (``DefaultMQProducer``): sync, async and oneway sends, batches, selectors, retries.
+"""The producer's engine (``DefaultMQProducerImpl``): prepare a message, build its request, send it.
 
-A send finds the topic's publish info (route from the name server; for a topic without a route,
-the ``TBW102`` default topic's route so that the broker auto-creates it), picks a queue round
-robin over the writable queues of every broker (avoiding the broker that failed on a retry), gives
-the message a unique id (``UNIQ_KEY``), compresses a body of 4 KiB or more, and sends
-``SEND_MESSAGE_V2`` to the queue's master. Synchronous and asynchronous sends retry on another
-broker up to ``retry_times_when_send_failed`` times (2) after a transport error or a retriable
-broker answer, all within ``send_msg_timeout`` (3 s).
+:class:`ProducerCore` runs on its client instance's loop (the synchronous
+:class:`~rocketq.client.producer.facade.Producer` is a thin front over it). A send finds the topic's
+publish info (route from the name server; for a topic without a route, the ``TBW102`` default
+topic's route so that the broker auto-creates it), picks a queue (:mod:`.selection`), gives the
+message a unique id (``UNIQ_KEY``, :func:`rocketq.client.ids.next_uniq_id`), compresses a body of
+4 KiB or more, and sends ``SEND_MESSAGE_V2`` to the queue's master. Whether a failed attempt is
+retried on another broker, and when to give up, is decided by :mod:`.send_policy` alone; the
+drivers here are loops over it:
 
->>> from rocketq import Producer, Message                       # doctest: +SKIP
->>> with Producer("my-group", namesrv="127.0.0.1:9876") as producer:  # doctest: +SKIP
-...     result = producer.send(Message("TopicTest", b"hello", tags="TagA", keys="order-1"))
+* :meth:`ProducerCore.send` - on the client's loop (``send_future``, ``send_callback``,
+  oneway sends, the consumers' inner producer);
+* :meth:`ProducerCore.send_blocking` - ``Producer.send``: the first attempt runs in the calling
+  thread (``invoke_threadsafe``), the rest, if any, on the loop;
+* :meth:`ProducerCore.send_from_loop` - ``Producer.send_async``: the first attempt runs on the
+  caller's own event loop (``invoke_from_loop``), the rest, if any, on the client's loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
-import os
-import re
-import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rocketq.client._facade import SyncFacade, client_config_for
-from rocketq.client.config import ClientConfig, ProducerConfig
+from rocketq.client.config import ProducerConfig
+from rocketq.client.ids import next_uniq_id
 from rocketq.client.message import SendResult, SendStatus
-from rocketq.client.rebalance import RETRY_GROUP_TOPIC_PREFIX
+from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
 from rocketq.client.routes import TopicPublishInfo, publish_info_from_route, route_for_auto_create
+from rocketq.client.validators import check_message
 from rocketq.errors import (
     BrokerError,
     ClientStateError,
@@ -48,47 +48,17 @@ from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageSysFlag, encode_batch, maybe_compress
-from rocketq.protocol.message_id import UniqIdGenerator
-from rocketq.protocol.properties import MessageConst, java_string_hash, properties_to_string
+from rocketq.protocol.properties import MessageConst, properties_to_string
+from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
-    from rocketq.client.trace import ProducerTracing
     from rocketq.remoting import RemotingConnection
 
-__all__ = [
-    "MessageQueueSelector",
-    "Producer",
-    "ProducerCore",
-    "SendCallback",
-    "check_group",
-    "check_message",
-    "check_topic",
-    "select_by_hash",
-]
+__all__ = ["RETRY_RESPONSE_CODES", "ProducerCore", "SendTraceHook"]
 
 logger = logging.getLogger(__name__)
 
-MessageQueueSelector = Callable[[Sequence[MessageQueue], ProtocolMessage, Any], MessageQueue]
-"""Picks a queue for a message: ``selector(queues, message, arg)`` (``MessageQueueSelector``)."""
-SendCallback = Callable[[SendResult], object]
-
-_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-_MAX_TOPIC_LENGTH = 127
-#: System topics a producer may not send to. The trace topic is not one of them: trace producers
-#: send there, as RocketMQ's ``NOT_ALLOWED_SEND_TOPIC_SET`` allows.
-_SYSTEM_TOPICS = frozenset(
-    {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "SELF_TEST_TOPIC",
-        "OFFSET_MOVED_EVENT",
-    }
-)
 #: Broker answers after which a send is tried on another broker (``retryResponseCodes``).
 RETRY_RESPONSE_CODES = frozenset(
     {
@@ -111,71 +81,24 @@ _STATUS_BY_CODE: dict[int, SendStatus] = {
 }
 
 
-def check_topic(topic: str) -> None:
-    """RocketMQ's ``Validators.checkTopic``: 1..127 chars of ``[%|a-zA-Z0-9_-]``."""
-    if not topic or not topic.strip():
-        raise ConfigError("the topic is blank")
-    if len(topic) > _MAX_TOPIC_LENGTH:
-        raise ConfigError(f"the topic is longer than {_MAX_TOPIC_LENGTH} characters: {topic!r}")
-    if not _TOPIC_RE.match(topic):
-        raise ConfigError(f"the topic {topic!r} contains characters other than [%|a-zA-Z0-9_-]")
+class SendTraceHook(Protocol):
+    """What a traced producer calls after each answered send (``SendMessageHook``); implemented
+    by :class:`rocketq.client.trace.ProducerTracing`."""
 
+    def on_send(
+        self,
+        *,
+        group: str,
+        topic: str,
+        properties: dict[str, str] | None,
+        body_length: int,
+        broker_addr: str,
+        begin_ms: int,
+        result: SendResult,
+        batch: bool = False,
+    ) -> None: ...
 
-def check_group(group: str) -> None:
-    """RocketMQ's ``Validators.checkGroup``: 1..255 chars of ``[%|a-zA-Z0-9_-]``."""
-    if not isinstance(group, str) or not group.strip():
-        raise ConfigError("the group name is blank")
-    if len(group) > 255:
-        raise ConfigError(f"the group name is longer than 255 characters: {group!r}")
-    if not _TOPIC_RE.match(group):
-        raise ConfigError(f"the group name {group!r} contains characters other than [%|a-zA-Z0-9_-]")
-
-
-def check_message(msg: ProtocolMessage, max_size: int) -> None:
-    """RocketMQ's ``Validators.checkMessage``: valid topic, not a system topic, body 1..max bytes."""
-    check_topic(msg.topic)
-    if msg.topic in _SYSTEM_TOPICS:
-        raise ConfigError(f"the topic {msg.topic!r} is a system topic; sending to it is not allowed")
-    if not msg.body:
-        raise ConfigError("the message body is empty")
-    if len(msg.body) > max_size:
-        raise ConfigError(f"the message body is {len(msg.body)} bytes; the maximum is {max_size}")
-
-
-def select_by_hash(queues: Sequence[MessageQueue], msg: ProtocolMessage, arg: Any) -> MessageQueue:
-    """``SelectMessageQueueByHash``: ``abs(arg.hashCode()) % len(queues)`` (Java hash for str/int).
-
-    Messages with the same key go to the same queue, which is what ordered messages need.
-
-    >>> qs = [MessageQueue("T", "b", i) for i in range(4)]
-    >>> select_by_hash(qs, ProtocolMessage("T"), "order-1").queue_id
-    2
-    """
-    if isinstance(arg, str):
-        h = java_string_hash(arg)
-    elif isinstance(arg, int) and not isinstance(arg, bool):
-        h = ((arg ^ (arg >> 32)) & 0xFFFFFFFF) if not -(2**31) <= arg < 2**31 else arg
-        if h >= 2**31:
-            h -= 2**32
-    else:
-        h = java_string_hash(str(arg))
-    return queues[abs(h) % len(queues)]
-
-
-_uniq_lock = threading.Lock()
-_uniq_gen: UniqIdGenerator | None = None
-
-
-def _next_uniq_id(ip: str) -> str:
-    """A new ``UNIQ_KEY`` from the process-wide generator (one counter per process, as Java)."""
-    global _uniq_gen
-    with _uniq_lock:
-        if _uniq_gen is None:
-            try:
-                _uniq_gen = UniqIdGenerator(ip=ip, pid=os.getpid(), salt=id(_uniq_lock) & 0xFFFFFFFF)
-            except ConfigError:
-                _uniq_gen = UniqIdGenerator(ip="127.0.0.1", pid=os.getpid(), salt=id(_uniq_lock) & 0xFFFFFFFF)
-        return _uniq_gen.next_id(time.time_ns() // 1_000_000)
+    def shutdown(self) -> None: ...
 
 
 class ProducerCore:
@@ -187,7 +110,7 @@ class ProducerCore:
         self.config = config
         self.publish_table: dict[str, TopicPublishInfo] = {}
         self._ip = instance.client_id.partition("@")[0]
-        self.trace: ProducerTracing | None = None  # set by Producer.start when tracing
+        self.trace: SendTraceHook | None = None  # set by Producer.start when tracing
         # (topic, queue id, sys flag, flag, batch) -> the send header's ext fields (see _request)
         self._send_fields: dict[tuple[str, int, int, int, bool], dict[str, str]] = {}
 
@@ -242,7 +165,7 @@ class ProducerCore:
     def _properties_for(self, msg: ProtocolMessage, *, batch: bool) -> dict[str, str]:
         props = dict(msg.properties)
         if not batch and MessageConst.UNIQ_KEY not in props:
-            props[MessageConst.UNIQ_KEY] = _next_uniq_id(self._ip)
+            props[MessageConst.UNIQ_KEY] = next_uniq_id(self._ip)
         return props
 
     def _prepare(self, msg: ProtocolMessage) -> _Prepared:
@@ -266,21 +189,6 @@ class ProducerCore:
         if queue is not None or selector is not None or oneway:
             return 1
         return 1 + (self.config.retry_times_when_send_failed if retries is None else retries)
-
-    @staticmethod
-    def _pick(
-        info: TopicPublishInfo,
-        p: _Prepared,
-        queue: MessageQueue | None,
-        selector: MessageQueueSelector | None,
-        arg: Any,
-        last_broker: str | None,
-    ) -> MessageQueue:
-        if queue is not None:
-            return queue
-        if selector is not None:
-            return selector(list(info.queues), p.msg, arg)
-        return info.select_one(last_broker)
 
     async def send(
         self,
@@ -393,7 +301,7 @@ class ProducerCore:
         api = self.instance.api
         if not outside or info is None or not info.ok or self.trace is not None or api is None:
             return first
-        mq = self._pick(info, p, queue, selector, arg, None)
+        mq = pick_queue(info, p.msg, queue, selector, arg, None)
         addr = self.instance.find_broker_address_in_publish(mq.broker_name)
         first.mq = mq
         first.conn = api.remoting.open_connection(addr) if addr is not None else None
@@ -469,7 +377,7 @@ class ProducerCore:
             )
         attempts = self._attempts(queue, selector, oneway, retries)
         for attempt in range(first_attempt, attempts):
-            mq = self._pick(info, p, queue, selector, arg, last_broker)
+            mq = pick_queue(info, p.msg, queue, selector, arg, last_broker)
             last_broker = mq.broker_name
             remaining = timeout - (time.monotonic() - begin)
             if remaining <= 0:
@@ -712,195 +620,3 @@ class _FirstAttempt:
             retries=self.retries, begin=self.begin, first_attempt=1, last_broker=mq.broker_name,
             last_error=last_error,
         )  # fmt: skip
-
-
-def _start_tracing(
-    group: str, client_id: str, client_config: ClientConfig, trace_topic: str | None
-) -> ProducerTracing:
-    from rocketq.client.trace import ProducerTracing, TraceDispatcher  # noqa: PLC0415 (trace imports us)
-
-    dispatcher = TraceDispatcher(
-        group, "PRODUCER", client_id=client_id, client_config=client_config, trace_topic=trace_topic
-    )
-    return ProducerTracing(dispatcher.start())
-
-
-class Producer(SyncFacade[ProducerCore]):
-    """A producer usable from plain synchronous code (and from asyncio via ``send_async``).
-
-    ``Producer(group, namesrv=None, *, instance_name=None, client_ip=None, config=None,
-    client_config=None)``; call :meth:`start` (or use ``with``), then :meth:`send` (blocks),
-    :meth:`send_future` / :meth:`send_callback` / ``await`` :meth:`send_async` (asynchronous),
-    :meth:`send_oneway`, :meth:`send_batch`; :meth:`shutdown` when done.
-    """
-
-    role = "producer"
-
-    def __init__(
-        self,
-        group: str,
-        namesrv: str | None = None,
-        *,
-        instance_name: str | None = None,
-        client_ip: str | None = None,
-        config: ProducerConfig | None = None,
-        client_config: ClientConfig | None = None,
-        trace: bool | None = None,
-    ) -> None:
-        check_group(group)  # Java also refuses DEFAULT_PRODUCER; we allow it (the CLI's default group)
-        self.group = group
-        self.config = config or ProducerConfig()
-        if trace is not None:  # Java's enableMsgTrace; see rocketq.client.trace
-            self.config = replace(self.config, trace=trace)
-        self.client_config = client_config_for(
-            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
-        ).with_pid_instance_name()
-        self._instance: ClientInstance | None = None
-        self._core: ProducerCore | None = None
-        self._lock = threading.Lock()
-
-    def start(self) -> Producer:
-        from rocketq.client.instance import ClientInstance  # noqa: PLC0415 (instance imports producer)
-
-        with self._lock:
-            if self._core is not None:
-                return self
-            instance = ClientInstance.acquire(self.client_config)
-            core = ProducerCore(instance, self.group, self.config)
-            try:
-                instance.loop_thread.call(core.start())
-                if self.config.trace:
-                    core.trace = _start_tracing(self.group, instance.client_id, self.client_config,
-                                                self.config.trace_topic)  # fmt: skip
-            except BaseException:
-                instance.release()
-                raise
-            self._instance, self._core = instance, core
-            return self
-
-    def shutdown(self) -> None:
-        with self._lock:
-            core, instance = self._core, self._instance
-            self._core = None
-            if core is None or instance is None:
-                return
-            try:
-                instance.loop_thread.call(core.unregister(), timeout=10.0)
-            except Exception as exc:
-                logger.warning("producer %s: unregister failed: %s", self.group, exc)
-            if core.trace is not None:
-                core.trace.shutdown()
-            instance.release()
-
-    close = shutdown
-
-    # ---------------------------------------------------------------- sends
-
-    def send(
-        self,
-        msg: ProtocolMessage,
-        timeout: float | None = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-    ) -> SendResult:
-        """Send and wait for the broker's answer; raises on failure after the retries.
-
-        Safe from many threads at once (they share the client's connections, as Java's do); each
-        call encodes its own request in its own thread (see :meth:`ProducerCore.send_blocking`)."""
-        return self.core.send_blocking(msg, timeout=timeout, queue=queue, selector=selector, arg=arg)
-
-    def send_future(
-        self,
-        msg: ProtocolMessage,
-        timeout: float | None = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-    ) -> concurrent.futures.Future[SendResult]:
-        """Send asynchronously (retrying ``retry_times_when_send_async_failed`` times); a future."""
-        core = self.core
-        coro = core.send(
-            msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
-            retries=self.config.retry_times_when_send_async_failed,
-        )  # fmt: skip
-        return core.instance.loop_thread.submit(coro)  # type: ignore[arg-type]
-
-    def send_callback(
-        self,
-        msg: ProtocolMessage,
-        on_success: SendCallback,
-        on_exception: Callable[[BaseException], object] | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        """Send asynchronously and call ``on_success(result)`` or ``on_exception(exc)`` (loop thread)."""
-        future = self.send_future(msg, timeout)
-
-        def done(f: concurrent.futures.Future[SendResult]) -> None:
-            exc = f.exception()
-            try:
-                if exc is not None:
-                    if on_exception is not None:
-                        on_exception(exc)
-                    else:
-                        logger.warning("async send failed: %s", exc)
-                else:
-                    on_success(f.result())
-            except Exception:
-                logger.exception("send callback failed")
-
-        future.add_done_callback(done)
-
-    async def send_async(
-        self,
-        msg: ProtocolMessage,
-        timeout: float | None = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-    ) -> SendResult:
-        """``await producer.send_async(msg)`` from any asyncio loop (retrying as
-        :meth:`send_future` does). The first attempt is made from the caller's loop when the
-        route is cached and the broker connected (:meth:`ProducerCore.send_from_loop`)."""
-        return await self.core.send_from_loop(
-            msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
-            retries=self.config.retry_times_when_send_async_failed,
-        )  # fmt: skip
-
-    def send_oneway(
-        self,
-        msg: ProtocolMessage,
-        *,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-    ) -> None:
-        """Send without waiting for an answer (the frame is written before this returns)."""
-        core = self.core
-        core.instance.loop_thread.call(
-            core.send(msg, oneway=True, queue=queue, selector=selector, arg=arg),
-            timeout=self.config.send_msg_timeout + 5.0,
-        )
-
-    def send_batch(
-        self,
-        msgs: Sequence[ProtocolMessage],
-        timeout: float | None = None,
-        *,
-        queue: MessageQueue | None = None,
-    ) -> SendResult:
-        """Send messages of one topic in one request; ``msg_id`` lists their ids joined by commas."""
-        core = self.core
-        return core.instance.loop_thread.call(
-            core.send_batch(msgs, timeout=timeout, queue=queue),
-            timeout=(timeout or self.config.send_msg_timeout) + 5.0,
-        )
-
-    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
-        """The queues a send to ``topic`` may pick (``fetchPublishMessageQueues``)."""
-        core = self.core
-        info = core.instance.loop_thread.call(core.find_publish_info(topic))
-        return list(info.queues)

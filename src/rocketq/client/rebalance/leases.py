@@ -1,80 +1,110 @@
-"""Clean handoff: concurrent consumption under broker leases, queues handed over commit-then-unlock.
+"""Broker leases on queues: locking, renewing, retrying and releasing them (``RebalanceImpl.lock*``).
 
-Why RocketMQ re-delivers on a rebalance: when a queue moves, its old owner drops it and commits
-its offset *one-way* (and the periodic 5 s persist may not have run), while the new owner —
-already told by NOTIFY_CONSUMER_IDS_CHANGED — reads the broker's committed offset at once. The
-two overlap: the new owner starts from a stale offset and consumes again what the old owner had
-consumed but not yet committed.
+A *lease* is RocketMQ's queue lock (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ): a client consumes a leased
+queue only while the broker says the lock is its own. Two consumption modes use leases, and both
+take them from here:
 
-Clean handoff (``PushConsumerConfig(handoff="clean")``, ours, opt-in) removes the overlap using
-only requests a RocketMQ 4.9 broker serves (LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, QUERY/UPDATE_CONSUMER_OFFSET):
+* **orderly consumption** (:mod:`rocketq.client.consumer.consume_orderly`): a queue is locked
+  before it is consumed, its lock renewed every ``rebalance_lock_interval`` (20 s; the broker
+  keeps one 60 s), and it is unlocked after its offset is committed when a rebalance takes it away;
+* **clean handoff** (:mod:`rocketq.client.consumer.clean_handoff`): the same, plus retrying, with a
+  growing delay, the locks of allocated queues another client still holds.
 
-* a queue is consumed only under its **broker lease** (the orderly consumer's queue lock): a new
-  queue is locked before its offset is read and its first pull is sent; leases are renewed every
-  ``rebalance_lock_interval`` (20 s; the broker keeps one 60 s), and a queue whose lease was not
-  confirmed for ``rebalance_lock_max_live_time`` (30 s) is not pulled;
-* the **old owner**, when a rebalance takes a queue away (:class:`QueueHandoff`): sends no new
-  pull, lets the queue's cached messages (and what a long poll in flight still brings) be consumed
-  for up to ``handoff_await`` seconds (messages still unconsumed then are abandoned — they stay
-  above the committed offset, and a pull answer arriving later is dropped), **commits the
-  offset and waits for the broker's answer**, and only then releases the lease
-  (UNLOCK_BATCH_MQ, awaited). Lease renewal skips a queue being handed over, and renewal and
-  release are serialised, so a renewal cannot re-take a released queue;
-* the **new owner** reads the offset only once it holds the lease. When the lock fails (the old
-  owner has not let go yet: both were told of the change at the same moment) it does not wait for
-  the next 20 s rebalance: :class:`LeaseRetry` tries again after 50 ms, growing 1.5x per failure
-  up to 1 s, while the queue stays allocated to it;
-* a consumer shutting down gracefully commits every offset synchronously, then unlocks every
-  queue, then unregisters.
-
-The trade-off: a consumer that **crashes** keeps its leases until the broker expires them (60 s in
-RocketMQ, ``rocketmq.broker.rebalance.lockMaxLiveTime``; ``BrokerConfig.rebalance_lock_max_live_time``
-in ours), so its queues pause that long, where the default mode moves them as soon as the broker
-expires the consumer's connection (~2 minutes in RocketMQ without a clean close, but at once on a
-broken TCP connection). Clean handoff buys zero duplicates on graceful scaling with slower
-failover after crashes.
-
-The decisions are pure and driven by ``now`` (:class:`LeaseRetry`, :class:`QueueHandoff`,
-:func:`apply_lock_result`); :class:`CleanHandoffPushCore` runs them on the client's loop.
+Pure parts, driven by ``now``: :func:`apply_lock_result` (what a LOCK_BATCH_MQ answer means for
+the process queues) and :class:`LeaseRetry` (when to try an unavailable lease again). On the loop:
+:func:`lock_all` (renew every owned queue's lease, broker by broker), :func:`lock_one`,
+:func:`commit_offset_sync` (the commit awaited before a release) and :class:`LeaseKeeper`, which
+runs renewal and retries for one consumer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
-from rocketq.client.consume_concurrently import (
-    ConsumeMessageConcurrentlyService,
-    ConsumeService,
-    adapt_listener,
-)
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.push_consumer import PushConsumerCore
-from rocketq.client.rebalance import PullRequest
-from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
+from rocketq.client.api import ClientAPI
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.rebalance.impl import RebalanceImpl
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.errors import RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol import calls
-from rocketq.protocol.bodies import MessageModel
-
-if TYPE_CHECKING:
-    from rocketq.client.instance import ClientInstance
 
 __all__ = [
-    "CleanHandoffPushCore",
-    "HandoffStep",
+    "LeaseContext",
+    "LeaseHolder",
+    "LeaseKeeper",
     "LeaseRetry",
-    "QueueHandoff",
     "apply_lock_result",
+    "commit_offset_sync",
     "lock_all",
+    "lock_one",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class LeaseContext(Protocol):
+    """What leases need of the client instance (:class:`~rocketq.client.instance.ClientInstance`)."""
+
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def api(self) -> ClientAPI | None: ...
+
+    def queues_by_broker(
+        self, mqs: Iterable[MessageQueue]
+    ) -> Iterator[tuple[str, str, list[MessageQueue]]]: ...
+
+    async def locate_master(self, mq: MessageQueue) -> str | None: ...
+
+    async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]: ...
+
+    async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None: ...
+
+
+class LeaseSettings(Protocol):
+    """The intervals a :class:`LeaseKeeper` reads (fields of
+    :class:`~rocketq.client.config.PushConsumerConfig`)."""
+
+    @property
+    def rebalance_lock_interval(self) -> float: ...
+
+    @property
+    def lease_retry_min(self) -> float: ...
+
+    @property
+    def lease_retry_max(self) -> float: ...
+
+
+class LeaseHolder(Protocol):
+    """The consumer a :class:`LeaseKeeper` works for (a push consumer's engine)."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def instance(self) -> LeaseContext: ...
+
+    @property
+    def config(self) -> LeaseSettings: ...
+
+    @property
+    def rebalance(self) -> RebalanceImpl: ...
+
+    @property
+    def log(self) -> RebalanceLog: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def stopping(self) -> bool: ...
 
 
 # ------------------------------------------------------------------------------------ pure parts
@@ -132,7 +162,7 @@ class LeaseRetry:
     >>> r.want([q], RebalanceTrigger.NOTIFY, now=10.0)
     >>> r.due(10.0), r.due(10.05)
     ([], [MessageQueue(topic='T', broker_name='b', queue_id=0)])
-    >>> r.failed([q], now=10.05); r.next_delay(10.05)
+    >>> r.failed([q], now=10.05); round(r.next_delay(10.05), 6)
     0.075
     >>> r.acquired([q]); r.next_delay(10.05) is None
     True
@@ -193,86 +223,11 @@ class LeaseRetry:
         return len(self._pending)
 
 
-class HandoffStep(enum.StrEnum):
-    """Where the old owner is in handing a queue over."""
-
-    #: not pulled any more; cached messages are being consumed and committed
-    DRAIN = "drain"
-    #: writing the offset to the broker, awaiting its answer
-    COMMIT = "commit"
-    #: releasing the lease (UNLOCK_BATCH_MQ, awaited)
-    RELEASE = "release"
-    DONE = "done"
-
-
-@dataclass(slots=True)
-class QueueHandoff:
-    """One queue leaving this consumer: drain (bounded) → commit (awaited) → release → done.
-
-    >>> h = QueueHandoff(MessageQueue("T", "b", 0), started=100.0, max_wait=3.0)
-    >>> h.poll(cached=2, now=100.5)
-    <HandoffStep.DRAIN: 'drain'>
-    >>> h.poll(cached=0, now=100.6)
-    <HandoffStep.COMMIT: 'commit'>
-    >>> h.committed(42, ok=True, now=100.61); h.released(now=100.62); h.step, h.abandoned
-    (<HandoffStep.DONE: 'done'>, 0)
-    """
-
-    mq: MessageQueue
-    started: float
-    max_wait: float
-    step: HandoffStep = HandoffStep.DRAIN
-    #: cached messages left unconsumed when the wait ran out (the new owner delivers them)
-    abandoned: int = 0
-    offset: int = -1
-    commit_ok: bool = False
-    drained_at: float = 0.0
-    committed_at: float = 0.0
-    released_at: float = 0.0
-
-    @property
-    def deadline(self) -> float:
-        return self.started + self.max_wait
-
-    def poll(self, *, cached: int, now: float) -> HandoffStep:
-        """While draining: move on when nothing is cached any more or the wait ran out."""
-        if self.step is HandoffStep.DRAIN and (cached == 0 or now >= self.deadline):
-            self.abandoned = cached
-            self.drained_at = now
-            self.step = HandoffStep.COMMIT
-        return self.step
-
-    def committed(self, offset: int, *, ok: bool, now: float) -> None:
-        """The commit was answered (``ok``) or given up; the lease is released either way — the
-        consumer is leaving the queue, and holding it would only stall the new owner."""
-        if self.step is not HandoffStep.COMMIT:
-            raise RuntimeError(f"handoff of {self.mq} is at {self.step}, not commit")
-        self.offset, self.commit_ok, self.committed_at = offset, ok, now
-        self.step = HandoffStep.RELEASE
-
-    def released(self, *, now: float) -> None:
-        if self.step is not HandoffStep.RELEASE:
-            raise RuntimeError(f"handoff of {self.mq} is at {self.step}, not release")
-        self.released_at = now
-        self.step = HandoffStep.DONE
-
-    def summary(self) -> str:
-        def ms(a: float, b: float) -> float:
-            return (b - a) * 1000.0
-
-        return (
-            f"{self.mq.short}: offset {self.offset} committed={'ok' if self.commit_ok else 'FAILED'}, "
-            f"abandoned {self.abandoned}, drain {ms(self.started, self.drained_at):.1f} ms, "
-            f"commit {ms(self.drained_at, self.committed_at):.1f} ms, "
-            f"release {ms(self.committed_at, self.released_at):.1f} ms"
-        )
-
-
-# ------------------------------------------------------------------------------------ lock helpers
+# ------------------------------------------------------------------------------------ on the loop
 
 
 async def lock_all(
-    instance: ClientInstance,
+    instance: LeaseContext,
     group: str,
     table: Mapping[MessageQueue, ProcessQueue],
     *,
@@ -304,7 +259,7 @@ async def lock_all(
     return lost
 
 
-async def lock_one(instance: ClientInstance, group: str, mq: MessageQueue, pq: ProcessQueue) -> bool:
+async def lock_one(instance: LeaseContext, group: str, mq: MessageQueue, pq: ProcessQueue) -> bool:
     """Lock one queue (``RebalanceImpl.lock``); records the result on ``pq``."""
     locked = await instance.lock_queues(group, [mq])
     if mq in locked and not pq.dropped:
@@ -314,7 +269,7 @@ async def lock_one(instance: ClientInstance, group: str, mq: MessageQueue, pq: P
 
 
 async def commit_offset_sync(
-    instance: ClientInstance, group: str, mq: MessageQueue, offset: int, *, attempts: int = 3
+    instance: LeaseContext, group: str, mq: MessageQueue, offset: int, *, attempts: int = 3
 ) -> bool:
     """UPDATE_CONSUMER_OFFSET awaited (not one-way), retried ``attempts`` times 100 ms apart."""
     api = instance.api
@@ -341,7 +296,7 @@ class LeaseKeeper:
     serialises renewals with releases (a renewal in flight cannot re-take a released queue).
     """
 
-    def __init__(self, core: PushConsumerCore, *, retry: bool) -> None:
+    def __init__(self, core: LeaseHolder, *, retry: bool) -> None:
         self.core = core
         cfg = core.config
         self.retry = (
@@ -454,117 +409,3 @@ class LeaseKeeper:
             async with self.renew_lock:
                 await core.instance.unlock_queues(core.group, stray, oneway=False)
         return records
-
-
-# ------------------------------------------------------------------------------------ the consumer
-
-
-class HandoffConsumeService(ConsumeMessageConcurrentlyService):
-    """The concurrent service, signalling each applied result so a handoff can wait without polling."""
-
-    def __init__(self, consumer: PushConsumerCore, listener: Any) -> None:
-        super().__init__(consumer, listener)
-        self.progress = asyncio.Event()
-
-    def _apply_results(self) -> None:
-        super()._apply_results()
-        self.progress.set()
-
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        super()._task_done(task)
-        self.progress.set()
-
-
-class CleanHandoffPushCore(PushConsumerCore):
-    """A concurrent push consumer whose queues change owners without overlap (see the module doc)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.lease = LeaseKeeper(self, retry=True)
-        self.handoffs: list[QueueHandoff] = []  # the last ones, for tests and the lab
-        self._relock_at: dict[MessageQueue, float] = {}
-
-    @property
-    def lock_new_queues(self) -> bool:
-        return self.message_model is MessageModel.CLUSTERING
-
-    def make_consume_service(self) -> ConsumeService:
-        return HandoffConsumeService(self, adapt_listener(self.listener))
-
-    async def start(self) -> None:
-        await super().start()
-        if self.message_model is MessageModel.CLUSTERING:
-            self.lease.start()
-            self.lease.after_rebalance(RebalanceTrigger.START)
-
-    async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
-        await super().do_rebalance(trigger)
-        if self.running and not self.stopping:
-            self.lease.after_rebalance(trigger)
-
-    async def shutdown(self, await_termination: float) -> list[RebalanceRecord]:
-        await self.lease.stop()
-        return await super().shutdown(await_termination)
-
-    async def pull_precheck(self, request: PullRequest) -> float | None:
-        wait = await super().pull_precheck(request)
-        if wait is not None or self.message_model is not MessageModel.CLUSTERING:
-            return wait
-        pq, mq = request.pq, request.mq
-        if mq in self.lease.handing_off:
-            return self.config.pull_time_delay_when_flow_control  # draining: the loop ends at the drop
-        now = time.time()
-        if pq.holds_valid_lock(now, self.config.rebalance_lock_max_live_time):
-            return None
-        # lost or expired lease: try to get it back now and then, never pull without it
-        if time.monotonic() >= self._relock_at.get(mq, 0.0):
-            self._relock_at[mq] = time.monotonic() + self.config.lease_retry_max
-            async with self.lease.renew_lock:
-                if await lock_one(self.instance, self.group, mq, pq):
-                    return None
-        return self.config.lease_retry_max
-
-    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        if self.message_model is not MessageModel.CLUSTERING:
-            return await super().remove_unnecessary_message_queue(mq, pq)
-        handoff = QueueHandoff(
-            mq, started=time.monotonic(), max_wait=0.0 if self.stopping else self.config.handoff_await
-        )
-        self.lease.handing_off.add(mq)
-        try:
-            # drain: no new pull is sent (pull_precheck); the cached messages — and what a long
-            # poll in flight may still bring — are consumed and their results applied meanwhile
-            pq.dropped = False
-            service = self.consume_service
-            progress = service.progress if isinstance(service, HandoffConsumeService) else None
-            while handoff.poll(cached=pq.msg_count, now=time.monotonic()) is HandoffStep.DRAIN:
-                remaining = handoff.deadline - time.monotonic()
-                if progress is None:
-                    await asyncio.sleep(min(0.01, remaining))
-                    continue
-                progress.clear()
-                try:
-                    await asyncio.wait_for(progress.wait(), remaining)
-                except TimeoutError:
-                    pass
-            # what is left is abandoned: workers skip it, its results and a late pull answer are ignored
-            pq.dropped = True
-            offset = self.offset_store.memory_offset(mq)
-            ok = True
-            if offset >= 0:
-                ok = await commit_offset_sync(self.instance, self.group, mq, offset)
-            handoff.committed(offset, ok=ok, now=time.monotonic())
-            self.offset_store.remove_offset(mq)  # nothing may persist it after the release
-            async with self.lease.renew_lock:
-                await self.instance.unlock_queues(self.group, [mq], oneway=False)
-                pq.locked = False
-            handoff.released(now=time.monotonic())
-        finally:
-            self.lease.handing_off.discard(mq)
-            self._relock_at.pop(mq, None)
-            pq.dropped = True
-            self.offset_store.remove_offset(mq)
-        self.handoffs = [*self.handoffs[-255:], handoff]
-        log = logger.warning if handoff.abandoned or not handoff.commit_ok else logger.info
-        log("group %s handed over %s", self.group, handoff.summary())
-        return True
