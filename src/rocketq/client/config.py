@@ -137,6 +137,10 @@ class ClientConfig:
     persist_consumer_offset_initial_delay: float = 10.0
     #: Seconds between periodic rebalances (``rocketmq.client.rebalance.waitInterval`` 20000 ms).
     rebalance_interval: float = 20.0
+    #: Least seconds from the end of one rebalance of the rebalance service to the start of the
+    #: next, however often it is woken (RocketMQ 5.x ``rocketmq.client.rebalance.minInterval``
+    #: 1000 ms; 4.9.4 has none). 0 rebalances on every wake-up.
+    rebalance_min_interval: float = 1.0
     #: Timeout of the client's own requests (``mqClientApiTimeout`` 3000 ms).
     mq_client_api_timeout: float = 3.0
     #: Use uvloop for the client's event loop thread when installed (ours).
@@ -154,6 +158,8 @@ class ClientConfig:
             "mq_client_api_timeout",
         ):
             _positive(name, getattr(self, name))
+        if self.rebalance_min_interval < 0:
+            raise ConfigError(f"rebalance_min_interval must be >= 0, got {self.rebalance_min_interval!r}")
 
     @property
     def namesrv_addrs(self) -> tuple[str, ...]:

@@ -10,8 +10,9 @@ its last producer or consumer shuts down. It owns:
 * the route table (refreshed every ``poll_name_server_interval``, 30 s) and the broker address
   table built from it;
 * heartbeats to every broker (every 30 s, and at once when a subscription changes), offset
-  persistence (every 5 s after 10 s) and the rebalance service (every 20 s, and **at once** when a
-  broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection);
+  persistence (every 5 s after 10 s) and the rebalance service
+  (:class:`~rocketq.client.rebalance.service.RebalanceService`: every 20 s, and **at once** when a
+  broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection, at most once a second);
 * answers to the requests brokers send clients: NOTIFY_CONSUMER_IDS_CHANGED,
   GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET and
   GET_CONSUMER_STATUS_FROM_CLIENT;
@@ -38,6 +39,7 @@ from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.loop_thread import LoopThread
 from rocketq.client.producer.core import ProducerCore
 from rocketq.client.rebalance.log import RebalanceTrigger
+from rocketq.client.rebalance.service import RebalanceService
 from rocketq.client.routes import broker_addr_table, subscribe_info_from_route
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
@@ -139,8 +141,11 @@ class ClientInstance:
         self._closed = False
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._rebalance_wakeup: asyncio.Event | None = None
-        self._rebalance_trigger = RebalanceTrigger.PERIODIC
+        self.rebalance_service = RebalanceService(
+            self.do_rebalance,
+            wait_interval=config.rebalance_interval,
+            min_interval=config.rebalance_min_interval,
+        )
         self._heartbeat_lock: asyncio.Lock | None = None
         self._route_lock: asyncio.Lock | None = None
         self.inner_producer: ProducerCore | None = None
@@ -195,7 +200,6 @@ class ClientInstance:
             config=RemotingConfig(request_timeout=self.config.mq_client_api_timeout)
         )
         self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)
-        self._rebalance_wakeup = asyncio.Event()
         self._heartbeat_lock = asyncio.Lock()
         self._route_lock = asyncio.Lock()
         r = self.remoting
@@ -225,8 +229,8 @@ class ClientInstance:
                     "persist offsets",
                 )
             ),
-            loop.create_task(self._rebalance_service()),
         ]
+        self.rebalance_service.start()
 
     async def _close(self) -> None:
         self._closed = True
@@ -235,6 +239,7 @@ class ClientInstance:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
+        await self.rebalance_service.close()
         if self.inner_producer is not None:
             await self.inner_producer.unregister()
         if self.remoting is not None:
@@ -482,30 +487,11 @@ class ClientInstance:
                 logger.exception("persisting offsets of group %s failed", consumer.group)
 
     def rebalance_immediately(self, trigger: RebalanceTrigger = RebalanceTrigger.MANUAL) -> None:
-        """Wake the rebalance service now (thread-safe)."""
-
-        def wake() -> None:
-            self._rebalance_trigger = trigger
-            if self._rebalance_wakeup is not None:
-                self._rebalance_wakeup.set()
-
+        """Wake the rebalance service now (thread-safe; it still keeps its minimum interval)."""
         if self.loop_thread.in_loop_thread:
-            wake()
+            self.rebalance_service.wakeup(trigger)
         elif self.loop_thread.running:
-            self.loop.call_soon_threadsafe(wake)
-
-    async def _rebalance_service(self) -> None:
-        assert self._rebalance_wakeup is not None
-        wakeup = self._rebalance_wakeup
-        while True:
-            try:
-                await asyncio.wait_for(wakeup.wait(), self.config.rebalance_interval)
-                trigger = self._rebalance_trigger
-            except TimeoutError:
-                trigger = RebalanceTrigger.PERIODIC
-            wakeup.clear()
-            self._rebalance_trigger = RebalanceTrigger.PERIODIC
-            await self.do_rebalance(trigger)
+            self.loop.call_soon_threadsafe(self.rebalance_service.wakeup, trigger)
 
     async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
         for consumer in list(self.consumers.values()):

@@ -1,5 +1,9 @@
-"""Rebalance: which queues a consumer owns, and the leases it holds.
+"""Rebalance: which queues a consumer owns, when that is decided again, and the leases it holds.
 
+* :mod:`~rocketq.client.rebalance.service` - :class:`~rocketq.client.rebalance.service.RebalanceService`,
+  one per client instance: a rebalance every ``rebalance_interval`` (20 s) and at once when woken
+  (NOTIFY_CONSUMER_IDS_CHANGED, a route change...), never two within ``rebalance_min_interval``
+  (1 s); its timing is the pure :class:`~rocketq.client.rebalance.service.RebalanceSchedule`;
 * :mod:`~rocketq.client.rebalance.impl` - the allocation step (``RebalanceImpl``): the pure
   :func:`~rocketq.client.rebalance.impl.allocate_topic` and
   :func:`~rocketq.client.rebalance.impl.diff_queues`, and
