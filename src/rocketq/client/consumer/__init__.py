@@ -20,7 +20,8 @@ What they share:
 
 * :mod:`~rocketq.client.consumer.process_queue` -
   :class:`~rocketq.client.consumer.process_queue.ProcessQueue`, one owned queue's cache of pulled
-  messages and the offset it may commit;
+  messages, the offset it may commit, and its one way to be dropped
+  (:meth:`~rocketq.client.consumer.process_queue.ProcessQueue.drop`, with a reason);
 * :mod:`~rocketq.client.consumer.consume_concurrently` - the concurrent consume service, the
   :class:`~rocketq.client.consumer.consume_concurrently.ConsumeService` interface and the statistics;
 * :mod:`~rocketq.client.consumer.offset_store` - where consume offsets are kept (the broker for

@@ -54,7 +54,7 @@ from rocketq.client.consumer.consume_concurrently import (
     ConsumeService,
     adapt_listener,
 )
-from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.consumer.push_core import PushConsumerCore
 from rocketq.client.rebalance.impl import PullRequest
 from rocketq.client.rebalance.leases import LeaseKeeper, commit_offset_sync, lock_one
@@ -177,6 +177,10 @@ class CleanHandoffPushCore(PushConsumerCore):
     def lock_new_queues(self) -> bool:
         return self.message_model is MessageModel.CLUSTERING
 
+    @property
+    def drains_removed_queues(self) -> bool:
+        return self.message_model is MessageModel.CLUSTERING
+
     def make_consume_service(self) -> ConsumeService:
         return HandoffConsumeService(self, adapt_listener(self.listener))
 
@@ -221,9 +225,9 @@ class CleanHandoffPushCore(PushConsumerCore):
         )
         self.lease.handing_off.add(mq)
         try:
-            # drain: no new pull is sent (pull_precheck); the cached messages — and what a long
-            # poll in flight may still bring — are consumed and their results applied meanwhile
-            pq.dropped = False
+            # drain: the rebalance left the queue undropped (drains_removed_queues), no new pull
+            # is sent (pull_precheck); the cached messages — and what a long poll in flight may
+            # still bring — are consumed and their results applied meanwhile
             service = self.consume_service
             progress = service.progress if isinstance(service, HandoffConsumeService) else None
             while handoff.poll(cached=pq.msg_count, now=time.monotonic()) is HandoffStep.DRAIN:
@@ -237,7 +241,7 @@ class CleanHandoffPushCore(PushConsumerCore):
                 except TimeoutError:
                     pass
             # what is left is abandoned: workers skip it, its results and a late pull answer are ignored
-            pq.dropped = True
+            pq.drop(DropReason.HANDED_OVER)
             offset = self.offset_store.memory_offset(mq)
             ok = True
             if offset >= 0:
@@ -251,7 +255,7 @@ class CleanHandoffPushCore(PushConsumerCore):
         finally:
             self.lease.handing_off.discard(mq)
             self._relock_at.pop(mq, None)
-            pq.dropped = True
+            pq.drop(DropReason.HANDED_OVER)
             self.offset_store.remove_offset(mq)
         self.handoffs = [*self.handoffs[-255:], handoff]
         log = logger.warning if handoff.abandoned or not handoff.commit_ok else logger.info

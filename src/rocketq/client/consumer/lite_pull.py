@@ -55,7 +55,7 @@ from rocketq.client.config import (
 )
 from rocketq.client.consumer.consume_concurrently import ConsumeStats
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.consumer.push_core import pull_sys_flag
 from rocketq.client.instance import ClientInstance
 from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest, RebalanceImpl
@@ -181,6 +181,7 @@ class LitePullCore:
     consume_type = ConsumeType.CONSUME_ACTIVELY
     consume_orderly = False
     lock_new_queues = False
+    drains_removed_queues = False
 
     def __init__(self, instance: ClientInstance, group: str, config: LitePullConsumerConfig,
                  log: RebalanceLog, queue_listeners: list[MessageQueueListener]) -> None:  # fmt: skip
@@ -291,7 +292,7 @@ class LitePullCore:
     def _unassign(self, mq: MessageQueue) -> None:
         state = self.assigned.pop(mq, None)
         if state is not None:
-            state.pq.dropped = True
+            state.pq.drop(DropReason.UNASSIGNED)
             state.resumed.set()
         task = self._tasks.pop(mq, None)
         if task is not None:
@@ -613,7 +614,7 @@ class LitePullCore:
         state = self.assigned.get(mq)
         if state is None:
             raise ClientStateError(f"the message queue is not in assigned list, may be rebalancing: {mq}")
-        state.pq.dropped = True  # stale batches in the buffer are skipped by poll
+        state.pq.drop(DropReason.SEEK)  # stale batches in the buffer are skipped by poll
         fresh = _QueueState(ProcessQueue(now=time.time()), offset)
         fresh.seek_offset = offset
         fresh.paused = state.paused

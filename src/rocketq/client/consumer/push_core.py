@@ -41,7 +41,7 @@ from rocketq.client.consumer.consume_concurrently import (
     adapt_listener,
 )
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest, RebalanceImpl
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.clock import now_ms
@@ -191,6 +191,11 @@ class PushConsumerCore:
     def lock_new_queues(self) -> bool:
         """Whether a new queue is locked on the broker before it is consumed (orderly; clean handoff)."""
         return self.consume_orderly
+
+    @property
+    def drains_removed_queues(self) -> bool:
+        """Whether a queue a rebalance removes is drained before it is dropped (clean handoff)."""
+        return False
 
     def make_consume_service(self) -> ConsumeService:
         """The service that runs the listener (called once, in ``__init__``)."""
@@ -418,12 +423,12 @@ class PushConsumerCore:
         try:
             for mq, pq in list(self.rebalance.process_queue_table.items()):
                 if mq.topic == topic and mq in offsets:
-                    pq.dropped = True
+                    pq.drop(DropReason.OFFSET_RESET)
                     pq.clear()
             await asyncio.sleep(0.01)
             for mq, offset in offsets.items():
                 await self.offset_store.update_consume_offset_to_broker(mq, offset, oneway=False)
-                self.rebalance.remove_process_queue(mq)
+                self.rebalance.remove_process_queue(mq, DropReason.OFFSET_RESET)
         finally:
             self.paused = was_paused
         await self.rebalance.do_rebalance(RebalanceTrigger.CORRECTION)
@@ -629,7 +634,7 @@ class PushConsumerCore:
                 response.next_begin_offset,
             )
             request.next_offset = response.next_begin_offset
-            pq.dropped = True
+            pq.drop(DropReason.OFFSET_ILLEGAL)
             self._spawn(self._correct_illegal_offset(request))
         return None
 
@@ -637,7 +642,7 @@ class PushConsumerCore:
         await asyncio.sleep(self.config.offset_illegal_delay)
         self.offset_store.update_offset(request.mq, request.next_offset, False)
         await self.offset_store.persist(request.mq)
-        self.rebalance.remove_process_queue(request.mq)
+        self.rebalance.remove_process_queue(request.mq, DropReason.OFFSET_ILLEGAL)
         # Java waits for the next 20 s rebalance to re-add the queue; we do it now
         self.instance.rebalance_immediately(RebalanceTrigger.CORRECTION)
         logger.warning("%s: offset corrected to %d and persisted; rebalance will re-add it", request.mq,

@@ -30,7 +30,7 @@ from typing import Protocol
 
 from rocketq.allocate import AllocationStrategy, allocate_group, java_sorted, sorted_queues
 from rocketq.client.consumer.offset_store import OffsetStore
-from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.clock import now_ms
 from rocketq.errors import RocketQError
@@ -194,8 +194,15 @@ class RebalanceHooks(Protocol):
         another client holds is skipped this time."""
         ...
 
+    @property
+    def drains_removed_queues(self) -> bool:
+        """The hooks drop a removed queue themselves, after draining it (clean handoff); otherwise
+        (and for hooks without this attribute) the rebalance drops it before
+        :meth:`remove_unnecessary_message_queue`."""
+        ...
+
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        """Release a dropped queue (persist its offset...); ``False`` keeps it in the table."""
+        """Release a removed queue (persist its offset...); ``False`` keeps it in the table."""
         ...
 
     def remove_dirty_offset(self, mq: MessageQueue) -> None: ...
@@ -390,9 +397,10 @@ class RebalanceImpl:
         self.log.publish(record)
         return record
 
-    async def _drop(self, mq: MessageQueue, committed: dict[MessageQueue, int]) -> bool:
+    async def _drop(self, mq: MessageQueue, committed: dict[MessageQueue, int], reason: DropReason) -> bool:
         pq = self.process_queue_table[mq]
-        pq.dropped = True
+        if not getattr(self.hooks, "drains_removed_queues", False):
+            pq.drop(reason)
         if self.offset_store is not None:
             offset = self.offset_store.memory_offset(mq)
             if offset >= 0:
@@ -411,13 +419,13 @@ class RebalanceImpl:
         removed: list[MessageQueue] = []
         expired: list[MessageQueue] = []
         for mq in diff.removed:
-            if await self._drop(mq, committed):
+            if await self._drop(mq, committed, DropReason.REBALANCED):
                 removed.append(mq)
                 changed = True
         for mq in diff.expired:
             logger.warning("%s: pull expired (idle > %.0fs), dropping it until the next rebalance", mq,
                            self.pull_max_idle)  # fmt: skip
-            if await self._drop(mq, committed):
+            if await self._drop(mq, committed, DropReason.PULL_EXPIRED):
                 expired.append(mq)
                 changed = True
         to_add = list(diff.added)
@@ -511,14 +519,14 @@ class RebalanceImpl:
     async def _truncate_not_my_topics(self) -> None:
         for mq in [mq for mq in self.process_queue_table if mq.topic not in self.subscriptions]:
             pq = self.process_queue_table.pop(mq)
-            pq.dropped = True
+            pq.drop(DropReason.UNSUBSCRIBED)
             logger.info("%s dropped: topic %s is no longer subscribed", mq, mq.topic)
 
-    def remove_process_queue(self, mq: MessageQueue) -> None:
-        """Drop a queue now (offset illegal); the next rebalance adds it again."""
+    def remove_process_queue(self, mq: MessageQueue, reason: DropReason) -> None:
+        """Drop a queue now (offset illegal, offset reset); the next rebalance adds it again."""
         pq = self.process_queue_table.pop(mq, None)
         if pq is not None:
-            pq.dropped = True
+            pq.drop(reason)
 
     async def release_all(
         self, trigger: RebalanceTrigger = RebalanceTrigger.SHUTDOWN
@@ -534,7 +542,7 @@ class RebalanceImpl:
                 committed: dict[MessageQueue, int] = {}
                 removed = []
                 for mq in sorted(mqs):
-                    if await self._drop(mq, committed):
+                    if await self._drop(mq, committed, DropReason.SHUTDOWN):
                         removed.append(mq)
                 left = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
                 record = self._record(
