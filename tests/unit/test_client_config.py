@@ -139,7 +139,7 @@ def test_select_by_hash_matches_java_string_hash_code() -> None:
         "rocketq.client.message",
         "rocketq.client.consumer.process_queue",
         "rocketq.client.producer.selection",
-        "rocketq.client.consumer.push_core",
+        "rocketq.client.consumer.pull",
         "rocketq.client.rebalance.impl",
         "rocketq.client.rebalance.leases",
         "rocketq.client.consumer.clean_handoff",

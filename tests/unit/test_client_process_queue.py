@@ -106,7 +106,7 @@ def test_committed_offset_never_passes_an_unfinished_message(offsets: list[int],
 
 
 def test_flow_control_thresholds_of_the_push_consumer() -> None:
-    from rocketq.client.consumer.push_core import flow_control_reason
+    from rocketq.client.consumer.pull import flow_control_reason
 
     limits = {"max_count": 1000, "max_size_mib": 100, "max_span": 2000}
     pq = ProcessQueue(now=0.0)

@@ -43,6 +43,7 @@ __all__ = [
     "local_ip",
     "pid_instance_name",
     "resolve_namesrv",
+    "timestamp_ms",
 ]
 
 NAMESRV_ENV = "NAMESRV_ADDR"
@@ -228,6 +229,12 @@ def _half_hour_ago() -> str:
     return (datetime.now() - timedelta(minutes=30)).strftime("%Y%m%d%H%M%S")
 
 
+def timestamp_ms(text: str) -> int:
+    """A ``yyyyMMddHHmmss`` local time (a consumer's ``consume_timestamp``) as epoch ms, as Java's
+    ``UtilAll.parseDate``."""
+    return int(datetime.strptime(text, "%Y%m%d%H%M%S").timestamp() * 1000)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PushConsumerConfig:
     """A push consumer's settings (``DefaultMQPushConsumer`` and its implementation's constants)."""
@@ -378,4 +385,4 @@ class PushConsumerConfig:
 
     def consume_timestamp_ms(self) -> int:
         """``consume_timestamp`` as epoch ms (local time, as Java's ``UtilAll.parseDate``)."""
-        return int(datetime.strptime(self.consume_timestamp, "%Y%m%d%H%M%S").timestamp() * 1000)
+        return timestamp_ms(self.consume_timestamp)

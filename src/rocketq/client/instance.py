@@ -397,6 +397,18 @@ class ClientInstance:
             if addr is not None:
                 yield name, addr, qs
 
+    async def locate_pull_address(self, mq: MessageQueue, broker_id: int = MASTER_ID) -> str:
+        """Where to pull ``mq``: broker ``broker_id`` of its broker (else any address of it),
+        refreshing the topic's route once when none is known; :class:`ClientStateError` when the
+        broker stays unknown."""
+        addr = self.find_broker_address_in_subscribe(mq.broker_name, broker_id)
+        if addr is None:
+            await self.update_topic_route(mq.topic)
+            addr = self.find_broker_address_in_subscribe(mq.broker_name)
+        if addr is None:
+            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
     async def locate_master(self, mq: MessageQueue) -> str | None:
         """The master address of ``mq``'s broker, refreshing the topic's route once if unknown."""
         addr = self.find_broker_address_in_publish(mq.broker_name)

@@ -22,10 +22,15 @@ What they share:
   :class:`~rocketq.client.consumer.process_queue.ProcessQueue`, one owned queue's cache of pulled
   messages, the offset it may commit, and its one way to be dropped
   (:meth:`~rocketq.client.consumer.process_queue.ProcessQueue.drop`, with a reason);
-* :mod:`~rocketq.client.consumer.consume_concurrently` - the concurrent consume service, the
-  :class:`~rocketq.client.consumer.consume_concurrently.ConsumeService` interface and the statistics;
+* :mod:`~rocketq.client.consumer.consume_concurrently` - the concurrent consume service and the
+  :class:`~rocketq.client.consumer.consume_concurrently.ConsumeService` interface;
 * :mod:`~rocketq.client.consumer.offset_store` - where consume offsets are kept (the broker for
-  clustering, a local file for broadcasting).
+  clustering, a local file for broadcasting);
+* :mod:`~rocketq.client.consumer.start_offset` - the one rule for where a newly owned queue starts
+  (``computePullFromWhere``), used by both consumers;
+* :mod:`~rocketq.client.consumer.pull` - what both consumers' pulls share: the sys flag, flow
+  control and the handling of a FOUND answer;
+* :mod:`~rocketq.client.consumer.stats` - per-topic pull and consume statistics.
 
 Which queues a consumer owns, when it rebalances, and the broker leases of orderly and clean
 consumption live in :mod:`rocketq.client.rebalance`; the rebalance modules use only

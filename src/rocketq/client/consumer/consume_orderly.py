@@ -52,7 +52,8 @@ from typing import Any
 
 from rocketq.client.consumer.consume_concurrently import reset_retry_topic
 from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.push_core import PushConsumerCore, flow_control_reason
+from rocketq.client.consumer.pull import flow_control_reason
+from rocketq.client.consumer.push_core import PushConsumerCore
 from rocketq.client.message import ConsumeOrderlyContext, ConsumeOrderlyStatus
 from rocketq.client.rebalance.impl import PullRequest
 from rocketq.client.rebalance.leases import LeaseKeeper, commit_offset_sync, lock_one

@@ -52,18 +52,20 @@ from rocketq.client.config import (
     MessageModel,
     ReadOffsetType,
     _half_hour_ago,
+    timestamp_ms,
 )
-from rocketq.client.consumer.consume_concurrently import ConsumeStats
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
-from rocketq.client.consumer.push_core import pull_sys_flag
+from rocketq.client.consumer.pull import flow_control_reason, found_messages, pull_sys_flag
+from rocketq.client.consumer.start_offset import compute_pull_from_where
+from rocketq.client.consumer.stats import ConsumeStats
 from rocketq.client.instance import ClientInstance
 from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest, RebalanceImpl
 from rocketq.client.rebalance.log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.client.validators import check_group, check_topic
 from rocketq.clock import now_ms
-from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.errors import ClientStateError, ConfigError, RocketQError
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
@@ -76,8 +78,7 @@ from rocketq.protocol.bodies import (
 )
 from rocketq.protocol.codes import CURRENT_VERSION, version_name
 from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.message import MessageExt, decode_messages
-from rocketq.protocol.properties import MessageConst
+from rocketq.protocol.message import MessageExt
 
 __all__ = ["LitePullConsumer", "LitePullConsumerConfig", "SubscriptionType"]
 
@@ -144,6 +145,10 @@ class LitePullConsumerConfig:
         if isinstance(self.allocate_strategy, AllocationStrategy):
             return self.allocate_strategy
         return get_strategy(self.allocate_strategy)
+
+    def consume_timestamp_ms(self) -> int:
+        """``consume_timestamp`` as epoch ms (local time, as Java's ``UtilAll.parseDate``)."""
+        return timestamp_ms(self.consume_timestamp)
 
 
 class SubscriptionType(enum.Enum):
@@ -408,22 +413,15 @@ class LitePullCore:
         self.offset_store.remove_offset(mq)
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """The committed offset, else by ``consume_from_where`` (``RebalanceLitePullImpl``)."""
-        last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        if last >= 0:
-            return last
-        if last != -1:
-            return -1
-        where = self.config.consume_from_where
-        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-            return 0
-        addr = await self.instance.locate_master(mq)
-        if addr is None:
-            return -1
-        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            ts = int(time.mktime(time.strptime(self.config.consume_timestamp, "%Y%m%d%H%M%S")) * 1000)
-            return await self.api.call(addr, calls.search_offset(mq, ts))
-        return await self.api.call(addr, calls.get_max_offset(mq))
+        """Where a newly owned queue starts (``RebalanceLitePullImpl.computePullFromWhere``): see
+        :func:`~rocketq.client.consumer.start_offset.compute_pull_from_where`."""
+        return await compute_pull_from_where(
+            mq,
+            start=self.config,
+            offset_store=self.offset_store,
+            api=self.api,
+            locate_master=self.instance.locate_master,
+        )
 
     def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
         for request in requests:
@@ -463,9 +461,13 @@ class LitePullCore:
         cfg = self.config
         return (
             self.buffered > cfg.pull_threshold_for_all
-            or pq.msg_count > cfg.pull_threshold_for_queue
-            or pq.msg_size > cfg.pull_threshold_size_for_queue * 1024 * 1024
-            or pq.max_span() > cfg.consume_max_span
+            or flow_control_reason(
+                pq,
+                max_count=cfg.pull_threshold_for_queue,
+                max_size_mib=cfg.pull_threshold_size_for_queue,
+                max_span=cfg.consume_max_span,
+            )
+            is not None
         )
 
     async def _pull_loop(self, mq: MessageQueue) -> None:
@@ -522,12 +524,7 @@ class LitePullCore:
             sub_version=sub.sub_version,
             expression_type=sub.expression_type,
         )
-        addr = self.instance.find_broker_address_in_subscribe(mq.broker_name)
-        if addr is None:
-            await self.instance.update_topic_route(mq.topic)
-            addr = self.instance.find_broker_address_in_subscribe(mq.broker_name)
-        if addr is None:
-            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+        addr = await self.instance.locate_pull_address(mq)
         pq.last_pull_timestamp = time.time()
         begin = time.monotonic()
         response = await self.api.call(addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend)
@@ -535,19 +532,9 @@ class LitePullCore:
             return 0.0  # unassigned, seeked or paused meanwhile: the answer is dropped (pulled again)
         status = response.status
         if status is PullStatus.FOUND:
-            try:
-                msgs = decode_messages(response.body)
-            except RemoteProtocolError as exc:
-                logger.error("undecodable pull body from %s: %s", mq, exc)
+            msgs = found_messages(response, sub, mq, self.stats, begin)
+            if msgs is None:
                 return cfg.pull_time_delay_when_exception
-            self.stats.add(mq.topic, "pull", len(msgs), (time.monotonic() - begin) * 1000.0)
-            if sub.tags_set and not sub.class_filter_mode:
-                tags = set(sub.tags_set)
-                msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
-            min_text, max_text = str(response.min_offset), str(response.max_offset)
-            for m in msgs:
-                m.properties[MessageConst.MIN_OFFSET] = min_text
-                m.properties[MessageConst.MAX_OFFSET] = max_text
             state.pull_offset = response.next_begin_offset
             if msgs:
                 pq.put_messages(msgs)

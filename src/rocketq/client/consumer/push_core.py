@@ -33,23 +33,24 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rocketq.client.api import ClientAPI
-from rocketq.client.config import PushConsumerConfig, ReadOffsetType
+from rocketq.client.config import PushConsumerConfig
 from rocketq.client.consumer.consume_concurrently import (
     ConsumeMessageConcurrentlyService,
     ConsumeService,
-    ConsumeStats,
     adapt_listener,
 )
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
+from rocketq.client.consumer.pull import flow_control_reason, found_messages, pull_sys_flag
+from rocketq.client.consumer.start_offset import compute_pull_from_where
+from rocketq.client.consumer.stats import ConsumeStats
 from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest, RebalanceImpl
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.clock import now_ms
-from rocketq.errors import BrokerError, ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.errors import BrokerError, ClientStateError, ConfigError, RocketQError
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
-    ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
     ConsumerData,
     ConsumerRunningInfo,
@@ -57,10 +58,10 @@ from rocketq.protocol.bodies import (
     MessageModel,
     SubscriptionData,
 )
-from rocketq.protocol.codes import CURRENT_VERSION, MASTER_ID, PullSysFlag, ResponseCode, version_name
+from rocketq.protocol.codes import CURRENT_VERSION, MASTER_ID, ResponseCode, version_name
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader
 from rocketq.protocol.message import Message as ProtocolMessage
-from rocketq.protocol.message import MessageExt, decode_messages
+from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
@@ -68,53 +69,9 @@ if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
     from rocketq.client.trace import ConsumeTraceHook
 
-__all__ = ["PushConsumerCore", "flow_control_reason", "pull_sys_flag"]
+__all__ = ["PushConsumerCore"]
 
 logger = logging.getLogger(__name__)
-
-
-def pull_sys_flag(
-    *, commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool = False
-) -> int:
-    """``PullSysFlag.buildSysFlag``.
-
-    >>> pull_sys_flag(commit_offset=True, suspend=True, subscription=False)
-    3
-    """
-    flag = 0
-    if commit_offset:
-        flag |= PullSysFlag.COMMIT_OFFSET
-    if suspend:
-        flag |= PullSysFlag.SUSPEND
-    if subscription:
-        flag |= PullSysFlag.SUBSCRIPTION
-    if class_filter:
-        flag |= PullSysFlag.CLASS_FILTER
-    return int(flag)
-
-
-def flow_control_reason(
-    pq: ProcessQueue, *, max_count: int, max_size_mib: int, max_span: int | None
-) -> str | None:
-    """Why a queue must not be pulled now (``"count"``, ``"size"``, ``"span"``), or ``None``.
-
-    RocketMQ's checks in ``pullMessage``: more cached messages than ``max_count``, more cached MiB
-    than ``max_size_mib``, or (concurrent consumption; ``max_span=None`` for orderly) a distance
-    between the lowest and highest cached offset above ``max_span``.
-
-    >>> from rocketq.protocol.message import MessageExt
-    >>> pq = ProcessQueue(now=0.0)
-    >>> _ = pq.put_messages([MessageExt("T", b"x", queue_offset=0), MessageExt("T", b"x", queue_offset=2001)])
-    >>> flow_control_reason(pq, max_count=1000, max_size_mib=100, max_span=2000)
-    'span'
-    """
-    if pq.msg_count > max_count:
-        return "count"
-    if pq.msg_size > max_size_mib * 1024 * 1024:
-        return "size"
-    if max_span is not None and pq.max_span() > max_span:
-        return "span"
-    return None
 
 
 class PushConsumerCore:
@@ -447,34 +404,15 @@ class PushConsumerCore:
         self.offset_store.remove_offset(mq)
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """Where a newly owned queue starts (``RebalancePushImpl.computePullFromWhere``).
-
-        The committed offset when the broker has one. Otherwise (a new group): LAST_OFFSET → the
-        queue's max offset (0 for a retry topic), FIRST_OFFSET → 0, TIMESTAMP → the offset at
-        ``consume_timestamp`` (a retry topic: its max offset). An unreadable offset gives -1.
-        """
-        last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        if last >= 0:
-            return last
-        if last != -1:
-            return -1
-        where = self.config.consume_from_where
-        is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-        addr = await self.instance.locate_master(mq)
-        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-            return 0
-        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            if addr is None:
-                return -1
-            if is_retry:
-                return await self._api().call(addr, calls.get_max_offset(mq))
-            return await self._api().call(addr, calls.search_offset(mq, self.config.consume_timestamp_ms()))
-        # LAST_OFFSET and its deprecated aliases
-        if is_retry:
-            return 0
-        if addr is None:
-            return -1
-        return await self._api().call(addr, calls.get_max_offset(mq))
+        """Where a newly owned queue starts (``RebalancePushImpl.computePullFromWhere``): see
+        :func:`~rocketq.client.consumer.start_offset.compute_pull_from_where`."""
+        return await compute_pull_from_where(
+            mq,
+            start=self.config,
+            offset_store=self.offset_store,
+            api=self._api(),
+            locate_master=self.instance.locate_master,
+        )
 
     def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
         for request in requests:
@@ -569,14 +507,7 @@ class PushConsumerCore:
         if pq.first_pull_ms is None:
             pq.first_pull_ms = now_ms()
         try:
-            addr = self.instance.find_broker_address_in_subscribe(
-                mq.broker_name, self._pull_from_which_node.get(mq, MASTER_ID)
-            )
-            if addr is None:
-                await self.instance.update_topic_route(mq.topic)
-                addr = self.instance.find_broker_address_in_subscribe(mq.broker_name)
-            if addr is None:
-                raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+            addr = await self.instance.locate_pull_address(mq, self._pull_from_which_node.get(mq, MASTER_ID))
             response = await self._api().call(
                 addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend
             )
@@ -598,19 +529,9 @@ class PushConsumerCore:
         self._pull_from_which_node[mq] = response.suggest_which_broker_id
         status = response.status
         if status is PullStatus.FOUND:
-            try:
-                msgs = decode_messages(response.body)
-            except RemoteProtocolError as exc:
-                logger.error("undecodable pull body from %s: %s", mq, exc)
+            msgs = found_messages(response, sub, mq, self.stats, begin)
+            if msgs is None:
                 return cfg.pull_time_delay_when_exception
-            self.stats.add(mq.topic, "pull", len(msgs), (time.monotonic() - begin) * 1000.0)
-            if sub.tags_set and not sub.class_filter_mode:
-                tags = set(sub.tags_set)
-                msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
-            min_text, max_text = str(response.min_offset), str(response.max_offset)
-            for m in msgs:
-                m.properties[MessageConst.MIN_OFFSET] = min_text
-                m.properties[MessageConst.MAX_OFFSET] = max_text
             prev = request.next_offset
             request.next_offset = response.next_begin_offset
             if response.next_begin_offset < prev:
