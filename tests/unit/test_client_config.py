@@ -146,6 +146,7 @@ def test_select_by_hash_matches_java_string_hash_code() -> None:
         "rocketq.client.validators",
         "rocketq.client.rebalance.log",
         "rocketq.client.rebalance.service",
+        "rocketq.client.producer.send_policy",
         "rocketq.client.routes",
     ],
 )

@@ -29,6 +29,7 @@ from rocketq.client.config import ProducerConfig
 from rocketq.client.ids import next_uniq_id
 from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
+from rocketq.client.producer.send_policy import Decision, Outcome, SendPolicy, Verdict
 from rocketq.client.routes import TopicPublishInfo, publish_info_from_route, route_for_auto_create
 from rocketq.client.validators import check_message
 from rocketq.errors import (
@@ -36,7 +37,6 @@ from rocketq.errors import (
     ClientStateError,
     ConfigError,
     RemotingError,
-    RemotingTimeoutError,
     RocketQError,
     TopicNotExistError,
 )
@@ -55,21 +55,10 @@ if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
     from rocketq.remoting import RemotingConnection
 
-__all__ = ["RETRY_RESPONSE_CODES", "ProducerCore", "SendTraceHook"]
+__all__ = ["ProducerCore", "SendTraceHook"]
 
 logger = logging.getLogger(__name__)
 
-#: Broker answers after which a send is tried on another broker (``retryResponseCodes``).
-RETRY_RESPONSE_CODES = frozenset(
-    {
-        ResponseCode.TOPIC_NOT_EXIST,
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        ResponseCode.SYSTEM_ERROR,
-        ResponseCode.NO_PERMISSION,
-        205,  # NO_BUYER_ID
-        206,  # NOT_IN_CURRENT_UNIT
-    }
-)
 _BORN_KEY = SendMessageRequestHeaderV2.wire_name_of("born_timestamp")
 _PROPERTIES_KEY = SendMessageRequestHeaderV2.wire_name_of("properties")
 _MAX_SEND_TEMPLATES = 4096
@@ -179,16 +168,16 @@ class ProducerCore:
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         return _Prepared(msg, props, body, sys_flag, props[MessageConst.UNIQ_KEY], batch=False)
 
-    def _attempts(
-        self,
-        queue: MessageQueue | None,
-        selector: MessageQueueSelector | None,
-        oneway: bool,
-        retries: int | None,
-    ) -> int:
-        if queue is not None or selector is not None or oneway:
-            return 1
-        return 1 + (self.config.retry_times_when_send_failed if retries is None else retries)
+    def _policy(self, topic: str, timeout: float | None, *, single: bool, retries: int | None) -> SendPolicy:
+        """The :class:`~.send_policy.SendPolicy` of a send beginning now."""
+        return SendPolicy.of(
+            topic,
+            retries=self.config.retry_times_when_send_failed if retries is None else retries,
+            single=single,
+            timeout=self.config.send_msg_timeout if timeout is None else timeout,
+            begin=time.monotonic(),
+            retry_not_stored=self.config.retry_another_broker_when_not_store_ok,
+        )
 
     async def send(
         self,
@@ -201,11 +190,14 @@ class ProducerCore:
         arg: Any = None,
         retries: int | None = None,
     ) -> SendResult | None:
-        """Send one message; ``None`` when ``oneway``. See the module docstring for the rules."""
+        """Send one message on the client's loop; ``None`` when ``oneway`` (rules:
+        :mod:`.send_policy`)."""
+        p = self._prepare(msg)
+        single = queue is not None or selector is not None or oneway
+        policy = self._policy(p.msg.topic, timeout, single=single, retries=retries)
         return await self._send_with_retries(
-            self._prepare(msg), timeout=timeout, oneway=oneway, queue=queue, selector=selector, arg=arg,
-            retries=retries,
-        )  # fmt: skip
+            p, policy, oneway=oneway, queue=queue, selector=selector, arg=arg
+        )
 
     def send_blocking(
         self,
@@ -223,25 +215,25 @@ class ProducerCore:
         (:meth:`~rocketq.remoting.RemotingConnection.invoke_threadsafe`); the loop only writes it
         and wakes the thread. Anything else - no route or connection yet, a failure to retry on
         another broker - continues on the loop with :meth:`send`'s own retry loop, from the
-        attempt reached and within the same timeout, so the paths behave alike. Calling it on
-        the client's loop thread raises :class:`~rocketq.errors.ClientStateError` (use
-        :meth:`send` there).
+        attempt reached and under the same policy. Calling it on the client's loop thread raises
+        :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
         """
         loop_thread = self.instance.loop_thread
         first = self._first_attempt(
             msg, timeout, queue, selector, arg, None, outside=not loop_thread.in_loop_thread
         )
         outcome: SendResult | Coroutine[Any, Any, SendResult | None]
-        if first.conn is None or first.request is None:
+        if first.request is None:
             outcome = first.on_loop()
         else:
+            assert first.conn is not None
             try:
-                outcome = first.finish(first.conn.invoke_threadsafe(first.request, first.timeout), None)
+                outcome = first.finish(first.conn.invoke_threadsafe(first.request, first.budget))
             except RemotingError as exc:
-                outcome = first.finish(None, exc)
+                outcome = first.finish(exc)
         if isinstance(outcome, SendResult):
             return outcome
-        result = loop_thread.call(outcome, timeout=first.timeout + 5.0)
+        result = loop_thread.call(outcome, timeout=first.policy.timeout + 5.0)
         assert result is not None
         return result
 
@@ -268,13 +260,14 @@ class ProducerCore:
             return result
         first = self._first_attempt(msg, timeout, queue, selector, arg, retries, outside=True)
         outcome: SendResult | Coroutine[Any, Any, SendResult | None]
-        if first.conn is None or first.request is None:
+        if first.request is None:
             outcome = first.on_loop()
         else:
+            assert first.conn is not None
             try:
-                outcome = first.finish(await first.conn.invoke_from_loop(first.request, first.timeout), None)
+                outcome = first.finish(await first.conn.invoke_from_loop(first.request, first.budget))
             except RemotingError as exc:
-                outcome = first.finish(None, exc)
+                outcome = first.finish(exc)
         if isinstance(outcome, SendResult):
             return outcome
         result = await asyncio.wrap_future(loop_thread.submit(outcome))
@@ -295,18 +288,19 @@ class ProducerCore:
         """Prepare a send made outside the client's loop and, when it can go from there (route
         cached, broker connected, no tracing, ``outside`` the loop thread), its first request."""
         p = self._prepare(msg)
-        timeout = self.config.send_msg_timeout if timeout is None else timeout
-        first = _FirstAttempt(self, p, timeout, queue, selector, arg, retries)
+        policy = self._policy(
+            p.msg.topic, timeout, single=queue is not None or selector is not None, retries=retries
+        )
+        first = _FirstAttempt(self, p, policy, queue, selector, arg)
         info = self.publish_table.get(p.msg.topic)
         api = self.instance.api
         if not outside or info is None or not info.ok or self.trace is not None or api is None:
             return first
         mq = pick_queue(info, p.msg, queue, selector, arg, None)
         addr = self.instance.find_broker_address_in_publish(mq.broker_name)
-        first.mq = mq
-        first.conn = api.remoting.open_connection(addr) if addr is not None else None
-        if first.conn is not None:
-            first.request = self._request(p, mq)
+        conn = api.remoting.open_connection(addr) if addr is not None else None
+        if conn is not None:
+            first.mq, first.conn, first.request = mq, conn, self._request(p, mq)
         return first
 
     async def send_batch(
@@ -341,31 +335,26 @@ class ProducerCore:
             )
         wait = "true" if msgs[0].wait_store_msg_ok else "false"
         prepared = _Prepared(msgs[0], {MessageConst.WAIT: wait}, body, 0, ",".join(ids), batch=True)
-        result = await self._send_with_retries(prepared, timeout=timeout, queue=queue)
+        policy = self._policy(topic, timeout, single=queue is not None, retries=None)
+        result = await self._send_with_retries(prepared, policy, queue=queue)
         assert result is not None
         return result
 
     async def _send_with_retries(
         self,
         p: _Prepared,
+        policy: SendPolicy,
         *,
-        timeout: float | None,
         oneway: bool = False,
         queue: MessageQueue | None = None,
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
-        retries: int | None = None,
-        begin: float | None = None,
         first_attempt: int = 0,
         last_broker: str | None = None,
-        last_error: Exception | None = None,
+        last_error: BaseException | None = None,
     ) -> SendResult | None:
-        """Attempts ``first_attempt``.. of a send (a blocking send's first one may have run in
-        its thread; ``begin`` is when the send began, by ``time.monotonic``), each on another broker
-        after a failure."""
-        timeout = self.config.send_msg_timeout if timeout is None else timeout
-        if begin is None:
-            begin = time.monotonic()
+        """Attempts ``first_attempt``.. of a send on the client's loop (a blocking send's first one
+        may have run in its thread), each on another broker after a failure, as ``policy`` says."""
         topic = p.msg.topic
         info = self.publish_table.get(topic)
         if info is None or not info.ok:  # a cached, usable route needs no coroutine round (hot path)
@@ -375,42 +364,25 @@ class ProducerCore:
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No route info of this topic: {topic} (and no default topic route)",
             )
-        attempts = self._attempts(queue, selector, oneway, retries)
-        for attempt in range(first_attempt, attempts):
+        for attempt in range(first_attempt, policy.attempts):
             mq = pick_queue(info, p.msg, queue, selector, arg, last_broker)
             last_broker = mq.broker_name
-            remaining = timeout - (time.monotonic() - begin)
-            if remaining <= 0:
-                raise RemotingTimeoutError(
-                    f"send to {topic} timed out after {attempt} attempt(s)"
-                ) from last_error
+            go = policy.before(attempt, now=time.monotonic(), last_error=last_error)
+            if go.error is not None:
+                raise go.error
+            outcome: Outcome
             try:
-                result = await self._send_kernel(p, mq, oneway=oneway, timeout=remaining)
-            except RemotingError as exc:
-                last_error = exc
-                logger.warning(
-                    "send to %s failed (%s); %s",
-                    mq,
-                    exc,
-                    "retrying" if attempt + 1 < attempts else "giving up",
-                )
-                continue
-            except BrokerError as exc:
-                last_error = exc
-                if exc.code in RETRY_RESPONSE_CODES and attempt + 1 < attempts:
-                    logger.warning("send to %s refused (%s); retrying on another broker", mq, exc)
-                    continue
-                raise
-            if (
-                result is not None
-                and result.status is not SendStatus.SEND_OK
-                and self.config.retry_another_broker_when_not_store_ok
-                and attempt + 1 < attempts
-            ):
-                continue
-            return result
-        assert last_error is not None
-        raise last_error
+                outcome = await self._send_kernel(p, mq, oneway=oneway, timeout=go.budget)
+            except (RemotingError, BrokerError) as exc:
+                outcome = last_error = exc
+            decision = policy.after(attempt, outcome)
+            _note(mq, outcome, decision)
+            if decision.error is not None:
+                raise decision.error
+            if decision.verdict is Verdict.DONE:
+                assert not isinstance(outcome, BaseException)
+                return outcome
+        raise AssertionError("the send policy allowed no attempt")
 
     def _request(self, p: _Prepared, mq: MessageQueue, *, oneway: bool = False) -> RemotingCommand:
         """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request of ``p`` for queue ``mq``.
@@ -536,40 +508,26 @@ class _Prepared:
 
 class _FirstAttempt:
     """A send's first attempt made outside the client's loop (a thread's, or another loop's):
-    what it needs, and what follows from its outcome."""
+    what it needs, and what follows from its outcome (as the send's policy says)."""
 
-    __slots__ = (
-        "arg",
-        "begin",
-        "conn",
-        "core",
-        "mq",
-        "p",
-        "queue",
-        "request",
-        "retries",
-        "selector",
-        "timeout",
-    )
+    __slots__ = ("arg", "budget", "conn", "core", "mq", "p", "policy", "queue", "request", "selector")
 
     def __init__(
         self,
         core: ProducerCore,
         p: _Prepared,
-        timeout: float,
+        policy: SendPolicy,
         queue: MessageQueue | None,
         selector: MessageQueueSelector | None,
         arg: Any,
-        retries: int | None,
     ) -> None:
         self.core = core
         self.p = p
-        self.timeout = timeout
+        self.policy = policy
         self.queue = queue
         self.selector = selector
         self.arg = arg
-        self.retries = retries
-        self.begin = time.monotonic()
+        self.budget = policy.timeout  # the first attempt begins with the send
         self.mq: MessageQueue | None = None
         self.conn: RemotingConnection | None = None
         self.request: RemotingCommand | None = None
@@ -577,46 +535,49 @@ class _FirstAttempt:
     def on_loop(self) -> Coroutine[Any, Any, SendResult | None]:
         """The whole send, on the client's loop (no route or connection here yet)."""
         return self.core._send_with_retries(
-            self.p, timeout=self.timeout, queue=self.queue, selector=self.selector, arg=self.arg,
-            retries=self.retries, begin=self.begin,
-        )  # fmt: skip
+            self.p, self.policy, queue=self.queue, selector=self.selector, arg=self.arg
+        )
 
     def finish(
-        self, response: RemotingCommand | None, error: RemotingError | None
+        self, answer: RemotingCommand | RemotingError
     ) -> SendResult | Coroutine[Any, Any, SendResult | None]:
-        """The first attempt's response (or transport error): the result, an exception raised,
+        """The first attempt's answer (or transport error): the result, an exception raised,
         or the coroutine of the remaining attempts on the client's loop (another broker)."""
         core, mq = self.core, self.mq
         assert mq is not None
-        attempts = core._attempts(self.queue, self.selector, False, self.retries)
-        last_error: Exception | None = error
-        if error is not None:
-            logger.warning(
-                "send to %s failed (%s); %s", mq, error, "retrying" if attempts > 1 else "giving up"
-            )
-            if attempts == 1:
-                raise error
+        outcome: Outcome
+        if isinstance(answer, RemotingError):
+            outcome = answer
         else:
-            assert response is not None
             try:
-                parsed = parse_send_response(response)
+                parsed = parse_send_response(answer)
             except BrokerError as exc:
-                if exc.code not in RETRY_RESPONSE_CODES or attempts == 1:
-                    raise
-                logger.warning("send to %s refused (%s); retrying on another broker", mq, exc)
-                last_error = exc
+                outcome = exc
             else:
-                result = core._result(
-                    self.p, mq, self.conn.remote_address if self.conn else "", parsed, begin_ms=0
-                )
-                if (
-                    result.status is SendStatus.SEND_OK
-                    or not core.config.retry_another_broker_when_not_store_ok
-                    or attempts == 1
-                ):
-                    return result
+                address = self.conn.remote_address if self.conn else ""
+                outcome = core._result(self.p, mq, address, parsed, begin_ms=0)
+        decision = self.policy.after(0, outcome)
+        _note(mq, outcome, decision)
+        if decision.error is not None:
+            raise decision.error
+        if decision.verdict is Verdict.DONE:
+            assert isinstance(outcome, SendResult)
+            return outcome
         return core._send_with_retries(
-            self.p, timeout=self.timeout, queue=self.queue, selector=self.selector, arg=self.arg,
-            retries=self.retries, begin=self.begin, first_attempt=1, last_broker=mq.broker_name,
-            last_error=last_error,
+            self.p, self.policy, queue=self.queue, selector=self.selector, arg=self.arg, first_attempt=1,
+            last_broker=mq.broker_name, last_error=outcome if isinstance(outcome, BaseException) else None,
         )  # fmt: skip
+
+
+def _note(mq: MessageQueue, outcome: Outcome, decision: Decision) -> None:
+    """Log a failed attempt as the send's drivers always have: a transport error with what
+    follows, a refusal that is retried elsewhere."""
+    if isinstance(outcome, RemotingError):
+        logger.warning(
+            "send to %s failed (%s); %s",
+            mq,
+            outcome,
+            "retrying" if decision.verdict is Verdict.RETRY else "giving up",
+        )
+    elif isinstance(outcome, BrokerError) and decision.verdict is Verdict.RETRY:
+        logger.warning("send to %s refused (%s); retrying on another broker", mq, outcome)
