@@ -33,10 +33,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from rocketq.client.config import PushConsumerConfig
+from rocketq.client.consumer.offset_store import OffsetStore
 from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumeStats
 from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.client.rebalance.impl import RebalanceImpl
 from rocketq.client.trace import consume_return_type
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
@@ -44,13 +48,11 @@ from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.topics import retry_topic
 
-if TYPE_CHECKING:
-    from rocketq.client.consumer.push_core import PushConsumerCore
-
 __all__ = [
     "ConcurrentListener",
     "ConsumeMessageConcurrentlyService",
     "ConsumeService",
+    "ConsumerContext",
     "reset_retry_topic",
 ]
 
@@ -87,6 +89,33 @@ def adapt_listener(fn: Callable[..., Any]) -> ConcurrentListener:
     if len(params) == 1 and not varargs:
         return lambda msgs, _ctx: fn(msgs)
     return fn
+
+
+class ConsumerContext(Protocol):
+    """What a consume service needs of its consumer (a push consumer's engine,
+    :class:`~rocketq.client.consumer.push_core.PushConsumerCore`)."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def config(self) -> PushConsumerConfig: ...
+
+    @property
+    def message_model(self) -> MessageModel: ...
+
+    @property
+    def stats(self) -> ConsumeStats: ...
+
+    @property
+    def offset_store(self) -> OffsetStore: ...
+
+    @property
+    def rebalance(self) -> RebalanceImpl: ...
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
+        """CONSUMER_SEND_MSG_BACK (or a re-send to the retry topic); ``False`` when both failed."""
+        ...
 
 
 class ConsumeService(Protocol):
@@ -192,7 +221,7 @@ class ConsumeMessageConcurrentlyService:
     RUN_TARGET = 0.002
     """Seconds of listener calls a worker takes on at once from a chunk (at least one call)."""
 
-    def __init__(self, consumer: PushConsumerCore, listener: ConcurrentListener) -> None:
+    def __init__(self, consumer: ConsumerContext, listener: ConcurrentListener) -> None:
         self.consumer = consumer
         self.listener = listener
         cfg = consumer.config

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocketq.client._facade import SyncFacade, client_config_for, with_options
 from rocketq.client.config import ClientConfig, PushConsumerConfig
@@ -21,16 +21,15 @@ from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore
 from rocketq.client.consumer.consume_orderly import OrderlyPushConsumerCore
 from rocketq.client.consumer.push_core import PushConsumerCore
 from rocketq.client.instance import ClientInstance
+from rocketq.client.producer.facade import trace_dispatcher
 from rocketq.client.rebalance.impl import MessageQueueListener
 from rocketq.client.rebalance.log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.trace import ConsumerTracing
 from rocketq.client.validators import check_group, check_topic
 from rocketq.clock import now_ms
 from rocketq.errors import ClientStateError, ConfigError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumerRunningInfo, MessageModel, SubscriptionData
-
-if TYPE_CHECKING:
-    from rocketq.client.trace import ConsumerTracing
 
 __all__ = ["PushConsumer"]
 
@@ -169,12 +168,11 @@ class PushConsumer(SyncFacade[PushConsumerCore]):
             try:
                 core = instance.loop_thread.call(self._make_core(instance))
                 if self.config.trace:
-                    from rocketq.client.trace import ConsumerTracing  # noqa: PLC0415 (optional part)
-
-                    self._tracing = ConsumerTracing.start(
-                        self.group, instance.client_id, self.client_config, self.rebalance_log,
-                        self.config.trace_topic,
+                    dispatcher = trace_dispatcher(
+                        self.group, "CONSUMER", client_id=instance.client_id,
+                        client_config=self.client_config, trace_topic=self.config.trace_topic,
                     )  # fmt: skip
+                    self._tracing = ConsumerTracing(dispatcher.start(), self.rebalance_log)
                     core.trace_hook = self._tracing.hook
                 instance.loop_thread.call(core.start(), timeout=60.0)
             except BaseException:

@@ -25,8 +25,10 @@ import time
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rocketq.client.api import ClientAPI
 from rocketq.client.config import ProducerConfig
 from rocketq.client.ids import next_uniq_id
+from rocketq.client.loop_thread import LoopThread
 from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
 from rocketq.client.producer.send_policy import Decision, Outcome, SendPolicy, Verdict
@@ -52,10 +54,9 @@ from rocketq.protocol.properties import MessageConst, properties_to_string
 from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
-    from rocketq.client.instance import ClientInstance
     from rocketq.remoting import RemotingConnection
 
-__all__ = ["ProducerCore", "SendTraceHook"]
+__all__ = ["ProducerContext", "ProducerCore", "SendTraceHook"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,36 @@ _STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
+
+
+class ProducerContext(Protocol):
+    """What a producer needs of its client instance (:class:`~rocketq.client.instance.ClientInstance`,
+    which registers it as a ``ProducerInner``)."""
+
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def api(self) -> ClientAPI | None: ...
+
+    @property
+    def loop_thread(self) -> LoopThread: ...
+
+    def register_producer(self, group: str, producer: ProducerCore) -> None: ...
+
+    def unregister_producer_local(self, group: str) -> None: ...
+
+    async def unregister_client(
+        self, *, producer_group: str | None = None, consumer_group: str | None = None
+    ) -> None: ...
+
+    async def send_heartbeat_to_all_brokers(self) -> None: ...
+
+    async def update_topic_route(self, topic: str, route: TopicRouteData | None = None) -> bool: ...
+
+    def find_broker_address_in_publish(self, broker_name: str) -> str | None: ...
+
+    async def locate_master(self, mq: MessageQueue) -> str | None: ...
 
 
 class SendTraceHook(Protocol):
@@ -93,7 +124,7 @@ class SendTraceHook(Protocol):
 class ProducerCore:
     """The producer's asynchronous implementation; runs on its client instance's loop."""
 
-    def __init__(self, instance: ClientInstance, group: str, config: ProducerConfig) -> None:
+    def __init__(self, instance: ProducerContext, group: str, config: ProducerConfig) -> None:
         self.instance = instance
         self.group = group
         self.config = config

@@ -6,6 +6,12 @@ broker up to ``retry_times_when_send_failed`` times (2) after a transport error 
 broker answer, all within ``send_msg_timeout`` (3 s); the rules are in
 :mod:`~rocketq.client.producer.send_policy`.
 
+A traced client's trace records travel through a producer of its own:
+:func:`trace_dispatcher` makes it and hands its ``send_future`` to a
+:class:`~rocketq.client.trace.TraceDispatcher` (the producer plugs the dispatcher in through
+:class:`~rocketq.client.producer.core.SendTraceHook`; :mod:`rocketq.client.trace` never imports
+the producer).
+
 >>> from rocketq import Producer, Message                       # doctest: +SKIP
 >>> with Producer("my-group", namesrv="127.0.0.1:9876") as producer:  # doctest: +SKIP
 ...     result = producer.send(Message("TopicTest", b"hello", tags="TagA", keys="order-1"))
@@ -18,7 +24,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
 from rocketq.client._facade import SyncFacade, client_config_for
 from rocketq.client.config import ClientConfig, ProducerConfig
@@ -26,14 +32,18 @@ from rocketq.client.instance import ClientInstance
 from rocketq.client.message import SendResult
 from rocketq.client.producer.core import ProducerCore
 from rocketq.client.producer.selection import MessageQueueSelector
+from rocketq.client.trace import (
+    TRACE_INSTANCE_NAME,
+    TRACE_SEND_TIMEOUT,
+    ProducerTracing,
+    TraceDispatcher,
+    trace_producer_group,
+)
 from rocketq.client.validators import check_group
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import Message as ProtocolMessage
 
-if TYPE_CHECKING:
-    from rocketq.client.trace import ProducerTracing
-
-__all__ = ["Producer", "SendCallback"]
+__all__ = ["Producer", "SendCallback", "trace_dispatcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +51,46 @@ SendCallback = Callable[[SendResult], object]
 """Called with the result of an asynchronous send (``SendCallback.onSuccess``)."""
 
 
+def trace_dispatcher(
+    group: str,
+    kind: Literal["PRODUCER", "CONSUMER"],
+    *,
+    client_id: str,
+    client_config: ClientConfig,
+    trace_topic: str | None = None,
+    **tuning: Any,
+) -> TraceDispatcher:
+    """A :class:`~rocketq.client.trace.TraceDispatcher` for the traced client ``client_id`` of
+    ``group``, publishing through a trace producer of its own, started now and shut down with
+    the dispatcher: group ``_INNER_TRACE_PRODUCER-<group>-<kind>-<n>``, instance name
+    ``PID_CLIENT_INNER_TRACE_PRODUCER_<name servers>`` (the traced client's name servers and
+    IP), 5 s send timeout (``AsyncTraceDispatcher``'s producer). ``tuning``: the dispatcher's
+    ``max_chars``, ``wait_threshold``, ``queue_size``."""
+    namesrv = ";".join(client_config.namesrv_addrs)
+    trace_client = ClientConfig(
+        namesrv=client_config.namesrv,
+        client_ip=client_config.client_ip,
+        instance_name=f"{TRACE_INSTANCE_NAME}_{namesrv}",
+    )
+    # Java caps its trace producer at 118,000 bytes too, yet packs until a message *reaches* that
+    # size, so a full pack is refused; ours keeps the producer's default limit
+    config = ProducerConfig(send_msg_timeout=TRACE_SEND_TIMEOUT)
+    producer = Producer(trace_producer_group(group, kind), client_config=trace_client, config=config).start()
+    return TraceDispatcher(
+        group,
+        kind,
+        client_id=client_id,
+        send=producer.send_future,
+        close=producer.shutdown,
+        trace_topic=trace_topic,
+        **tuning,
+    )
+
+
 def _start_tracing(
     group: str, client_id: str, client_config: ClientConfig, trace_topic: str | None
 ) -> ProducerTracing:
-    from rocketq.client.trace import ProducerTracing, TraceDispatcher  # noqa: PLC0415 (trace imports us)
-
-    dispatcher = TraceDispatcher(
+    dispatcher = trace_dispatcher(
         group, "PRODUCER", client_id=client_id, client_config=client_config, trace_topic=trace_topic
     )
     return ProducerTracing(dispatcher.start())
