@@ -32,11 +32,11 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import ClientConfig, ProducerConfig
-from rocketq.client.loop_thread import LoopThread
+from rocketq.client.loop_thread import LoopThread, cancel_and_wait
 from rocketq.client.producer.core import ProducerCore
 from rocketq.client.rebalance.log import RebalanceTrigger
 from rocketq.client.rebalance.service import RebalanceService
@@ -76,6 +76,8 @@ if TYPE_CHECKING:
 __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
@@ -234,10 +236,7 @@ class ClientInstance:
 
     async def _close(self) -> None:
         self._closed = True
-        tasks = [*self._tasks, *self._side_tasks]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait([*self._tasks, *self._side_tasks])
         self._tasks = []
         await self.rebalance_service.close()
         if self.inner_producer is not None:
@@ -265,17 +264,19 @@ class ClientInstance:
     # -------------------------------------------------------------- members
 
     def register_producer(self, group: str, producer: ProducerInner) -> None:
-        if group in self.producers:
-            raise ConfigError(f"producer group {group!r} already has a producer in client {self.client_id}")
-        self.producers[group] = producer
+        self._register(self.producers, "producer", group, producer)
 
     def unregister_producer_local(self, group: str) -> None:
         self.producers.pop(group, None)
 
     def register_consumer(self, group: str, consumer: ConsumerInner) -> None:
-        if group in self.consumers:
-            raise ConfigError(f"consumer group {group!r} already has a consumer in client {self.client_id}")
-        self.consumers[group] = consumer
+        self._register(self.consumers, "consumer", group, consumer)
+
+    def _register(self, table: dict[str, T], kind: str, group: str, member: T) -> None:
+        """One producer or consumer per group and client id, as Java's ``registerProducer/Consumer``."""
+        if group in table:
+            raise ConfigError(f"{kind} group {group!r} already has a {kind} in client {self.client_id}")
+        table[group] = member
 
     def unregister_consumer_local(self, group: str) -> None:
         self.consumers.pop(group, None)
@@ -533,10 +534,7 @@ class ClientInstance:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return self._no_such_consumer(request, header.consumer_group)
         info = consumer.running_info()
         return request.response(ResponseCode.SUCCESS, body=info.encode())
 
@@ -550,12 +548,15 @@ class ClientInstance:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return self._no_such_consumer(request, header.consumer_group)
         result = await consumer.consume_message_directly(msg, header.broker_name)
         return request.response(ResponseCode.SUCCESS, body=result.encode())
+
+    @staticmethod
+    def _no_such_consumer(request: RemotingCommand, group: str) -> RemotingCommand:
+        return request.response(
+            ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
+        )
 
     async def _on_reset_offset(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         try:

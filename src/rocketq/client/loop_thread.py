@@ -24,17 +24,25 @@ import concurrent.futures
 import logging
 import threading
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from typing import Any, Generic, TypeVar
 
 from rocketq.errors import ClientStateError
 from rocketq.remoting.loop import new_event_loop
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "cancel_and_wait"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended (whatever it raised)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _Call(Generic[T]):

@@ -7,10 +7,13 @@ The classes you use:
 * :mod:`~rocketq.client.consumer.lite_pull` - :class:`~rocketq.client.consumer.lite_pull.LitePullConsumer`
   (``DefaultLitePullConsumer``): ``subscribe`` or ``assign``, then ``poll``; its config and engine.
 
-The push consumer's engines (one base, two subclasses; the base knows neither):
+The engines on the client's loop (each base knows none of its subclasses):
 
+* :mod:`~rocketq.client.consumer.base_core` - :class:`~rocketq.client.consumer.base_core.ConsumerCore`,
+  what the push and lite pull engines share (offset store, rebalance, heartbeat data, subscribing);
 * :mod:`~rocketq.client.consumer.push_core` - :class:`~rocketq.client.consumer.push_core.PushConsumerCore`:
   one long-polling pull loop per owned queue, flow control, OFFSET_ILLEGAL, send-back;
+* :mod:`~rocketq.client.consumer.leased_core` - the push engine under broker leases, the base of:
 * :mod:`~rocketq.client.consumer.consume_orderly` - orderly consumption: its consume service and
   :class:`~rocketq.client.consumer.consume_orderly.OrderlyPushConsumerCore` (queues under broker locks);
 * :mod:`~rocketq.client.consumer.clean_handoff` - ``handoff="clean"``: queues change owners

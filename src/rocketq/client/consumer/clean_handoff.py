@@ -54,11 +54,11 @@ from rocketq.client.consumer.consume_concurrently import (
     ConsumeService,
     adapt_listener,
 )
+from rocketq.client.consumer.leased_core import LeasedPushConsumerCore
 from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.consumer.push_core import PushConsumerCore
 from rocketq.client.rebalance.impl import PullRequest
-from rocketq.client.rebalance.leases import LeaseKeeper, commit_offset_sync, lock_one
-from rocketq.client.rebalance.log import RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.leases import commit_offset_sync
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import MessageModel
 
@@ -164,18 +164,17 @@ class HandoffConsumeService(ConsumeMessageConcurrentlyService):
         self.progress.set()
 
 
-class CleanHandoffPushCore(PushConsumerCore):
+class CleanHandoffPushCore(LeasedPushConsumerCore):
     """A concurrent push consumer whose queues change owners without overlap (see the module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.lease = LeaseKeeper(self, retry=True)
         self.handoffs: list[QueueHandoff] = []  # the last ones, for tests and the lab
         self._relock_at: dict[MessageQueue, float] = {}
 
     @property
-    def lock_new_queues(self) -> bool:
-        return self.message_model is MessageModel.CLUSTERING
+    def retries_leases(self) -> bool:
+        return True
 
     @property
     def drains_removed_queues(self) -> bool:
@@ -183,21 +182,6 @@ class CleanHandoffPushCore(PushConsumerCore):
 
     def make_consume_service(self) -> ConsumeService:
         return HandoffConsumeService(self, adapt_listener(self.listener))
-
-    async def start(self) -> None:
-        await super().start()
-        if self.message_model is MessageModel.CLUSTERING:
-            self.lease.start()
-            self.lease.after_rebalance(RebalanceTrigger.START)
-
-    async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
-        await super().do_rebalance(trigger)
-        if self.running and not self.stopping:
-            self.lease.after_rebalance(trigger)
-
-    async def shutdown(self, await_termination: float) -> list[RebalanceRecord]:
-        await self.lease.stop()
-        return await super().shutdown(await_termination)
 
     async def pull_precheck(self, request: PullRequest) -> float | None:
         wait = await super().pull_precheck(request)
@@ -212,9 +196,8 @@ class CleanHandoffPushCore(PushConsumerCore):
         # lost or expired lease: try to get it back now and then, never pull without it
         if time.monotonic() >= self._relock_at.get(mq, 0.0):
             self._relock_at[mq] = time.monotonic() + self.config.lease_retry_max
-            async with self.lease.renew_lock:
-                if await lock_one(self.instance, self.group, mq, pq):
-                    return None
+            if await self.lock_queue(mq, pq):
+                return None
         return self.config.lease_retry_max
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rocketq.client.config import PushConsumerConfig
@@ -75,17 +76,19 @@ def reset_retry_topic(msgs: Sequence[MessageExt], group: str) -> None:
             msg.topic = original
 
 
-def adapt_listener(fn: Callable[..., Any]) -> ConcurrentListener:
-    """Accept ``fn(msgs, context)`` and also the simpler ``fn(msgs)``."""
+def adapt_listener(fn: Callable[..., Any]) -> Callable[[list[MessageExt], Any], Any]:
+    """Accept ``fn(msgs, context)`` and also the simpler ``fn(msgs)`` (any listener, concurrent
+    or orderly)."""
     try:
-        params = [
-            p
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-        ]
-        varargs = any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values())
+        sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return fn
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
     if len(params) == 1 and not varargs:
         return lambda msgs, _ctx: fn(msgs)
     return fn
@@ -137,45 +140,31 @@ class ConsumeService(Protocol):
     def core_pool_size(self) -> int: ...
 
 
+@dataclass(slots=True)
 class _Request:
     """One listener call whose result needs more than forgetting its messages (failure, partial
     ``ack_index``, dropped queue): Java's ``ConsumeRequest`` and its outcome."""
 
-    __slots__ = ("ctx", "mq", "msgs", "pq", "rt", "status")
-
-    def __init__(
-        self,
-        msgs: list[MessageExt],
-        pq: ProcessQueue,
-        mq: MessageQueue,
-        ctx: ConsumeConcurrentlyContext,
-        status: ConsumeConcurrentlyStatus,
-        rt: float,
-    ) -> None:
-        self.msgs = msgs
-        self.pq = pq
-        self.mq = mq
-        self.ctx = ctx
-        self.status = status
-        self.rt = rt
+    msgs: list[MessageExt]
+    pq: ProcessQueue
+    mq: MessageQueue
+    ctx: ConsumeConcurrentlyContext
+    status: ConsumeConcurrentlyStatus
+    rt: float
 
 
+@dataclass(slots=True)
 class _Chunk:
     """Listener calls to make for one queue: ``msgs`` cut into calls of ``size`` messages.
 
     ``rest``: the remainder of a chunk a worker split; it waits at the front of the shared
     remainders and travels through the queue only as a wake-up (see ``_work``)."""
 
-    __slots__ = ("mq", "msgs", "pq", "rest", "size")
-
-    def __init__(
-        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, size: int, rest: bool = False
-    ) -> None:
-        self.msgs = msgs
-        self.pq = pq
-        self.mq = mq
-        self.size = size
-        self.rest = rest
+    msgs: list[MessageExt]
+    pq: ProcessQueue
+    mq: MessageQueue
+    size: int
+    rest: bool = False
 
 
 class _Done:

@@ -11,21 +11,19 @@ base engine never needs to know its subclasses. How the engine pulls and consume
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from rocketq.client._facade import SyncFacade, client_config_for, with_options
+from rocketq.client._facade import ConsumerFacade, client_config_for, with_options
 from rocketq.client.config import ClientConfig, PushConsumerConfig
 from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore
 from rocketq.client.consumer.consume_orderly import OrderlyPushConsumerCore
 from rocketq.client.consumer.push_core import PushConsumerCore
 from rocketq.client.instance import ClientInstance
 from rocketq.client.producer.facade import trace_dispatcher
-from rocketq.client.rebalance.impl import MessageQueueListener
-from rocketq.client.rebalance.log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.log import RebalanceListener, RebalanceRecord, RebalanceTrigger
 from rocketq.client.trace import ConsumerTracing
-from rocketq.client.validators import check_group, check_topic
+from rocketq.client.validators import check_topic
 from rocketq.clock import now_ms
 from rocketq.errors import ClientStateError, ConfigError
 from rocketq.models import MessageQueue
@@ -36,7 +34,7 @@ __all__ = ["PushConsumer"]
 logger = logging.getLogger(__name__)
 
 
-class PushConsumer(SyncFacade[PushConsumerCore]):
+class PushConsumer(ConsumerFacade[PushConsumerCore, PushConsumerConfig]):
     """A push consumer usable from plain synchronous code.
 
     ::
@@ -56,8 +54,6 @@ class PushConsumer(SyncFacade[PushConsumerCore]):
     rules (orderly, clean handoff) set it to a :class:`PushConsumerCore` subclass.
     """
 
-    role = "consumer"
-
     core_class: type[PushConsumerCore] = PushConsumerCore
 
     def __init__(
@@ -71,27 +67,19 @@ class PushConsumer(SyncFacade[PushConsumerCore]):
         client_config: ClientConfig | None = None,
         **options: Any,
     ) -> None:
-        check_group(group)
         if group == "DEFAULT_CONSUMER":
             raise ConfigError("the consumer group cannot be DEFAULT_CONSUMER (as in RocketMQ); name one")
-        self.group = group
-        cfg = with_options(config or PushConsumerConfig(), options, "push consumer")
-        self.config = cfg
-        client_config = client_config_for(
-            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+        super().__init__(
+            group,
+            with_options(config or PushConsumerConfig(), options, "push consumer"),
+            client_config_for(
+                client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+            ),
         )
-        if cfg.message_model is MessageModel.CLUSTERING:
-            client_config = client_config.with_pid_instance_name()
-        self.client_config = client_config
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Callable[..., Any] | None = None
         self._orderly = False
-        self._queue_listeners: list[MessageQueueListener] = []
-        self.rebalance_log = RebalanceLog(cfg.rebalance_log_size)
         self._tracing: ConsumerTracing | None = None
-        self._instance: ClientInstance | None = None
-        self._core: PushConsumerCore | None = None
-        self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- setup
 
@@ -143,46 +131,32 @@ class PushConsumer(SyncFacade[PushConsumerCore]):
 
     register_message_listener = register_listener
 
-    def add_rebalance_listener(self, fn: RebalanceListener) -> None:
-        """Call ``fn(record)`` for every rebalance record (on the client's loop thread)."""
-        self.rebalance_log.add_listener(fn)
-
     def remove_rebalance_listener(self, fn: RebalanceListener) -> None:
         self.rebalance_log.remove_listener(fn)
 
-    def add_queue_listener(self, fn: MessageQueueListener) -> None:
-        """``fn(topic, all queues, my queues)`` whenever a rebalance changed this consumer's queues."""
-        self._queue_listeners.append(fn)
-
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> PushConsumer:
-        with self._lock:
-            if self._core is not None:
-                return self
-            if self._listener is None:
-                raise ClientStateError("register a listener before start()")
-            if not self._subscriptions:
-                raise ClientStateError("subscribe to at least one topic before start()")
-            instance = ClientInstance.acquire(self.client_config)
-            try:
-                core = instance.loop_thread.call(self._make_core(instance))
-                if self.config.trace:
-                    dispatcher = trace_dispatcher(
-                        self.group, "CONSUMER", client_id=instance.client_id,
-                        client_config=self.client_config, trace_topic=self.config.trace_topic,
-                    )  # fmt: skip
-                    self._tracing = ConsumerTracing(dispatcher.start(), self.rebalance_log)
-                    core.trace_hook = self._tracing.hook
-                instance.loop_thread.call(core.start(), timeout=60.0)
-            except BaseException:
-                if self._tracing is not None:
-                    self._tracing.shutdown()
-                    self._tracing = None
-                instance.release()
-                raise
-            self._instance, self._core = instance, core
-            return self
+    def _check_startable(self) -> None:
+        if self._listener is None:
+            raise ClientStateError("register a listener before start()")
+        if not self._subscriptions:
+            raise ClientStateError("subscribe to at least one topic before start()")
+
+    def _start_core(self, instance: ClientInstance) -> PushConsumerCore:
+        try:
+            core = instance.loop_thread.call(self._make_core(instance))
+            if self.config.trace:
+                dispatcher = trace_dispatcher(
+                    self.group, "CONSUMER", client_id=instance.client_id,
+                    client_config=self.client_config, trace_topic=self.config.trace_topic,
+                )  # fmt: skip
+                self._tracing = ConsumerTracing(dispatcher.start(), self.rebalance_log)
+                core.trace_hook = self._tracing.hook
+            instance.loop_thread.call(core.start(), timeout=60.0)
+        except BaseException:
+            self._stop_tracing()
+            raise
+        return core
 
     async def _make_core(self, instance: ClientInstance) -> PushConsumerCore:
         assert self._listener is not None
@@ -194,20 +168,15 @@ class PushConsumer(SyncFacade[PushConsumerCore]):
     def shutdown(self, await_termination: float | None = None) -> None:
         """Graceful: stop pulling, wait (bounded) for listeners, persist offsets, unregister."""
         wait = self.config.await_termination if await_termination is None else await_termination
-        with self._lock:
-            core, instance = self._core, self._instance
-            self._core = None
-            if core is None or instance is None:
-                return
-            try:
-                instance.loop_thread.call(core.shutdown(wait), timeout=wait + 30.0)
-            except Exception as exc:
-                logger.warning("consumer %s: shutdown step failed: %s", self.group, exc)
-            finally:
-                if self._tracing is not None:  # after the SHUTDOWN records, so they are published
-                    self._tracing.shutdown()
-                    self._tracing = None
-                instance.release()
+        self._stop(lambda core: core.shutdown(wait), wait + 30.0)
+
+    def _stopped(self, core: PushConsumerCore) -> None:
+        self._stop_tracing()  # after the SHUTDOWN records, so they are published
+
+    def _stop_tracing(self) -> None:
+        if self._tracing is not None:
+            self._tracing.shutdown()
+            self._tracing = None
 
     close = shutdown
 
@@ -266,6 +235,3 @@ class PushConsumer(SyncFacade[PushConsumerCore]):
             return core.running_info()
 
         return core.instance.loop_thread.call(snapshot())
-
-    def rebalance_records(self, topic: str | None = None) -> list[RebalanceRecord]:
-        return self.rebalance_log.records(topic)

@@ -32,33 +32,30 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rocketq.client.api import ClientAPI
 from rocketq.client.config import PushConsumerConfig
+from rocketq.client.consumer.base_core import ConsumerCore
 from rocketq.client.consumer.consume_concurrently import (
     ConsumeMessageConcurrentlyService,
     ConsumeService,
     adapt_listener,
 )
-from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.consumer.pull import flow_control_reason, found_messages, pull_sys_flag
-from rocketq.client.consumer.start_offset import compute_pull_from_where
-from rocketq.client.consumer.stats import ConsumeStats
-from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest, RebalanceImpl
+from rocketq.client.loop_thread import cancel_and_wait
+from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.clock import now_ms
-from rocketq.errors import BrokerError, ClientStateError, ConfigError, RocketQError
+from rocketq.errors import BrokerError, ConfigError, RocketQError
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
-    ConsumerData,
     ConsumerRunningInfo,
     ConsumeType,
     MessageModel,
     SubscriptionData,
 )
-from rocketq.protocol.codes import CURRENT_VERSION, MASTER_ID, ResponseCode, version_name
+from rocketq.protocol.codes import MASTER_ID, ResponseCode
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
@@ -69,12 +66,29 @@ if TYPE_CHECKING:
     from rocketq.client.instance import ClientInstance
     from rocketq.client.trace import ConsumeTraceHook
 
-__all__ = ["PushConsumerCore"]
+__all__ = ["PushConsumerCore", "retry_message"]
 
 logger = logging.getLogger(__name__)
 
 
-class PushConsumerCore:
+def retry_message(
+    msg: MessageExt, group: str, *, reconsume_times: int, max_reconsume_times: int
+) -> ProtocolMessage:
+    """``msg`` re-sent to ``%RETRY%<group>`` by the client itself (when the broker would not take a
+    CONSUMER_SEND_MSG_BACK, or an orderly message is exhausted): its properties plus the original
+    id and topic, the reconsume counts and a delay level of ``3 + reconsume times``, and no
+    ``UNIQ_KEY`` (the producer gives it a new one), as Java's ``sendMessageBack`` fallback."""
+    props = dict(msg.properties)
+    props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
+    props[MessageConst.RETRY_TOPIC] = msg.topic
+    props[MessageConst.RECONSUME_TIME] = str(reconsume_times)
+    props[MessageConst.MAX_RECONSUME_TIMES] = str(max_reconsume_times)
+    props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
+    props.pop(MessageConst.UNIQ_KEY, None)
+    return ProtocolMessage(retry_topic(group), msg.body, msg.flag, props)
+
+
+class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
     """The push consumer's implementation; every method runs on the instance's event loop."""
 
     consume_type = ConsumeType.CONSUME_PASSIVELY
@@ -92,30 +106,11 @@ class PushConsumerCore:
         log: RebalanceLog,
         queue_listeners: list[MessageQueueListener],
     ) -> None:
-        self.instance = instance
-        self.group = group
-        self.config = config
-        self.message_model = config.message_model
+        super().__init__(
+            instance, group, config, log, queue_listeners,
+            balance=config.balance, pull_max_idle=config.pull_max_idle_time,
+        )  # fmt: skip
         self.listener = listener
-        self.log = log
-        self.queue_listeners = queue_listeners
-        self.stats = ConsumeStats()
-        self.offset_store: OffsetStore
-        if self.message_model is MessageModel.BROADCASTING:
-            self.offset_store = LocalFileOffsetStore(group, instance.client_id, config.offset_store_dir)
-        else:
-            self.offset_store = RemoteBrokerOffsetStore(group, self._api(), instance.locate_master)
-        self.rebalance = RebalanceImpl(
-            group=group,
-            message_model=self.message_model,
-            strategy=config.strategy(),
-            context=instance,
-            hooks=self,
-            log=log,
-            offset_store=self.offset_store,
-            balance=config.balance,
-            pull_max_idle=config.pull_max_idle_time,
-        )
         for sub in subscriptions.values():
             self.rebalance.set_subscription(sub)
         self.consume_service: ConsumeService = self.make_consume_service()
@@ -127,32 +122,8 @@ class PushConsumerCore:
         self._flow_control_times = 0
         self.paused = False
         self._rebalance_ready = False  # the service's rebalances wait for the START one
-        self.running = False
-        self.stopping = False
-        self.start_timestamp = 0
-
-    def _api(self) -> ClientAPI:
-        api = self.instance.api
-        if api is None:
-            raise ClientStateError("client instance not started")
-        return api
 
     # ---------------------------------------------------------------- seams
-
-    @property
-    def consume_orderly(self) -> bool:
-        """Whether queues are consumed in order (the orderly service overrides)."""
-        return False
-
-    @property
-    def lock_new_queues(self) -> bool:
-        """Whether a new queue is locked on the broker before it is consumed (orderly; clean handoff)."""
-        return self.consume_orderly
-
-    @property
-    def drains_removed_queues(self) -> bool:
-        """Whether a queue a rebalance removes is drained before it is dropped (clean handoff)."""
-        return False
 
     def make_consume_service(self) -> ConsumeService:
         """The service that runs the listener (called once, in ``__init__``)."""
@@ -226,21 +197,13 @@ class PushConsumerCore:
         if not self.running:
             return []
         self.stopping = True
-        tasks = list(self._pull_tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(self._pull_tasks.values())
         self._pull_tasks.clear()
         await self.consume_service.shutdown(await_termination)
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
-        mqs = list(self.rebalance.process_queue_table)
-        await self.offset_store.persist_all(mqs, oneway=False)
+        await cancel_and_wait(self._background)
+        await self.offset_store.persist_all(self.owned_queues(), oneway=False)
         records = await self.rebalance.release_all(RebalanceTrigger.SHUTDOWN)
-        self.instance.unregister_consumer_local(self.group)
-        await self.instance.unregister_client(consumer_group=self.group)
-        self.running = False
+        await self.leave()
         logger.info("push consumer %s (%s) shut down", self.group, self.instance.client_id)
         return records
 
@@ -266,37 +229,10 @@ class PushConsumerCore:
 
     # ---------------------------------------------------------------- subscriptions
 
-    async def subscribe(self, sub: SubscriptionData) -> None:
-        assert sub.topic is not None
-        self.rebalance.set_subscription(sub)
-        if self.running:
-            await self.instance.update_topic_route(sub.topic)
-            await self.instance.send_heartbeat_to_all_brokers()
-            await self.rebalance.do_rebalance(RebalanceTrigger.SUBSCRIPTION)
-
-    async def unsubscribe(self, topic: str) -> None:
-        self.rebalance.subscriptions.pop(topic, None)
-        if self.running:
-            await self.instance.send_heartbeat_to_all_brokers()
-            await self.rebalance.do_rebalance(RebalanceTrigger.SUBSCRIPTION)
-
     # ---------------------------------------------------------------- ConsumerInner
-
-    def consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group_name=self.group,
-            consume_type=self.consume_type,
-            message_model=self.message_model,
-            consume_from_where=self.config.consume_from_where,
-            subscription_data_set=tuple(self.rebalance.subscriptions.values()),
-            unit_mode=False,
-        )
 
     def subscribed_topics(self) -> list[str]:
         return list(self.rebalance.subscriptions)
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        return topic in self.rebalance.subscriptions and topic not in self.rebalance.topic_subscribe_info
 
     def update_topic_subscribe_info(self, topic: str, mqs: frozenset[MessageQueue]) -> None:
         """A route refresh found ``topic``'s readable queues; a new or changed set rebalances now
@@ -317,19 +253,12 @@ class PushConsumerCore:
                     await self.instance.update_topic_route(topic)
             await self.rebalance.do_rebalance(trigger)
 
-    async def persist_consumer_offset(self) -> None:
-        if self.running and not self.stopping:
-            await self.offset_store.persist_all(list(self.rebalance.process_queue_table))
-
-    def offset_table(self) -> dict[MessageQueue, int]:
-        return self.offset_store.clone_offset_table()
+    def owned_queues(self) -> list[MessageQueue]:
+        return list(self.rebalance.process_queue_table)
 
     def running_info(self) -> ConsumerRunningInfo:
         cfg = self.config
-        props = {
-            "consumerGroup": self.group,
-            "messageModel": str(self.message_model),
-            "consumeFromWhere": str(cfg.consume_from_where),
+        own = {
             "consumeTimestamp": cfg.consume_timestamp,
             "allocateMessageQueueStrategy": self.rebalance.strategy.name,
             "consumeThreadMin": str(cfg.consume_thread_max),
@@ -350,13 +279,8 @@ class PushConsumerCore:
             "unitMode": "false",
             "instanceName": self.instance.config.instance_name,
             "clientIP": self.instance.client_id.partition("@")[0],
-            "PROP_NAMESERVER_ADDR": ";".join(self.instance.namesrv_addrs) + ";",
-            "PROP_CONSUME_TYPE": str(self.consume_type),
-            "PROP_CONSUMEORDERLY": str(self.consume_orderly).lower(),
-            "PROP_THREADPOOL_CORE_SIZE": str(self.consume_service.core_pool_size),
-            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
-            "PROP_CLIENT_VERSION": version_name(CURRENT_VERSION),
         }
+        props = self.running_properties(own, thread_pool=self.consume_service.core_pool_size)
         mq_table = {
             mq: pq.info(self.offset_store.memory_offset(mq))
             for mq, pq in sorted(self.rebalance.process_queue_table.items())
@@ -400,20 +324,6 @@ class PushConsumerCore:
         # shutdown cancels it
         return True
 
-    def remove_dirty_offset(self, mq: MessageQueue) -> None:
-        self.offset_store.remove_offset(mq)
-
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """Where a newly owned queue starts (``RebalancePushImpl.computePullFromWhere``): see
-        :func:`~rocketq.client.consumer.start_offset.compute_pull_from_where`."""
-        return await compute_pull_from_where(
-            mq,
-            start=self.config,
-            offset_store=self.offset_store,
-            api=self._api(),
-            locate_master=self.instance.locate_master,
-        )
-
     def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
         for request in requests:
             self.execute_pull_request(request)
@@ -431,30 +341,12 @@ class PushConsumerCore:
             if cfg.pull_threshold_size_for_topic != -1:
                 self.pull_threshold_size_for_queue = max(1, cfg.pull_threshold_size_for_topic // count)
         await self.instance.send_heartbeat_to_all_brokers()
-        for fn in list(self.queue_listeners):
-            try:
-                fn(topic, mq_all, mq_divided)
-            except Exception:
-                logger.exception("message queue listener %r failed", fn)
+        self.notify_queue_listeners(topic, mq_all, mq_divided)
 
     # ---------------------------------------------------------------- pulling
 
     def execute_pull_request(self, request: PullRequest, delay: float = 0.0) -> None:
-        if self.stopping:
-            return
-        old = self._pull_tasks.get(request.mq)
-        if old is not None and not old.done():
-            old.cancel()
-        task = asyncio.get_running_loop().create_task(self._pull_loop(request, delay))
-        self._pull_tasks[request.mq] = task
-        mq = request.mq
-        task.add_done_callback(lambda t: self._pull_done(mq, t))
-
-    def _pull_done(self, mq: MessageQueue, task: asyncio.Task[None]) -> None:
-        if self._pull_tasks.get(mq) is task:
-            del self._pull_tasks[mq]
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("pull loop of %s died", mq, exc_info=task.exception())
+        self.run_pull_loop(self._pull_tasks, request.mq, lambda: self._pull_loop(request, delay))
 
     async def _pull_loop(self, request: PullRequest, delay: float) -> None:
         if delay:
@@ -508,7 +400,7 @@ class PushConsumerCore:
             pq.first_pull_ms = now_ms()
         try:
             addr = await self.instance.locate_pull_address(mq, self._pull_from_which_node.get(mq, MASTER_ID))
-            response = await self._api().call(
+            response = await self.api.call(
                 addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend
             )
         except asyncio.CancelledError:
@@ -589,7 +481,7 @@ class PushConsumerCore:
             max_reconsume_times=max_times,
         )
         try:
-            await self._api().call(addr, calls.consumer_send_msg_back(header), 5.0)
+            await self.api.call(addr, calls.consumer_send_msg_back(header), 5.0)
             return True
         except RocketQError as exc:
             logger.warning(
@@ -598,14 +490,9 @@ class PushConsumerCore:
         producer = self.instance.inner_producer
         if producer is None:
             return False
-        props = dict(msg.properties)
-        props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
-        props[MessageConst.RETRY_TOPIC] = msg.topic
-        props[MessageConst.RECONSUME_TIME] = str(msg.reconsume_times + 1)
-        props[MessageConst.MAX_RECONSUME_TIMES] = str(max_times)
-        props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
-        props.pop(MessageConst.UNIQ_KEY, None)
-        retry = ProtocolMessage(retry_topic(self.group), msg.body, msg.flag, props)
+        retry = retry_message(
+            msg, self.group, reconsume_times=msg.reconsume_times + 1, max_reconsume_times=max_times
+        )
         try:
             await producer.send(retry)
             return True

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rocketq.client.api import ClientAPI
@@ -259,7 +260,7 @@ class ProducerCore:
         else:
             assert first.conn is not None
             try:
-                outcome = first.finish(first.conn.invoke_threadsafe(first.request, first.budget))
+                outcome = first.finish(first.conn.invoke_threadsafe(first.request, first.policy.timeout))
             except RemotingError as exc:
                 outcome = first.finish(exc)
         if isinstance(outcome, SendResult):
@@ -296,7 +297,7 @@ class ProducerCore:
         else:
             assert first.conn is not None
             try:
-                outcome = first.finish(await first.conn.invoke_from_loop(first.request, first.budget))
+                outcome = first.finish(await first.conn.invoke_from_loop(first.request, first.policy.timeout))
             except RemotingError as exc:
                 outcome = first.finish(exc)
         if isinstance(outcome, SendResult):
@@ -513,55 +514,35 @@ class ProducerCore:
         return self._result(p, mq, addr, await api.call(addr, call, timeout), begin_ms=begin_ms)
 
 
+@dataclass(slots=True)
 class _Prepared:
     """One send's message, ready to go: its properties (with ``UNIQ_KEY``), body as sent
     (compressed or not), sys flag and unique id(s); a batch's body is the encoded batch."""
 
-    __slots__ = ("batch", "body", "msg", "props", "sys_flag", "uniq")
-
-    def __init__(
-        self,
-        msg: ProtocolMessage,
-        props: dict[str, str],
-        body: bytes,
-        sys_flag: int,
-        uniq: str,
-        *,
-        batch: bool,
-    ) -> None:
-        self.msg = msg
-        self.props = props
-        self.body = body
-        self.sys_flag = sys_flag
-        self.uniq = uniq
-        self.batch = batch
+    msg: ProtocolMessage
+    props: dict[str, str]
+    body: bytes
+    sys_flag: int
+    uniq: str
+    batch: bool = field(kw_only=True)
 
 
+@dataclass(slots=True)
 class _FirstAttempt:
     """A send's first attempt made outside the client's loop (a thread's, or another loop's):
-    what it needs, and what follows from its outcome (as the send's policy says)."""
+    what it needs, and what follows from its outcome (as the send's policy says). ``mq``,
+    ``conn`` and ``request`` are set when it can go from there; it may take the whole timeout
+    (it begins with the send)."""
 
-    __slots__ = ("arg", "budget", "conn", "core", "mq", "p", "policy", "queue", "request", "selector")
-
-    def __init__(
-        self,
-        core: ProducerCore,
-        p: _Prepared,
-        policy: SendPolicy,
-        queue: MessageQueue | None,
-        selector: MessageQueueSelector | None,
-        arg: Any,
-    ) -> None:
-        self.core = core
-        self.p = p
-        self.policy = policy
-        self.queue = queue
-        self.selector = selector
-        self.arg = arg
-        self.budget = policy.timeout  # the first attempt begins with the send
-        self.mq: MessageQueue | None = None
-        self.conn: RemotingConnection | None = None
-        self.request: RemotingCommand | None = None
+    core: ProducerCore
+    p: _Prepared
+    policy: SendPolicy
+    queue: MessageQueue | None
+    selector: MessageQueueSelector | None
+    arg: Any
+    mq: MessageQueue | None = None
+    conn: RemotingConnection | None = None
+    request: RemotingCommand | None = None
 
     def on_loop(self) -> Coroutine[Any, Any, SendResult | None]:
         """The whole send, on the client's loop (no route or connection here yet)."""

@@ -130,36 +130,21 @@ class Producer(SyncFacade[ProducerCore]):
         self._core: ProducerCore | None = None
         self._lock = threading.Lock()
 
-    def start(self) -> Producer:
-        with self._lock:
-            if self._core is not None:
-                return self
-            instance = ClientInstance.acquire(self.client_config)
-            core = ProducerCore(instance, self.group, self.config)
-            try:
-                instance.loop_thread.call(core.start())
-                if self.config.trace:
-                    core.trace = _start_tracing(self.group, instance.client_id, self.client_config,
-                                                self.config.trace_topic)  # fmt: skip
-            except BaseException:
-                instance.release()
-                raise
-            self._instance, self._core = instance, core
-            return self
+    def _start_core(self, instance: ClientInstance) -> ProducerCore:
+        core = ProducerCore(instance, self.group, self.config)
+        instance.loop_thread.call(core.start())
+        if self.config.trace:
+            core.trace = _start_tracing(
+                self.group, instance.client_id, self.client_config, self.config.trace_topic
+            )
+        return core
 
     def shutdown(self) -> None:
-        with self._lock:
-            core, instance = self._core, self._instance
-            self._core = None
-            if core is None or instance is None:
-                return
-            try:
-                instance.loop_thread.call(core.unregister(), timeout=10.0)
-            except Exception as exc:
-                logger.warning("producer %s: unregister failed: %s", self.group, exc)
-            if core.trace is not None:
-                core.trace.shutdown()
-            instance.release()
+        self._stop(lambda core: core.unregister(), 10.0)
+
+    def _stopped(self, core: ProducerCore) -> None:
+        if core.trace is not None:
+            core.trace.shutdown()
 
     close = shutdown
 

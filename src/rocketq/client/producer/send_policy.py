@@ -83,20 +83,18 @@ Outcome = SendResult | None | RemotingError | BrokerError
 """What an attempt came to: the broker's answer (``None`` for oneway), or its error."""
 
 
+@dataclass(slots=True, kw_only=True)
 class SendPolicy:
     """The rules of one send (see the module doc); made when the send begins (``begin``, by
-    ``time.monotonic``), consulted before and after each attempt."""
+    ``time.monotonic``), consulted before and after each attempt. Never changed once made (not
+    frozen only because one is made per send, and a frozen dataclass costs twice as much to make).
+    """
 
-    __slots__ = ("attempts", "begin", "retry_not_stored", "timeout", "topic")
-
-    def __init__(
-        self, *, topic: str, attempts: int, timeout: float, begin: float, retry_not_stored: bool
-    ) -> None:
-        self.topic = topic
-        self.attempts = attempts
-        self.timeout = timeout
-        self.begin = begin
-        self.retry_not_stored = retry_not_stored
+    topic: str
+    attempts: int
+    timeout: float
+    begin: float
+    retry_not_stored: bool
 
     @classmethod
     def of(

@@ -287,13 +287,10 @@ class RebalanceImpl:
     async def _rebalance_topic(self, topic: str, trigger: RebalanceTrigger) -> RebalanceRecord | None:
         start = now_ms()
         mq_set = self.topic_subscribe_info.get(topic)
-        owned_before = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
         if mq_set is None:
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 logger.warning("rebalance of %s for group %s: no route for the topic yet", topic, self.group)
-            return self._publish(
-                self._record(trigger, topic, start, owned_before, error="no route for the topic")
-            )
+            return self._publish(trigger, topic, start, error="no route for the topic")
         all_sorted = tuple(sorted_queues(mq_set))
         if self.message_model is MessageModel.BROADCASTING:
             mine: list[MessageQueue] = list(all_sorted)
@@ -303,9 +300,7 @@ class RebalanceImpl:
             if not ids:
                 logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
                 error = "no consumer ids from the brokers"
-                return self._publish(
-                    self._record(trigger, topic, start, owned_before, all_queues=all_sorted, error=error)
-                )
+                return self._publish(trigger, topic, start, all_queues=all_sorted, error=error)
             others = {t: qs for t, qs in self.topic_subscribe_info.items() if t in self.subscriptions}
             try:
                 mine, _, cid_all = allocate_topic(
@@ -320,59 +315,53 @@ class RebalanceImpl:
                 )
             except RocketQError as exc:
                 logger.error("allocation of %s for group %s failed: %s", topic, self.group, exc)
-                record = self._record(
-                    trigger,
-                    topic,
-                    start,
-                    owned_before,
-                    client_ids=tuple(java_sorted(ids)),
-                    all_queues=all_sorted,
+                return self._publish(
+                    trigger, topic, start, client_ids=tuple(java_sorted(ids)), all_queues=all_sorted,
                     error=f"allocation failed: {exc}",
-                )
-                return self._publish(record)
+                )  # fmt: skip
         self.allocated[topic] = frozenset(mine)
         changed, added, removed, expired, committed, requests = await self._update_table(topic, mine)
+        await self._announce(topic, frozenset(mq_set), frozenset(mine), changed, requests)
+        return self._publish(
+            trigger, topic, start, client_ids=tuple(cid_all), all_queues=all_sorted, added=added,
+            removed=tuple(sorted(removed + expired)), expired=tuple(sorted(expired)), committed=committed,
+        )  # fmt: skip
+
+    async def _announce(
+        self,
+        topic: str,
+        mq_all: frozenset[MessageQueue],
+        mine: frozenset[MessageQueue],
+        changed: bool,
+        requests: Sequence[PullRequest],
+    ) -> None:
+        """Tell the hooks the consumer's queues of ``topic`` changed, then dispatch the new pulls."""
         if changed:
             # before the first pulls: it bumps the subscription version and heartbeats it, and a
             # pull carrying a version the broker has not seen yet is refused (Java races here)
-            await self.hooks.message_queue_changed(topic, frozenset(mq_set), frozenset(mine))
+            await self.hooks.message_queue_changed(topic, mq_all, mine)
         if requests:
             self.hooks.dispatch_pull_requests(requests)
-        owned = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
-        return self._publish(
-            self._record(
-                trigger,
-                topic,
-                start,
-                owned,
-                client_ids=tuple(cid_all),
-                all_queues=all_sorted,
-                added=tuple(sorted(added)),
-                removed=tuple(sorted(removed + expired)),
-                expired=tuple(sorted(expired)),
-                pull_from=dict(sorted(added.items())),
-                committed=committed,
-            )
-        )
 
-    def _record(
+    def _publish(
         self,
         trigger: RebalanceTrigger,
         topic: str,
         start_ms: int,
-        owned: tuple[MessageQueue, ...],
         *,
         client_ids: tuple[str, ...] = (),
         all_queues: tuple[MessageQueue, ...] = (),
-        added: tuple[MessageQueue, ...] = (),
+        added: Mapping[MessageQueue, int] | None = None,
         removed: tuple[MessageQueue, ...] = (),
         expired: tuple[MessageQueue, ...] = (),
-        pull_from: dict[MessageQueue, int] | None = None,
         committed: dict[MessageQueue, int] | None = None,
         error: str | None = None,
     ) -> RebalanceRecord:
-        return RebalanceRecord(
-            seq=0,
+        """Record and publish one topic's rebalance that began at ``start_ms``: what the consumer
+        owns now, ``added`` queues with the offsets they start at, and the rest as given."""
+        added = added or {}
+        record = RebalanceRecord(
+            seq=self.log.next_seq(),
             trigger=trigger,
             group=self.group,
             client_id=self.context.client_id,
@@ -381,19 +370,16 @@ class RebalanceImpl:
             strategy=self.strategy.name,
             client_ids=client_ids,
             all_queues=all_queues,
-            owned=owned,
-            added=added,
+            owned=tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic)),
+            added=tuple(sorted(added)),
             removed=removed,
             expired=expired,
-            pull_from=pull_from or {},
+            pull_from=dict(sorted(added.items())),
             committed=committed or {},
             start_ms=start_ms,
             end_ms=now_ms(),
             error=error,
         )
-
-    def _publish(self, record: RebalanceRecord) -> RebalanceRecord:
-        record = replace(record, seq=self.log.next_seq())
         self.log.publish(record)
         return record
 
@@ -489,21 +475,8 @@ class RebalanceImpl:
             if not changed:
                 return None
             mq_all = self.topic_subscribe_info.get(topic, frozenset())
-            await self.hooks.message_queue_changed(topic, frozenset(mq_all), target)
-            if requests:
-                self.hooks.dispatch_pull_requests(requests)
-            owned = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
-            return self._publish(
-                self._record(
-                    trigger,
-                    topic,
-                    start,
-                    owned,
-                    all_queues=tuple(sorted_queues(mq_all)),
-                    added=tuple(sorted(added)),
-                    pull_from=dict(sorted(added.items())),
-                )
-            )
+            await self._announce(topic, frozenset(mq_all), target, True, requests)
+            return self._publish(trigger, topic, start, all_queues=tuple(sorted_queues(mq_all)), added=added)
 
     def pending(self) -> dict[str, list[MessageQueue]]:
         """Per topic, the allocated queues not owned yet (their lock is held elsewhere)."""
@@ -544,15 +517,15 @@ class RebalanceImpl:
                 for mq in sorted(mqs):
                     if await self._drop(mq, committed, DropReason.SHUTDOWN):
                         removed.append(mq)
-                left = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
-                record = self._record(
-                    trigger,
-                    topic,
-                    start,
-                    left,
-                    all_queues=tuple(sorted_queues(self.topic_subscribe_info.get(topic, ()))),
-                    removed=tuple(removed),
-                    committed=committed,
+                all_queues = tuple(sorted_queues(self.topic_subscribe_info.get(topic, ())))
+                records.append(
+                    self._publish(
+                        trigger,
+                        topic,
+                        start,
+                        all_queues=all_queues,
+                        removed=tuple(removed),
+                        committed=committed,
+                    )
                 )
-                records.append(self._publish(record))
             return records

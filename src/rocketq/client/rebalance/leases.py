@@ -28,6 +28,7 @@ from typing import Protocol
 
 from rocketq.client.api import ClientAPI
 from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.loop_thread import cancel_and_wait
 from rocketq.client.rebalance.impl import RebalanceImpl
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.errors import RocketQError
@@ -292,8 +293,11 @@ async def commit_offset_sync(
 class LeaseKeeper:
     """Renews a consumer's leases and acquires the ones it is still waiting for, on its loop.
 
-    Shared by :class:`CleanHandoffPushCore` and the orderly consumer in clean mode. ``renew_lock``
-    serialises renewals with releases (a renewal in flight cannot re-take a released queue).
+    Orderly consumers renew with it; clean-handoff consumers (and orderly ones in clean mode,
+    ``retry=True``) also retry the leases of allocated queues another client still holds.
+    ``renew_lock`` serialises renewals with releases (a renewal in flight cannot re-take a
+    released queue). :meth:`start` once the consumer's START rebalance is done, :meth:`rebalanced`
+    after each of its own rebalances, :meth:`stop` at shutdown.
     """
 
     def __init__(self, core: LeaseHolder, *, retry: bool) -> None:
@@ -314,6 +318,12 @@ class LeaseKeeper:
             self._tasks.append(loop.create_task(self._acquire_loop()))
             # every rebalance, whoever ran it (timer, NOTIFY, ``PushConsumer.rebalance()``)
             self.core.log.add_listener(self._on_record)
+        self.after_rebalance(RebalanceTrigger.START)
+
+    def rebalanced(self, trigger: RebalanceTrigger) -> None:
+        """The consumer rebalanced (``trigger``): retry what it could not lock, unless it is stopping."""
+        if self.core.running and not self.core.stopping:
+            self.after_rebalance(trigger)
 
     def _on_record(self, record: RebalanceRecord) -> None:
         if record.trigger is not RebalanceTrigger.SHUTDOWN and self.core.running and not self.core.stopping:
@@ -322,9 +332,7 @@ class LeaseKeeper:
     async def stop(self) -> None:
         if self.retry is not None and self._tasks:
             self.core.log.remove_listener(self._on_record)
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         self._tasks = []
 
     async def renew(self) -> list[MessageQueue]:
