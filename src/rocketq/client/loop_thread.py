@@ -8,7 +8,7 @@ loop thread itself must not block on it: they raise :class:`~rocketq.errors.Clie
 
 :meth:`~LoopThread.call` runs every blocking call that needs the loop (a blocking send's
 first attempt goes straight to its connection instead, see
-:meth:`~rocketq.client.producer.ProducerCore.send_blocking`), so it avoids
+:meth:`~rocketq.client.producer.core.ProducerCore.send_blocking`), so it avoids
 ``asyncio.run_coroutine_threadsafe``: callers append to a queue and only the caller that finds
 the queue idle wakes the loop (one ``call_soon_threadsafe``, one self-pipe write, per batch of
 calls rather than per call); the loop starts a task for every queued call, and each caller waits
