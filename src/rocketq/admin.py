@@ -56,9 +56,9 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from rocketq.allocate import get_strategy, plan
-from rocketq.client._sync import LoopThread
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import resolve_namesrv
+from rocketq.client.loop_thread import LoopThread
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.errors import (
     BrokerError,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rocketq.client._sync import LoopThread
+from rocketq.client.loop_thread import LoopThread
 from rocketq.errors import (
     ConfigError,
     NoPermissionError,

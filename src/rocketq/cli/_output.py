@@ -24,7 +24,7 @@ from rich.table import Table
 from rocketq.admin import Admin
 from rocketq.cli.main import CliError
 from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV, resolve_namesrv
-from rocketq.client.producer import check_group, check_topic
+from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
 
 __all__ = [

@@ -3,15 +3,16 @@
 One instance per client id (``ip@instanceName``) per process, made on first use and closed when
 its last producer or consumer shuts down. It owns:
 
-* a background event-loop thread (:class:`~rocketq.client._sync.LoopThread`) where all client
+* a background event-loop thread (:class:`~rocketq.client.loop_thread.LoopThread`) where all client
   I/O and state changes happen, and one :class:`~rocketq.remoting.RemotingClient` (a blocking
   or other-loop send encodes its request in its own thread and hands it to a connection on
   this loop: ``invoke_threadsafe`` / ``invoke_from_loop``);
 * the route table (refreshed every ``poll_name_server_interval``, 30 s) and the broker address
   table built from it;
 * heartbeats to every broker (every 30 s, and at once when a subscription changes), offset
-  persistence (every 5 s after 10 s) and the rebalance service (every 20 s, and **at once** when a
-  broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection);
+  persistence (every 5 s after 10 s) and the rebalance service
+  (:class:`~rocketq.client.rebalance.service.RebalanceService`: every 20 s, and **at once** when a
+  broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection, at most once a second);
 * answers to the requests brokers send clients: NOTIFY_CONSUMER_IDS_CHANGED,
   GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET and
   GET_CONSUMER_STATUS_FROM_CLIENT;
@@ -31,12 +32,14 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from rocketq.client._sync import LoopThread
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import ClientConfig, ProducerConfig
-from rocketq.client.rebalance_log import RebalanceTrigger
+from rocketq.client.loop_thread import LoopThread, cancel_and_wait
+from rocketq.client.producer.core import ProducerCore
+from rocketq.client.rebalance.log import RebalanceTrigger
+from rocketq.client.rebalance.service import RebalanceService
 from rocketq.client.routes import broker_addr_table, subscribe_info_from_route
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
@@ -68,12 +71,13 @@ from rocketq.remoting.config import ClientConfig as RemotingConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
 
 if TYPE_CHECKING:
-    from rocketq.client.producer import ProducerCore
     from rocketq.protocol.message import MessageExt
 
 __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
@@ -139,8 +143,11 @@ class ClientInstance:
         self._closed = False
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._rebalance_wakeup: asyncio.Event | None = None
-        self._rebalance_trigger = RebalanceTrigger.PERIODIC
+        self.rebalance_service = RebalanceService(
+            self.do_rebalance,
+            wait_interval=config.rebalance_interval,
+            min_interval=config.rebalance_min_interval,
+        )
         self._heartbeat_lock: asyncio.Lock | None = None
         self._route_lock: asyncio.Lock | None = None
         #: brokers an urgent heartbeat is on its way to, and those already told about in the log
@@ -202,7 +209,6 @@ class ClientInstance:
             config=RemotingConfig(request_timeout=self.config.mq_client_api_timeout)
         )
         self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)
-        self._rebalance_wakeup = asyncio.Event()
         self._heartbeat_lock = asyncio.Lock()
         self._route_lock = asyncio.Lock()
         r = self.remoting
@@ -212,8 +218,6 @@ class ClientInstance:
         r.register_handler(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
         r.register_handler(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         r.register_handler(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_get_consumer_status)
-        from rocketq.client.producer import ProducerCore  # noqa: PLC0415 (the producer imports this module)
-
         self.inner_producer = ProducerCore(self, CLIENT_INNER_PRODUCER_GROUP, ProducerConfig())
         self.producers[CLIENT_INNER_PRODUCER_GROUP] = self.inner_producer
         cfg = self.config
@@ -235,16 +239,14 @@ class ClientInstance:
                     "persist offsets",
                 )
             ),
-            loop.create_task(self._rebalance_service()),
         ]
+        self.rebalance_service.start()
 
     async def _close(self) -> None:
         self._closed = True
-        tasks = [*self._tasks, *self._side_tasks]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait([*self._tasks, *self._side_tasks])
         self._tasks = []
+        await self.rebalance_service.close()
         if self.inner_producer is not None:
             await self.inner_producer.unregister()
         if self.remoting is not None:
@@ -270,17 +272,19 @@ class ClientInstance:
     # -------------------------------------------------------------- members
 
     def register_producer(self, group: str, producer: ProducerInner) -> None:
-        if group in self.producers:
-            raise ConfigError(f"producer group {group!r} already has a producer in client {self.client_id}")
-        self.producers[group] = producer
+        self._register(self.producers, "producer", group, producer)
 
     def unregister_producer_local(self, group: str) -> None:
         self.producers.pop(group, None)
 
     def register_consumer(self, group: str, consumer: ConsumerInner) -> None:
-        if group in self.consumers:
-            raise ConfigError(f"consumer group {group!r} already has a consumer in client {self.client_id}")
-        self.consumers[group] = consumer
+        self._register(self.consumers, "consumer", group, consumer)
+
+    def _register(self, table: dict[str, T], kind: str, group: str, member: T) -> None:
+        """One producer or consumer per group and client id, as Java's ``registerProducer/Consumer``."""
+        if group in table:
+            raise ConfigError(f"{kind} group {group!r} already has a {kind} in client {self.client_id}")
+        table[group] = member
 
     def unregister_consumer_local(self, group: str) -> None:
         self.consumers.pop(group, None)
@@ -401,6 +405,18 @@ class ClientInstance:
             addr = self.find_broker_address_in_subscribe(name)
             if addr is not None:
                 yield name, addr, qs
+
+    async def locate_pull_address(self, mq: MessageQueue, broker_id: int = MASTER_ID) -> str:
+        """Where to pull ``mq``: broker ``broker_id`` of its broker (else any address of it),
+        refreshing the topic's route once when none is known; :class:`ClientStateError` when the
+        broker stays unknown."""
+        addr = self.find_broker_address_in_subscribe(mq.broker_name, broker_id)
+        if addr is None:
+            await self.update_topic_route(mq.topic)
+            addr = self.find_broker_address_in_subscribe(mq.broker_name)
+        if addr is None:
+            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+        return addr
 
     async def locate_master(self, mq: MessageQueue) -> str | None:
         """The master address of ``mq``'s broker, refreshing the topic's route once if unknown."""
@@ -563,30 +579,11 @@ class ClientInstance:
                 logger.exception("persisting offsets of group %s failed", consumer.group)
 
     def rebalance_immediately(self, trigger: RebalanceTrigger = RebalanceTrigger.MANUAL) -> None:
-        """Wake the rebalance service now (thread-safe)."""
-
-        def wake() -> None:
-            self._rebalance_trigger = trigger
-            if self._rebalance_wakeup is not None:
-                self._rebalance_wakeup.set()
-
+        """Wake the rebalance service now (thread-safe; it still keeps its minimum interval)."""
         if self.loop_thread.in_loop_thread:
-            wake()
+            self.rebalance_service.wakeup(trigger)
         elif self.loop_thread.running:
-            self.loop.call_soon_threadsafe(wake)
-
-    async def _rebalance_service(self) -> None:
-        assert self._rebalance_wakeup is not None
-        wakeup = self._rebalance_wakeup
-        while True:
-            try:
-                await asyncio.wait_for(wakeup.wait(), self.config.rebalance_interval)
-                trigger = self._rebalance_trigger
-            except TimeoutError:
-                trigger = RebalanceTrigger.PERIODIC
-            wakeup.clear()
-            self._rebalance_trigger = RebalanceTrigger.PERIODIC
-            await self.do_rebalance(trigger)
+            self.loop.call_soon_threadsafe(self.rebalance_service.wakeup, trigger)
 
     async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
         for consumer in list(self.consumers.values()):
@@ -616,10 +613,7 @@ class ClientInstance:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return self._no_such_consumer(request, header.consumer_group)
         info = consumer.running_info()
         return request.response(ResponseCode.SUCCESS, body=info.encode())
 
@@ -633,12 +627,15 @@ class ClientInstance:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return self._no_such_consumer(request, header.consumer_group)
         result = await consumer.consume_message_directly(msg, header.broker_name)
         return request.response(ResponseCode.SUCCESS, body=result.encode())
+
+    @staticmethod
+    def _no_such_consumer(request: RemotingCommand, group: str) -> RemotingCommand:
+        return request.response(
+            ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
+        )
 
     async def _on_reset_offset(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         try:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rocketq.client._sync import LoopThread
+from rocketq.client.loop_thread import LoopThread
 from rocketq.errors import ClientStateError
 
 

@@ -33,25 +33,27 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from rocketq.client.config import PushConsumerConfig
+from rocketq.client.consumer.offset_store import OffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumeStats
 from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance import retry_topic
+from rocketq.client.rebalance.impl import RebalanceImpl
 from rocketq.client.trace import consume_return_type
 from rocketq.models import MessageQueue
-from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, ConsumeStatus, MessageModel
+from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
-
-if TYPE_CHECKING:
-    from rocketq.client.push_consumer import PushConsumerCore
+from rocketq.protocol.topics import retry_topic
 
 __all__ = [
     "ConcurrentListener",
     "ConsumeMessageConcurrentlyService",
     "ConsumeService",
-    "ConsumeStats",
+    "ConsumerContext",
     "reset_retry_topic",
 ]
 
@@ -74,78 +76,49 @@ def reset_retry_topic(msgs: Sequence[MessageExt], group: str) -> None:
             msg.topic = original
 
 
-def adapt_listener(fn: Callable[..., Any]) -> ConcurrentListener:
-    """Accept ``fn(msgs, context)`` and also the simpler ``fn(msgs)``."""
+def adapt_listener(fn: Callable[..., Any]) -> Callable[[list[MessageExt], Any], Any]:
+    """Accept ``fn(msgs, context)`` and also the simpler ``fn(msgs)`` (any listener, concurrent
+    or orderly)."""
     try:
-        params = [
-            p
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-        ]
-        varargs = any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values())
+        sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return fn
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
     if len(params) == 1 and not varargs:
         return lambda msgs, _ctx: fn(msgs)
     return fn
 
 
-class ConsumeStats:
-    """Per-topic consume and pull statistics over the last minute (``ConsumerStatsManager``).
+class ConsumerContext(Protocol):
+    """What a consume service needs of its consumer (a push consumer's engine,
+    :class:`~rocketq.client.consumer.push_core.PushConsumerCore`)."""
 
-    Events are summed into one-second buckets, so memory stays at 60 buckets per topic and kind
-    whatever the message rate.
-    """
+    @property
+    def group(self) -> str: ...
 
-    __slots__ = ("_buckets", "failed_total")
+    @property
+    def config(self) -> PushConsumerConfig: ...
 
-    WINDOW = 60.0
+    @property
+    def message_model(self) -> MessageModel: ...
 
-    def __init__(self) -> None:
-        # topic -> kind -> buckets [second, count, rt sum ms, events]
-        self._buckets: dict[str, dict[str, collections.deque[list[float]]]] = {}
-        self.failed_total: dict[str, int] = {}
+    @property
+    def stats(self) -> ConsumeStats: ...
 
-    def add(
-        self, topic: str, kind: str, count: int, rt_ms: float = 0.0, now: float | None = None, events: int = 1
-    ) -> None:
-        """Count ``count`` messages of ``kind`` (``"ok"``, ``"failed"``, ``"pull"``) taking ``rt_ms``
-        in total over ``events`` calls (the average response time is per call)."""
-        now = time.monotonic() if now is None else now
-        second = float(int(now))
-        dq = self._buckets.setdefault(topic, {}).setdefault(kind, collections.deque())
-        if dq and dq[-1][0] == second:
-            bucket = dq[-1]
-            bucket[1] += count
-            bucket[2] += rt_ms
-            bucket[3] += events
-        else:
-            dq.append([second, count, rt_ms, events])
-            while dq and dq[0][0] < second - self.WINDOW:
-                dq.popleft()
-        if kind == "failed":
-            self.failed_total[topic] = self.failed_total.get(topic, 0) + count
+    @property
+    def offset_store(self) -> OffsetStore: ...
 
-    def _window(self, topic: str, kind: str, now: float) -> tuple[float, float, float]:
-        dq = self._buckets.get(topic, {}).get(kind)
-        if not dq:
-            return 0, 0.0, 0
-        recent = [b for b in dq if b[0] >= now - self.WINDOW]
-        return sum(b[1] for b in recent), sum(b[2] for b in recent), sum(b[3] for b in recent)
+    @property
+    def rebalance(self) -> RebalanceImpl: ...
 
-    def status(self, topic: str, now: float | None = None) -> ConsumeStatus:
-        now = time.monotonic() if now is None else now
-        ok, ok_rt, ok_n = self._window(topic, "ok", now)
-        failed, _, _ = self._window(topic, "failed", now)
-        pulled, pull_rt, pull_n = self._window(topic, "pull", now)
-        return ConsumeStatus(
-            pull_rt=pull_rt / pull_n if pull_n else 0.0,
-            pull_tps=pulled / self.WINDOW,
-            consume_rt=ok_rt / ok_n if ok_n else 0.0,
-            consume_ok_tps=ok / self.WINDOW,
-            consume_failed_tps=failed / self.WINDOW,
-            consume_failed_msgs=self.failed_total.get(topic, 0),
-        )
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str | None) -> bool:
+        """CONSUMER_SEND_MSG_BACK (or a re-send to the retry topic); ``False`` when both failed."""
+        ...
 
 
 class ConsumeService(Protocol):
@@ -167,45 +140,31 @@ class ConsumeService(Protocol):
     def core_pool_size(self) -> int: ...
 
 
+@dataclass(slots=True)
 class _Request:
     """One listener call whose result needs more than forgetting its messages (failure, partial
     ``ack_index``, dropped queue): Java's ``ConsumeRequest`` and its outcome."""
 
-    __slots__ = ("ctx", "mq", "msgs", "pq", "rt", "status")
-
-    def __init__(
-        self,
-        msgs: list[MessageExt],
-        pq: ProcessQueue,
-        mq: MessageQueue,
-        ctx: ConsumeConcurrentlyContext,
-        status: ConsumeConcurrentlyStatus,
-        rt: float,
-    ) -> None:
-        self.msgs = msgs
-        self.pq = pq
-        self.mq = mq
-        self.ctx = ctx
-        self.status = status
-        self.rt = rt
+    msgs: list[MessageExt]
+    pq: ProcessQueue
+    mq: MessageQueue
+    ctx: ConsumeConcurrentlyContext
+    status: ConsumeConcurrentlyStatus
+    rt: float
 
 
+@dataclass(slots=True)
 class _Chunk:
     """Listener calls to make for one queue: ``msgs`` cut into calls of ``size`` messages.
 
     ``rest``: the remainder of a chunk a worker split; it waits at the front of the shared
     remainders and travels through the queue only as a wake-up (see ``_work``)."""
 
-    __slots__ = ("mq", "msgs", "pq", "rest", "size")
-
-    def __init__(
-        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, size: int, rest: bool = False
-    ) -> None:
-        self.msgs = msgs
-        self.pq = pq
-        self.mq = mq
-        self.size = size
-        self.rest = rest
+    msgs: list[MessageExt]
+    pq: ProcessQueue
+    mq: MessageQueue
+    size: int
+    rest: bool = False
 
 
 class _Done:
@@ -251,7 +210,7 @@ class ConsumeMessageConcurrentlyService:
     RUN_TARGET = 0.002
     """Seconds of listener calls a worker takes on at once from a chunk (at least one call)."""
 
-    def __init__(self, consumer: PushConsumerCore, listener: ConcurrentListener) -> None:
+    def __init__(self, consumer: ConsumerContext, listener: ConcurrentListener) -> None:
         self.consumer = consumer
         self.listener = listener
         cfg = consumer.config

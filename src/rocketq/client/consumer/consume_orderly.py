@@ -37,30 +37,30 @@ the context code is :func:`orderly_return_type`'s.
 With ``handoff="clean"`` the orderly consumer also retries a lock another client holds every
 50 ms (growing to 1 s) instead of waiting for the next rebalance, and unlocks a queue taken away at
 once after the commit (no ``unlock_delay``): the committed offset is exactly where the next owner
-must start. See :mod:`rocketq.client.handoff`.
+must start. See :mod:`rocketq.client.consumer.clean_handoff`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import inspect
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from rocketq.client.consume_concurrently import reset_retry_topic
-from rocketq.client.handoff import LeaseKeeper, commit_offset_sync, lock_one
+from rocketq.client.consumer.consume_concurrently import adapt_listener, reset_retry_topic
+from rocketq.client.consumer.leased_core import LeasedPushConsumerCore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.pull import flow_control_reason
+from rocketq.client.consumer.push_core import retry_message
 from rocketq.client.message import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.push_consumer import PushConsumerCore, flow_control_reason
-from rocketq.client.rebalance import PullRequest, retry_topic
-from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.impl import PullRequest
+from rocketq.client.rebalance.leases import commit_offset_sync
+from rocketq.client.rebalance.log import RebalanceRecord
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import CMResult, ConsumeMessageDirectlyResult, MessageModel
-from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.trace import ConsumeReturnType
@@ -91,20 +91,8 @@ _LOCK_LATER_AT_START = 0.1
 
 
 def adapt_orderly_listener(fn: Callable[..., Any]) -> OrderlyListener:
-    """Accept ``fn(msgs, context)`` and also ``fn(msgs)``."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return fn
-    params = [
-        p
-        for p in sig.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values())
-    if len(params) == 1 and not varargs:
-        return lambda msgs, _ctx: fn(msgs)
-    return fn
+    """Accept ``fn(msgs, context)`` and also ``fn(msgs)`` (:func:`adapt_listener`'s rule)."""
+    return adapt_listener(fn)
 
 
 def orderly_return_type(
@@ -368,14 +356,10 @@ class ConsumeMessageOrderlyService:
             if status is ConsumeOrderlyStatus.SUCCESS:
                 commit_offset = pq.commit()
                 stats.add(mq.topic, "ok", len(msgs), rt_ms)
+            elif await self._failed(msgs, pq, mq, suspend):
+                go_on = False
             else:
-                stats.add(mq.topic, "failed", len(msgs))
-                if await self.check_reconsume_times(msgs):
-                    pq.make_messages_to_consume_again(msgs)
-                    self.submit_later(pq, mq, suspend)
-                    go_on = False
-                else:
-                    commit_offset = pq.commit()
+                commit_offset = pq.commit()
         elif status is ConsumeOrderlyStatus.SUCCESS:
             stats.add(mq.topic, "ok", len(msgs), rt_ms)
         elif status is ConsumeOrderlyStatus.COMMIT:
@@ -385,17 +369,25 @@ class ConsumeMessageOrderlyService:
             pq.rollback()
             self.submit_later(pq, mq, suspend)
             go_on = False
-        else:
-            stats.add(mq.topic, "failed", len(msgs))
-            if await self.check_reconsume_times(msgs):
-                pq.make_messages_to_consume_again(msgs)
-                self.submit_later(pq, mq, suspend)
-                go_on = False
+        elif await self._failed(msgs, pq, mq, suspend):
+            go_on = False
         # a queue being handed over is dropped but still commits the batches finished before the
         # rebalance took its lock (the hand-over commits right after)
         if commit_offset >= 0 and (not pq.dropped or mq in consumer.lease.handing_off):
             consumer.offset_store.update_offset(mq, commit_offset, False)
         return go_on
+
+    async def _failed(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, suspend: float
+    ) -> bool:
+        """A batch the listener did not finish: counted as failed, then put back and the queue
+        suspended for ``suspend`` s (``True``), unless every message went to the dead-letter queue."""
+        self.consumer.stats.add(mq.topic, "failed", len(msgs))
+        if await self.check_reconsume_times(msgs):
+            pq.make_messages_to_consume_again(msgs)
+            self.submit_later(pq, mq, suspend)
+            return True
+        return False
 
     async def check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
         """Count one more attempt per message; those past ``max_reconsume_times`` go to the
@@ -419,14 +411,12 @@ class ConsumeMessageOrderlyService:
         producer = consumer.instance.inner_producer
         if producer is None:
             return False
-        props = dict(msg.properties)
-        props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
-        props[MessageConst.RETRY_TOPIC] = msg.topic
-        props[MessageConst.RECONSUME_TIME] = str(msg.reconsume_times)
-        props[MessageConst.MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
-        props[MessageConst.DELAY] = str(3 + msg.reconsume_times)
-        props.pop(MessageConst.UNIQ_KEY, None)
-        retry = ProtocolMessage(retry_topic(consumer.group), msg.body, msg.flag, props)
+        retry = retry_message(
+            msg,
+            consumer.group,
+            reconsume_times=msg.reconsume_times,
+            max_reconsume_times=self.max_reconsume_times,
+        )
         try:
             await producer.send(retry)
         except (RocketQError, ConfigError) as exc:
@@ -473,13 +463,12 @@ class ConsumeMessageOrderlyService:
         )
 
 
-class OrderlyPushConsumerCore(PushConsumerCore):
+class OrderlyPushConsumerCore(LeasedPushConsumerCore):
     """The push consumer with an orderly listener (``PushConsumer.register_listener(fn, orderly=True)``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.clean = self.config.handoff == "clean"
-        self.lease = LeaseKeeper(self, retry=self.clean)
         self._delayed_unlocks: set[asyncio.Task[None]] = set()
 
     @property
@@ -487,8 +476,8 @@ class OrderlyPushConsumerCore(PushConsumerCore):
         return True
 
     @property
-    def lock_new_queues(self) -> bool:
-        return self.message_model is MessageModel.CLUSTERING
+    def retries_leases(self) -> bool:
+        return self.config.handoff == "clean"
 
     def make_consume_service(self) -> ConsumeMessageOrderlyService:
         return ConsumeMessageOrderlyService(self, adapt_orderly_listener(self.listener))
@@ -496,27 +485,11 @@ class OrderlyPushConsumerCore(PushConsumerCore):
     def spawn(self, coro: Any) -> None:
         self._spawn(coro)
 
-    async def lock_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        async with self.lease.renew_lock:
-            return await lock_one(self.instance, self.group, mq, pq)
-
     # ---------------------------------------------------------------- lifecycle
-
-    async def start(self) -> None:
-        await super().start()
-        if self.message_model is MessageModel.CLUSTERING:
-            self.lease.start()
-            self.lease.after_rebalance(RebalanceTrigger.START)
-
-    async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
-        await super().do_rebalance(trigger)
-        if self.running and not self.stopping:
-            self.lease.after_rebalance(trigger)
 
     async def shutdown(self, await_termination: float) -> list[RebalanceRecord]:
         """As the push consumer's: the release of every queue (after the synchronous persist)
         unlocks it on the broker at once."""
-        await self.lease.stop()
         records = await super().shutdown(await_termination)
         for task in list(self._delayed_unlocks):
             task.cancel()

@@ -8,7 +8,7 @@ loop thread itself must not block on it: they raise :class:`~rocketq.errors.Clie
 
 :meth:`~LoopThread.call` runs every blocking call that needs the loop (a blocking send's
 first attempt goes straight to its connection instead, see
-:meth:`~rocketq.client.producer.ProducerCore.send_blocking`), so it avoids
+:meth:`~rocketq.client.producer.core.ProducerCore.send_blocking`), so it avoids
 ``asyncio.run_coroutine_threadsafe``: callers append to a queue and only the caller that finds
 the queue idle wakes the loop (one ``call_soon_threadsafe``, one self-pipe write, per batch of
 calls rather than per call); the loop starts a task for every queued call, and each caller waits
@@ -24,17 +24,25 @@ import concurrent.futures
 import logging
 import threading
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from typing import Any, Generic, TypeVar
 
 from rocketq.errors import ClientStateError
 from rocketq.remoting.loop import new_event_loop
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "cancel_and_wait"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended (whatever it raised)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _Call(Generic[T]):

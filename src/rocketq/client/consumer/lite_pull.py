@@ -11,7 +11,7 @@
 
 How it works (all state on the client instance's loop thread):
 
-* ``subscribe`` — the group's queues are divided by :class:`~rocketq.client.rebalance.RebalanceImpl`
+* ``subscribe`` — the group's queues are divided by :class:`~rocketq.client.rebalance.impl.RebalanceImpl`
   exactly as for push consumers (20 s timer, NOTIFY, start), with ``CONSUME_ACTIVELY``; a queue
   taken away has its offset persisted. ``assign`` — the caller picks the queues; no rebalance
   (the two are exclusive, as in Java);
@@ -38,14 +38,13 @@ import asyncio
 import enum
 import logging
 import queue
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocketq.allocate import AllocationStrategy, get_strategy
-from rocketq.client._facade import SyncFacade, client_config_for, with_options
+from rocketq.client._facade import ConsumerFacade, client_config_for, with_options
 from rocketq.client.config import (
     ClientConfig,
     ConsumeFromWhere,
@@ -53,43 +52,34 @@ from rocketq.client.config import (
     ReadOffsetType,
     _half_hour_ago,
     enum_value,
+    timestamp_ms,
 )
-from rocketq.client.consume_concurrently import ConsumeStats
-from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.producer import check_group, check_topic
-from rocketq.client.push_consumer import pull_sys_flag
-from rocketq.client.rebalance import PullRequest, RebalanceImpl
-from rocketq.client.rebalance_log import RebalanceListener, RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.consumer.base_core import ConsumerCore
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
+from rocketq.client.consumer.pull import flow_control_reason, found_messages, pull_sys_flag
+from rocketq.client.instance import ClientInstance
+from rocketq.client.loop_thread import cancel_and_wait
+from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.routes import subscribe_info_from_route
-from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.client.validators import check_topic
+from rocketq.clock import now_ms
+from rocketq.errors import ClientStateError, ConfigError, RocketQError
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     CMResult,
     ConsumeMessageDirectlyResult,
-    ConsumerData,
     ConsumerRunningInfo,
     ConsumeType,
     SubscriptionData,
 )
-from rocketq.protocol.codes import CURRENT_VERSION, version_name
 from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.message import MessageExt, decode_messages
-from rocketq.protocol.properties import MessageConst
-
-if TYPE_CHECKING:
-    from rocketq.client.instance import ClientInstance
+from rocketq.protocol.message import MessageExt
 
 __all__ = ["LitePullConsumer", "LitePullConsumerConfig", "SubscriptionType"]
 
 logger = logging.getLogger(__name__)
-
-QueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,6 +145,10 @@ class LitePullConsumerConfig:
             return self.allocate_strategy
         return get_strategy(self.allocate_strategy)
 
+    def consume_timestamp_ms(self) -> int:
+        """``consume_timestamp`` as epoch ms (local time, as Java's ``UtilAll.parseDate``)."""
+        return timestamp_ms(self.consume_timestamp)
+
 
 class SubscriptionType(enum.Enum):
     """How the consumer gets its queues (Java's ``SubscriptionType``)."""
@@ -185,48 +179,19 @@ class _Batch:
         self.msgs, self.mq, self.pq = msgs, mq, pq
 
 
-class LitePullCore:
+class LitePullCore(ConsumerCore[LitePullConsumerConfig]):
     """The lite pull consumer's implementation; every method runs on the instance's event loop."""
 
     consume_type = ConsumeType.CONSUME_ACTIVELY
-    consume_orderly = False
-    lock_new_queues = False
 
     def __init__(self, instance: ClientInstance, group: str, config: LitePullConsumerConfig,
-                 log: RebalanceLog, queue_listeners: list[QueueListener]) -> None:  # fmt: skip
-        self.instance = instance
-        self.group = group
-        self.config = config
-        self.message_model = config.message_model
-        self.log = log
-        self.queue_listeners = queue_listeners
-        self.stats = ConsumeStats()
-        api = instance.api
-        if api is None:
-            raise ClientStateError("client instance not started")
-        self.api = api
-        self.offset_store: OffsetStore
-        if self.message_model is MessageModel.BROADCASTING:
-            self.offset_store = LocalFileOffsetStore(group, instance.client_id, config.offset_store_dir)
-        else:
-            self.offset_store = RemoteBrokerOffsetStore(group, api, instance.locate_master)
-        self.rebalance = RebalanceImpl(
-            group=group,
-            message_model=self.message_model,
-            strategy=config.strategy(),
-            context=instance,
-            hooks=self,
-            log=log,
-            offset_store=self.offset_store,
-        )
+                 log: RebalanceLog, queue_listeners: list[MessageQueueListener]) -> None:  # fmt: skip
+        super().__init__(instance, group, config, log, queue_listeners)
         self.subscription_type = SubscriptionType.NONE
         self.assigned: dict[MessageQueue, _QueueState] = {}
         self.buffer: queue.SimpleQueue[_Batch] = queue.SimpleQueue()
         self.buffered = 0  # messages in the buffer (approximate across threads; Java uses size * batch)
         self._tasks: dict[MessageQueue, asyncio.Task[None]] = {}
-        self.running = False
-        self.stopping = False
-        self.start_timestamp = 0
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -234,7 +199,7 @@ class LitePullCore:
         await self.offset_store.load()
         self.instance.register_consumer(self.group, self)
         self.running = True
-        self.start_timestamp = _now_ms()
+        self.start_timestamp = now_ms()
         try:
             for topic in self.subscribed_topics():
                 await self.instance.update_topic_route(topic)
@@ -253,38 +218,22 @@ class LitePullCore:
         if not self.running:
             return []
         self.stopping = True
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks.values())
         self._tasks.clear()
         if self.config.auto_commit:
             self.commit_all()
-        await self.offset_store.persist_all(list(self.assigned), oneway=False)
+        await self.offset_store.persist_all(self.owned_queues(), oneway=False)
         records: list[RebalanceRecord] = []
         if self.subscription_type is SubscriptionType.SUBSCRIBE:
             records = await self.rebalance.release_all(RebalanceTrigger.SHUTDOWN)
-        self.instance.unregister_consumer_local(self.group)
-        await self.instance.unregister_client(consumer_group=self.group)
-        self.running = False
+        await self.leave()
         return records
 
     # ---------------------------------------------------------------- subscriptions and assignment
 
     async def subscribe(self, sub: SubscriptionData) -> None:
-        assert sub.topic is not None
         self.subscription_type = SubscriptionType.SUBSCRIBE
-        self.rebalance.set_subscription(sub)
-        if self.running:
-            await self.instance.update_topic_route(sub.topic)
-            await self.instance.send_heartbeat_to_all_brokers()
-            await self.rebalance.do_rebalance(RebalanceTrigger.SUBSCRIPTION)
-
-    async def unsubscribe(self, topic: str) -> None:
-        self.rebalance.subscriptions.pop(topic, None)
-        if self.running:
-            await self.instance.send_heartbeat_to_all_brokers()
-            await self.rebalance.do_rebalance(RebalanceTrigger.SUBSCRIPTION)
+        await super().subscribe(sub)
 
     async def assign(self, mqs: Sequence[MessageQueue]) -> None:
         self.subscription_type = SubscriptionType.ASSIGN
@@ -301,7 +250,7 @@ class LitePullCore:
     def _unassign(self, mq: MessageQueue) -> None:
         state = self.assigned.pop(mq, None)
         if state is not None:
-            state.pq.dropped = True
+            state.pq.drop(DropReason.UNASSIGNED)
             state.resumed.set()
         task = self._tasks.pop(mq, None)
         if task is not None:
@@ -315,23 +264,10 @@ class LitePullCore:
 
     # ---------------------------------------------------------------- ConsumerInner
 
-    def consumer_data(self) -> ConsumerData:
-        return ConsumerData(
-            group_name=self.group,
-            consume_type=self.consume_type,
-            message_model=self.message_model,
-            consume_from_where=self.config.consume_from_where,
-            subscription_data_set=tuple(self.rebalance.subscriptions.values()),
-            unit_mode=False,
-        )
-
     def subscribed_topics(self) -> list[str]:
         topics = dict.fromkeys(self.rebalance.subscriptions)
         topics.update(dict.fromkeys(mq.topic for mq in self.assigned))
         return list(topics)
-
-    def is_subscribe_topic_need_update(self, topic: str) -> bool:
-        return topic in self.rebalance.subscriptions and topic not in self.rebalance.topic_subscribe_info
 
     def update_topic_subscribe_info(self, topic: str, mqs: frozenset[MessageQueue]) -> None:
         if topic not in self.rebalance.subscriptions:
@@ -345,19 +281,12 @@ class LitePullCore:
         if self.running and not self.stopping and self.subscription_type is SubscriptionType.SUBSCRIBE:
             await self.rebalance.do_rebalance(trigger)
 
-    async def persist_consumer_offset(self) -> None:
-        if self.running and not self.stopping:
-            await self.offset_store.persist_all(list(self.assigned))
-
-    def offset_table(self) -> dict[MessageQueue, int]:
-        return self.offset_store.clone_offset_table()
+    def owned_queues(self) -> list[MessageQueue]:
+        return list(self.assigned)
 
     def running_info(self) -> ConsumerRunningInfo:
         cfg = self.config
-        props = {
-            "consumerGroup": self.group,
-            "messageModel": str(self.message_model),
-            "consumeFromWhere": str(cfg.consume_from_where),
+        own = {
             "allocateMessageQueueStrategy": self.rebalance.strategy.name,
             "autoCommit": str(cfg.auto_commit).lower(),
             "autoCommitIntervalMillis": str(int(cfg.auto_commit_interval * 1000)),
@@ -366,13 +295,8 @@ class LitePullCore:
             "pullThresholdForQueue": str(cfg.pull_threshold_for_queue),
             "consumeMaxSpan": str(cfg.consume_max_span),
             "subscriptionType": self.subscription_type.value,
-            "PROP_NAMESERVER_ADDR": ";".join(self.instance.namesrv_addrs) + ";",
-            "PROP_CONSUME_TYPE": str(self.consume_type),
-            "PROP_CONSUMEORDERLY": "false",
-            "PROP_THREADPOOL_CORE_SIZE": "0",
-            "PROP_CONSUMER_START_TIMESTAMP": str(self.start_timestamp),
-            "PROP_CLIENT_VERSION": version_name(CURRENT_VERSION),
         }
+        props = self.running_properties(own, thread_pool=0)
         mq_table = {
             mq: s.pq.info(self.offset_store.memory_offset(mq)) for mq, s in sorted(self.assigned.items())
         }
@@ -413,27 +337,6 @@ class LitePullCore:
         self._unassign(mq)
         return True
 
-    def remove_dirty_offset(self, mq: MessageQueue) -> None:
-        self.offset_store.remove_offset(mq)
-
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """The committed offset, else by ``consume_from_where`` (``RebalanceLitePullImpl``)."""
-        last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        if last >= 0:
-            return last
-        if last != -1:
-            return -1
-        where = self.config.consume_from_where
-        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-            return 0
-        addr = await self.instance.locate_master(mq)
-        if addr is None:
-            return -1
-        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            ts = int(time.mktime(time.strptime(self.config.consume_timestamp, "%Y%m%d%H%M%S")) * 1000)
-            return await self.api.call(addr, calls.search_offset(mq, ts))
-        return await self.api.call(addr, calls.get_max_offset(mq))
-
     def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None:
         for request in requests:
             self.assigned[request.mq] = _QueueState(request.pq, request.next_offset)
@@ -442,39 +345,26 @@ class LitePullCore:
     async def message_queue_changed(
         self, topic: str, mq_all: frozenset[MessageQueue], mq_divided: frozenset[MessageQueue]
     ) -> None:
-        for fn in list(self.queue_listeners):
-            try:
-                fn(topic, mq_all, mq_divided)
-            except Exception:
-                logger.exception("message queue listener %r failed", fn)
+        self.notify_queue_listeners(topic, mq_all, mq_divided)
 
     # ---------------------------------------------------------------- pulling
 
     def _start_task(self, mq: MessageQueue, *, cancel_old: bool = True) -> None:
         """Start ``mq``'s pull task. ``cancel_old=False`` leaves a previous task to finish its long
         poll and find its state replaced (so the broker's answer still has a taker)."""
-        if self.stopping:
-            return
-        old = self._tasks.get(mq)
-        if cancel_old and old is not None and not old.done():
-            old.cancel()
-        task = asyncio.get_running_loop().create_task(self._pull_loop(mq))
-        self._tasks[mq] = task
-        task.add_done_callback(lambda t: self._task_done(mq, t))
-
-    def _task_done(self, mq: MessageQueue, task: asyncio.Task[None]) -> None:
-        if self._tasks.get(mq) is task:
-            del self._tasks[mq]
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("pull task of %s died", mq, exc_info=task.exception())
+        self.run_pull_loop(self._tasks, mq, lambda: self._pull_loop(mq), cancel_old=cancel_old)
 
     def _flow_controlled(self, pq: ProcessQueue) -> bool:
         cfg = self.config
         return (
             self.buffered > cfg.pull_threshold_for_all
-            or pq.msg_count > cfg.pull_threshold_for_queue
-            or pq.msg_size > cfg.pull_threshold_size_for_queue * 1024 * 1024
-            or pq.max_span() > cfg.consume_max_span
+            or flow_control_reason(
+                pq,
+                max_count=cfg.pull_threshold_for_queue,
+                max_size_mib=cfg.pull_threshold_size_for_queue,
+                max_span=cfg.consume_max_span,
+            )
+            is not None
         )
 
     async def _pull_loop(self, mq: MessageQueue) -> None:
@@ -531,12 +421,7 @@ class LitePullCore:
             sub_version=sub.sub_version,
             expression_type=sub.expression_type,
         )
-        addr = self.instance.find_broker_address_in_subscribe(mq.broker_name)
-        if addr is None:
-            await self.instance.update_topic_route(mq.topic)
-            addr = self.instance.find_broker_address_in_subscribe(mq.broker_name)
-        if addr is None:
-            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+        addr = await self.instance.locate_pull_address(mq)
         pq.last_pull_timestamp = time.time()
         begin = time.monotonic()
         response = await self.api.call(addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend)
@@ -544,19 +429,9 @@ class LitePullCore:
             return 0.0  # unassigned, seeked or paused meanwhile: the answer is dropped (pulled again)
         status = response.status
         if status is PullStatus.FOUND:
-            try:
-                msgs = decode_messages(response.body)
-            except RemoteProtocolError as exc:
-                logger.error("undecodable pull body from %s: %s", mq, exc)
+            msgs = found_messages(response, sub, mq, self.stats, begin)
+            if msgs is None:
                 return cfg.pull_time_delay_when_exception
-            self.stats.add(mq.topic, "pull", len(msgs), (time.monotonic() - begin) * 1000.0)
-            if sub.tags_set and not sub.class_filter_mode:
-                tags = set(sub.tags_set)
-                msgs = [m for m in msgs if m.tags is not None and m.tags in tags]
-            min_text, max_text = str(response.min_offset), str(response.max_offset)
-            for m in msgs:
-                m.properties[MessageConst.MIN_OFFSET] = min_text
-                m.properties[MessageConst.MAX_OFFSET] = max_text
             state.pull_offset = response.next_begin_offset
             if msgs:
                 pq.put_messages(msgs)
@@ -623,7 +498,7 @@ class LitePullCore:
         state = self.assigned.get(mq)
         if state is None:
             raise ClientStateError(f"the message queue is not in assigned list, may be rebalancing: {mq}")
-        state.pq.dropped = True  # stale batches in the buffer are skipped by poll
+        state.pq.drop(DropReason.SEEK)  # stale batches in the buffer are skipped by poll
         fresh = _QueueState(ProcessQueue(now=time.time()), offset)
         fresh.seek_offset = offset
         fresh.paused = state.paused
@@ -673,14 +548,12 @@ class LitePullCore:
                 state.resumed.set()
 
 
-class LitePullConsumer(SyncFacade[LitePullCore]):
+class LitePullConsumer(ConsumerFacade[LitePullCore, LitePullConsumerConfig]):
     """A lite pull consumer usable from plain synchronous code (see the module doc).
 
     ``subscribe`` and ``assign`` may be called before or after :meth:`start`; ``poll`` and the
     offset calls need a started consumer.
     """
-
-    role = "consumer"
 
     def __init__(
         self,
@@ -693,23 +566,15 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
         client_config: ClientConfig | None = None,
         **options: Any,
     ) -> None:
-        check_group(group)
-        self.group = group
-        cfg = with_options(config or LitePullConsumerConfig(), options, "lite pull consumer")
-        self.config = cfg
-        client_config = client_config_for(
-            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+        super().__init__(
+            group,
+            with_options(config or LitePullConsumerConfig(), options, "lite pull consumer"),
+            client_config_for(
+                client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+            ),
         )
-        if cfg.message_model is MessageModel.CLUSTERING:
-            client_config = client_config.with_pid_instance_name()
-        self.client_config = client_config
-        self.rebalance_log = RebalanceLog(cfg.rebalance_log_size)
-        self._queue_listeners: list[QueueListener] = []
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._assigned: list[MessageQueue] | None = None
-        self._instance: ClientInstance | None = None
-        self._core: LitePullCore | None = None
-        self._lock = threading.Lock()
         self._next_auto_commit = 0.0
 
     def _call(self, coro: Any, timeout: float | None = 30.0) -> Any:
@@ -729,7 +594,7 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
         check_topic(topic)
         if self._assigned is not None:
             raise ClientStateError("subscribe and assign are mutually exclusive")
-        sub = SubscriptionData.build(topic, expression, sub_version=_now_ms())
+        sub = SubscriptionData.build(topic, expression, sub_version=now_ms())
         self._subscriptions[topic] = sub
         if self._core is not None:
             self._call(self._core.subscribe(sub))
@@ -750,31 +615,15 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
         if self._core is not None:
             self._call(self._core.assign(mqs))
 
-    def add_rebalance_listener(self, fn: RebalanceListener) -> None:
-        self.rebalance_log.add_listener(fn)
-
-    def add_queue_listener(self, fn: QueueListener) -> None:
-        """``fn(topic, all queues, my queues)`` after a rebalance changed this consumer's queues."""
-        self._queue_listeners.append(fn)
-
     # ---------------------------------------------------------------- lifecycle
 
-    def start(self) -> LitePullConsumer:
-        from rocketq.client.instance import ClientInstance  # noqa: PLC0415 (instance imports the client)
+    def _start_core(self, instance: ClientInstance) -> LitePullCore:
+        core = instance.loop_thread.call(self._make_core(instance))
+        instance.loop_thread.call(core.start(), timeout=60.0)
+        return core
 
-        with self._lock:
-            if self._core is not None:
-                return self
-            instance = ClientInstance.acquire(self.client_config)
-            try:
-                core = instance.loop_thread.call(self._make_core(instance))
-                instance.loop_thread.call(core.start(), timeout=60.0)
-            except BaseException:
-                instance.release()
-                raise
-            self._instance, self._core = instance, core
-            self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval
-            return self
+    def _started(self) -> None:
+        self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval
 
     async def _make_core(self, instance: ClientInstance) -> LitePullCore:
         core = LitePullCore(instance, self.group, self.config, self.rebalance_log, self._queue_listeners)
@@ -787,17 +636,7 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
 
     def shutdown(self) -> None:
         """Stop pulling, commit (auto-commit) and persist every offset, release the queues, unregister."""
-        with self._lock:
-            core, instance = self._core, self._instance
-            self._core = None
-            if core is None or instance is None:
-                return
-            try:
-                instance.loop_thread.call(core.shutdown(), timeout=60.0)
-            except Exception as exc:
-                logger.warning("lite pull consumer %s: shutdown step failed: %s", self.group, exc)
-            finally:
-                instance.release()
+        self._stop(lambda core: core.shutdown(), 60.0)
 
     close = shutdown
 
@@ -896,6 +735,3 @@ class LitePullConsumer(SyncFacade[LitePullCore]):
         """The queues this consumer reads now, sorted."""
         core = self.core
         return sorted(self._call(self._run(lambda: list(core.assigned))))
-
-    def rebalance_records(self, topic: str | None = None) -> list[RebalanceRecord]:
-        return self.rebalance_log.records(topic)

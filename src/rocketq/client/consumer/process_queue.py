@@ -7,8 +7,11 @@ at-least-once delivery safe:
   cached** (in flight), or one past the highest ever cached when nothing is left. A finished
   message never moves the committed offset past an unfinished one.
 * flow control reads :attr:`msg_count`, :attr:`msg_size` and :meth:`max_span`;
-* :attr:`dropped` is set when the queue is taken away (rebalance, offset illegal, shutdown):
-  consume results for it then no longer move its offset;
+* :meth:`ProcessQueue.drop` is the one way a queue is let go (:class:`DropReason`: a rebalance
+  gave it away, its pull went idle, its topic was unsubscribed, the consumer shut down, an
+  illegal or reset offset, a lite pull seek or unassignment, a clean handoff finished): it sets
+  :attr:`~ProcessQueue.dropped`, after which its pull loop stops, no listener call starts on it
+  and consume results for it no longer move its offset;
 * ``take_messages`` / ``commit`` / ``rollback`` / ``make_messages_to_consume_again`` are the
   orderly consumer's view (messages taken out for consumption stay counted until committed).
 
@@ -25,6 +28,7 @@ Offsets arrive ascending from pulls; anything else (an orderly rollback) re-sort
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -33,7 +37,30 @@ from rocketq.protocol.bodies import ProcessQueueInfo
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
 
-__all__ = ["ProcessQueue"]
+__all__ = ["DropReason", "ProcessQueue"]
+
+
+class DropReason(enum.StrEnum):
+    """Why a consumer let a queue go (:meth:`ProcessQueue.drop`)."""
+
+    #: a rebalance allocated it to another consumer
+    REBALANCED = "rebalanced"
+    #: not pulled for ``pull_max_idle_time`` (120 s): dropped until the next rebalance
+    PULL_EXPIRED = "pull-expired"
+    #: its topic is no longer subscribed
+    UNSUBSCRIBED = "unsubscribed"
+    #: the consumer shut down and released every queue
+    SHUTDOWN = "shutdown"
+    #: the broker answered OFFSET_ILLEGAL; the next rebalance re-adds it at the corrected offset
+    OFFSET_ILLEGAL = "offset-illegal"
+    #: RESET_CONSUMER_CLIENT_OFFSET: the next rebalance re-adds it at the reset offset
+    OFFSET_RESET = "offset-reset"
+    #: a lite pull ``seek``: a fresh process queue replaces it
+    SEEK = "seek"
+    #: a lite pull ``assign`` without it, or a rebalance took it from a lite pull consumer
+    UNASSIGNED = "unassigned"
+    #: a clean handoff drained it, committed its offset and released its lease
+    HANDED_OVER = "handed-over"
 
 
 class ProcessQueue:
@@ -57,6 +84,7 @@ class ProcessQueue:
         "_order_valid",
         "consume_lock",
         "consuming",
+        "drop_reason",
         "dropped",
         "first_pull_ms",
         "last_consume_timestamp",
@@ -79,7 +107,9 @@ class ProcessQueue:
         self.msg_count = 0
         self.msg_size = 0
         self.queue_offset_max = 0
+        #: set by :meth:`drop` (never cleared): the queue is no longer this consumer's to consume
         self.dropped = False
+        self.drop_reason: DropReason | None = None
         self.locked = False
         self.consuming = False
         self.msg_acc_cnt = 0
@@ -99,6 +129,14 @@ class ProcessQueue:
             f"<ProcessQueue count={self.msg_count} span={self.max_span()} "
             f"max={self.queue_offset_max} dropped={self.dropped}>"
         )
+
+    def drop(self, reason: DropReason) -> None:
+        """Let the queue go: its pull loop ends, no new listener call starts on it, and results of
+        calls still running no longer move its offset (``ProcessQueue.setDropped(true)``). The
+        first reason stays."""
+        if not self.dropped:
+            self.dropped = True
+            self.drop_reason = reason
 
     # ---------------------------------------------------------------- cache
 

@@ -7,7 +7,7 @@ RocketMQ's ``RebalanceImpl`` in two layers:
   which queues expired) — that tests drive without I/O;
 * :class:`RebalanceImpl`, which applies a diff to the consumer's process-queue table through
   :class:`RebalanceHooks` (what differs between push, lite pull and orderly consumers) and
-  publishes one :class:`~rocketq.client.rebalance_log.RebalanceRecord` per topic.
+  publishes one :class:`~rocketq.client.rebalance.log.RebalanceRecord` per topic.
 
 For a clustering group and each subscribed topic (the automatic ``%RETRY%<group>`` topic
 included) a rebalance: reads the topic's readable queues from the client's route table, asks one
@@ -24,20 +24,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rocketq.allocate import AllocationStrategy, allocate_group, java_sorted, sorted_queues
-from rocketq.client.offset_store import OffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.consumer.offset_store import OffsetStore
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.clock import now_ms
 from rocketq.errors import RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
-    "RETRY_GROUP_TOPIC_PREFIX",
+    "MessageQueueListener",
     "PullRequest",
     "QueueDiff",
     "RebalanceContext",
@@ -45,21 +47,13 @@ __all__ = [
     "RebalanceImpl",
     "allocate_topic",
     "diff_queues",
-    "retry_topic",
 ]
 
 logger = logging.getLogger(__name__)
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-
-
-def retry_topic(group: str) -> str:
-    """``%RETRY%<group>``: where a clustering group's failed messages come back."""
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
+MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
+"""``fn(topic, all queues, my queues)`` after a rebalance changed a consumer's queues
+(``MessageQueueListener``; called from :meth:`RebalanceHooks.message_queue_changed`)."""
 
 
 # ------------------------------------------------------------------------------------ pure parts
@@ -200,8 +194,15 @@ class RebalanceHooks(Protocol):
         another client holds is skipped this time."""
         ...
 
+    @property
+    def drains_removed_queues(self) -> bool:
+        """The hooks drop a removed queue themselves, after draining it (clean handoff); otherwise
+        (and for hooks without this attribute) the rebalance drops it before
+        :meth:`remove_unnecessary_message_queue`."""
+        ...
+
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
-        """Release a dropped queue (persist its offset...); ``False`` keeps it in the table."""
+        """Release a removed queue (persist its offset...); ``False`` keeps it in the table."""
         ...
 
     def remove_dirty_offset(self, mq: MessageQueue) -> None: ...
@@ -264,7 +265,7 @@ class RebalanceImpl:
     def bump_sub_version(self, topic: str) -> None:
         sub = self.subscriptions.get(topic)
         if sub is not None:
-            self.subscriptions[topic] = replace(sub, sub_version=_now_ms())
+            self.subscriptions[topic] = replace(sub, sub_version=now_ms())
 
     # -------------------------------------------------------------- rebalance
 
@@ -284,15 +285,12 @@ class RebalanceImpl:
             return records
 
     async def _rebalance_topic(self, topic: str, trigger: RebalanceTrigger) -> RebalanceRecord | None:
-        start = _now_ms()
+        start = now_ms()
         mq_set = self.topic_subscribe_info.get(topic)
-        owned_before = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
         if mq_set is None:
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 logger.warning("rebalance of %s for group %s: no route for the topic yet", topic, self.group)
-            return self._publish(
-                self._record(trigger, topic, start, owned_before, error="no route for the topic")
-            )
+            return self._publish(trigger, topic, start, error="no route for the topic")
         all_sorted = tuple(sorted_queues(mq_set))
         if self.message_model is MessageModel.BROADCASTING:
             mine: list[MessageQueue] = list(all_sorted)
@@ -302,9 +300,7 @@ class RebalanceImpl:
             if not ids:
                 logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
                 error = "no consumer ids from the brokers"
-                return self._publish(
-                    self._record(trigger, topic, start, owned_before, all_queues=all_sorted, error=error)
-                )
+                return self._publish(trigger, topic, start, all_queues=all_sorted, error=error)
             others = {t: qs for t, qs in self.topic_subscribe_info.items() if t in self.subscriptions}
             try:
                 mine, _, cid_all = allocate_topic(
@@ -319,59 +315,53 @@ class RebalanceImpl:
                 )
             except RocketQError as exc:
                 logger.error("allocation of %s for group %s failed: %s", topic, self.group, exc)
-                record = self._record(
-                    trigger,
-                    topic,
-                    start,
-                    owned_before,
-                    client_ids=tuple(java_sorted(ids)),
-                    all_queues=all_sorted,
+                return self._publish(
+                    trigger, topic, start, client_ids=tuple(java_sorted(ids)), all_queues=all_sorted,
                     error=f"allocation failed: {exc}",
-                )
-                return self._publish(record)
+                )  # fmt: skip
         self.allocated[topic] = frozenset(mine)
         changed, added, removed, expired, committed, requests = await self._update_table(topic, mine)
+        await self._announce(topic, frozenset(mq_set), frozenset(mine), changed, requests)
+        return self._publish(
+            trigger, topic, start, client_ids=tuple(cid_all), all_queues=all_sorted, added=added,
+            removed=tuple(sorted(removed + expired)), expired=tuple(sorted(expired)), committed=committed,
+        )  # fmt: skip
+
+    async def _announce(
+        self,
+        topic: str,
+        mq_all: frozenset[MessageQueue],
+        mine: frozenset[MessageQueue],
+        changed: bool,
+        requests: Sequence[PullRequest],
+    ) -> None:
+        """Tell the hooks the consumer's queues of ``topic`` changed, then dispatch the new pulls."""
         if changed:
             # before the first pulls: it bumps the subscription version and heartbeats it, and a
             # pull carrying a version the broker has not seen yet is refused (Java races here)
-            await self.hooks.message_queue_changed(topic, frozenset(mq_set), frozenset(mine))
+            await self.hooks.message_queue_changed(topic, mq_all, mine)
         if requests:
             self.hooks.dispatch_pull_requests(requests)
-        owned = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
-        return self._publish(
-            self._record(
-                trigger,
-                topic,
-                start,
-                owned,
-                client_ids=tuple(cid_all),
-                all_queues=all_sorted,
-                added=tuple(sorted(added)),
-                removed=tuple(sorted(removed + expired)),
-                expired=tuple(sorted(expired)),
-                pull_from=dict(sorted(added.items())),
-                committed=committed,
-            )
-        )
 
-    def _record(
+    def _publish(
         self,
         trigger: RebalanceTrigger,
         topic: str,
         start_ms: int,
-        owned: tuple[MessageQueue, ...],
         *,
         client_ids: tuple[str, ...] = (),
         all_queues: tuple[MessageQueue, ...] = (),
-        added: tuple[MessageQueue, ...] = (),
+        added: Mapping[MessageQueue, int] | None = None,
         removed: tuple[MessageQueue, ...] = (),
         expired: tuple[MessageQueue, ...] = (),
-        pull_from: dict[MessageQueue, int] | None = None,
         committed: dict[MessageQueue, int] | None = None,
         error: str | None = None,
     ) -> RebalanceRecord:
-        return RebalanceRecord(
-            seq=0,
+        """Record and publish one topic's rebalance that began at ``start_ms``: what the consumer
+        owns now, ``added`` queues with the offsets they start at, and the rest as given."""
+        added = added or {}
+        record = RebalanceRecord(
+            seq=self.log.next_seq(),
             trigger=trigger,
             group=self.group,
             client_id=self.context.client_id,
@@ -380,25 +370,23 @@ class RebalanceImpl:
             strategy=self.strategy.name,
             client_ids=client_ids,
             all_queues=all_queues,
-            owned=owned,
-            added=added,
+            owned=tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic)),
+            added=tuple(sorted(added)),
             removed=removed,
             expired=expired,
-            pull_from=pull_from or {},
+            pull_from=dict(sorted(added.items())),
             committed=committed or {},
             start_ms=start_ms,
-            end_ms=_now_ms(),
+            end_ms=now_ms(),
             error=error,
         )
-
-    def _publish(self, record: RebalanceRecord) -> RebalanceRecord:
-        record = replace(record, seq=self.log.next_seq())
         self.log.publish(record)
         return record
 
-    async def _drop(self, mq: MessageQueue, committed: dict[MessageQueue, int]) -> bool:
+    async def _drop(self, mq: MessageQueue, committed: dict[MessageQueue, int], reason: DropReason) -> bool:
         pq = self.process_queue_table[mq]
-        pq.dropped = True
+        if not getattr(self.hooks, "drains_removed_queues", False):
+            pq.drop(reason)
         if self.offset_store is not None:
             offset = self.offset_store.memory_offset(mq)
             if offset >= 0:
@@ -417,13 +405,13 @@ class RebalanceImpl:
         removed: list[MessageQueue] = []
         expired: list[MessageQueue] = []
         for mq in diff.removed:
-            if await self._drop(mq, committed):
+            if await self._drop(mq, committed, DropReason.REBALANCED):
                 removed.append(mq)
                 changed = True
         for mq in diff.expired:
             logger.warning("%s: pull expired (idle > %.0fs), dropping it until the next rebalance", mq,
                            self.pull_max_idle)  # fmt: skip
-            if await self._drop(mq, committed):
+            if await self._drop(mq, committed, DropReason.PULL_EXPIRED):
                 expired.append(mq)
                 changed = True
         to_add = list(diff.added)
@@ -476,7 +464,7 @@ class RebalanceImpl:
         Returns the record published (with ``trigger``, the rebalance that allocated them), or
         ``None`` when nothing was added."""
         async with self._lock:
-            start = _now_ms()
+            start = now_ms()
             target = self.allocated.get(topic, frozenset())
             todo = [
                 mq for mq in sorted_queues(set(mqs)) if mq in target and mq not in self.process_queue_table
@@ -487,21 +475,8 @@ class RebalanceImpl:
             if not changed:
                 return None
             mq_all = self.topic_subscribe_info.get(topic, frozenset())
-            await self.hooks.message_queue_changed(topic, frozenset(mq_all), target)
-            if requests:
-                self.hooks.dispatch_pull_requests(requests)
-            owned = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
-            return self._publish(
-                self._record(
-                    trigger,
-                    topic,
-                    start,
-                    owned,
-                    all_queues=tuple(sorted_queues(mq_all)),
-                    added=tuple(sorted(added)),
-                    pull_from=dict(sorted(added.items())),
-                )
-            )
+            await self._announce(topic, frozenset(mq_all), target, True, requests)
+            return self._publish(trigger, topic, start, all_queues=tuple(sorted_queues(mq_all)), added=added)
 
     def pending(self) -> dict[str, list[MessageQueue]]:
         """Per topic, the allocated queues not owned yet (their lock is held elsewhere)."""
@@ -517,14 +492,14 @@ class RebalanceImpl:
     async def _truncate_not_my_topics(self) -> None:
         for mq in [mq for mq in self.process_queue_table if mq.topic not in self.subscriptions]:
             pq = self.process_queue_table.pop(mq)
-            pq.dropped = True
+            pq.drop(DropReason.UNSUBSCRIBED)
             logger.info("%s dropped: topic %s is no longer subscribed", mq, mq.topic)
 
-    def remove_process_queue(self, mq: MessageQueue) -> None:
-        """Drop a queue now (offset illegal); the next rebalance adds it again."""
+    def remove_process_queue(self, mq: MessageQueue, reason: DropReason) -> None:
+        """Drop a queue now (offset illegal, offset reset); the next rebalance adds it again."""
         pq = self.process_queue_table.pop(mq, None)
         if pq is not None:
-            pq.dropped = True
+            pq.drop(reason)
 
     async def release_all(
         self, trigger: RebalanceTrigger = RebalanceTrigger.SHUTDOWN
@@ -536,21 +511,21 @@ class RebalanceImpl:
                 by_topic.setdefault(mq.topic, []).append(mq)
             records = []
             for topic, mqs in sorted(by_topic.items()):
-                start = _now_ms()
+                start = now_ms()
                 committed: dict[MessageQueue, int] = {}
                 removed = []
                 for mq in sorted(mqs):
-                    if await self._drop(mq, committed):
+                    if await self._drop(mq, committed, DropReason.SHUTDOWN):
                         removed.append(mq)
-                left = tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic))
-                record = self._record(
-                    trigger,
-                    topic,
-                    start,
-                    left,
-                    all_queues=tuple(sorted_queues(self.topic_subscribe_info.get(topic, ()))),
-                    removed=tuple(removed),
-                    committed=committed,
+                all_queues = tuple(sorted_queues(self.topic_subscribe_info.get(topic, ())))
+                records.append(
+                    self._publish(
+                        trigger,
+                        topic,
+                        start,
+                        all_queues=all_queues,
+                        removed=tuple(removed),
+                        committed=committed,
+                    )
                 )
-                records.append(self._publish(record))
             return records
