@@ -466,12 +466,21 @@ def test_a_duplicated_client_id_is_flagged_on_the_page_and_in_the_metrics(
         assert shared
         assert set(shared) == {"2"}
         page.screenshot(path=str(shots / "duplicate-client-id.png"), full_page=True)
-        m = metrics(dashboard.url)
+
+        def shared_owners() -> dict[str, Any] | None:
+            # the monitor collects for /metrics on its own cycle: wait for one that saw both members
+            m = metrics(dashboard.url)
+            owners = [
+                v
+                for k, v in m.get("rocketq_queue_owners", {}).items()
+                if ("topic", TOPIC) in k and ("group", GROUP) in k
+            ]
+            return m if 2.0 in owners else None
+
+        assert wait_until(lambda: shared_owners() is not None, 30.0)
+        m = shared_owners()
+        assert m is not None
         assert m["rocketq_duplicate_client_ids"][(("group", GROUP),)] == 1
-        owners = [
-            v for k, v in m["rocketq_queue_owners"].items() if ("topic", TOPIC) in k and ("group", GROUP) in k
-        ]
-        assert 2.0 in owners
         assert errors == []
     finally:
         for p in procs:
