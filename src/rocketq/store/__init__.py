@@ -1,4 +1,4 @@
-"""rocketq's message store: commit log, consume queues, checkpoint, recovery, config files.
+"""rocketq's message store: commit log, consume queues, message index, checkpoint, recovery, config files.
 
 Pure storage: no networking and no asyncio. The broker composes a :class:`MessageStore`; see
 :mod:`rocketq.store.message_store` for how appends, durability and reads work.
@@ -19,6 +19,7 @@ from rocketq.store.message_store import (
     GetMessageStatus,
     MessageStore,
     PutResult,
+    QueryMessageResult,
     TagsCodeFunction,
     default_tags_code,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "GetMessageStatus",
     "MessageStore",
     "PutResult",
+    "QueryMessageResult",
     "StoreConfig",
     "SubscriptionGroupTable",
     "TagsCodeFunction",
