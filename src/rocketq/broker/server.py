@@ -33,7 +33,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -207,11 +207,12 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        #: (topic, queue id, tag code) of the single message being appended on the loop, set by the
-        #: send handler around its store call: the arrival listener passes the tag code on to the
-        #: hold table, so a held pull whose filter refuses the message stays held (as RocketMQ's
-        #: arriving listener does); ``None`` (batches, redeliveries) wakes every held pull.
-        self.arrival_tag: tuple[str, int, int] | None = None
+        #: (topic, queue id, tag code, properties) of the single message being appended on the
+        #: loop, set by the send handler around its store call: the arrival listener passes the tag
+        #: code and properties on to the hold table, so a held pull whose filter (tags or SQL92)
+        #: refuses the message stays held (as RocketMQ's arriving listener does); ``None``
+        #: (batches, redeliveries) wakes every held pull.
+        self.arrival_tag: tuple[str, int, int, Mapping[str, str] | None] | None = None
         # the fsync round sends are waiting on now (sync flush): its store future and its waiters
         self._round_cf: concurrent.futures.Future[None] | None = None
         self._round: list[_Waiter] | None = None
@@ -505,8 +506,10 @@ class Broker:
         pull = self._pull
         if pull is not None:
             hint = self.arrival_tag
-            tag = hint[2] if hint is not None and hint[0] == topic and hint[1] == queue_id else None
-            pull.on_arrival(topic, queue_id, max_offset, tag)
+            if hint is not None and hint[0] == topic and hint[1] == queue_id:
+                pull.on_arrival(topic, queue_id, max_offset, hint[2], hint[3])
+            else:
+                pull.on_arrival(topic, queue_id, max_offset)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
 

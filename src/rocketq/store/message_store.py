@@ -82,7 +82,7 @@ from rocketq.protocol.message import (
     decode_messages,
     store_timestamp_position,
 )
-from rocketq.protocol.properties import MessageConst, tags_code
+from rocketq.protocol.properties import MessageConst, string_to_properties, tags_code
 from rocketq.store.checkpoint import AbortMarker, Checkpoint
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import CQ_ENTRY_SIZE, StoreConfig
@@ -99,10 +99,12 @@ __all__ = [
     "GetMessageResult",
     "GetMessageStatus",
     "MessageStore",
+    "PropertyFilter",
     "PutResult",
     "QueryMessageResult",
     "TagsCodeFunction",
     "default_tags_code",
+    "record_properties",
 ]
 
 log = logging.getLogger(__name__)
@@ -117,6 +119,8 @@ _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 #: is ``max(16000, maxMsgNums * 20)``, compared against a byte position).
 _MAX_FILTER_BYTES = 16000
 
+#: A pull's filter on a message's properties (SQL92): true to deliver it.
+PropertyFilter = Callable[[Mapping[str, str]], bool]
 #: ``(topic, queue_id, max_offset)`` after messages were appended to that queue.
 ArrivalListener = Callable[[str, int, int], None]
 #: ``(topic, properties, store_timestamp_ms) -> tag code`` used when recovery re-dispatches.
@@ -204,6 +208,24 @@ def _check_record(
         raise ConfigError("the record's topic overruns it")
     _I32.pack_into(buf, pos + _QUEUE_ID_POSITION, queue_id)
     return store_timestamp_position(sys_flag), start + length, sys_flag
+
+
+def record_properties(view: memoryview | bytes, pos: int) -> dict[str, str]:
+    """The properties of the stored record at ``pos`` of ``view``, read without decoding the
+    rest of it (for property filters at pull time)."""
+    (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POSITION)
+    fixed = 88 + (12 if sys_flag & 0x10 else 0) + (12 if sys_flag & 0x20 else 0)
+    (body_len,) = _I32.unpack_from(view, pos + fixed - 4)
+    at = pos + fixed + body_len
+    (magic,) = _I32.unpack_from(view, pos + 4)
+    if magic == MESSAGE_MAGIC_CODE:
+        at += 1 + view[at]
+    else:
+        at += 2 + ((view[at] << 8) | view[at + 1])
+    length = (view[at] << 8) | view[at + 1]
+    if not length:
+        return {}
+    return string_to_properties(bytes(view[at + 2 : at + 2 + length]).decode("utf-8", "replace"))
 
 
 def _check_name(topic: str) -> None:
@@ -812,10 +834,13 @@ class MessageStore:
         max_bytes: int | None = None,
         *,
         group: str | None = None,
+        property_filter: PropertyFilter | None = None,
     ) -> GetMessageResult:
         """Up to ``max_count`` stored records of a queue from queue offset ``offset``.
 
-        Only messages whose tag code is in ``tags_codes`` are returned (``None``: all). At most
+        Only messages whose tag code is in ``tags_codes`` are returned (``None``: all), and
+        with ``property_filter`` only those for whose properties it returns true (RocketMQ's
+        ``isMatchedByCommitLog``: the record's properties are read for that). At most
         ``max_transfer_count`` messages and about ``max_bytes`` (default
         ``max_transfer_bytes``) are returned, but always at least one. ``next_begin_offset``
         follows the last entry examined (RocketMQ's rules, including the suggested offsets for
@@ -871,6 +896,8 @@ class MessageStore:
                     continue
                 seg = segs[index]
                 start = phys - seg.start
+                if property_filter is not None and not property_filter(record_properties(seg.view, start)):
+                    continue
                 if seg is run_seg and start == run_end:
                     run_end = start + size
                 else:

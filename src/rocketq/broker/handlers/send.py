@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rocketq.broker.topics import (
@@ -298,7 +299,7 @@ class SendProcessor:
             stored = java_properties_string(props, max_entries)
             code = tags_code(props.get(MessageConst.TAGS))
         record = self._encode(conn, s, topic, queue_id, sys_flag, stored, request.body)
-        put = self._put(topic, queue_id, record, code)
+        put = self._put(topic, queue_id, record, code, props)
         if level:
             self._b.schedule_kick()
         # As Java: the request's queue id, but the offset where the message went (the schedule
@@ -357,7 +358,9 @@ class SendProcessor:
         except ConfigError as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}") from None
 
-    def _put(self, topic: str, queue_id: int, record: bytes, code: int) -> PutResult:
+    def _put(
+        self, topic: str, queue_id: int, record: bytes, code: int, props: Mapping[str, str] | None = None
+    ) -> PutResult:
         b = self._b
         limit = b.config.max_message_size
         if len(record) > limit:
@@ -366,7 +369,7 @@ class SendProcessor:
                 f"the message is illegal: {len(record)} bytes stored, over the broker's maxMessageSize "
                 f"of {limit} bytes",
             )
-        b.arrival_tag = (topic, queue_id, code)  # lets held pulls filter by the arriving tag
+        b.arrival_tag = (topic, queue_id, code, props)  # lets held pulls filter the arriving message
         try:
             put = b.store.put_message(topic, queue_id, record, code)
         except (StoreError, ConfigError, OSError) as exc:
