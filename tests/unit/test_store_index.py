@@ -53,6 +53,11 @@ def fill(store: MessageStore, n: int, topic: str = "T") -> None:
         store.put_message(topic, 0, record(topic, b"m%03d" % i, keys=f"k{i % 3} all", uniq=f"U{i:03d}"))
 
 
+def file_count(store: MessageStore) -> int:
+    assert store.index is not None
+    return len(store.index.files)
+
+
 def index_files(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "index").iterdir() if p.name.isdigit())
 
@@ -280,13 +285,13 @@ def test_a_full_disk_at_file_creation_stops_indexing_not_appending(
         with monkeypatch.context() as m:
             m.setattr(os, "posix_fallocate", no_space)  # the kernel cannot reserve the blocks
             fill(store, 4)  # 12 keys: the first file fills up, the next one cannot be made
-            assert len(store.index.files) == 1
+            assert file_count(store) == 1
             clock.now += 0.5
             store.put_message("T", 0, record("T", b"too soon", keys="k"))  # no retry within 1 s
         assert store.max_offset("T", 0) == 6  # every append went through
         clock.now += 1
         store.put_message("T", 0, record("T", b"later", keys="k"))  # room again: a new file
-        assert len(store.index.files) == 2
+        assert file_count(store) == 2
         assert bodies(store, "T", "k") == [b"first", b"later"]
         assert (tmp_path / "index" / "GAP").exists()
     # the next start indexes again from the first key that was lost

@@ -9,6 +9,8 @@
   the long-polling hold table;
 * a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`;
 * the :class:`~rocketq.broker.schedule.ScheduleService` (delayed messages and retries);
+* the :class:`~rocketq.broker.transactions.TransactionalMessageService` (half messages, END_TRANSACTION,
+  and a check round every ``transaction_check_interval``);
 * a :class:`~rocketq.broker.registration.NamesrvRegistrar` (REGISTER_BROKER every 30 s and on
   every topic change, UNREGISTER_BROKER at close);
 * housekeeping: a connection listener that drops a closed connection's consumers, producers and
@@ -45,6 +47,8 @@ from rocketq.broker.handlers import (
     OffsetProcessor,
     PullProcessor,
     SendProcessor,
+    TransactionProcessor,
+    java_properties_string,
 )
 from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
@@ -52,10 +56,11 @@ from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
 from rocketq.broker.subscriptions import SubscriptionGroupManager
 from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC, TopicChange, TopicConfigManager, TopicManagerConfig
+from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
 from rocketq.protocol.message_id import HostPort
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
@@ -200,6 +205,7 @@ class Broker:
         self._topics: TopicConfigManager | None = None
         self._groups: SubscriptionGroupManager | None = None
         self._schedule: ScheduleService | None = None
+        self._transactions: TransactionalMessageService | None = None
         self._registrar: NamesrvRegistrar | None = None
         self._pull: PullProcessor | None = None
         self._send: SendProcessor | None = None
@@ -246,6 +252,10 @@ class Broker:
     @property
     def schedule(self) -> ScheduleService:
         return self._need(self._schedule, "schedule")
+
+    @property
+    def transactions(self) -> TransactionalMessageService:
+        return self._need(self._transactions, "transactions")
 
     @property
     def registrar(self) -> NamesrvRegistrar | None:
@@ -333,6 +343,7 @@ class Broker:
                 ClientProcessor(self),
                 OffsetProcessor(self),
                 AdminProcessor(self),
+                TransactionProcessor(self),
             ):
                 handlers.update(processor.handlers())
             for code, handler in handlers.items():
@@ -344,6 +355,19 @@ class Broker:
                 store, self.delay_levels, persist_interval=cfg.flush_delay_offset_interval, clock=self._clock
             )
             self._schedule.start()
+            send = self._send
+            self._transactions = TransactionalMessageService(
+                store,
+                store_host=self._store_host,
+                put=send.put_record,
+                send_check=self._send_check,
+                properties_string=java_properties_string,
+                ensure_topic=self._ensure_system_topic,
+                timeout=cfg.transaction_timeout,
+                check_max=cfg.transaction_check_max,
+                clock=self._clock,
+            )
+            await asyncio.to_thread(self._transactions.load)
             self._started = True
             if cfg.namesrv_addrs:
                 port = self.remoting.port
@@ -363,6 +387,7 @@ class Broker:
                 await self._registrar.start()
             self._spawn(self._housekeeping(), "broker-client-scan")
             self._spawn(self._pull_check(), "broker-pull-check")
+            self._spawn(self._transaction_checks(), "broker-transaction-check")
         except BaseException:
             await self._shutdown(unregister=False)
             raise
@@ -494,6 +519,14 @@ class Broker:
         task.add_done_callback(self._tasks.discard)
 
     def _topics_changed(self, change: TopicChange) -> None:
+        # RocketMQ persists the topic table on every change: a topic a send just created (and
+        # the messages stored in it) must still have its config after a crash
+        store = self._store
+        if store is not None:
+            try:
+                store.topic_configs.persist_if_dirty()
+            except OSError as exc:
+                log.error("cannot persist the topic table: %s (retried with the periodic flush)", exc)
         if self._registrar is not None:
             self._registrar.request_soon()
 
@@ -544,6 +577,45 @@ class Broker:
         self.locks.purge_expired(now)
         if changes.notifications():
             self._spawn(self.notify_groups(changes), "broker-notify")
+
+    def _ensure_system_topic(self, topic: str) -> None:
+        """A topic of the broker's own (transactions): 1 queue, read-write, as RocketMQ creates them."""
+        self.topics.ensure_topic(topic, 1, 6, 0, self.wall())
+
+    def check_transactions(self, now: float | None = None) -> CheckResult:
+        """One transaction check round now (``TransactionalMessageCheckService``): the service
+        runs one every ``transaction_check_interval``; tests and tools may trigger one, with
+        ``now`` standing for the broker clock."""
+        return self.transactions.check(now)
+
+    def _send_check(self, group: str, header: CheckTransactionStateRequestHeader, body: bytes) -> bool:
+        """CHECK_TRANSACTION_STATE (oneway) to a connected producer of ``group``, as RocketMQ's
+        ``Broker2Client.checkProducerTransactionState``; False when the group has none."""
+        conn = self.producers.available_channel(group, lambda c: not c.is_closed)
+        if conn is None:
+            return False
+        request = RemotingCommand.request(
+            RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(), body, oneway=True
+        )
+        self._spawn(self._check_one(conn, group, request), "broker-check-transaction")
+        return True
+
+    async def _check_one(self, conn: RemotingConnection, group: str, request: RemotingCommand) -> None:
+        try:
+            await asyncio.wait_for(conn.invoke_oneway(request), _NOTIFY_TIMEOUT)
+        except (RemotingError, TimeoutError) as exc:
+            log.warning(
+                "check transaction state of group %s at %s failed: %s", group, conn.remote_address, exc
+            )
+
+    async def _transaction_checks(self) -> None:
+        interval = self.config.transaction_check_interval
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.check_transactions()
+            except Exception:
+                log.exception("transaction check failed")
 
     async def _pull_check(self) -> None:
         interval = 5.0 if self.config.long_polling_enable else self.config.short_polling_time

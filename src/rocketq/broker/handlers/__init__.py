@@ -5,7 +5,8 @@
 * :mod:`.client` — HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, CHECK_CLIENT_CONFIG,
   LOCK_BATCH_MQ, UNLOCK_BATCH_MQ;
 * :mod:`.offsets` — consumer offsets, queue bounds, VIEW_MESSAGE_BY_ID;
-* :mod:`.admin` — topics, groups, connections, stats, offset reset, runtime info.
+* :mod:`.admin` — topics, groups, connections, stats, offset reset, runtime info;
+* :mod:`.transaction` — END_TRANSACTION.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rocketq.broker.handlers.client import ClientProcessor
 from rocketq.broker.handlers.offsets import OffsetProcessor
 from rocketq.broker.handlers.pull import PullProcessor, tag_codes_of_expression
 from rocketq.broker.handlers.send import SendProcessor, java_properties_string
+from rocketq.broker.handlers.transaction import TransactionProcessor
 
 __all__ = [
     "QUERY_DUPLICATE_CLIENT_IDS",
@@ -23,6 +25,7 @@ __all__ = [
     "OffsetProcessor",
     "PullProcessor",
     "SendProcessor",
+    "TransactionProcessor",
     "java_properties_string",
     "tag_codes_of_expression",
 ]

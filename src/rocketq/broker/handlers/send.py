@@ -25,9 +25,11 @@ store's synchronous append:
 Store failures are answers, not crashes: an oversized message MESSAGE_ILLEGAL, a full disk or a
 store that stopped accepting writes SERVICE_NOT_AVAILABLE, another write error SYSTEM_ERROR.
 
-Transaction (half) messages are refused with NO_PERMISSION, as a 4.9.4 broker with
-``rejectTransactionMessage=true`` does: rocketq has no transaction service yet, and storing them
-as plain messages would deliver uncommitted data.
+A transaction's half message (``TRAN_MSG=true``) goes to ``RMQ_SYS_TRANS_HALF_TOPIC`` with its
+real topic and queue in ``REAL_TOPIC`` / ``REAL_QID`` (:mod:`rocketq.broker.transactions`); the
+answer names the half queue's offset, which the producer's END_TRANSACTION quotes back. With
+``reject_transaction_message`` (RocketMQ's ``rejectTransactionMessage``) it is refused with
+NO_PERMISSION instead.
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ from rocketq.broker.topics import (
     DLQ_NUMS_PER_GROUP,
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
     dlq_topic,
     is_not_allowed_send_topic,
     is_writeable,
     retry_topic,
     validate_topic,
 )
+from rocketq.broker.transactions import half_message_properties, is_half_message
 from rocketq.errors import BrokerError, ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.protocol.bodies import TopicConfig, TopicFilterType
 from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode, SerializeType
@@ -86,7 +90,6 @@ log = logging.getLogger(__name__)
 _CLUSTER = MessageConst.CLUSTER
 _WAIT = MessageConst.WAIT
 _DELAY = MessageConst.DELAY
-_TRAN_MSG = MessageConst.TRAN_MSG
 _MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
 _TRANSACTION_BITS = 0xC
 _V3_4_9 = int(MQVersion.V3_4_9)
@@ -179,6 +182,7 @@ class SendProcessor:
         self._delays_ms = [int(d * 1000) for d in broker.delay_levels]
         self._valid_topics: set[str] = set()
         self._hosts: dict[RemotingConnection, HostPort] = {}
+        self._reject_transactions = cfg.reject_transaction_message
 
     def handlers(self) -> dict[int, object]:
         return {
@@ -271,18 +275,30 @@ class SendProcessor:
         sys_flag = s.sys_flag
         if config.topic_filter_type == TopicFilterType.MULTI_TAG:
             sys_flag |= _MULTI_TAGS
-        if props.get(_TRAN_MSG, "").lower() == "true" or sys_flag & _TRANSACTION_BITS:
+        half = is_half_message(props, sys_flag)
+        if half and self._reject_transactions:
             raise BrokerError(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{self._b.config.advertised_ip}] sending transaction message is forbidden "
-                "(rocketq has no transaction service)",
+                f"the broker[{self._b.config.advertised_ip}] sending transaction message is forbidden",
             )
         max_entries = len(props) + (0 if _CLUSTER in props else 1)
         props[_CLUSTER] = self._cluster
         wait = props.get(_WAIT)
         queue_id = s.queue_id
-        level = self._delay_level(props) if _DELAY in props else 0
-        if level:
+        level = self._delay_level(props) if _DELAY in props and not half else 0
+        if half:
+            # TransactionalMessageBridge.parseHalfMessageInner: to the half topic, the real
+            # place in the properties, the transaction bits cleared; the property string is
+            # rebuilt from the whole map (WAIT included), as for a delayed message
+            if wait is not None:
+                del props[_WAIT]
+                props[_WAIT] = wait
+            half_message_properties(props, topic, queue_id)
+            stored = java_properties_string(props, max_entries + 2)
+            code = tags_code(props.get(MessageConst.TAGS))
+            topic, queue_id = RMQ_SYS_TRANS_HALF_TOPIC, 0
+            sys_flag &= ~_TRANSACTION_BITS
+        elif level:
             # CommitLog.asyncPutMessage: to the schedule topic, the real place in properties;
             # the property string is rebuilt from the whole map (WAIT included).
             if wait is not None:
@@ -357,6 +373,13 @@ class SendProcessor:
             )
         except ConfigError as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}") from None
+
+    def put_record(
+        self, topic: str, queue_id: int, record: bytes, code: int, props: Mapping[str, str] | None = None
+    ) -> PutResult:
+        """Append a record made by another part of the broker (transactions, replies) as a send
+        is appended: size limit, statistics, held pulls woken by its tag and properties."""
+        return self._put(topic, queue_id, record, code, props)
 
     def _put(
         self, topic: str, queue_id: int, record: bytes, code: int, props: Mapping[str, str] | None = None
