@@ -46,6 +46,7 @@ from rocketq.broker.handlers import (
     ClientProcessor,
     OffsetProcessor,
     PullProcessor,
+    ReplyProcessor,
     SendProcessor,
     TransactionProcessor,
     java_properties_string,
@@ -344,6 +345,7 @@ class Broker:
                 OffsetProcessor(self),
                 AdminProcessor(self),
                 TransactionProcessor(self),
+                ReplyProcessor(self, self._send),
             ):
                 handlers.update(processor.handlers())
             for code, handler in handlers.items():

@@ -6,7 +6,8 @@
   LOCK_BATCH_MQ, UNLOCK_BATCH_MQ;
 * :mod:`.offsets` — consumer offsets, queue bounds, VIEW_MESSAGE_BY_ID;
 * :mod:`.admin` — topics, groups, connections, stats, offset reset, runtime info;
-* :mod:`.transaction` — END_TRANSACTION.
+* :mod:`.transaction` — END_TRANSACTION;
+* :mod:`.reply` — SEND_REPLY_MESSAGE, SEND_REPLY_MESSAGE_V2 (pushed to the requester).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rocketq.broker.handlers.admin import QUERY_DUPLICATE_CLIENT_IDS, AdminProce
 from rocketq.broker.handlers.client import ClientProcessor
 from rocketq.broker.handlers.offsets import OffsetProcessor
 from rocketq.broker.handlers.pull import PullProcessor, tag_codes_of_expression
+from rocketq.broker.handlers.reply import ReplyProcessor
 from rocketq.broker.handlers.send import SendProcessor, java_properties_string
 from rocketq.broker.handlers.transaction import TransactionProcessor
 
@@ -24,6 +26,7 @@ __all__ = [
     "ClientProcessor",
     "OffsetProcessor",
     "PullProcessor",
+    "ReplyProcessor",
     "SendProcessor",
     "TransactionProcessor",
     "java_properties_string",

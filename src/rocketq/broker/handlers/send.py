@@ -215,12 +215,20 @@ class SendProcessor:
         return f"{prefix}{commit_log_offset:016X}"
 
     def _parse(self, request: RemotingCommand) -> _Send:
-        if request.code == RequestCode.SEND_MESSAGE:
+        if request.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE):
             return _Send(parse_header(SendMessageRequestHeader, request))
         fast = _fast_v2(request.ext_fields)
         if fast is not None:
             return fast
         return _Send(parse_header(SendMessageRequestHeaderV2, request))
+
+    def parse_and_check(self, conn: RemotingConnection, request: RemotingCommand) -> _Send:
+        """A send-shaped request's fields (V1 or V2 header, by its code), checked as a send is
+        (``msgCheck``: topic name, permission, config - auto-created - and queue id, a negative
+        one replaced by a random write queue). For the reply handler."""
+        s = self._parse(request)
+        self._check_topic(s, conn)
+        return s
 
     def _check_topic(self, s: _Send, conn: RemotingConnection) -> TopicConfig:
         """``msgCheck``: name, permission, config (auto-created) and queue id."""
