@@ -18,6 +18,9 @@ compile SUBSCRIPTION_PARSE_FAILED (RocketMQ 4.9 would deliver every message). Ea
 with where the expression went wrong. A queue with no matching message answers
 PULL_RETRY_IMMEDIATELY with ``NO_MATCHED_MESSAGE``, its next offset past what was examined.
 
+A PULL_OFFSET_MOVED answer also stores an event in ``OFFSET_MOVED_EVENT`` (group, queue, the
+offset asked for and the new one), as RocketMQ's ``generateOffsetMovedEvent`` does.
+
 Status mapping (the remark is the store's status name, as Java sends it):
 
 ===========================  ============================================================
@@ -53,16 +56,19 @@ from typing import TYPE_CHECKING
 from rocketq.broker.consumers import tag_filter
 from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter, compile_sql92, is_tag_type
 from rocketq.broker.longpoll import PullHoldTable
-from rocketq.errors import BrokerError
+from rocketq.broker.topics import RMQ_SYS_OFFSET_MOVED_EVENT
+from rocketq.errors import BrokerError, RocketQError
+from rocketq.protocol import fastjson
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.properties import java_string_hash
+from rocketq.protocol.message import encode_message
+from rocketq.protocol.properties import MessageConst, java_string_hash, tags_code
 from rocketq.remoting import RemotingConnection, describe_exception
 from rocketq.store import GetMessageStatus
 
 from .common import parse_header, system_error
-from .send import topic_not_exist_remark
+from .send import java_properties_string, topic_not_exist_remark
 
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
@@ -322,6 +328,8 @@ class PullProcessor:
             return None
         if code == ResponseCode.SUCCESS:
             b.stats.on_get(group, result.message_count, len(result.data))
+        elif code == ResponseCode.PULL_OFFSET_MOVED:
+            self._offset_moved_event(group, topic, queue_id, offset, result.next_begin_offset)
         if request.serialize_type == SerializeType.ROCKETMQ:
             ext = {
                 "suggestWhichBrokerId": "0",
@@ -337,6 +345,34 @@ class PullProcessor:
                 "minOffset": str(result.min_offset),
             }
         return request.response(code=code, remark=status.value, ext_fields=ext, body=result.data)
+
+    def _offset_moved_event(self, group: str, topic: str, queue_id: int, requested: int, new: int) -> None:
+        """RocketMQ's ``generateOffsetMovedEvent``: a pull told its offset moved leaves a record
+        in ``OFFSET_MOVED_EVENT`` (tag and key: the group; body: the event as JSON), for tools."""
+        b = self._b
+        event = {
+            "consumerGroup": group,
+            "messageQueue": {"brokerName": b.config.broker_name, "queueId": queue_id, "topic": topic},
+            "offsetNew": new,
+            "offsetRequest": requested,
+        }
+        # setTags, setDelayTimeLevel(0), setKeys: the map's string in Java HashMap order
+        props = {MessageConst.TAGS: group, MessageConst.DELAY: "0", MessageConst.KEYS: group}
+        host = b.store_host
+        try:
+            record = encode_message(
+                topic=RMQ_SYS_OFFSET_MOVED_EVENT,
+                body=fastjson.dumps_bytes(event),
+                properties=java_properties_string(props, len(props)),
+                born_timestamp=b.wall_ms(),
+                born_host=host,
+                store_host=host,
+            )
+            b.store.put_message(RMQ_SYS_OFFSET_MOVED_EVENT, 0, record, tags_code(group))
+        except (RocketQError, OSError) as exc:  # RocketMQ only logs it too
+            log.warning(
+                "could not store the offset-moved event of %s on %s-%d: %s", group, topic, queue_id, exc
+            )
 
     # ------------------------------------------------------------------ held pulls
 
