@@ -97,7 +97,7 @@ async def _readable(client: RemotingClient, addr: str, topic: str) -> int:
 
 
 async def _case(
-    addr: str, topic: str, *, transactional: bool, concurrency: int, duration: float
+    addr: str, topic: str, *, transactional: bool, concurrency: int, duration: float, serial: int
 ) -> tuple[int, float, list[float]]:
     async with RemotingClient() as client:
         await _create(client, addr, topic)
@@ -110,7 +110,7 @@ async def _case(
             nonlocal done
             i = 0
             while time.perf_counter() < stop_at:
-                n = w * 10_000_000 + i
+                n = serial * 1_000_000_000 + w * 10_000_000 + i  # unique ids stay unique across runs
                 start = time.perf_counter()
                 r = await client.invoke(
                     addr, _send(topic, (w + i) % QUEUES, n, transactional=transactional), 30
@@ -165,6 +165,7 @@ def main() -> None:
                         transactional=transactional,
                         concurrency=args.concurrency,
                         duration=args.duration,
+                        serial=r * 2 + int(transactional),
                     )
                 )
                 rate = n / secs

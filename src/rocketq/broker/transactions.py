@@ -155,7 +155,7 @@ class TransactionalMessageService:
         self.timeout = timeout
         self.check_max = check_max
         self._clock = clock
-        #: unique id -> True (committed) / False (rolled back), most recent last
+        #: ``<real topic>#<unique id>`` -> True (committed) / False (rolled back), most recent last
         self._outcomes: OrderedDict[str, bool] = OrderedDict()
         #: half-queue offsets that have an op record (from the check position on)
         self._opped: set[int] = set()
@@ -176,7 +176,7 @@ class TransactionalMessageService:
             half = self._read_one(_HALF, half_offset)
             uniq = half.properties.get(MessageConst.UNIQ_KEY) if half is not None else None
             if half is not None and uniq:
-                self._remember(uniq, self._committed_copy(half, uniq))
+                self._remember(_transaction_key(half, uniq), self._committed_copy(half, uniq))
         if self._opped:
             log.info("transactions: %d resolved half messages not yet passed by the checks", len(self._opped))
 
@@ -197,7 +197,8 @@ class TransactionalMessageService:
         if half.queue_offset != h.tran_state_table_offset:
             return ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong"
         uniq = half.properties.get(MessageConst.UNIQ_KEY) or f"@{half.commit_log_offset}"
-        prior = self._outcomes.get(uniq)
+        key = _transaction_key(half, uniq)
+        prior = self._outcomes.get(key)
         if prior is None and kind == TRANSACTION_COMMIT_TYPE:
             prior = True if self._committed_copy(half, uniq) else None
         if kind == TRANSACTION_COMMIT_TYPE:
@@ -210,11 +211,11 @@ class TransactionalMessageService:
                 self.commits += 1
             else:
                 log.info("transaction %s: committed already, not delivered again", uniq)
-            self._remember(uniq, True)
+            self._remember(key, True)
         elif prior is True:
             log.warning("transaction %s: rollback after its commit, the message stays delivered", uniq)
         else:
-            self._remember(uniq, False)
+            self._remember(key, False)
             self.rollbacks += 1
         self._write_op(half)
         return ResponseCode.SUCCESS, None
@@ -542,6 +543,11 @@ class TransactionalMessageService:
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
+
+
+def _transaction_key(half: MessageExt, uniq: str) -> str:
+    """What identifies a transaction: its real topic and its message's unique id."""
+    return f"{half.properties.get(MessageConst.REAL_TOPIC)}#{uniq}"
 
 
 def _op_half_offset(op: MessageExt) -> int | None:

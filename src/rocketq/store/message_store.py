@@ -64,7 +64,7 @@ import shutil
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -102,6 +102,7 @@ __all__ = [
     "PropertyFilter",
     "PutResult",
     "QueryMessageResult",
+    "RecordProperties",
     "TagsCodeFunction",
     "default_tags_code",
     "record_properties",
@@ -210,7 +211,50 @@ def _check_record(
     return store_timestamp_position(sys_flag), start + length, sys_flag
 
 
-def record_properties(view: memoryview | bytes, pos: int) -> dict[str, str]:
+class RecordProperties(Mapping[str, str]):
+    """A stored record's property string, read as a map on demand: :meth:`get` finds one pair
+    without splitting the others (a filter usually names one or two of a message's properties),
+    with RocketMQ's decoding rules - the last pair with a name wins, empty values are no pair."""
+
+    __slots__ = ("_all", "_raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self._raw = raw
+        self._all: dict[str, str] | None = None
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        raw = self._raw
+        key = name.encode() + b"\x01"
+        i = raw.rfind(key)
+        while i >= 0:
+            if i == 0 or raw[i - 1] == 2:
+                start = i + len(key)
+                stop = raw.find(b"\x02", start)
+                value = raw[start:] if stop < 0 else raw[start:stop]
+                if value:
+                    return value.decode("utf-8", "replace")
+            i = raw.rfind(key, 0, i)
+        return default
+
+    def _parsed(self) -> dict[str, str]:
+        if self._all is None:
+            self._all = string_to_properties(self._raw.decode("utf-8", "replace"))
+        return self._all
+
+    def __getitem__(self, name: str) -> str:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parsed())
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+
+def record_properties(view: memoryview | bytes, pos: int) -> RecordProperties:
     """The properties of the stored record at ``pos`` of ``view``, read without decoding the
     rest of it (for property filters at pull time)."""
     (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POSITION)
@@ -223,9 +267,7 @@ def record_properties(view: memoryview | bytes, pos: int) -> dict[str, str]:
     else:
         at += 2 + ((view[at] << 8) | view[at + 1])
     length = (view[at] << 8) | view[at + 1]
-    if not length:
-        return {}
-    return string_to_properties(bytes(view[at + 2 : at + 2 + length]).decode("utf-8", "replace"))
+    return RecordProperties(bytes(view[at + 2 : at + 2 + length]))
 
 
 def _check_name(topic: str) -> None:

@@ -362,6 +362,8 @@ def _equal(left: _Node, right: _Node) -> _Node:
     def equal(props: Mapping[str, str]) -> Value:
         lv = lrun(props)
         rv = rrun(props)
+        if type(lv) is str and type(rv) is str:  # the common case: equals, else compareTo != 0
+            return lv == rv
         if lv is None or rv is None:
             if lv is None and rv is None:
                 return True
