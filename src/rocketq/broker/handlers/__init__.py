@@ -4,7 +4,7 @@
 * :mod:`.pull` — PULL_MESSAGE and long polling;
 * :mod:`.client` — HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, CHECK_CLIENT_CONFIG,
   LOCK_BATCH_MQ, UNLOCK_BATCH_MQ;
-* :mod:`.offsets` — consumer offsets, queue bounds, VIEW_MESSAGE_BY_ID;
+* :mod:`.offsets` — consumer offsets, queue bounds, QUERY_MESSAGE (the message index), VIEW_MESSAGE_BY_ID;
 * :mod:`.admin` — topics, groups, connections, stats, offset reset, runtime info;
 * :mod:`.transaction` — END_TRANSACTION;
 * :mod:`.reply` — SEND_REPLY_MESSAGE, SEND_REPLY_MESSAGE_V2 (pushed to the requester).
