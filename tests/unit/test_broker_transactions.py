@@ -148,7 +148,7 @@ def test_an_immune_half_message_is_stored_again_then_found_resolved(harness: Har
     assert harness.end(put, "I", 8) == (0, None)  # the producer commits the original
     harness.clock.now += 10
     again = harness.service.check()
-    assert (again.checked, again.done) == (0, 0)  # the copy is recognised as resolved
+    assert (again.checked, again.done) == (0, 1)  # the copy is recognised as resolved
     assert harness.position(RMQ_SYS_TRANS_HALF_TOPIC) == 2
     assert harness.delivered() == [b"I"]
 
@@ -184,3 +184,18 @@ def test_resolutions_survive_a_restart(tmp_path: Path) -> None:
         assert again.store.max_offset(RMQ_SYS_TRANS_OP_HALF_TOPIC, 0) == 2  # no second op records
     finally:
         again.store.close()
+
+
+def test_a_copy_of_a_transaction_resolved_meanwhile_is_not_checked_again(harness: Harness) -> None:
+    """The producer answers the original half message after the check stored a copy: the copy
+    is marked done at the next round, nobody is asked again and nothing is delivered twice."""
+    original = harness.half("L")
+    harness.clock.now += 10
+    assert harness.service.check().checked == 1  # copy at offset 1, a check sent about it
+    assert harness.end(original, "L", 8) == (0, None)  # the late answer, about the original
+    harness.clock.now += 61
+    result = harness.service.check()
+    assert (result.checked, result.done) == (0, 1)
+    assert len(harness.checks) == 1
+    assert harness.delivered() == [b"L"]
+    assert harness.position(RMQ_SYS_TRANS_HALF_TOPIC) == 2

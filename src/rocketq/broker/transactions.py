@@ -351,6 +351,15 @@ class TransactionalMessageService:
                 check_times += 1
             if half.store_timestamp >= start_ms:
                 break  # stored after this round began: the next round looks at it
+            uniq = half.properties.get(MessageConst.UNIQ_KEY)
+            if uniq and _transaction_key(half, uniq) in self._outcomes:
+                # resolved through another copy (the producer answered after this one was
+                # stored again): mark this copy done instead of asking again (RocketMQ asks)
+                self._write_op(half)
+                done += 1
+                i += 1
+                new_offset = i
+                continue
             age = start_ms - half.born_timestamp
             immunity = timeout_ms
             immunity_text = half.properties.get(_IMMUNITY)
