@@ -369,6 +369,14 @@ def test_half_messages_can_be_refused_as_rocketmq_can(tmp_path: Path) -> None:
             got = await client.invoke(broker.address, half_request(b"x", keys="k", uniq="U"))
             assert got.code == ResponseCode.NO_PERMISSION
             assert got.remark == "the broker[127.0.0.1] sending transaction message is forbidden"
+            # a send already marked rolled back could never be read: refused, whatever the switch
+            rolled_back = half_request(b"x", keys="k", uniq="U")
+            rolled_back.ext_fields["f"] = "12"
+            rolled_back.ext_fields["i"] = rolled_back.ext_fields["i"].replace(
+                "TRAN_MSG\x01true", "TRAN_MSG\x01false"
+            )
+            got = await client.invoke(broker.address, rolled_back)
+            assert got.code == ResponseCode.MESSAGE_ILLEGAL
 
     run(main())
 

@@ -284,6 +284,10 @@ class SendProcessor:
         if config.topic_filter_type == TopicFilterType.MULTI_TAG:
             sys_flag |= _MULTI_TAGS
         half = is_half_message(props, sys_flag)
+        if not half and sys_flag & _TRANSACTION_BITS == _TRANSACTION_BITS:
+            # RocketMQ would store it where no consumer ever reads it
+            remark = "the message is illegal: a rolled back transaction cannot be sent"
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, remark)
         if half and self._reject_transactions:
             raise BrokerError(
                 ResponseCode.NO_PERMISSION,
