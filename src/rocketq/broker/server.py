@@ -611,11 +611,18 @@ class Broker:
             )
 
     async def _transaction_checks(self) -> None:
+        """A check round every ``transaction_check_interval``, in steps (requests are served in
+        between: a round over a long backlog does not hold the loop)."""
         interval = self.config.transaction_check_interval
         while True:
             await asyncio.sleep(interval)
+            steps = self.transactions.check_steps()
             try:
-                self.check_transactions()
+                while True:
+                    next(steps)
+                    await asyncio.sleep(0)
+            except StopIteration:
+                pass
             except Exception:
                 log.exception("transaction check failed")
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 
 from rocketq.broker.topics import (
@@ -64,6 +64,7 @@ from rocketq.store import GetMessageStatus, MessageStore, PutResult
 
 __all__ = [
     "CID_RMQ_SYS_TRANS",
+    "STEP",
     "TRANSACTION_COMMIT_TYPE",
     "TRANSACTION_NOT_TYPE",
     "TRANSACTION_PREPARED_TYPE",
@@ -87,6 +88,8 @@ _REMOVE_TAG = "d"
 _HALF = RMQ_SYS_TRANS_HALF_TOPIC
 _OP = RMQ_SYS_TRANS_OP_HALF_TOPIC
 _PERM_RW = 6
+STEP = 128
+"""Records a check round handles between two yields of ``check_steps`` (the loop serves requests)."""
 _MAX_PROCESS_TIME = 60.0  # MAX_PROCESS_TIME_LIMIT: most seconds one check spends on a queue
 _REMEMBERED = 100_000  # resolutions kept in memory (older ones are found through the index)
 _PREPARED_QUEUE_OFFSET = MessageConst.TRAN_PREPARED_QUEUE_OFFSET
@@ -168,7 +171,7 @@ class TransactionalMessageService:
         """Remember the resolutions whose op records the checks have not passed yet (after a
         restart a repeated commit must still find its transaction resolved)."""
         op_offset = self._consume_offset(_OP)
-        for op in self._read(_OP, op_offset):
+        for op in self._iter(_OP, op_offset):
             half_offset = _op_half_offset(op)
             if half_offset is None:
                 continue
@@ -303,7 +306,19 @@ class TransactionalMessageService:
 
     def check(self, now: float | None = None) -> CheckResult:
         """One check round (``TransactionalMessageServiceImpl.check``) at ``now`` (the service's
-        clock by default); see the module docstring."""
+        clock by default), run to its end; see the module docstring."""
+        steps = self.check_steps(now)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as stop:
+                result: CheckResult = stop.value
+                return result
+
+    def check_steps(self, now: float | None = None) -> Generator[None, None, CheckResult]:
+        """:meth:`check` in steps: it yields every :data:`STEP` records, so that an event loop
+        driving it can serve requests in between (RocketMQ runs checks on a thread of their own);
+        the round's result is the generator's return value."""
         start = self._clock() if now is None else now
         start_ms = int(start * 1000)
         timeout_ms = int(self.timeout * 1000)
@@ -315,16 +330,20 @@ class TransactionalMessageService:
         op_offset = self._consume_offset(_OP)
         removed: dict[int, list[int]] = {}
         done_ops: list[int] = []
-        for op in self._read(_OP, op_offset):
+        for n, op in enumerate(self._iter(_OP, op_offset), 1):
             target = _op_half_offset(op)
             if target is None or target < half_offset:
                 done_ops.append(op.queue_offset)
             else:
                 removed.setdefault(target, []).append(op.queue_offset)
+            if n % STEP == 0:
+                yield
         checked = done = discarded = no_producer = 0
         i = new_offset = half_offset
         end = store.max_offset(_HALF, 0)
         while i < end:
+            if (i - half_offset) % STEP == STEP - 1:
+                yield
             if self._clock() - start > _MAX_PROCESS_TIME:
                 log.info("transaction check: stopped at half offset %d after %ds", i, _MAX_PROCESS_TIME)
                 break
@@ -520,25 +539,23 @@ class TransactionalMessageService:
         low = self._store.min_offset(topic, 0)
         return max(offset, low) if offset >= 0 else low
 
-    def _read(self, topic: str, offset: int) -> list[MessageExt]:
-        """Every message of ``topic`` queue 0 from ``offset`` on."""
-        out: list[MessageExt] = []
+    def _iter(self, topic: str, offset: int) -> Iterator[MessageExt]:
+        """Every message of ``topic`` queue 0 from ``offset`` on, 32 read at a time."""
         store = self._store
+        moved = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_FOUND_NULL)
         while True:
             result = store.get_messages(topic, 0, offset, 32)
             if result.status is not GetMessageStatus.FOUND:
-                if result.status in (
-                    GetMessageStatus.OFFSET_TOO_SMALL,
-                    GetMessageStatus.OFFSET_FOUND_NULL,
-                ) and (result.next_begin_offset > offset):
+                if result.status in moved and result.next_begin_offset > offset:
                     offset = result.next_begin_offset
                     continue
-                return out
+                return
             try:
-                out.extend(decode_messages(result.data, decompress=False))
+                messages = decode_messages(result.data, decompress=False)
             except RemoteProtocolError as exc:
                 log.error("unreadable %s records at offset %d: %s", topic, offset, exc)
-                return out
+                return
+            yield from messages
             offset = result.next_begin_offset
 
     def _read_one(self, topic: str, offset: int) -> MessageExt | None:
