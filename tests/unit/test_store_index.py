@@ -7,6 +7,7 @@ message spill over into the next file, and recovery has several files to sort ou
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import shutil
 from pathlib import Path
@@ -304,3 +305,40 @@ def test_a_full_disk_at_file_creation_stops_indexing_not_appending(
 
 def test_index_file_size_is_rocketmqs() -> None:
     assert index_file_size(5_000_000, 20_000_000) == 420_000_040
+
+
+def test_index_files_take_disk_only_for_what_they_hold(tmp_path: Path) -> None:
+    """A RocketMQ-sized index file is 420 MB of address space but sparse: blocks are reserved
+    page by page as entries and slots are first written."""
+    with MessageStore(tmp_path, StoreConfig(), start_services=False) as store:
+        fill(store, 50)
+        (path,) = [tmp_path / "index" / name for name in index_files(tmp_path)]
+        assert path.stat().st_size == index_file_size(5_000_000, 20_000_000)
+        assert path.stat().st_blocks * 512 < 1024 * 1024  # 150 keys: a few pages
+        assert bodies(store, "T", "k1") == [b"m%03d" % i for i in range(1, 50, 3)]
+
+
+def test_no_room_for_a_page_loses_those_keys_until_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # enough messages (3 keys each) that the next one's entries run into a page not written yet
+    entries_at = 40 + 4 * 5_000_000
+    inside = ((entries_at // mmap.PAGESIZE + 1) * mmap.PAGESIZE - entries_at) // 20  # entries 0..inside-1
+    before = -(-(inside - 3) // 3)
+    with MessageStore(tmp_path, StoreConfig(), start_services=False) as store:
+        fill(store, before)
+        real = os.posix_fallocate
+
+        def full(fd: int, offset: int, length: int) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(os, "posix_fallocate", full)
+        store.put_message("T", 0, record("T", b"unindexed", keys="lost all", uniq="ULOST"))  # stored anyway
+        monkeypatch.setattr(os, "posix_fallocate", real)
+        assert store.max_offset("T", 0) == before + 1
+        assert bodies(store, "T", "lost") == []
+        assert (tmp_path / "index" / "GAP").exists()
+    with MessageStore(tmp_path, StoreConfig(), start_services=False) as store:
+        assert bodies(store, "T", "lost") == [b"unindexed"]
+        assert bodies(store, "T", "ULOST") == [b"unindexed"]
+        assert bodies(store, "T", "all") == [b"m%03d" % i for i in range(before)] + [b"unindexed"]

@@ -32,10 +32,13 @@ Java's ``String.hashCode()``, which costs about 3 µs a key in Python against 0.
 send path. So a RocketMQ index directory is not read as is: a ``HASH`` file marks ours, and any
 index found without it is rebuilt from the commit log at start.
 
-**Writing.** Index files are mapped writable (``mmap``) after ``posix_fallocate`` reserved
-their blocks, so a write through the mapping can never meet a full disk (which would kill the
-process with ``SIGBUS``); if the reservation fails the index stops growing, the message store
-keeps working, and a later start rebuilds what is missing. The store indexes each record right
+**Writing.** Index files are sparse and mapped writable (``mmap``); before the first write to a
+page of the mapping, ``posix_fallocate`` reserves that page's blocks, so a write through the
+mapping can never meet a full disk (which would kill the process with ``SIGBUS``), while a file
+takes only the disk its entries and touched slots need (a RocketMQ-sized file is 420 MB, most of
+it holes for a long time). If a reservation fails the message's keys are left out and the index
+notes where (the ``GAP`` file): the message store keeps working, and the next start indexes again
+from there. The store indexes each record right
 after appending it, under its lock (about 2 µs a message: two ``bytes.find`` for the keys, a
 CRC and three ``struct`` writes a key); the header is kept in memory and written on flush.
 
@@ -91,6 +94,7 @@ _SLOT = struct.Struct(">i")
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _PAGE = mmap.PAGESIZE
+_SHIFT = _PAGE.bit_length() - 1
 _MARKER = "HASH"
 _GAP = "GAP"
 _MARKER_TEXT = "crc32\n"
@@ -183,6 +187,7 @@ class IndexFile:
         "_entries_at",
         "_fd",
         "_mm",
+        "_reserved",
         "begin_phys",
         "begin_timestamp",
         "capacity",
@@ -215,7 +220,8 @@ class IndexFile:
         self._fd = os.open(path, flags, 0o644)
         try:
             if create:
-                os.posix_fallocate(self._fd, 0, size)
+                os.ftruncate(self._fd, size)  # sparse: pages get their blocks when first written
+                os.posix_fallocate(self._fd, 0, min(size, _PAGE))  # the header's page
             elif os.fstat(self._fd).st_size != size:
                 raise OSError(f"{path} is {os.fstat(self._fd).st_size} bytes, expected {size}")
             self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
@@ -226,6 +232,10 @@ class IndexFile:
                     os.unlink(path)
             raise
         self._closed = False
+        #: one byte per page of the file: 1 once its blocks are reserved (by this process)
+        self._reserved = bytearray((size + _PAGE - 1) >> _SHIFT)
+        if create:
+            self._reserved[0] = 1
         (
             self.begin_timestamp,
             self.end_timestamp,
@@ -245,30 +255,14 @@ class IndexFile:
         return self.count >= self.capacity
 
     def put(self, key_hash: int, phys: int, timestamp: int) -> bool:
-        """Add an entry; ``False`` when the file is full."""
-        count = self.count
-        if count >= self.capacity:
-            return False
-        mm = self._mm
-        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.slots) * 4
-        (head,) = _SLOT.unpack_from(mm, slot_pos)
-        if head <= 0 or head >= count:
-            head = 0
-            self.slot_count += 1
-        if count == 1:
-            self.begin_phys = phys
-            self.begin_timestamp = timestamp
-        diff = (timestamp - self.begin_timestamp) // 1000
-        if diff < 0:
-            diff = 0
-        elif diff > 0x7FFFFFFF:
-            diff = 0x7FFFFFFF
-        _ENTRY.pack_into(mm, self._entries_at + count * INDEX_ENTRY_SIZE, key_hash, phys, diff, head)
-        self.count = count + 1  # before the slot: a reader never sees a slot past the count
-        _SLOT.pack_into(mm, slot_pos, count)
-        self.end_phys = phys
-        self.end_timestamp = timestamp
-        return True
+        """Add an entry; ``False`` when the file is full. Raises ``OSError`` when the disk has no
+        room for the page it goes to (nothing is written then)."""
+        return self.put_all([key_hash], phys, timestamp) == 1
+
+    def _reserve(self, page: int) -> None:
+        """Reserve the blocks of one page before its first write through the mapping."""
+        os.posix_fallocate(self._fd, page << _SHIFT, _PAGE)
+        self._reserved[page] = 1
 
     def put_all(self, hashes: list[int], phys: int, timestamp: int) -> int:
         """:meth:`put` for the keys of one message at once; returns how many fitted (the rest
@@ -281,6 +275,18 @@ class IndexFile:
             hashes = hashes[:room]
         mm = self._mm
         slots = self.slots
+        # reserve the blocks of every page about to be written, before writing anything
+        reserved = self._reserved
+        entry_pos = self._entries_at + count * INDEX_ENTRY_SIZE
+        first, last = entry_pos >> _SHIFT, (entry_pos + len(hashes) * INDEX_ENTRY_SIZE - 1) >> _SHIFT
+        if not (reserved[first] and reserved[last]):
+            for page in range(first, last + 1):
+                if not reserved[page]:
+                    self._reserve(page)
+        for key_hash in hashes:
+            page = (INDEX_HEADER_SIZE + (key_hash % slots) * 4) >> _SHIFT
+            if not reserved[page]:
+                self._reserve(page)
         if count == 1:
             self.begin_phys = phys
             self.begin_timestamp = timestamp
@@ -292,7 +298,6 @@ class IndexFile:
         unpack_slot = _SLOT.unpack_from
         pack_slot = _SLOT.pack_into
         pack_entry = _ENTRY.pack_into
-        entry_pos = self._entries_at + count * INDEX_ENTRY_SIZE
         new_slots = 0
         for key_hash in hashes:
             slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * 4
@@ -384,7 +389,16 @@ class IndexFile:
         used = slots - heads.count(0)
         if sys.byteorder == "little":
             heads.byteswap()
-        mm[INDEX_HEADER_SIZE:at] = heads.tobytes()
+        table = heads.tobytes()
+        # write only the pages that change: untouched ones stay holes (no blocks)
+        for page in range(INDEX_HEADER_SIZE >> _SHIFT, ((at - 1) >> _SHIFT) + 1):
+            lo = max(page << _SHIFT, INDEX_HEADER_SIZE)
+            hi = min((page + 1) << _SHIFT, at)
+            new = table[lo - INDEX_HEADER_SIZE : hi - INDEX_HEADER_SIZE]
+            if mm[lo:hi] != new:
+                if not self._reserved[page]:
+                    self._reserve(page)
+                mm[lo:hi] = new
         self.count = count
         self.slot_count = used
         if count > 1:
