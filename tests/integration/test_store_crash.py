@@ -99,7 +99,8 @@ def test_sigkill_during_sync_flush_appends_loses_no_acknowledged_message(tmp_pat
             assert msg.commit_log_offset == commit_offset
             assert msg.body.startswith(b"t%d-i%d-" % (queue, i))
         # the message index was repaired and completed: every acknowledged message is found by
-        # its unique id and its key, exactly once
+        # its key (with the others of its batch, some maybe stored but not yet read as acked)
+        # and by its unique id, exactly once
         assert store.index is not None
         assert len(store.index.files) > 3
         by_key: dict[tuple[int, int], list[int]] = {}
@@ -112,7 +113,8 @@ def test_sigkill_during_sync_flush_appends_loses_no_acknowledged_message(tmp_pat
                     b"".join(store.query_message("T", f"t{queue}-i{i}", 64, 0, 2**62).messages)
                 )
             ]
-            assert found == sorted(offsets), (queue, i)
+            assert set(offsets) <= set(found), (queue, i)
+            assert len(found) == len(set(found))
             uniq = [f"U{queue}-{i}-{k}" for k in range(len(offsets))]
             hits = [store.query_message("T", u, 32, 0, 2**62).messages for u in uniq]
             assert [len(h) for h in hits] == [1] * len(offsets)

@@ -342,3 +342,15 @@ def test_no_room_for_a_page_loses_those_keys_until_the_next_start(
         assert bodies(store, "T", "lost") == [b"unindexed"]
         assert bodies(store, "T", "ULOST") == [b"unindexed"]
         assert bodies(store, "T", "all") == [b"m%03d" % i for i in range(before)] + [b"unindexed"]
+
+
+def test_reserving_the_last_page_keeps_the_file_size(tmp_path: Path) -> None:
+    cfg = StoreConfig(max_hash_slot_num=7, max_index_num=300)  # 6,068 bytes: a partial last page
+    with MessageStore(tmp_path, cfg, start_services=False) as store:
+        fill(store, 60)
+    sizes = {(tmp_path / "index" / name).stat().st_size for name in index_files(tmp_path)}
+    assert sizes == {index_file_size(7, 300)}
+    with MessageStore(tmp_path, cfg, start_services=False) as store:  # reopened as they are
+        assert store.index is not None
+        assert store.index.keys_added == 0
+        assert bodies(store, "T", "U059") == [b"m059"]

@@ -188,6 +188,7 @@ class IndexFile:
         "_fd",
         "_mm",
         "_reserved",
+        "_size",
         "begin_phys",
         "begin_timestamp",
         "capacity",
@@ -233,6 +234,7 @@ class IndexFile:
             raise
         self._closed = False
         #: one byte per page of the file: 1 once its blocks are reserved (by this process)
+        self._size = size
         self._reserved = bytearray((size + _PAGE - 1) >> _SHIFT)
         if create:
             self._reserved[0] = 1
@@ -260,8 +262,10 @@ class IndexFile:
         return self.put_all([key_hash], phys, timestamp) == 1
 
     def _reserve(self, page: int) -> None:
-        """Reserve the blocks of one page before its first write through the mapping."""
-        os.posix_fallocate(self._fd, page << _SHIFT, _PAGE)
+        """Reserve the blocks of one page before its first write through the mapping (the last
+        page only up to the file's end: fallocate past it would grow the file)."""
+        start = page << _SHIFT
+        os.posix_fallocate(self._fd, start, min(_PAGE, self._size - start))
         self._reserved[page] = 1
 
     def put_all(self, hashes: list[int], phys: int, timestamp: int) -> int:
