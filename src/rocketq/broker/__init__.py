@@ -16,7 +16,10 @@ and carries out their answers:
 * :mod:`~rocketq.broker.topics`: topic configs, auto-creation, retry and DLQ topics
   (:class:`TopicConfigManager`);
 * :mod:`~rocketq.broker.subscriptions`: subscription group configs (:class:`SubscriptionGroupManager`);
-* :mod:`~rocketq.broker.longpoll`: pulls held until a message arrives (:class:`PullHoldTable`).
+* :mod:`~rocketq.broker.longpoll`: pulls held until a message arrives (:class:`PullHoldTable`);
+* :mod:`~rocketq.broker.filter`: SQL92 selectors evaluated at pull time (:func:`compile_sql92`);
+* :mod:`~rocketq.broker.transactions`: half messages, their resolution and the check rounds
+  (:class:`TransactionalMessageService`), on the store.
 """
 
 from rocketq.broker.config import BrokerConfig
@@ -35,6 +38,7 @@ from rocketq.broker.consumers import (
     apply_unregister_client,
     tag_filter,
 )
+from rocketq.broker.filter import Sql92Error, Sql92Filter, compile_sql92
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME, LockInfo, QueueLockConfig, QueueLockTable
 from rocketq.broker.longpoll import HeldPull, LongPollingConfig, PullHoldTable
 from rocketq.broker.producers import ProducerRegistry
@@ -50,6 +54,7 @@ from rocketq.broker.topics import (
     retry_topic,
     validate_topic,
 )
+from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 
 __all__ = [
     "CHANNEL_EXPIRED_TIMEOUT",
@@ -58,6 +63,7 @@ __all__ = [
     "Broker",
     "BrokerConfig",
     "Changes",
+    "CheckResult",
     "ClientChannelInfo",
     "ConsumerGroupEvent",
     "ConsumerGroupView",
@@ -73,14 +79,18 @@ __all__ = [
     "PullHoldTable",
     "QueueLockConfig",
     "QueueLockTable",
+    "Sql92Error",
+    "Sql92Filter",
     "SubscriptionGroupChange",
     "SubscriptionGroupManager",
     "TopicChange",
     "TopicConfigManager",
     "TopicManagerConfig",
     "TopicSysFlag",
+    "TransactionalMessageService",
     "apply_heartbeat",
     "apply_unregister_client",
+    "compile_sql92",
     "dlq_topic",
     "retry_topic",
     "tag_filter",

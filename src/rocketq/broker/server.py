@@ -9,6 +9,8 @@
   the long-polling hold table;
 * a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`;
 * the :class:`~rocketq.broker.schedule.ScheduleService` (delayed messages and retries);
+* the :class:`~rocketq.broker.transactions.TransactionalMessageService` (half messages, END_TRANSACTION,
+  and a check round every ``transaction_check_interval``);
 * a :class:`~rocketq.broker.registration.NamesrvRegistrar` (REGISTER_BROKER every 30 s and on
   every topic change, UNREGISTER_BROKER at close);
 * housekeeping: a connection listener that drops a closed connection's consumers, producers and
@@ -33,7 +35,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -44,7 +46,10 @@ from rocketq.broker.handlers import (
     ClientProcessor,
     OffsetProcessor,
     PullProcessor,
+    ReplyProcessor,
     SendProcessor,
+    TransactionProcessor,
+    java_properties_string,
 )
 from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
@@ -52,10 +57,11 @@ from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
 from rocketq.broker.subscriptions import SubscriptionGroupManager
 from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC, TopicChange, TopicConfigManager, TopicManagerConfig
+from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
 from rocketq.protocol.message_id import HostPort
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
@@ -200,6 +206,7 @@ class Broker:
         self._topics: TopicConfigManager | None = None
         self._groups: SubscriptionGroupManager | None = None
         self._schedule: ScheduleService | None = None
+        self._transactions: TransactionalMessageService | None = None
         self._registrar: NamesrvRegistrar | None = None
         self._pull: PullProcessor | None = None
         self._send: SendProcessor | None = None
@@ -207,11 +214,12 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        #: (topic, queue id, tag code) of the single message being appended on the loop, set by the
-        #: send handler around its store call: the arrival listener passes the tag code on to the
-        #: hold table, so a held pull whose filter refuses the message stays held (as RocketMQ's
-        #: arriving listener does); ``None`` (batches, redeliveries) wakes every held pull.
-        self.arrival_tag: tuple[str, int, int] | None = None
+        #: (topic, queue id, tag code, properties) of the single message being appended on the
+        #: loop, set by the send handler around its store call: the arrival listener passes the tag
+        #: code and properties on to the hold table, so a held pull whose filter (tags or SQL92)
+        #: refuses the message stays held (as RocketMQ's arriving listener does); ``None``
+        #: (batches, redeliveries) wakes every held pull.
+        self.arrival_tag: tuple[str, int, int, Mapping[str, str] | None] | None = None
         # the fsync round sends are waiting on now (sync flush): its store future and its waiters
         self._round_cf: concurrent.futures.Future[None] | None = None
         self._round: list[_Waiter] | None = None
@@ -245,6 +253,10 @@ class Broker:
     @property
     def schedule(self) -> ScheduleService:
         return self._need(self._schedule, "schedule")
+
+    @property
+    def transactions(self) -> TransactionalMessageService:
+        return self._need(self._transactions, "transactions")
 
     @property
     def registrar(self) -> NamesrvRegistrar | None:
@@ -332,6 +344,8 @@ class Broker:
                 ClientProcessor(self),
                 OffsetProcessor(self),
                 AdminProcessor(self),
+                TransactionProcessor(self),
+                ReplyProcessor(self, self._send),
             ):
                 handlers.update(processor.handlers())
             for code, handler in handlers.items():
@@ -343,6 +357,19 @@ class Broker:
                 store, self.delay_levels, persist_interval=cfg.flush_delay_offset_interval, clock=self._clock
             )
             self._schedule.start()
+            send = self._send
+            self._transactions = TransactionalMessageService(
+                store,
+                store_host=self._store_host,
+                put=send.put_record,
+                send_check=self._send_check,
+                properties_string=java_properties_string,
+                ensure_topic=self._ensure_system_topic,
+                timeout=cfg.transaction_timeout,
+                check_max=cfg.transaction_check_max,
+                clock=self._clock,
+            )
+            await asyncio.to_thread(self._transactions.load)
             self._started = True
             if cfg.namesrv_addrs:
                 port = self.remoting.port
@@ -362,6 +389,7 @@ class Broker:
                 await self._registrar.start()
             self._spawn(self._housekeeping(), "broker-client-scan")
             self._spawn(self._pull_check(), "broker-pull-check")
+            self._spawn(self._transaction_checks(), "broker-transaction-check")
         except BaseException:
             await self._shutdown(unregister=False)
             raise
@@ -493,6 +521,14 @@ class Broker:
         task.add_done_callback(self._tasks.discard)
 
     def _topics_changed(self, change: TopicChange) -> None:
+        # RocketMQ persists the topic table on every change: a topic a send just created (and
+        # the messages stored in it) must still have its config after a crash
+        store = self._store
+        if store is not None:
+            try:
+                store.topic_configs.persist_if_dirty()
+            except OSError as exc:
+                log.error("cannot persist the topic table: %s (retried with the periodic flush)", exc)
         if self._registrar is not None:
             self._registrar.request_soon()
 
@@ -505,8 +541,10 @@ class Broker:
         pull = self._pull
         if pull is not None:
             hint = self.arrival_tag
-            tag = hint[2] if hint is not None and hint[0] == topic and hint[1] == queue_id else None
-            pull.on_arrival(topic, queue_id, max_offset, tag)
+            if hint is not None and hint[0] == topic and hint[1] == queue_id:
+                pull.on_arrival(topic, queue_id, max_offset, hint[2], hint[3])
+            else:
+                pull.on_arrival(topic, queue_id, max_offset)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
 
@@ -541,6 +579,52 @@ class Broker:
         self.locks.purge_expired(now)
         if changes.notifications():
             self._spawn(self.notify_groups(changes), "broker-notify")
+
+    def _ensure_system_topic(self, topic: str) -> None:
+        """A topic of the broker's own (transactions): 1 queue, read-write, as RocketMQ creates them."""
+        self.topics.ensure_topic(topic, 1, 6, 0, self.wall())
+
+    def check_transactions(self, now: float | None = None) -> CheckResult:
+        """One transaction check round now (``TransactionalMessageCheckService``): the service
+        runs one every ``transaction_check_interval``; tests and tools may trigger one, with
+        ``now`` standing for the broker clock."""
+        return self.transactions.check(now)
+
+    def _send_check(self, group: str, header: CheckTransactionStateRequestHeader, body: bytes) -> bool:
+        """CHECK_TRANSACTION_STATE (oneway) to a connected producer of ``group``, as RocketMQ's
+        ``Broker2Client.checkProducerTransactionState``; False when the group has none."""
+        conn = self.producers.available_channel(group, lambda c: not c.is_closed)
+        if conn is None:
+            return False
+        request = RemotingCommand.request(
+            RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(), body, oneway=True
+        )
+        self._spawn(self._check_one(conn, group, request), "broker-check-transaction")
+        return True
+
+    async def _check_one(self, conn: RemotingConnection, group: str, request: RemotingCommand) -> None:
+        try:
+            await asyncio.wait_for(conn.invoke_oneway(request), _NOTIFY_TIMEOUT)
+        except (RemotingError, TimeoutError) as exc:
+            log.warning(
+                "check transaction state of group %s at %s failed: %s", group, conn.remote_address, exc
+            )
+
+    async def _transaction_checks(self) -> None:
+        """A check round every ``transaction_check_interval``, in steps (requests are served in
+        between: a round over a long backlog does not hold the loop)."""
+        interval = self.config.transaction_check_interval
+        while True:
+            await asyncio.sleep(interval)
+            steps = self.transactions.check_steps()
+            try:
+                while True:
+                    next(steps)
+                    await asyncio.sleep(0)
+            except StopIteration:
+                pass
+            except Exception:
+                log.exception("transaction check failed")
 
     async def _pull_check(self) -> None:
         interval = 5.0 if self.config.long_polling_enable else self.config.short_polling_time

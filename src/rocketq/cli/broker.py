@@ -16,7 +16,13 @@ from typing import Any
 from rocketq.broker import Broker, BrokerConfig
 from rocketq.broker.config import default_data_dir, parse_namesrv_addrs
 from rocketq.cli.main import CliError
-from rocketq.cli.server import add_broker_options, check_data_dir, check_port, run_until_signal
+from rocketq.cli.server import (
+    add_broker_options,
+    broker_feature_options,
+    check_data_dir,
+    check_port,
+    run_until_signal,
+)
 from rocketq.errors import ConfigError
 
 __all__ = ["register"]
@@ -55,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
             flush=args.flush,
             data_dir=data_dir,
             namesrv_addrs=parse_namesrv_addrs(args.namesrv),
-            trace_topic_enable=args.trace_topic,
+            **broker_feature_options(args),
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None

@@ -31,6 +31,7 @@ __all__ = [
     "SERVER_SWITCH_INTERVAL",
     "STORE_DIRS",
     "add_broker_options",
+    "broker_feature_options",
     "check_data_dir",
     "check_port",
     "port_number",
@@ -138,6 +139,63 @@ def add_broker_options(
             "tracing on (RocketMQ's traceTopicEnable; off by default)"
         ),
     )
+    parser.add_argument(
+        "--enable-property-filter",
+        action="store_true",
+        help="serve SQL92 subscriptions (RocketMQ's enablePropertyFilter; off by default)",
+    )
+    parser.add_argument(
+        "--transaction-timeout",
+        type=positive_seconds,
+        default=6.0,
+        metavar="SECONDS",
+        help="age before a half message is checked with its producer (transactionTimeOut; default 6)",
+    )
+    parser.add_argument(
+        "--transaction-check-interval",
+        type=positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how often half messages are checked (transactionCheckInterval; default 60)",
+    )
+    parser.add_argument(
+        "--transaction-check-max",
+        type=positive_count,
+        default=15,
+        metavar="N",
+        help="checks of a half message before it is discarded (transactionCheckMax; default 15)",
+    )
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`BrokerConfig` settings of :func:`add_broker_options`' feature switches."""
+    return {
+        "trace_topic_enable": args.trace_topic,
+        "enable_property_filter": args.enable_property_filter,
+        "transaction_timeout": args.transaction_timeout,
+        "transaction_check_interval": args.transaction_check_interval,
+        "transaction_check_max": args.transaction_check_max,
+    }
 
 
 def register(subparsers: Any) -> None:
@@ -207,7 +265,7 @@ def _run(args: argparse.Namespace) -> int:
             broker_name=args.broker_name,
             cluster=args.cluster,
             flush=args.flush,
-            broker=BrokerConfig(trace_topic_enable=args.trace_topic),
+            broker=BrokerConfig(**broker_feature_options(args)),
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None

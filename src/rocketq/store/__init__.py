@@ -1,4 +1,4 @@
-"""rocketq's message store: commit log, consume queues, checkpoint, recovery, config files.
+"""rocketq's message store: commit log, consume queues, message index, checkpoint, recovery, config files.
 
 Pure storage: no networking and no asyncio. The broker composes a :class:`MessageStore`; see
 :mod:`rocketq.store.message_store` for how appends, durability and reads work.
@@ -18,7 +18,9 @@ from rocketq.store.message_store import (
     GetMessageResult,
     GetMessageStatus,
     MessageStore,
+    PropertyFilter,
     PutResult,
+    QueryMessageResult,
     TagsCodeFunction,
     default_tags_code,
 )
@@ -34,7 +36,9 @@ __all__ = [
     "GetMessageResult",
     "GetMessageStatus",
     "MessageStore",
+    "PropertyFilter",
     "PutResult",
+    "QueryMessageResult",
     "StoreConfig",
     "SubscriptionGroupTable",
     "TagsCodeFunction",

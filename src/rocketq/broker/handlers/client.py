@@ -9,12 +9,14 @@ connection; as in RocketMQ the notices go out before the heartbeat's own respons
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from rocketq.broker.consumers import Changes, apply_heartbeat, apply_unregister_client
-from rocketq.errors import RemoteProtocolError
+from rocketq.broker.filter import Sql92Error, is_tag_type
+from rocketq.errors import BrokerError, RemoteProtocolError
 from rocketq.protocol.bodies import (
     CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
@@ -23,18 +25,20 @@ from rocketq.protocol.bodies import (
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
-from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from rocketq.remoting import RemotingConnection
 
 from .common import parse_body, parse_header, system_error
-from .pull import _SQL92_REMARK
+from .pull import property_filter_disabled_remark, selector_of
 
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
 
 __all__ = ["ClientProcessor"]
+
+log = logging.getLogger(__name__)
 
 
 class ClientProcessor:
@@ -85,6 +89,20 @@ class ClientProcessor:
             )
         except RemoteProtocolError as exc:
             raise system_error(f"HEART_BEAT: {exc}") from None
+        for consumer in data.consumer_data_set:
+            for sub in consumer.subscription_data_set:
+                if not is_tag_type(sub.expression_type):
+                    # RocketMQ answers SUCCESS and registers no filter: the group's pulls then
+                    # get FILTER_DATA_NOT_EXIST (CHECK_CLIENT_CONFIG is where a client learns why)
+                    try:
+                        selector_of(sub.expression_type, sub.sub_string)
+                    except Sql92Error as exc:
+                        log.warning(
+                            "group %s subscribes to %s with a bad expression: %s",
+                            consumer.group_name,
+                            sub.topic,
+                            exc,
+                        )
         return self._answer_after(changes, request.response())
 
     def unregister(
@@ -113,12 +131,23 @@ class ClientProcessor:
         return request.response(ext_fields={}, body=body)
 
     def check_client_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        """Tag filters are always evaluable; SQL92 is refused as by a broker without
-        ``enablePropertyFilter`` (RocketMQ's default)."""
+        """A Java consumer asks before it starts whether its subscription can be served
+        (``ClientManageProcessor.checkClientConfig``): tag filters always; SQL92 when
+        ``enablePropertyFilter`` is on (else SYSTEM_ERROR) and the expression compiles (else
+        SUBSCRIPTION_PARSE_FAILED, the remark saying where it went wrong)."""
         body = parse_body(CheckClientRequestBody.decode, request, "CHECK_CLIENT_CONFIG")
         sub = body.subscription_data
-        if sub is not None and (sub.expression_type or "TAG") != "TAG":
-            raise system_error(_SQL92_REMARK)
+        if sub is None or is_tag_type(sub.expression_type):
+            return request.response()
+        if not self._b.config.enable_property_filter:
+            raise system_error(property_filter_disabled_remark(sub.expression_type))
+        try:
+            selector_of(sub.expression_type, sub.sub_string)
+        except Sql92Error as exc:
+            log.warning(
+                "client %s of group %s subscribes with a bad expression: %s", body.client_id, body.group, exc
+            )
+            raise BrokerError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
         return request.response()
 
     def lock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:

@@ -7,6 +7,20 @@ request when the subscription flag (4) is set, else the group's registered subsc
 must exist and be at least as new as the request's ``subVersion``. The store returns the stored
 records as one ``bytes`` - the response body as is: nothing is decoded on this path.
 
+**SQL92.** A subscription of expression type ``SQL92`` (:mod:`rocketq.broker.filter.sql92`) is
+compiled once (cached) and evaluated against each candidate message's properties as the store
+reads the queue, and against an arriving message's properties before a held pull wakes (as
+RocketMQ's ``ExpressionMessageFilter`` and its arriving listener). Refusals are RocketMQ's: the
+broker without ``enablePropertyFilter`` answers SYSTEM_ERROR (its remark says what to turn on);
+a registered subscription whose expression does not compile FILTER_DATA_NOT_EXIST (the heartbeat
+that brought it was answered SUCCESS, as Java's is); an expression in the request that does not
+compile SUBSCRIPTION_PARSE_FAILED (RocketMQ 4.9 would deliver every message). Each remark ends
+with where the expression went wrong. A queue with no matching message answers
+PULL_RETRY_IMMEDIATELY with ``NO_MATCHED_MESSAGE``, its next offset past what was examined.
+
+A PULL_OFFSET_MOVED answer also stores an event in ``OFFSET_MOVED_EVENT`` (group, queue, the
+offset asked for and the new one), as RocketMQ's ``generateOffsetMovedEvent`` does.
+
 Status mapping (the remark is the store's status name, as Java sends it):
 
 ===========================  ============================================================
@@ -36,25 +50,30 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rocketq.broker.consumers import tag_filter
+from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter, compile_sql92, is_tag_type
 from rocketq.broker.longpoll import PullHoldTable
-from rocketq.errors import BrokerError
+from rocketq.broker.topics import RMQ_SYS_OFFSET_MOVED_EVENT
+from rocketq.errors import BrokerError, RocketQError
+from rocketq.protocol import fastjson
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.properties import java_string_hash
+from rocketq.protocol.message import encode_message
+from rocketq.protocol.properties import MessageConst, java_string_hash, tags_code
 from rocketq.remoting import RemotingConnection, describe_exception
 from rocketq.store import GetMessageStatus
 
 from .common import parse_header, system_error
-from .send import topic_not_exist_remark
+from .send import java_properties_string, topic_not_exist_remark
 
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
 
-__all__ = ["PullProcessor", "tag_codes_of_expression"]
+__all__ = ["PullProcessor", "property_filter_disabled_remark", "selector_of", "tag_codes_of_expression"]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +83,28 @@ FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 FLAG_CLASS_FILTER = 0x8
 
-_SQL92_REMARK = "The broker does not support consumer to filter message by SQL92"
+_PARSE_FAILED = "parse the consumer's subscription failed"
+_FILTER_DATA_NOT_EXIST = "The broker's consumer filter data is not exist!Your expression may be wrong!"
+
+
+def property_filter_disabled_remark(expression_type: str | None) -> str:
+    """RocketMQ's remark for an SQL92 subscription on a broker without ``enablePropertyFilter``,
+    and what to turn on."""
+    return (
+        f"The broker does not support consumer to filter message by {expression_type} "
+        "(enablePropertyFilter is off: start the broker with --enable-property-filter, "
+        "or BrokerConfig(enable_property_filter=True))"
+    )
+
+
+def selector_of(expression_type: str | None, expression: str | None) -> Sql92Filter:
+    """The compiled (cached) filter of a non-tag subscription; raises :class:`Sql92Error`."""
+    if expression_type != EXPRESSION_TYPE_SQL92:
+        raise Sql92Error(
+            expression or "", f"expression type {expression_type!r} is not supported (only SQL92)"
+        )
+    return compile_sql92(expression or "")
+
 
 _S = GetMessageStatus
 _STATUS = {
@@ -170,6 +210,7 @@ class PullProcessor:
         self._long_polling = cfg.long_polling_enable
         self._short = cfg.short_polling_time
         self._max_hold = cfg.broker_suspend_max_time
+        self._property_filter = cfg.enable_property_filter
 
     def handlers(self) -> dict[int, object]:
         return {RequestCode.PULL_MESSAGE: self.pull}
@@ -207,10 +248,21 @@ class PullProcessor:
                 f"[{config.read_queue_nums}] consumer:[{conn.remote_address}]"
             )
         sys_flag = p.sys_flag
+        selector: Sql92Filter | None = None
+        expression_type = p.expression_type
         if sys_flag & FLAG_SUBSCRIPTION:
-            if p.expression_type not in (None, "TAG"):
-                raise system_error(_SQL92_REMARK)
-            codes = tag_codes_of_expression(p.subscription)
+            if is_tag_type(expression_type):
+                codes = tag_codes_of_expression(p.subscription)
+            else:
+                # RocketMQ 4.9 builds the filter here and, its assertion disabled, serves an
+                # expression that does not compile as "everything"; refuse it, with its code.
+                codes = None
+                try:
+                    selector = selector_of(expression_type, p.subscription)
+                except Sql92Error as exc:
+                    raise BrokerError(
+                        ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"{_PARSE_FAILED}: {exc}"
+                    ) from None
         else:
             sub = b.consumers.find_subscription(group, topic)
             if sub is None:
@@ -236,11 +288,24 @@ class PullProcessor:
                 raise BrokerError(
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
-            if (sub.expression_type or "TAG") != "TAG":
-                raise system_error(_SQL92_REMARK)
-            codes = tag_filter(sub)
+            expression_type = sub.expression_type
+            if is_tag_type(expression_type):
+                codes = tag_filter(sub)
+            else:  # the filter the heartbeat registered (ConsumerFilterManager), compiled once
+                codes = None
+                try:
+                    selector = selector_of(expression_type, sub.sub_string)
+                except Sql92Error as exc:
+                    raise BrokerError(
+                        ResponseCode.FILTER_DATA_NOT_EXIST, f"{_FILTER_DATA_NOT_EXIST} ({exc})"
+                    ) from None
+        if selector is not None and not self._property_filter:
+            raise system_error(property_filter_disabled_remark(expression_type))
+        matches = selector.matches if selector is not None else None
         offset = p.queue_offset
-        result = b.store.get_messages(topic, queue_id, offset, p.max_msg_nums, codes, group=group)
+        result = b.store.get_messages(
+            topic, queue_id, offset, p.max_msg_nums, codes, group=group, property_filter=matches
+        )
         status = result.status
         code = _STATUS.get(status)
         if code is None:  # an empty or unknown queue
@@ -251,11 +316,20 @@ class PullProcessor:
             hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short
             hold = min(max(hold, 0.0), self._max_hold)
             deadline = self._loop.time() + hold
-            self.holds.hold((topic, queue_id), (conn, request), deadline, offset=offset, tag_codes=codes)
+            self.holds.hold(
+                (topic, queue_id),
+                (conn, request),
+                deadline,
+                offset=offset,
+                tag_codes=codes,
+                property_filter=matches,
+            )
             self._arm(deadline)
             return None
         if code == ResponseCode.SUCCESS:
             b.stats.on_get(group, result.message_count, len(result.data))
+        elif code == ResponseCode.PULL_OFFSET_MOVED:
+            self._offset_moved_event(group, topic, queue_id, offset, result.next_begin_offset)
         if request.serialize_type == SerializeType.ROCKETMQ:
             ext = {
                 "suggestWhichBrokerId": "0",
@@ -272,16 +346,52 @@ class PullProcessor:
             }
         return request.response(code=code, remark=status.value, ext_fields=ext, body=result.data)
 
+    def _offset_moved_event(self, group: str, topic: str, queue_id: int, requested: int, new: int) -> None:
+        """RocketMQ's ``generateOffsetMovedEvent``: a pull told its offset moved leaves a record
+        in ``OFFSET_MOVED_EVENT`` (tag and key: the group; body: the event as JSON), for tools."""
+        b = self._b
+        event = {
+            "consumerGroup": group,
+            "messageQueue": {"brokerName": b.config.broker_name, "queueId": queue_id, "topic": topic},
+            "offsetNew": new,
+            "offsetRequest": requested,
+        }
+        # setTags, setDelayTimeLevel(0), setKeys: the map's string in Java HashMap order
+        props = {MessageConst.TAGS: group, MessageConst.DELAY: "0", MessageConst.KEYS: group}
+        host = b.store_host
+        try:
+            record = encode_message(
+                topic=RMQ_SYS_OFFSET_MOVED_EVENT,
+                body=fastjson.dumps_bytes(event),
+                properties=java_properties_string(props, len(props)),
+                born_timestamp=b.wall_ms(),
+                born_host=host,
+                store_host=host,
+            )
+            b.store.put_message(RMQ_SYS_OFFSET_MOVED_EVENT, 0, record, tags_code(group))
+        except (RocketQError, OSError) as exc:  # RocketMQ only logs it too
+            log.warning(
+                "could not store the offset-moved event of %s on %s-%d: %s", group, topic, queue_id, exc
+            )
+
     # ------------------------------------------------------------------ held pulls
 
-    def on_arrival(self, topic: str, queue_id: int, max_offset: int, tag_code: int | None = None) -> None:
+    def on_arrival(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tag_code: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
         """The store appended to (topic, queue_id): answer the pulls this wakes (event loop only).
 
-        ``tag_code`` is the arrived message's, when known: pulls whose filter refuses it stay held."""
+        ``tag_code`` and ``properties`` are the arrived message's, when known: pulls whose
+        filter refuses it stay held."""
         holds = self.holds
         if not len(holds):
             return
-        ready = holds.on_arrival(topic, queue_id, max_offset, self._loop.time(), tag_code)
+        ready = holds.on_arrival(topic, queue_id, max_offset, self._loop.time(), tag_code, properties)
         if ready:
             self._answer(ready)
 

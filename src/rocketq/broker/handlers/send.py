@@ -25,9 +25,11 @@ store's synchronous append:
 Store failures are answers, not crashes: an oversized message MESSAGE_ILLEGAL, a full disk or a
 store that stopped accepting writes SERVICE_NOT_AVAILABLE, another write error SYSTEM_ERROR.
 
-Transaction (half) messages are refused with NO_PERMISSION, as a 4.9.4 broker with
-``rejectTransactionMessage=true`` does: rocketq has no transaction service yet, and storing them
-as plain messages would deliver uncommitted data.
+A transaction's half message (``TRAN_MSG=true``) goes to ``RMQ_SYS_TRANS_HALF_TOPIC`` with its
+real topic and queue in ``REAL_TOPIC`` / ``REAL_QID`` (:mod:`rocketq.broker.transactions`); the
+answer names the half queue's offset, which the producer's END_TRANSACTION quotes back. With
+``reject_transaction_message`` (RocketMQ's ``rejectTransactionMessage``) it is refused with
+NO_PERMISSION instead.
 """
 
 from __future__ import annotations
@@ -35,18 +37,21 @@ from __future__ import annotations
 import functools
 import logging
 import random
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rocketq.broker.topics import (
     DLQ_NUMS_PER_GROUP,
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
     dlq_topic,
     is_not_allowed_send_topic,
     is_writeable,
     retry_topic,
     validate_topic,
 )
+from rocketq.broker.transactions import half_message_properties, is_half_message
 from rocketq.errors import BrokerError, ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.protocol.bodies import TopicConfig, TopicFilterType
 from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode, SerializeType
@@ -85,7 +90,6 @@ log = logging.getLogger(__name__)
 _CLUSTER = MessageConst.CLUSTER
 _WAIT = MessageConst.WAIT
 _DELAY = MessageConst.DELAY
-_TRAN_MSG = MessageConst.TRAN_MSG
 _MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
 _TRANSACTION_BITS = 0xC
 _V3_4_9 = int(MQVersion.V3_4_9)
@@ -178,6 +182,7 @@ class SendProcessor:
         self._delays_ms = [int(d * 1000) for d in broker.delay_levels]
         self._valid_topics: set[str] = set()
         self._hosts: dict[RemotingConnection, HostPort] = {}
+        self._reject_transactions = cfg.reject_transaction_message
 
     def handlers(self) -> dict[int, object]:
         return {
@@ -210,12 +215,20 @@ class SendProcessor:
         return f"{prefix}{commit_log_offset:016X}"
 
     def _parse(self, request: RemotingCommand) -> _Send:
-        if request.code == RequestCode.SEND_MESSAGE:
+        if request.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE):
             return _Send(parse_header(SendMessageRequestHeader, request))
         fast = _fast_v2(request.ext_fields)
         if fast is not None:
             return fast
         return _Send(parse_header(SendMessageRequestHeaderV2, request))
+
+    def parse_and_check(self, conn: RemotingConnection, request: RemotingCommand) -> _Send:
+        """A send-shaped request's fields (V1 or V2 header, by its code), checked as a send is
+        (``msgCheck``: topic name, permission, config - auto-created - and queue id, a negative
+        one replaced by a random write queue). For the reply handler."""
+        s = self._parse(request)
+        self._check_topic(s, conn)
+        return s
 
     def _check_topic(self, s: _Send, conn: RemotingConnection) -> TopicConfig:
         """``msgCheck``: name, permission, config (auto-created) and queue id."""
@@ -270,18 +283,34 @@ class SendProcessor:
         sys_flag = s.sys_flag
         if config.topic_filter_type == TopicFilterType.MULTI_TAG:
             sys_flag |= _MULTI_TAGS
-        if props.get(_TRAN_MSG, "").lower() == "true" or sys_flag & _TRANSACTION_BITS:
+        half = is_half_message(props, sys_flag)
+        if not half and sys_flag & _TRANSACTION_BITS == _TRANSACTION_BITS:
+            # RocketMQ would store it where no consumer ever reads it
+            remark = "the message is illegal: a rolled back transaction cannot be sent"
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, remark)
+        if half and self._reject_transactions:
             raise BrokerError(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{self._b.config.advertised_ip}] sending transaction message is forbidden "
-                "(rocketq has no transaction service)",
+                f"the broker[{self._b.config.advertised_ip}] sending transaction message is forbidden",
             )
         max_entries = len(props) + (0 if _CLUSTER in props else 1)
         props[_CLUSTER] = self._cluster
         wait = props.get(_WAIT)
         queue_id = s.queue_id
-        level = self._delay_level(props) if _DELAY in props else 0
-        if level:
+        level = self._delay_level(props) if _DELAY in props and not half else 0
+        if half:
+            # TransactionalMessageBridge.parseHalfMessageInner: to the half topic, the real
+            # place in the properties, the transaction bits cleared; the property string is
+            # rebuilt from the whole map (WAIT included), as for a delayed message
+            if wait is not None:
+                del props[_WAIT]
+                props[_WAIT] = wait
+            half_message_properties(props, topic, queue_id)
+            stored = java_properties_string(props, max_entries + 2)
+            code = tags_code(props.get(MessageConst.TAGS))
+            topic, queue_id = RMQ_SYS_TRANS_HALF_TOPIC, 0
+            sys_flag &= ~_TRANSACTION_BITS
+        elif level:
             # CommitLog.asyncPutMessage: to the schedule topic, the real place in properties;
             # the property string is rebuilt from the whole map (WAIT included).
             if wait is not None:
@@ -298,7 +327,7 @@ class SendProcessor:
             stored = java_properties_string(props, max_entries)
             code = tags_code(props.get(MessageConst.TAGS))
         record = self._encode(conn, s, topic, queue_id, sys_flag, stored, request.body)
-        put = self._put(topic, queue_id, record, code)
+        put = self._put(topic, queue_id, record, code, props)
         if level:
             self._b.schedule_kick()
         # As Java: the request's queue id, but the offset where the message went (the schedule
@@ -357,7 +386,16 @@ class SendProcessor:
         except ConfigError as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}") from None
 
-    def _put(self, topic: str, queue_id: int, record: bytes, code: int) -> PutResult:
+    def put_record(
+        self, topic: str, queue_id: int, record: bytes, code: int, props: Mapping[str, str] | None = None
+    ) -> PutResult:
+        """Append a record made by another part of the broker (transactions, replies) as a send
+        is appended: size limit, statistics, held pulls woken by its tag and properties."""
+        return self._put(topic, queue_id, record, code, props)
+
+    def _put(
+        self, topic: str, queue_id: int, record: bytes, code: int, props: Mapping[str, str] | None = None
+    ) -> PutResult:
         b = self._b
         limit = b.config.max_message_size
         if len(record) > limit:
@@ -366,7 +404,7 @@ class SendProcessor:
                 f"the message is illegal: {len(record)} bytes stored, over the broker's maxMessageSize "
                 f"of {limit} bytes",
             )
-        b.arrival_tag = (topic, queue_id, code)  # lets held pulls filter by the arriving tag
+        b.arrival_tag = (topic, queue_id, code, props)  # lets held pulls filter the arriving message
         try:
             put = b.store.put_message(topic, queue_id, record, code)
         except (StoreError, ConfigError, OSError) as exc:
