@@ -48,12 +48,17 @@ from decimal import Decimal
 from typing import Any, cast, overload
 
 from rocketq.errors import RemoteProtocolError
+from rocketq.protocol._text import has_surrogate_escape, java_utf8_text
 
 __all__ = ["Bean", "FrozenObject", "dumps", "dumps_bytes", "freeze", "java_double_str", "loads"]
 
 #: Deepest nesting the fallback parser accepts (RocketMQ's bodies nest at most six deep); deeper
 #: input is rejected well before Python's recursion limit.
 MAX_DEPTH = 128
+
+#: Longest integer literal read (Python's own int-string limit; Java's ``long`` has 19 digits, and
+#: fastjson reads anything longer as a ``BigInteger`` no RocketMQ field takes).
+MAX_INTEGER_DIGITS = 4300
 
 
 class FrozenObject(tuple[tuple[Any, Any], ...]):
@@ -192,12 +197,34 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             value = _Parser(text).document()
         except RecursionError:  # only reachable when the caller is already deep in its own stack
             raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
-    if "$ref" in text:
-        value = _resolve_refs(value, value, ())
+    try:
+        if has_surrogate_escape(text):
+            value = _java_strings(value)
+        if "$ref" in text:
+            value = _resolve_refs(value, value, ())
+    except RecursionError:  # the C parser nests deeper than Python code can walk
+        raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
     return value
 
 
-_REF_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+def _java_strings(value: Any) -> Any:
+    """``value`` with every string (keys too) as a Java peer would encode it: lone surrogates
+    become ``?`` (see :func:`rocketq.protocol._text.java_utf8_text`)."""
+    kind = type(value)
+    if kind is str:
+        return java_utf8_text(value)
+    if kind is dict:
+        return {_java_strings(k): _java_strings(v) for k, v in value.items()}
+    if kind is list:
+        return [_java_strings(v) for v in value]
+    if kind is FrozenObject:
+        return FrozenObject((_java_strings(k), _java_strings(v)) for k, v in tuple.__iter__(value))
+    if kind is tuple:
+        return tuple(_java_strings(v) for v in value)
+    return value
+
+
+_REF_STEP = re.compile(r"\.([^.\[]+)|\[([0-9]{1,9})\]")
 
 
 def _ref_target(root: Any, ref: str, here: tuple[Any, ...]) -> Any:
@@ -251,11 +278,38 @@ def _loads_fallback(text: str) -> Any:
 class _Parser:
     """Recursive-descent parser for fastjson's dialect, delegating standard subtrees to C."""
 
-    __slots__ = ("depth", "text")
+    __slots__ = ("depth", "failed_at", "failures", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.depth = 0
+        self.failed_at = -1  # where the C scanner last gave up, and how often it gave up there
+        self.failures = 0
+
+    def scan(self, pos: int) -> tuple[Any, int] | None:
+        """The container at ``pos`` through the C scanner, or ``None`` if it is not standard JSON.
+
+        Every container enclosing a non-standard token fails in C at that token, each after
+        scanning up to it; once two of them have, the containers that start before it are parsed
+        here instead, so a document nested deep around one such token costs a bounded number of
+        scans, not one per level.
+        """
+        if pos < self.failed_at and self.failures >= 2:
+            return None
+        try:
+            return _scan_once(self.text, pos)
+        except StopIteration as exc:
+            at = exc.value if isinstance(exc.value, int) else pos
+        except ValueError as exc:
+            at = getattr(exc, "pos", pos)
+        except RecursionError:
+            at = len(self.text)
+        if at == self.failed_at:
+            self.failures += 1
+        else:
+            self.failed_at = at
+            self.failures = 1
+        return None
 
     def fail(self, pos: int, what: str) -> RemoteProtocolError:
         text = self.text
@@ -290,16 +344,15 @@ class _Parser:
             assert m is not None  # the pattern matches any "{"
             # Give the object to the C scanner unless its first key already shows fastjson syntax.
             if m.group(1) is None and text.startswith('"', m.end()):
-                try:
-                    return _scan_once(text, pos)
-                except (StopIteration, ValueError, RecursionError):
-                    pass
+                scanned = self.scan(pos)
+                if scanned is not None:
+                    return scanned
             return self.object(m)
         if ch == "[":
-            try:
-                return _scan_once(text, pos)
-            except (StopIteration, ValueError, RecursionError):
-                return self.array(pos)
+            scanned = self.scan(pos)
+            if scanned is not None:
+                return scanned
+            return self.array(pos)
         if ch == "'":
             return self.string(pos)
         m = _NUMBER.match(text, pos)
@@ -310,14 +363,15 @@ class _Parser:
             return _LITERALS[m.group()], m.end()
         raise self.fail(pos, "expected a value")
 
-    @staticmethod
-    def number(m: re.Match[str]) -> tuple[Any, int]:
+    def number(self, m: re.Match[str]) -> tuple[Any, int]:
         token = m.group()
         suffix = m.group(1)
         if suffix:
             token = token[:-1]
         if suffix in ("F", "D") or "." in token or "e" in token or "E" in token:
-            return float(token), m.end()
+            return float(token), m.end()  # float() takes any length (huge values become inf)
+        if len(token) > MAX_INTEGER_DIGITS:
+            raise self.fail(m.start(), f"an integer of more than {MAX_INTEGER_DIGITS} digits")
         return int(token), m.end()
 
     def object(self, opened: re.Match[str]) -> tuple[dict[Any, Any], int]:
