@@ -32,9 +32,11 @@ import time
 import zlib
 from collections.abc import Callable, Hashable, Mapping
 
+from rocketq.errors import RemoteProtocolError
 from rocketq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
 from rocketq.namesrv.routes import RouteTable
 from rocketq.protocol.bodies import (
+    MAX_INFLATED_REGISTER_BODY,
     DataVersion,
     KVTable,
     RegisterBrokerBody,
@@ -90,6 +92,9 @@ class NamesrvProcessor:
     ``clock`` gives the ``now`` the route table works with (float seconds, monotonic);
     ``order_message_enable`` is RocketMQ's ``NamesrvConfig.orderMessageEnable`` (default off):
     when on, a route carries the topic's ``ORDER_TOPIC_CONFIG`` KV value as ``orderTopicConf``.
+    ``max_nonstandard_json``, ``max_register_topics`` and ``max_register_inflated`` bound what a
+    request body may cost to decode (see :class:`~rocketq.namesrv.server.NamesrvConfig`; ``None``:
+    unbounded).
     """
 
     def __init__(
@@ -99,8 +104,14 @@ class NamesrvProcessor:
         *,
         clock: Callable[[], float] = time.monotonic,
         order_message_enable: bool = False,
+        max_nonstandard_json: int | None = None,
+        max_register_topics: int | None = None,
+        max_register_inflated: int = MAX_INFLATED_REGISTER_BODY,
     ) -> None:
         self.routes = routes
+        self._max_nonstandard = max_nonstandard_json
+        self._max_topics = max_register_topics
+        self._max_inflated = max_register_inflated
         self.kv_config = kv_config
         self._clock = clock
         self._order_message_enable = order_message_enable
@@ -179,15 +190,30 @@ class NamesrvProcessor:
         filter_servers: tuple[str, ...] | None
         if request.version >= MQVersion.V3_0_11:
             registration = (
-                RegisterBrokerBody.decode(body, compressed=header.compressed)
+                RegisterBrokerBody.decode(
+                    body,
+                    compressed=header.compressed,
+                    max_fallback=self._max_nonstandard,
+                    max_inflated=self._max_inflated,
+                    max_topics=self._max_topics,
+                )
                 if body
                 else RegisterBrokerBody()
             )
             wrapper = registration.topic_config_serialize_wrapper
             filter_servers = registration.filter_server_list
         else:
-            wrapper = TopicConfigSerializeWrapper.decode(body) if body else TopicConfigSerializeWrapper()
+            wrapper = (
+                TopicConfigSerializeWrapper.decode(body, max_fallback=self._max_nonstandard)
+                if body
+                else TopicConfigSerializeWrapper()
+            )
             filter_servers = None
+        topics = len(wrapper.topic_config_table)
+        if self._max_topics is not None and topics > self._max_topics:
+            raise RemoteProtocolError(
+                f"REGISTER_BROKER: {topics} topics, over this name server's limit of {self._max_topics}"
+            )
         result = self.routes.register_broker(
             cluster_name=header.cluster_name,
             broker_addr=header.broker_addr,
@@ -221,7 +247,7 @@ class NamesrvProcessor:
 
     def query_data_version(self, conn: Hashable, request: RemotingCommand) -> RemotingCommand:
         header = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
-        version = DataVersion.decode(request.body)
+        version = DataVersion.decode(request.body, max_fallback=self._max_nonstandard)
         changed, ours = self.routes.query_data_version(header.broker_addr, version, self._clock())
         return request.response(
             ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext_fields(),

@@ -26,6 +26,7 @@ Deviations, on purpose:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Awaitable
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.schedule import encode_delay_offsets
 from rocketq.broker.topics import validate_topic
-from rocketq.errors import BrokerError, RemotingError
+from rocketq.errors import BrokerError, RemotingError, RemotingTimeoutError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import (
     Connection,
@@ -74,6 +75,8 @@ if TYPE_CHECKING:
     from rocketq.broker.server import Broker
 
 __all__ = ["QUERY_DUPLICATE_CLIENT_IDS", "AdminProcessor"]
+
+log = logging.getLogger(__name__)
 
 QUERY_DUPLICATE_CLIENT_IDS = 10901
 """rocketq's own request code: list duplicated client ids (see the module docstring)."""
@@ -168,7 +171,12 @@ class AdminProcessor:
 
     def update_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
-        config = parse_body(SubscriptionGroupConfig.decode, request, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP")
+        config = parse_body(
+            SubscriptionGroupConfig,
+            request,
+            "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+            self._b.config.remoting.max_nonstandard_json,
+        )
         if not config.group_name:
             raise system_error("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the config has no groupName")
         b.groups.update(config, b.wall())
@@ -290,8 +298,14 @@ class AdminProcessor:
         try:
             answer = await channel.conn.invoke(relay, b.config.client_call_timeout)
         except RemotingError as exc:
+            log.info("GET_CONSUMER_RUNNING_INFO relay to %s failed: %s", h.client_id, exc)
+            why = (
+                "no answer in time"
+                if isinstance(exc, RemotingTimeoutError)
+                else "the consumer's connection failed"
+            )
             raise system_error(
-                f"invoke consumer <{h.consumer_group}> <{h.client_id}> Exception: {exc}"
+                f"invoke consumer <{h.consumer_group}> <{h.client_id}> Exception: {why}"
             ) from None
         return request.response(
             code=answer.code, remark=answer.remark, ext_fields=dict(answer.ext_fields), body=answer.body

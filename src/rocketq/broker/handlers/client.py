@@ -69,7 +69,7 @@ class ClientProcessor:
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         b = self._b
-        data = parse_body(HeartbeatData.decode, request, "HEART_BEAT")
+        data = parse_body(HeartbeatData, request, "HEART_BEAT", self._b.config.remoting.max_nonstandard_json)
         try:
             changes = apply_heartbeat(
                 data,
@@ -115,14 +115,21 @@ class ClientProcessor:
     def check_client_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         """Tag filters are always evaluable; SQL92 is refused as by a broker without
         ``enablePropertyFilter`` (RocketMQ's default)."""
-        body = parse_body(CheckClientRequestBody.decode, request, "CHECK_CLIENT_CONFIG")
+        body = parse_body(
+            CheckClientRequestBody,
+            request,
+            "CHECK_CLIENT_CONFIG",
+            self._b.config.remoting.max_nonstandard_json,
+        )
         sub = body.subscription_data
         if sub is not None and (sub.expression_type or "TAG") != "TAG":
             raise system_error(_SQL92_REMARK)
         return request.response()
 
     def lock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        body = parse_body(LockBatchRequestBody.decode, request, "LOCK_BATCH_MQ")
+        body = parse_body(
+            LockBatchRequestBody, request, "LOCK_BATCH_MQ", self._b.config.remoting.max_nonstandard_json
+        )
         if not body.consumer_group or not body.client_id:
             raise system_error("LOCK_BATCH_MQ: consumerGroup and clientId are required")
         locked = self._b.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id, time.time())
@@ -130,7 +137,9 @@ class ClientProcessor:
         return request.response(body=LockBatchResponseBody(lock_ok_mq_set=ok).encode())
 
     def unlock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        body = parse_body(UnlockBatchRequestBody.decode, request, "UNLOCK_BATCH_MQ")
+        body = parse_body(
+            UnlockBatchRequestBody, request, "UNLOCK_BATCH_MQ", self._b.config.remoting.max_nonstandard_json
+        )
         if not body.consumer_group or not body.client_id:
             raise system_error("UNLOCK_BATCH_MQ: consumerGroup and clientId are required")
         self._b.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)

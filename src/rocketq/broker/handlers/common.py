@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TypeVar
 
 from rocketq.errors import BrokerError, RemoteProtocolError
+from rocketq.protocol.bodies import JsonBody
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import CommandHeader
@@ -13,7 +13,7 @@ from rocketq.protocol.headers import CommandHeader
 __all__ = ["parse_body", "parse_header", "system_error"]
 
 H = TypeVar("H", bound=CommandHeader)
-T = TypeVar("T")
+B = TypeVar("B", bound=JsonBody)
 
 
 def system_error(remark: str) -> BrokerError:
@@ -30,12 +30,13 @@ def parse_header(cls: type[H], request: RemotingCommand) -> H:
         raise system_error(str(exc)) from None
 
 
-def parse_body(decode: Callable[[bytes], T], request: RemotingCommand, what: str) -> T:
-    """Decode ``request.body`` with ``decode`` (a body class's ``decode``); a missing body or bad
-    JSON answers SYSTEM_ERROR."""
+def parse_body(cls: type[B], request: RemotingCommand, what: str, max_nonstandard: int) -> B:
+    """``cls`` decoded from ``request.body``; a missing body or bad JSON answers SYSTEM_ERROR. JSON
+    in fastjson's non-standard syntax is read only up to ``max_nonstandard`` characters
+    (``ServerConfig.max_nonstandard_json``): real clients send standard JSON."""
     if not request.body:
         raise system_error(f"{what}: the request has no body")
     try:
-        return decode(request.body)
+        return cls.decode(request.body, max_fallback=max_nonstandard)
     except RemoteProtocolError as exc:
         raise system_error(f"{what}: bad body: {exc}") from None

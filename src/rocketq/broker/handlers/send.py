@@ -297,6 +297,8 @@ class SendProcessor:
                 del props[_WAIT]
             stored = java_properties_string(props, max_entries)
             code = tags_code(props.get(MessageConst.TAGS))
+        if len(request.body) > self._b.config.max_message_size:
+            raise _too_big("message body", len(request.body), self._b.config.max_message_size)
         record = self._encode(conn, s, topic, queue_id, sys_flag, stored, request.body)
         put = self._put(topic, queue_id, record, code)
         if level:
@@ -395,8 +397,11 @@ class SendProcessor:
         header_props[_CLUSTER] = self._cluster
         batch_props = java_properties_string(header_props, max_entries)
         body = request.body
+        cfg = self._b.config
+        if len(body) > cfg.max_message_size:  # refused before any record is decoded
+            raise _too_big("batch body", len(body), cfg.max_message_size)
         try:
-            messages = decode_batch(body, topic)
+            messages = decode_batch(body, topic, max_messages=cfg.max_batch_messages)
             records = encode_stored_batch(
                 body,
                 topic=topic,
@@ -407,6 +412,7 @@ class SendProcessor:
                 store_timestamp=0,
                 store_host=self._b.store_host,
                 batch_properties=batch_props,
+                max_messages=cfg.max_batch_messages,
             )
         except (RemoteProtocolError, ConfigError) as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the batch is illegal: {exc}") from None
@@ -580,15 +586,31 @@ def _describe(config: TopicConfig) -> str:
     )
 
 
+def _too_big(what: str, size: int, limit: int) -> BrokerError:
+    """MESSAGE_ILLEGAL for a body over ``maxMessageSize``, as RocketMQ refuses one."""
+    return BrokerError(
+        ResponseCode.MESSAGE_ILLEGAL,
+        f"the message is illegal: the {what} is {size} bytes, over the broker's maxMessageSize of "
+        f"{limit} bytes",
+    )
+
+
 def _store_failure(exc: Exception) -> BrokerError:
+    """The answer to a failed append. The store's and the OS's error texts (paths, errno text)
+    go to the log, not to the peer."""
     if isinstance(exc, ConfigError):
         return BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}")
     if isinstance(exc, StoreFullError):
+        log.warning("store append refused: %s", exc)
         return BrokerError(
-            ResponseCode.SERVICE_NOT_AVAILABLE,
-            f"service not available now: the broker's disk is full ({exc})",
+            ResponseCode.SERVICE_NOT_AVAILABLE, "service not available now: the broker's disk is full"
         )
     if isinstance(exc, StoreError) and ("closed" in str(exc) or "accepting" in str(exc)):
-        return BrokerError(ResponseCode.SERVICE_NOT_AVAILABLE, f"service not available now: {exc}")
+        return BrokerError(
+            ResponseCode.SERVICE_NOT_AVAILABLE,
+            "service not available now: the broker's store is not accepting messages",
+        )
     log.error("store append failed: %s", exc)
-    return BrokerError(ResponseCode.SYSTEM_ERROR, f"the message could not be stored: {exc}")
+    return BrokerError(
+        ResponseCode.SYSTEM_ERROR, "the message could not be stored (the broker's log has the details)"
+    )

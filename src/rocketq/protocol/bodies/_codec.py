@@ -348,12 +348,13 @@ class JsonBody:
         return dumps(self.to_json(), pretty=pretty)
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        """Parse a body written by fastjson (or by anything writing standard JSON)."""
+    def decode(cls, data: bytes | bytearray | memoryview | str, *, max_fallback: int | None = None) -> Self:
+        """Parse a body written by fastjson (or by anything writing standard JSON); ``max_fallback``
+        as for :func:`~rocketq.protocol.fastjson.loads`."""
         if not data:
             raise RemoteProtocolError(f"{cls.__name__}: empty body")
         try:
-            raw = loads(data)
+            raw = loads(data, max_fallback=max_fallback)
         except RemoteProtocolError as exc:
             raise RemoteProtocolError(f"{cls.__name__}: {exc}") from None
         return cls._from_json(raw, cls.__name__)

@@ -128,9 +128,10 @@ class TopicConfigSerializeWrapper(JsonBody):
 _INT32 = struct.Struct(">i")
 
 
-#: Largest inflated size accepted for a compressed ``REGISTER_BROKER`` body (a guard against
-#: deflate bombs; a broker's topic table takes about 40 bytes per topic in this layout).
-MAX_INFLATED_REGISTER_BODY = 64 * 1024 * 1024
+#: Largest inflated size accepted for a compressed ``REGISTER_BROKER`` body by default (a guard
+#: against deflate bombs): a topic takes about 40 bytes in this layout, so 4 MiB holds some 100,000
+#: topics; a name server also bounds the count (``NamesrvConfig.max_register_topics``).
+MAX_INFLATED_REGISTER_BODY = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,28 +180,45 @@ class RegisterBrokerBody(JsonBody):
         return zlib.compress(b"".join(parts), 9)
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str, *, compressed: bool = False) -> Self:
-        """Parse the JSON form, or with ``compressed=True`` the deflated binary form."""
+    def decode(
+        cls,
+        data: bytes | bytearray | memoryview | str,
+        *,
+        compressed: bool = False,
+        max_fallback: int | None = None,
+        max_inflated: int = MAX_INFLATED_REGISTER_BODY,
+        max_topics: int | None = None,
+    ) -> Self:
+        """Parse the JSON form, or with ``compressed=True`` the deflated binary form.
+
+        The binary form inflates to at most ``max_inflated`` bytes and, with ``max_topics``, may
+        name at most that many topics (checked before any is decoded); ``max_fallback`` as for
+        :func:`~rocketq.protocol.fastjson.loads`.
+        """
         if not compressed:
-            return super(RegisterBrokerBody, cls).decode(data)
+            return super(RegisterBrokerBody, cls).decode(data, max_fallback=max_fallback)
         if isinstance(data, str):
             raise RemoteProtocolError("RegisterBrokerBody: a compressed body must be bytes")
         inflater = zlib.decompressobj()
         try:
-            raw = inflater.decompress(bytes(data), MAX_INFLATED_REGISTER_BODY + 1)
-        except zlib.error as exc:
-            raise RemoteProtocolError(f"RegisterBrokerBody: bad compressed body ({exc})") from None
-        if len(raw) > MAX_INFLATED_REGISTER_BODY:
+            raw = inflater.decompress(bytes(data), max_inflated + 1)
+        except zlib.error:
+            raise RemoteProtocolError("RegisterBrokerBody: the compressed body does not inflate") from None
+        if len(raw) > max_inflated:
             raise RemoteProtocolError(
-                f"RegisterBrokerBody: compressed body inflates past {MAX_INFLATED_REGISTER_BODY} bytes"
+                f"RegisterBrokerBody: compressed body inflates past {max_inflated} bytes"
             )
         if not inflater.eof:
             raise RemoteProtocolError("RegisterBrokerBody: compressed body is truncated")
         reader = _Reader(raw, "RegisterBrokerBody (compressed)")
-        version = DataVersion.decode(reader.chunk())
+        version = DataVersion.decode(reader.chunk(), max_fallback=max_fallback)
         count = reader.int32()
         if count < 0:
             raise RemoteProtocolError(f"RegisterBrokerBody (compressed): negative topic count {count}")
+        if max_topics is not None and count > max_topics:
+            raise RemoteProtocolError(
+                f"RegisterBrokerBody (compressed): {count} topics, over this server's limit of {max_topics}"
+            )
         table: dict[str, TopicConfig] = {}
         for _ in range(count):
             try:
@@ -211,7 +229,9 @@ class RegisterBrokerBody(JsonBody):
                 ) from None
             config = TopicConfig.from_compact(text)
             table[config.topic_name or ""] = config
-        servers = _list(_STR).load(loads(reader.chunk()), "RegisterBrokerBody.filterServerList")
+        servers = _list(_STR).load(
+            loads(reader.chunk(), max_fallback=max_fallback), "RegisterBrokerBody.filterServerList"
+        )
         if not reader.at_end():
             raise RemoteProtocolError(
                 "RegisterBrokerBody (compressed): trailing bytes after the filter servers"
