@@ -69,10 +69,10 @@ class NamesrvConfig:
     #: defaults where it has them (docs/limits.md).
     remoting: ServerConfig = field(default_factory=ServerConfig)
     #: Most topics one REGISTER_BROKER may carry (ours; RocketMQ has no bound): decoding a
-    #: registration and updating the routes costs a few µs a topic on the event loop, so 10,000
-    #: topics keep one under about 50 ms. The JSON form is bounded the same way by the
-    #: REGISTER_BROKER request limit (``remoting.request_limits``).
-    max_register_topics: int = 10_000
+    #: registration and updating the routes costs 5-10 µs a topic on the event loop, so 4,096
+    #: topics keep one near 30 ms; a broker with more topics needs this (and the REGISTER_BROKER
+    #: request limit, ``remoting.request_limits``, which bounds the JSON form alike) raised.
+    max_register_topics: int = 4096
     #: Largest size a compressed REGISTER_BROKER body may inflate to (ours): 4 MiB, some 100,000
     #: topics in its binary layout; a deflate bomb stops there.
     max_register_inflated: int = MAX_INFLATED_REGISTER_BODY

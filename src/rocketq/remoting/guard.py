@@ -79,24 +79,26 @@ class RequestLimit:
 # batch 280, CHECK_CLIENT_CONFIG 235, a subscription group 234, a registration 4,159 (39 topics).
 # A subscription in a heartbeat is about 150 bytes, 1 object and 8 values; a queue in a lock batch
 # 60 bytes, 1 object and 3 values; a topic in a registration about 180 bytes, 1 object, 8 values.
-_CLIENT_BODY: Final = RequestLimit(max_body=1 * _MIB, max_json_objects=4096, max_json_values=32768)
+# The bounds keep the costliest accepted request (every object a separate consumer group, queue or
+# topic to register) near 20 ms of the event loop on a 2-core machine (bench/bench_hostile.py).
+_CLIENT_BODY: Final = RequestLimit(max_body=256 * _KIB, max_json_objects=1024, max_json_values=8192)
 _SMALL_BODY: Final = RequestLimit(max_body=64 * _KIB, max_json_objects=256, max_json_values=2048)
 
 DEFAULT_REQUEST_LIMITS: Final[Mapping[int, RequestLimit]] = MappingProxyType(
     {
-        # about 4,000 subscriptions, 1,600 times the largest captured heartbeat
+        # about 1,000 subscriptions (400 times the largest captured heartbeat)
         RequestCode.HEART_BEAT: _CLIENT_BODY,
-        # about 4,000 queues a batch
+        # about 1,000 queues a batch
         RequestCode.LOCK_BATCH_MQ: _CLIENT_BODY,
         RequestCode.UNLOCK_BATCH_MQ: _CLIENT_BODY,
         RequestCode.CHECK_CLIENT_CONFIG: _SMALL_BODY,
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: _SMALL_BODY,
         RequestCode.QUERY_DATA_VERSION: _SMALL_BODY,
         RequestCode.UNREGISTER_CLIENT: _SMALL_BODY,
-        # a broker's topic table: up to 10,000 topics in JSON (the compressed form is bounded by
-        # the name server when it inflates it)
+        # a broker's topic table: up to 4,096 topics in JSON (the compressed form is bounded by the
+        # name server when it inflates it: NamesrvConfig.max_register_topics)
         RequestCode.REGISTER_BROKER: RequestLimit(
-            max_body=4 * _MIB, max_json_objects=10_016, max_json_values=100_000
+            max_body=2 * _MIB, max_json_objects=4112, max_json_values=41_000
         ),
     }
 )
