@@ -460,7 +460,7 @@ class RemotingConnection(asyncio.Protocol):
         budget.used += held - self._counted
         self._counted = held
         if budget.used > budget.limit and held and not self._closed:
-            self._peer_log.warn(
+            self._peer_log.report(
                 self.remote_address,
                 "input-budget",
                 self._loop.time(),
@@ -477,7 +477,7 @@ class RemotingConnection(asyncio.Protocol):
     def _on_response(self, cmd: RemotingCommand) -> None:
         entry = self._pending.pop(cmd.opaque, None)
         if entry is None:
-            self._peer_log.warn(
+            self._peer_log.report(
                 self.remote_address,
                 "unmatched-response",
                 self._loop.time(),
@@ -599,14 +599,14 @@ class RemotingConnection(asyncio.Protocol):
 
     def _not_supported(self, request: RemotingCommand) -> None:
         remark = f" request type {request.code} not supported"
-        self._peer_log.warn(self.remote_address, "not-supported", self._loop.time(), "%r:%s", self, remark)
+        self._peer_log.report(self.remote_address, "not-supported", self._loop.time(), "%r:%s", self, remark)
         if not request.flag & _ONEWAY:
             response = request.response(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=remark)
             self._reply(request, response)
 
     def _refuse(self, request: RemotingCommand, remark: str) -> None:
         """Answer a request over its code's limit SYSTEM_ERROR, before decoding any of it."""
-        self._peer_log.warn(
+        self._peer_log.report(
             self.remote_address, "over-limit", self._loop.time(), "%r: refused: %s", self, remark
         )
         self._reply(request, request.response(code=ResponseCode.SYSTEM_ERROR, remark=remark))
@@ -618,7 +618,7 @@ class RemotingConnection(asyncio.Protocol):
         elif isinstance(exc, RemoteProtocolError):
             # the request's header or body does not decode: the peer's fault, answered as RocketMQ
             # answers its decoding exceptions (SYSTEM_ERROR with the reason); no traceback
-            self._peer_log.warn(
+            self._peer_log.report(
                 self.remote_address,
                 "undecodable",
                 self._loop.time(),
@@ -644,7 +644,7 @@ class RemotingConnection(asyncio.Protocol):
         if self._closed:
             return
         if isinstance(exc, RemoteProtocolError):
-            self._peer_log.warn(
+            self._peer_log.report(
                 self.remote_address,
                 "not-a-frame",
                 self._loop.time(),

@@ -136,9 +136,9 @@ class PeerLog:
     ``max_peers`` (host, kind) pairs are remembered (the oldest are forgotten first).
 
     >>> log = PeerLog(logging.getLogger("doc"), window=60.0)
-    >>> [log.warn("10.0.0.1:5000", "frame", 0.0, "bad frame"), log.warn("10.0.0.1:6000", "frame", 1.0, "bad")]
-    [True, False]
-    >>> log.warn("10.0.0.1:7000", "frame", 61.0, "bad frame"), log.suppressed("10.0.0.1", "frame")
+    >>> log.report("10.0.0.1:5000", "frame", 0.0, "bad"), log.report("10.0.0.1:6000", "frame", 1.0, "bad")
+    (True, False)
+    >>> log.report("10.0.0.1:7000", "frame", 61.0, "bad frame"), log.suppressed("10.0.0.1", "frame")
     (True, 0)
     """
 
@@ -150,7 +150,7 @@ class PeerLog:
         self.max_peers = max_peers
         self._seen: dict[tuple[str, str], list[float]] = {}  # (host, kind) -> [logged at, suppressed]
 
-    def warn(self, peer: str, kind: str, now: float, msg: str, *args: object) -> bool:
+    def report(self, peer: str, kind: str, now: float, msg: str, *args: object) -> bool:
         """Log ``msg % args`` about ``peer`` (``"host:port"``); ``True`` if it went out at WARNING."""
         key = (peer_host(peer), kind)
         seen = self._seen.get(key)

@@ -231,7 +231,7 @@ class RemotingServer:
             return
         limit = self.config.max_connections
         if len(self._connections) >= limit:
-            self.peer_log.warn(
+            self.peer_log.report(
                 conn.remote_address,
                 "max-connections",
                 asyncio.get_running_loop().time(),
@@ -276,7 +276,7 @@ class RemotingServer:
                 conn.frame_started = now
                 continue
             if now - started > timeout:
-                self.peer_log.warn(
+                self.peer_log.report(
                     conn.remote_address,
                     "slow-frame",
                     now,
