@@ -232,6 +232,35 @@ def compressed(data: bytes) -> None:
     decompress_body(zlib.compress(data[2:], 1), 0x301)
 
 
+_FAILED = object()
+
+
+def _loads_or_failed(data: bytes, **options: int | bool) -> object:
+    try:
+        return loads(data, **options)  # type: ignore[arg-type]
+    except RemoteProtocolError:
+        return _FAILED
+
+
+def fastjson_chunked(data: bytes) -> None:
+    """Differential: parsed in small steps (as a server's worker thread parses a large body, here
+    with windows of a few bytes, picked by the first byte), RocketMQ's JSON gives exactly what the
+    whole-text parse gives, or fails as it does."""
+    if not data:
+        return
+    window = 1 + data[0] % 64
+    text = data[1:]
+    whole = _loads_or_failed(text)
+    try:
+        chunked: object = loads(text, chunked=True, chunk_window=window)
+    except RemoteProtocolError as exc:
+        if "nesting deeper than" in str(exc):
+            return  # the C parser takes deeper nesting whole; in steps, the Python bound holds
+        chunked = _FAILED
+    if (whole is _FAILED) != (chunked is _FAILED) or repr(whole) != repr(chunked):
+        raise AssertionError(f"chunked parse (window {window}) differs: {chunked!r} != {whole!r}")
+
+
 #: The targets, in the order the first input byte selects them (append only: crashers name them).
 TARGETS: tuple[Callable[[bytes], None], ...] = (
     frames,
@@ -246,6 +275,7 @@ TARGETS: tuple[Callable[[bytes], None], ...] = (
     message_ids,
     trace,
     compressed,
+    fastjson_chunked,
 )
 
 
@@ -293,6 +323,7 @@ def seed_inputs() -> Iterator[bytes]:
                 continue
             if body_bytes[:1] in (b"{", b"["):
                 yield _select(fastjson) + body_bytes
+                yield _select(fastjson_chunked) + bytes([len(body_bytes) % 64]) + body_bytes
                 for i, cls in enumerate(BODY_CLASSES):
                     if cls.__name__ in line.get("note", "") or i % 16 == len(body_bytes) % 16:
                         yield _select(body) + bytes([i]) + body_bytes

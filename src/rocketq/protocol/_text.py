@@ -43,13 +43,17 @@ def parse_java_integer(raw: str, low: int, high: int) -> int | None:
 
     >>> parse_java_integer("-0000012", -(2**31), 2**31 - 1), parse_java_integer("²", 0, 9)
     (-12, None)
+    >>> parse_java_integer("0" * 5000 + "7", 0, 9)
+    7
     """
     if _JAVA_INTEGER.fullmatch(raw) is None:
         return None
     digits = raw.lstrip("+-").lstrip("0")
     if len(digits) > _MAX_LONG_DIGITS:
         return None
-    value = int(raw)
+    # the digits without their leading zeros: int() refuses a string of over 4,300 characters,
+    # however many of them are zeros, and Java reads "000...0012" as 12
+    value = 0 if not digits else -int(digits) if raw.startswith("-") else int(digits)
     return value if low <= value <= high else None
 
 

@@ -71,16 +71,23 @@ __all__ = [
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 """RocketMQ's default ``frameMaxLength`` (16 MiB): the largest frame, its 4 length bytes included."""
 
-DEFAULT_MAX_HEADER_SIZE: Final = 256 * 1024
-"""Ours (RocketMQ bounds a header only by the frame): the largest header. A real header is a few
-hundred bytes (the 1,216 captured 4.9.4 frames: at most 742); the largest legitimate one is a
-send whose properties fill their 32,767-byte limit, which JSON escapes (``\u0001`` per
-separator) can grow to about 115 KiB. A bound here keeps a hostile header's parse to
-milliseconds (a 16 MiB header of 1.5 M ext fields took over a second)."""
+DEFAULT_MAX_HEADER_SIZE: Final = DEFAULT_MAX_FRAME_SIZE
+"""The largest header: RocketMQ bounds a header only by the frame, and so do we by default. Most
+headers are a few hundred bytes (the 1,216 captured 4.9.4 frames: at most 742), but the answer to
+a SEND_BATCH_MESSAGE carries the id of every message of the batch in ``msgId`` (33 bytes each):
+a 4 MiB batch of small messages answers with a header of over 2 MiB. What makes a header costly
+is its number of fields, bounded apart (:data:`DEFAULT_MAX_EXT_FIELDS`)."""
 
 DEFAULT_MAX_EXT_FIELDS: Final = 1024
 """Ours (RocketMQ has no bound): the most ext fields a header may carry. RocketMQ's own headers
-have at most 14 (a send with every optional field), plus a few from an RPC hook (ACL)."""
+have at most 14 (a send with every optional field), plus a few from an RPC hook (ACL). A JSON
+header over :data:`_COUNT_FIELDS_FROM` bytes is refused before parsing when its colons alone
+show it holds more (a 16 MiB header of 1.5 million fields took over a second to parse)."""
+
+#: Headers above this size have their colons counted before parsing. A send's header stays below
+#: it whatever its properties hold (at most 32,767 bytes, which JSON escapes can grow at most
+#: 6-fold); above it only a batch answer's ``msgId`` list goes, and it has no colon.
+_COUNT_FIELDS_FROM: Final = 256 * 1024
 
 _MIN_LENGTH: Final = 4  # the header-length word alone
 _MAX_HEADER_LENGTH: Final = 0xFFFFFF
@@ -343,6 +350,10 @@ def _json_language(value: Any) -> LanguageCode:
 
 
 def _decode_json_header(header: Any, max_ext_fields: int) -> RemotingCommand:
+    # Every member of a JSON object has a colon; a large header with many more colons than
+    # allowed fields (plus the command's own 8) cannot be valid, so it is not parsed at all.
+    if len(header) > _COUNT_FIELDS_FROM and bytes(header).count(b":") > max_ext_fields + 8:
+        raise RemoteProtocolError(f"header has more than {max_ext_fields} ext fields")
     try:
         text = str(header, "utf-8")
         try:
@@ -574,7 +585,7 @@ class FrameDecoder:
         self._max_length = max_frame_size - 4  # the largest value of the length word
         self._buffer: bytes | bytearray = b""
         self._pos = 0
-        self._error: RemoteProtocolError | None = None
+        self._error: str | None = None  # why the stream failed: raised again by every call
 
     @property
     def buffered(self) -> int:
@@ -584,7 +595,7 @@ class FrameDecoder:
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the peer; a bad length word at the front raises at once."""
         if self._error is not None:
-            raise self._error
+            raise RemoteProtocolError(self._error)
         if not data:
             return
         buffer = self._buffer
@@ -608,16 +619,19 @@ class FrameDecoder:
                 self._fail(_length_error(length, self.max_frame_size))
 
     def _fail(self, exc: RemoteProtocolError) -> NoReturn:
-        self._error = exc
+        # Only the text is kept, and a new exception raised: ``exc``'s traceback holds the frames
+        # that decoded the bad frame, with its bytes (16 MiB, and a copy as text), and kept here
+        # it would hold them in a reference cycle until a garbage collection.
+        self._error = message = str(exc)
         # Drop the bytes by replacing the buffer: views of it may live on in the traceback.
         self._buffer = b""
         self._pos = 0
-        raise exc
+        raise RemoteProtocolError(message) from None
 
     def next_command(self) -> RemotingCommand | None:
         """The next whole command, or ``None`` when more bytes are needed."""
         if self._error is not None:
-            raise self._error
+            raise RemoteProtocolError(self._error)
         buffer = self._buffer
         pos = self._pos
         available = len(buffer) - pos

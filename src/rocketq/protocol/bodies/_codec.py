@@ -348,13 +348,19 @@ class JsonBody:
         return dumps(self.to_json(), pretty=pretty)
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str, *, max_fallback: int | None = None) -> Self:
+    def decode(
+        cls,
+        data: bytes | bytearray | memoryview | str,
+        *,
+        max_fallback: int | None = None,
+        chunked: bool = False,
+    ) -> Self:
         """Parse a body written by fastjson (or by anything writing standard JSON); ``max_fallback``
-        as for :func:`~rocketq.protocol.fastjson.loads`."""
+        and ``chunked`` as for :func:`~rocketq.protocol.fastjson.loads`."""
         if not data:
             raise RemoteProtocolError(f"{cls.__name__}: empty body")
         try:
-            raw = loads(data, max_fallback=max_fallback)
+            raw = loads(data, max_fallback=max_fallback, chunked=chunked)
         except RemoteProtocolError as exc:
             raise RemoteProtocolError(f"{cls.__name__}: {exc}") from None
         return cls._from_json(raw, cls.__name__)

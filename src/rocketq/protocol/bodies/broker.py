@@ -128,10 +128,12 @@ class TopicConfigSerializeWrapper(JsonBody):
 _INT32 = struct.Struct(">i")
 
 
-#: Largest inflated size accepted for a compressed ``REGISTER_BROKER`` body by default (a guard
-#: against deflate bombs): a topic takes about 40 bytes in this layout, so 4 MiB holds some 100,000
-#: topics; a name server also bounds the count (``NamesrvConfig.max_register_topics``).
-MAX_INFLATED_REGISTER_BODY = 4 * 1024 * 1024
+#: Largest inflated size accepted for a compressed ``REGISTER_BROKER`` body by default, a guard
+#: against deflate bombs (ours: RocketMQ inflates without a bound). A topic takes about 50 bytes
+#: in this layout, so 16 MiB hold some 300,000 topics: three times what a JSON registration can
+#: carry in a 16 MiB frame (about 110,000; RocketMQ's brokers send JSON unless
+#: ``compressedRegister`` is on).
+MAX_INFLATED_REGISTER_BODY = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,15 +190,16 @@ class RegisterBrokerBody(JsonBody):
         max_fallback: int | None = None,
         max_inflated: int = MAX_INFLATED_REGISTER_BODY,
         max_topics: int | None = None,
+        chunked: bool = False,
     ) -> Self:
         """Parse the JSON form, or with ``compressed=True`` the deflated binary form.
 
         The binary form inflates to at most ``max_inflated`` bytes and, with ``max_topics``, may
-        name at most that many topics (checked before any is decoded); ``max_fallback`` as for
-        :func:`~rocketq.protocol.fastjson.loads`.
+        name at most that many topics (checked before any is decoded); ``max_fallback`` and
+        ``chunked`` (the JSON form) as for :func:`~rocketq.protocol.fastjson.loads`.
         """
         if not compressed:
-            return super(RegisterBrokerBody, cls).decode(data, max_fallback=max_fallback)
+            return super(RegisterBrokerBody, cls).decode(data, max_fallback=max_fallback, chunked=chunked)
         if isinstance(data, str):
             raise RemoteProtocolError("RegisterBrokerBody: a compressed body must be bytes")
         inflater = zlib.decompressobj()
