@@ -137,7 +137,7 @@ def test_a_request_over_its_code_limit_is_refused_before_decoding(arun: Callable
                 b"["
                 + b",".join([b"{}"] * 101)
                 + b"]"
-                + b" " * 5000: "HEART_BEAT(34) body holds 101 JSON objects",
+                + b" " * 5000: "HEART_BEAT(34) body holds 102 JSON objects and arrays",
                 b"["
                 + b",".join([b"1"] * 600)
                 + b"]"

@@ -71,19 +71,26 @@ class ServerConfig:
 
     # -- hostile peers (docs/limits.md): bounds of ours where RocketMQ has none
 
-    #: Largest frame header (ours; RocketMQ bounds it by the frame only): see
-    #: :data:`~rocketq.protocol.frame.DEFAULT_MAX_HEADER_SIZE` (256 KiB).
+    #: Largest frame header (RocketMQ bounds it by the frame only): see
+    #: :data:`~rocketq.protocol.frame.DEFAULT_MAX_HEADER_SIZE` (the frame's 16 MiB).
     max_header_size: int = DEFAULT_MAX_HEADER_SIZE
     #: Most ext fields in one header (ours; RocketMQ's headers have at most 14): 1024.
     max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
-    #: Body limits by request code, checked before decoding (ours; see
-    #: :data:`~rocketq.remoting.guard.DEFAULT_REQUEST_LIMITS`): a request over its limit is
-    #: answered SYSTEM_ERROR. Codes not listed are bounded by ``max_frame_size`` alone.
+    #: Body limits by request code, checked before decoding (see
+    #: :data:`~rocketq.remoting.guard.DEFAULT_REQUEST_LIMITS`: the frame's size, and JSON no denser
+    #: than RocketMQ writes it): a request over its limit is answered SYSTEM_ERROR. Codes not
+    #: listed are bounded by ``max_frame_size`` alone.
     request_limits: Mapping[int, RequestLimit] = field(default_factory=lambda: DEFAULT_REQUEST_LIMITS)
-    #: Longest JSON body the handlers read through fastjson's non-standard syntax (ours): the
-    #: pure-Python parser that takes it is several times slower per value than the C parser, and
-    #: real clients send standard JSON (every captured 4.9.4 body is), so 16 KiB is plenty.
-    max_nonstandard_json: int = 16 * 1024
+    #: Longest JSON body the handlers read through fastjson's non-standard syntax (unquoted keys,
+    #: single quotes ...), which RocketMQ's fastjson accepts too: the frame's size. Real clients
+    #: send standard JSON (every captured 4.9.4 body is); the pure-Python parser that takes the
+    #: rest does about 4 MiB/s, on the worker thread for bodies over ``offload_threshold``.
+    max_nonstandard_json: int = DEFAULT_MAX_FRAME_SIZE
+    #: Request bodies of more bytes are decoded on the server's worker thread, one request per
+    #: code at a time, with the connection's reading held meanwhile, and what they change is
+    #: applied in slices of ``read_time_slice`` (ours; :mod:`rocketq.remoting.offload`). 64 KiB
+    #: decode inline in about 5 ms; a 16 MiB heartbeat takes seconds. ``None``: always inline.
+    offload_threshold: int | None = 64 * 1024
     #: Seconds a frame may take to arrive whole once its first byte has (ours; RocketMQ has only the
     #: 120 s idle timeout). RocketMQ's clients give up on a request after 3 s (6 s for a broker's
     #: registration), so a frame still arriving after 15 s has no one waiting for it; a peer
@@ -98,7 +105,8 @@ class ServerConfig:
     max_connections: int = 4096
     #: Seconds one connection may spend handling the requests of one read before it yields the
     #: event loop to the other connections (ours): a peer pipelining costly requests delays the
-    #: others by about this plus one request, not by all of its requests.
+    #: others by about this plus one request, not by all of its requests. Also the loop time a
+    #: large request's effects take before yielding (``offload_threshold``).
     read_time_slice: float | None = 0.005
     #: Seconds between two warnings about the same peer host and kind of misbehaviour (ours);
     #: the ones between are logged at DEBUG and counted in the next warning.
@@ -109,6 +117,7 @@ class ServerConfig:
         _check_positive("max_header_size", self.max_header_size)
         _check_positive("max_ext_fields", self.max_ext_fields)
         _check_positive("max_nonstandard_json", self.max_nonstandard_json)
+        _check_positive("offload_threshold", self.offload_threshold, allow_none=True)
         _check_positive("frame_read_timeout", self.frame_read_timeout, allow_none=True)
         _check_positive("max_buffered_total", self.max_buffered_total)
         _check_positive("max_connections", self.max_connections)

@@ -65,7 +65,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeAlias, cast
+from typing import ParamSpec, TypeAlias, TypeVar, cast
 
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol.codes import ResponseCode, code_name
@@ -76,8 +76,9 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     encode_frame_parts,
 )
-from rocketq.remoting.guard import InputBudget, PeerLog, RequestLimit
+from rocketq.remoting.guard import InputBudget, PeerLog, RequestLimit, limits_check_from
 from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
+from rocketq.remoting.offload import Offloader, TimeSlice
 
 __all__ = [
     "ConnectionListener",
@@ -103,6 +104,12 @@ Handler: TypeAlias = Callable[
 ]
 
 _connection_ids = itertools.count(1)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Seconds of loop time a large request's parts take before yielding, when the owner sets none.
+_DEFAULT_SLICE = 0.005
 
 #: Warnings about peers from connections whose owner gives no log of its own (clients).
 _PEER_LOG = PeerLog(logger)
@@ -238,6 +245,7 @@ class RemotingConnection(asyncio.Protocol):
         input_budget: InputBudget | None = None,
         read_time_slice: float | None = None,
         peer_log: PeerLog | None = None,
+        offloader: Offloader | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.remote_address = remote_address or "?"
@@ -251,10 +259,13 @@ class RemotingConnection(asyncio.Protocol):
             max_frame_size, max_header_size=max_header_size, max_ext_fields=max_ext_fields
         )
         self._request_limits = request_limits or {}
+        self._limits_from = limits_check_from(self._request_limits)
         self._input_budget = input_budget
         self._counted = 0  # bytes of this connection's undecoded input counted in the budget
         self._read_time_slice = read_time_slice
         self._yielded = False  # reading paused to let other connections run (read_time_slice)
+        self._offloader = offloader
+        self._holds = 0  # large requests holding this connection's reading (hold_reading)
         self._peer_log = peer_log if peer_log is not None else _PEER_LOG
         #: loop time the frame now arriving (incomplete in the decoder) began, else None
         self.frame_started: float | None = None
@@ -330,6 +341,49 @@ class RemotingConnection(asyncio.Protocol):
     def reading_paused(self) -> bool:
         """True while reading is paused for back-pressure or the in-flight bound."""
         return self._reading_paused
+
+    # ------------------------------------------------------------------ large requests
+
+    def offloads(self, size: int) -> bool:
+        """Whether a request body of ``size`` bytes is large for this connection's server: its
+        handler should decode it with :meth:`large_request` (never on a client's connection)."""
+        offloader = self._offloader
+        return offloader is not None and size > offloader.threshold
+
+    def large_request(self, request: RemotingCommand, work: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """What a handler returns for a large request (:meth:`offloads`): ``work()`` awaited in
+        the request code's turn, with this connection's reading held until it ends (see
+        :class:`~rocketq.remoting.offload.Offloader`); ``work`` decodes with :meth:`off_loop`
+        and applies in :meth:`time_slice` parts. Raises ``SYSTEM_BUSY`` at once if the server's
+        input budget has no room for the body."""
+        offloader = self._offloader
+        if offloader is None:
+            return work()
+        return offloader.admit(self, request.code, len(request.body), work)
+
+    async def off_loop(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)`` on the server's worker thread (inline on a client's
+        connection); raises ``SYSTEM_ERROR`` instead of returning if the connection closed
+        meanwhile, so nothing is applied for a peer that is gone."""
+        offloader = self._offloader
+        result = fn(*args, **kwargs) if offloader is None else await offloader.run(fn, *args, **kwargs)
+        if self._closed:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "the connection closed")
+        return result
+
+    def time_slice(self) -> TimeSlice:
+        """A :class:`~rocketq.remoting.offload.TimeSlice` of this server's ``read_time_slice``."""
+        return TimeSlice(self._read_time_slice or _DEFAULT_SLICE)
+
+    def hold_reading(self) -> None:
+        """Stop taking requests from this connection until as many :meth:`release_reading`."""
+        self._holds += 1
+        self._pause_reading()
+
+    def release_reading(self) -> None:
+        self._holds -= 1
+        if not self._holds:
+            self._maybe_resume_reading()
 
     async def wait_closed(self) -> None:
         """Return once the connection is closed."""
@@ -415,7 +469,7 @@ class RemotingConnection(asyncio.Protocol):
         decoder = self._decoder
         self._processing = True
         time_slice = self._read_time_slice
-        deadline = 0.0 if time_slice is None else time.monotonic() + time_slice
+        deadline = None  # the slice starts after the first request: no clock read for a lone one
         try:
             while not self._reading_paused and not self._closed:
                 try:
@@ -430,8 +484,12 @@ class RemotingConnection(asyncio.Protocol):
                     self._on_response(cmd)
                 else:
                     self._on_request(cmd)
-                if time_slice is not None and time.monotonic() > deadline and decoder.buffered:
-                    self._yield_turn()
+                if time_slice is not None and decoder.buffered:
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + time_slice
+                    elif now > deadline:
+                        self._yield_turn()
         finally:
             self._processing = False
             if self._outbox:
@@ -498,7 +556,7 @@ class RemotingConnection(asyncio.Protocol):
         if handler is None:
             self._not_supported(request)
             return
-        if request.body and self._request_limits:
+        if len(request.body) >= self._limits_from:  # one comparison for the usual small body
             limit = self._request_limits.get(request.code)
             if limit is not None:
                 refusal = limit.refusal(request.code, request.body)
@@ -671,7 +729,7 @@ class RemotingConnection(asyncio.Protocol):
         self._pause_reading()
 
     def _maybe_resume_reading(self) -> None:
-        if not self._reading_paused or self._closed or self._reading_stopped or self._yielded:
+        if not self._reading_paused or self._closed or self._reading_stopped or self._yielded or self._holds:
             return
         if len(self._tasks) >= self._max_in_flight:
             return

@@ -1,9 +1,10 @@
 """What keeps one hostile peer from stalling or exhausting a server: request limits, a shared
 input budget, and warnings logged once per peer.
 
-* :class:`RequestLimit` bounds the body of one request code (bytes, and for JSON bodies the
-  objects and values that decoding will build), checked before any decoding with two or three
-  ``bytes.count`` scans: a request over it is answered ``SYSTEM_ERROR`` at once.
+* :class:`RequestLimit` bounds the body of one request code (bytes, and for JSON bodies how
+  densely it packs the objects and values that decoding will build), checked before any
+  decoding with two or three ``bytes.count`` scans: a request over it is answered
+  ``SYSTEM_ERROR`` at once.
   :data:`DEFAULT_REQUEST_LIMITS` holds the server's defaults (see ``docs/limits.md``).
 * :class:`InputBudget` counts the bytes every connection of a server holds undecoded; the
   connection whose data takes the total past the bound is closed.
@@ -25,86 +26,132 @@ from typing import Final
 from rocketq.errors import ConfigError
 from rocketq.protocol.codes import RequestCode, code_name
 
-__all__ = ["DEFAULT_REQUEST_LIMITS", "InputBudget", "PeerLog", "RequestLimit", "peer_host"]
+__all__ = [
+    "DEFAULT_REQUEST_LIMITS",
+    "InputBudget",
+    "PeerLog",
+    "RequestLimit",
+    "limits_check_from",
+    "peer_host",
+]
 
 _KIB: Final = 1024
-_MIB: Final = 1024 * 1024
 
 #: Bodies this small are never counted: their worst case costs well under a millisecond.
 _COUNT_FROM: Final = 4 * _KIB
+#: Containers and values any body may hold beyond its density allowance.
+_SLACK: Final = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestLimit:
-    """The largest body a request code may carry, and for JSON bodies how many objects (``{``)
-    and values (``{``, ``[`` and ``,``; an upper bound, since those bytes inside strings count
-    too) it may hold. Decoding a JSON body costs about 2-4 µs per object (each becomes a Python
-    object) and 0.1-0.3 µs per other value, so these bound a request's time on the event loop."""
+    """What the body of one request code may hold, checked before anything decodes it.
 
-    max_body: int
+    * ``max_body``: bytes (``None``: only the frame bounds it, as in RocketMQ);
+    * ``min_bytes_per_object`` / ``min_bytes_per_value``: how densely a JSON body may pack
+      containers (``{`` and ``[``) and values (containers and ``,``) - at least one container per
+      so many bytes, and one value per so many. Decoding builds a Python object per container
+      and a reference per value, so density, not size, is what makes a body cost memory and time
+      (a 16 MiB body of ``[{},{},...]`` is 5.6 million dicts). The bytes are counted wherever they
+      are (inside strings too), so the counts are upper bounds. RocketMQ's serializer writes
+      every field of a bean, so no body a RocketMQ peer writes comes near these densities;
+    * ``max_json_objects`` / ``max_json_values``: absolute caps on the same counts (``None``: none).
+
+    Bodies under 4 KiB are only checked against ``max_body``: their worst case costs well under a
+    millisecond. Counting is two or three ``bytes.count`` scans (about 1 ms per MiB each).
+    """
+
+    max_body: int | None = None
+    min_bytes_per_object: int | None = None
+    min_bytes_per_value: int | None = None
     max_json_objects: int | None = None
     max_json_values: int | None = None
 
     def __post_init__(self) -> None:
-        if self.max_body < 0:
-            raise ConfigError(f"max_body must not be negative, got {self.max_body}")
-        for name in ("max_json_objects", "max_json_values"):
+        for name in (
+            "max_body",
+            "min_bytes_per_object",
+            "min_bytes_per_value",
+            "max_json_objects",
+            "max_json_values",
+        ):
             value = getattr(self, name)
-            if value is not None and value < 1:
+            if value is not None and value < (0 if name == "max_body" else 1):
                 raise ConfigError(f"{name} must be positive, got {value}")
+
+    @property
+    def check_from(self) -> int:
+        """The smallest body size this limit can refuse."""
+        if self.max_body is not None and self.max_body < _COUNT_FROM:
+            return self.max_body + 1
+        return _COUNT_FROM
 
     def refusal(self, code: int, body: bytes) -> str | None:
         """Why a request of ``code`` with ``body`` is refused (a remark for the peer), or ``None``."""
         size = len(body)
-        name = code_name(code, response=False)
-        if size > self.max_body:
+        if self.max_body is not None and size > self.max_body:
+            name = code_name(code, response=False)
             return f"{name} body of {size} bytes is over this server's limit of {self.max_body} bytes"
         if size < _COUNT_FROM:
             return None
-        objects = body.count(b"{")
-        if self.max_json_objects is not None and objects > self.max_json_objects:
-            limit = self.max_json_objects
-            return f"{name} body holds {objects} JSON objects, over this server's limit of {limit}"
-        if self.max_json_values is not None:
-            values = objects + body.count(b"[") + body.count(b",")
-            if values > self.max_json_values:
-                return (
-                    f"{name} body holds about {values} JSON values, over this server's limit of "
-                    f"{self.max_json_values}"
-                )
+        objects = body.count(b"{") + body.count(b"[")
+        limit = _cap(size, self.min_bytes_per_object, self.max_json_objects)
+        if limit is not None and objects > limit:
+            name = code_name(code, response=False)
+            return f"{name} body holds {objects} JSON objects and arrays, over this server's limit of {limit}"
+        limit = _cap(size, self.min_bytes_per_value, self.max_json_values)
+        if limit is not None:
+            values = objects + body.count(b",")
+            if values > limit:
+                name = code_name(code, response=False)
+                return f"{name} body holds about {values} JSON values, over this server's limit of {limit}"
         return None
 
 
-# Real clients' bodies (the 1,216 captured RocketMQ 4.9.4 frames): a heartbeat 622 bytes, a lock
-# batch 280, CHECK_CLIENT_CONFIG 235, a subscription group 234, a registration 4,159 (39 topics).
-# A subscription in a heartbeat is about 150 bytes, 1 object and 8 values; a queue in a lock batch
-# 60 bytes, 1 object and 3 values; a topic in a registration about 180 bytes, 1 object, 8 values.
-# The bounds keep the costliest accepted request (every object a separate consumer group, queue or
-# topic to register) near 20 ms of the event loop on a 2-core machine (bench/bench_hostile.py).
-_CLIENT_BODY: Final = RequestLimit(max_body=256 * _KIB, max_json_objects=1024, max_json_values=8192)
-_SMALL_BODY: Final = RequestLimit(max_body=64 * _KIB, max_json_objects=256, max_json_values=2048)
+def _cap(size: int, min_bytes: int | None, absolute: int | None) -> int | None:
+    """The count a body of ``size`` bytes may hold: one per ``min_bytes`` (and a little slack,
+    for short bodies), at most ``absolute``."""
+    by_density = None if min_bytes is None else size // min_bytes + _SLACK
+    if absolute is None:
+        return by_density
+    return absolute if by_density is None else min(absolute, by_density)
+
+
+def limits_check_from(limits: Mapping[int, RequestLimit]) -> int:
+    """The smallest body size any of ``limits`` can refuse (bodies under it need no look-up)."""
+    return min((limit.check_from for limit in limits.values()), default=1 << 62)
+
+
+#: The densest JSON a RocketMQ peer writes in a request body, measured from RocketMQ 4.9.4's beans
+#: as fastjson writes them (every field, no spaces): a producer group of a heartbeat,
+#: ``{"groupName":"g"},``, is 18 bytes for one object and two values; a queue of a lock batch
+#: ``{"brokerName":"b","queueId":0,"topic":"t"},`` 41 bytes; a subscription about 118 bytes for
+#: three containers and ten values; a topic of a registration about 120 bytes for one object and
+#: eight values. The densest values are the tag codes of one-character tags in a subscription's
+#: ``codeSet``: ``97,``, three bytes. So one container per 16 bytes and one value per 3 refuse no
+#: body a RocketMQ client or broker sends, at any size up to the frame, and cap what a hostile
+#: 16 MiB body decodes to about 1 million objects (instead of 5.6 million).
+_JSON_BODY: Final = RequestLimit(min_bytes_per_object=16, min_bytes_per_value=3)
 
 DEFAULT_REQUEST_LIMITS: Final[Mapping[int, RequestLimit]] = MappingProxyType(
-    {
-        # about 1,000 subscriptions (400 times the largest captured heartbeat)
-        RequestCode.HEART_BEAT: _CLIENT_BODY,
-        # about 1,000 queues a batch
-        RequestCode.LOCK_BATCH_MQ: _CLIENT_BODY,
-        RequestCode.UNLOCK_BATCH_MQ: _CLIENT_BODY,
-        RequestCode.CHECK_CLIENT_CONFIG: _SMALL_BODY,
-        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: _SMALL_BODY,
-        RequestCode.QUERY_DATA_VERSION: _SMALL_BODY,
-        RequestCode.UNREGISTER_CLIENT: _SMALL_BODY,
-        # a broker's topic table: up to 4,096 topics in JSON (the compressed form is bounded by the
-        # name server when it inflates it: NamesrvConfig.max_register_topics)
-        RequestCode.REGISTER_BROKER: RequestLimit(
-            max_body=2 * _MIB, max_json_objects=4112, max_json_values=41_000
+    dict.fromkeys(
+        (
+            RequestCode.HEART_BEAT,
+            RequestCode.LOCK_BATCH_MQ,
+            RequestCode.UNLOCK_BATCH_MQ,
+            RequestCode.CHECK_CLIENT_CONFIG,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            RequestCode.QUERY_DATA_VERSION,
+            RequestCode.REGISTER_BROKER,
         ),
-    }
+        _JSON_BODY,
+    )
 )
-"""Request limits a server applies by default (``ServerConfig.request_limits``). Sends are bounded
-by the broker's ``maxMessageSize`` (RocketMQ's own limit, 4 MiB), checked before decoding; codes
-not listed are bounded only by the frame (16 MiB)."""
+"""Request limits a server applies by default (``ServerConfig.request_limits``): the JSON bodies
+servers decode may be as large as the frame (16 MiB, RocketMQ's only bound on them) but no denser
+than RocketMQ's serializer writes them. Sends are bounded by the broker's ``maxMessageSize``
+(RocketMQ's own limit, 4 MiB), checked before decoding. Large bodies are decoded off the event loop
+(:mod:`rocketq.remoting.offload`)."""
 
 
 def peer_host(address: str) -> str:

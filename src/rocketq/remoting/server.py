@@ -27,6 +27,7 @@ from rocketq.remoting.connection import (
     RPCHook,
 )
 from rocketq.remoting.guard import InputBudget, PeerLog
+from rocketq.remoting.offload import Offloader
 
 __all__ = ["RemotingServer"]
 
@@ -73,6 +74,9 @@ class RemotingServer:
             logging.getLogger("rocketq.remoting.connection"), window=self.config.peer_log_window
         )
         self._sweeper: asyncio.TimerHandle | None = None
+        threshold = self.config.offload_threshold
+        #: decodes large request bodies off the loop (``config.offload_threshold``), if set
+        self.offloader = None if threshold is None else Offloader(threshold=threshold, budget=self._budget)
 
     def __repr__(self) -> str:
         if self._port is None:
@@ -181,6 +185,8 @@ class RemotingServer:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(conn.shutdown("server closed") for conn in connections))
+        if self.offloader is not None:
+            self.offloader.close()
         if server is not None:
             await server.wait_closed()
         self._closed.set()
@@ -212,6 +218,7 @@ class RemotingServer:
             input_budget=self._budget,
             read_time_slice=cfg.read_time_slice,
             peer_log=self.peer_log,
+            offloader=self.offloader,
             max_in_flight=cfg.max_in_flight,
             write_buffer_high=cfg.write_buffer_high,
             write_batch_frames=cfg.write_batch_frames,
