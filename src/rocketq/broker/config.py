@@ -120,14 +120,9 @@ class BrokerConfig:
     """Store settings (segment size, flush and retention intervals...); ``flush`` overrides its own."""
     max_message_size: int = 4 * 1024 * 1024
     """``maxMessageSize``: a message (or batch) over this many bytes is refused (MESSAGE_ILLEGAL);
-    a send's body over it is refused before it is decoded."""
-    max_batch_messages: int = 2048
-    """Ours (RocketMQ has no bound but ``maxMessageSize``): the most messages in one
-    SEND_BATCH_MESSAGE, counted before any is decoded. Turning a batch into stored records costs
-    about 5-10 µs a message on the event loop, so 2,048 keep a batch under about 20 ms; a 4 MiB
-    batch of tiny messages would hold some 60,000 and stall every other client for half a second.
-    Larger batches are refused with MESSAGE_ILLEGAL (the Java producer's batches of 4 MiB split by
-    size need raising this for messages under about 2 KiB)."""
+    a send's body over it is refused before it is decoded. It is RocketMQ's only bound on a batch:
+    a batch's records are counted against it before any is decoded, and a batch over 64 KiB is
+    decoded and stored on the remoting server's worker thread (``remoting.offload_threshold``)."""
 
     # -- topics and groups
     auto_create_topic_enable: bool = True
@@ -200,8 +195,6 @@ class BrokerConfig:
             raise ConfigError(f"flush must be 'async' or 'sync', not {self.flush!r}")
         if self.max_message_size <= 0:
             raise ConfigError(f"max_message_size must be positive, got {self.max_message_size}")
-        if self.max_batch_messages <= 0:
-            raise ConfigError(f"max_batch_messages must be positive, got {self.max_batch_messages}")
         if self.default_topic_queue_nums < 1:
             raise ConfigError("default_topic_queue_nums must be >= 1")
         for name in (

@@ -68,19 +68,20 @@ class NamesrvConfig:
     #: Transport settings (idle time, frame size, back-pressure, request limits); RocketMQ's
     #: defaults where it has them (docs/limits.md).
     remoting: ServerConfig = field(default_factory=ServerConfig)
-    #: Most topics one REGISTER_BROKER may carry (ours; RocketMQ has no bound): decoding a
-    #: registration and updating the routes costs 5-10 µs a topic on the event loop, so 4,096
-    #: topics keep one near 30 ms; a broker with more topics needs this (and the REGISTER_BROKER
-    #: request limit, ``remoting.request_limits``, which bounds the JSON form alike) raised.
-    max_register_topics: int = 4096
-    #: Largest size a compressed REGISTER_BROKER body may inflate to (ours): 4 MiB, some 100,000
-    #: topics in its binary layout; a deflate bomb stops there.
+    #: Most topics one REGISTER_BROKER may carry (RocketMQ: no bound but the frame, about 110,000
+    #: topics in JSON): ``None``, none. A large registration is decoded off the event loop and
+    #: its topics enter the route table in slices, so other peers are not stalled by it.
+    max_register_topics: int | None = None
+    #: Largest size a compressed REGISTER_BROKER body may inflate to (ours; RocketMQ has no
+    #: bound): 16 MiB, some 300,000 topics in its binary layout; a deflate bomb stops there.
     max_register_inflated: int = MAX_INFLATED_REGISTER_BODY
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0..65535, got {self.port}")
-        if self.max_register_topics < 1 or self.max_register_inflated < 1:
+        if (
+            self.max_register_topics is not None and self.max_register_topics < 1
+        ) or self.max_register_inflated < 1:
             raise ConfigError("max_register_topics and max_register_inflated must be positive")
         for name in ("broker_expiry", "scan_interval"):
             value = getattr(self, name)

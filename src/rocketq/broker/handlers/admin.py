@@ -69,7 +69,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.remoting import RemotingConnection
 
-from .common import parse_body, parse_header, system_error
+from .common import parse_header, system_error, with_body
 
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
@@ -169,18 +169,25 @@ class AdminProcessor:
 
     # ------------------------------------------------------------------ groups
 
-    def update_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    def update_group(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         b = self._b
-        config = parse_body(
-            SubscriptionGroupConfig,
+
+        def update(config: SubscriptionGroupConfig) -> RemotingCommand:
+            if not config.group_name:
+                raise system_error("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the config has no groupName")
+            b.groups.update(config, b.wall())
+            return request.response()
+
+        return with_body(
+            conn,
             request,
+            SubscriptionGroupConfig,
             "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
-            self._b.config.remoting.max_nonstandard_json,
+            b.config.remoting.max_nonstandard_json,
+            update,
         )
-        if not config.group_name:
-            raise system_error("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the config has no groupName")
-        b.groups.update(config, b.wall())
-        return request.response()
 
     def delete_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
