@@ -40,6 +40,7 @@ from rocketq.protocol.bodies import (
 )
 from rocketq.protocol.headers import QueryDataVersionRequestHeader, RegisterBrokerRequestHeader
 from rocketq.remoting import RemotingClient, RemotingConnection, RemotingServer, ServerConfig, run
+from rocketq.remoting.guard import RequestLimit
 from rocketq.remoting.offload import OVERLOAD_REMARK, TimeSlice
 
 from .brokerkit import batch_request, pull_request
@@ -114,6 +115,34 @@ def test_a_large_request_is_decoded_off_the_loop_in_its_turn_and_holds_its_conne
             assert server.offloader is not None
             assert server.offloader.admitted == 2
             assert server.buffered_input == 0  # the bodies left the input budget
+
+    arun(scenario())
+
+
+def test_a_large_body_is_checked_against_its_limit_off_the_loop_in_order() -> None:
+    async def scenario() -> None:
+        seen: list[int] = []
+
+        def handler(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            seen.append(len(request.body))
+            return request.response()
+
+        config = ServerConfig(
+            offload_threshold=256, request_limits={HB: RequestLimit(min_bytes_per_object=16)}
+        )
+        async with RemotingServer(config=config) as server, RemotingClient() as client:
+            server.register_handler(HB, handler)
+            dense = b"[" + b",".join([b"{}"] * 3000) + b"]"
+            fine = b"[" + b",".join([b'{"groupName":"g"}'] * 300) + b"]"
+            answers = await asyncio.gather(
+                *(
+                    client.invoke(server.address, RemotingCommand.request(HB, body=body), 5.0)
+                    for body in (dense, fine, b"{}")
+                )
+            )
+            assert [a.code for a in answers] == [ResponseCode.SYSTEM_ERROR, ResponseCode.SUCCESS, 0]
+            assert (answers[0].remark or "").startswith("HEART_BEAT(34) body holds 3001 JSON objects")
+            assert seen == [len(fine), 2]  # in the order sent, the refused one never handled
 
     arun(scenario())
 

@@ -41,6 +41,8 @@ _KIB: Final = 1024
 _COUNT_FROM: Final = 4 * _KIB
 #: Containers and values any body may hold beyond its density allowance.
 _SLACK: Final = 64
+#: Bytes counted in one go (about 0.3 ms).
+_COUNT_SLICE: Final = 1 << 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +60,8 @@ class RequestLimit:
     * ``max_json_objects`` / ``max_json_values``: absolute caps on the same counts (``None``: none).
 
     Bodies under 4 KiB are only checked against ``max_body``: their worst case costs well under a
-    millisecond. Counting is two or three ``bytes.count`` scans (about 1 ms per MiB each).
+    millisecond. Counting is two or three ``bytes.count`` scans (about 0.3 ms per MiB each); a
+    server counts bodies over its offload threshold on its worker thread.
     """
 
     max_body: int | None = None
@@ -94,18 +97,27 @@ class RequestLimit:
             return f"{name} body of {size} bytes is over this server's limit of {self.max_body} bytes"
         if size < _COUNT_FROM:
             return None
-        objects = body.count(b"{") + body.count(b"[")
+        objects = _count(body, b"{") + _count(body, b"[")
         limit = _cap(size, self.min_bytes_per_object, self.max_json_objects)
         if limit is not None and objects > limit:
             name = code_name(code, response=False)
             return f"{name} body holds {objects} JSON objects and arrays, over this server's limit of {limit}"
         limit = _cap(size, self.min_bytes_per_value, self.max_json_values)
         if limit is not None:
-            values = objects + body.count(b",")
+            values = objects + _count(body, b",")
             if values > limit:
                 name = code_name(code, response=False)
                 return f"{name} body holds about {values} JSON values, over this server's limit of {limit}"
         return None
+
+
+def _count(body: bytes, byte: bytes) -> int:
+    """``body.count(byte)``, a slice at a time: on a worker thread, the GIL can pass between
+    slices (one count of 16 MiB holds it for 5 ms)."""
+    size = len(body)
+    if size <= _COUNT_SLICE:
+        return body.count(byte)
+    return sum(body.count(byte, start, start + _COUNT_SLICE) for start in range(0, size, _COUNT_SLICE))
 
 
 def _cap(size: int, min_bytes: int | None, absolute: int | None) -> int | None:
