@@ -1,11 +1,13 @@
-"""Hostile peers against a live ``rocketq server``: issue 12's attacks, and a well-behaved producer
-and consumer that measure what the attacks cost them.
+"""Hostile peers against a live ``rocketq server``: issue 12's attacks, the costliest requests the
+server accepts, and a well-behaved producer and consumer that measure what they cost.
 
 Shared by ``tests/integration/test_hostile_peer.py`` (bounded, with generous assertions) and
-``bench/bench_hostile.py`` (the figures). Each attack is a function ``attack(namesrv, broker)``
-that sends its worst case once over a plain socket and waits for the answer (or the close); an
-:class:`Attacker` process repeats one for a given time, so the server is under it the whole
-while. The server runs as a subprocess (:func:`start_server`) whose log goes to a file.
+``bench/bench_hostile.py`` (the figures). :data:`ATTACKS` maps each attack's name to a builder of
+its frame (or frames, sent in turn); an :class:`Attacker` process sends them back to back over a
+plain socket for a given time, each time waiting for the answer (or the close), so the server is
+under it the whole while. :func:`measure` runs one attack against a fresh server (a subprocess,
+:func:`start_server`, whose log goes to a file) while :class:`GoodTraffic` works, and gives the
+:class:`Figures`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 from rocketq.embedded import READY_PREFIX, parse_ready_line
 from rocketq.protocol import RemotingCommand, RequestCode, encode_frame
 from rocketq.protocol.bodies import (
-    HeartbeatData,
+    DataVersion,
     RegisterBrokerBody,
     TopicConfig,
     TopicConfigSerializeWrapper,
@@ -71,49 +73,122 @@ def send_header(topic: str, *, batch: bool = False, queue_id: int = 0) -> dict[s
     ).to_ext_fields()
 
 
+def _fill(prefix: bytes, item: Callable[[int], bytes], suffix: bytes, size: int) -> tuple[bytes, int]:
+    """``prefix`` + as many ``item(i)`` joined by commas as fit ``size`` bytes + ``suffix``."""
+    items: list[bytes] = []
+    used = len(prefix) + len(suffix)
+    while True:
+        one = item(len(items))
+        if used + len(one) + 1 > size:
+            break
+        items.append(one)
+        used += len(one) + 1
+    return prefix + b",".join(items) + suffix, len(items)
+
+
+#: Room for a request's header inside a 16 MiB frame.
+_BODY_ROOM = 16 * MIB - 4096
+
+
 def heartbeat_16mib_nonstandard() -> bytes:
-    """HEART_BEAT of 16 MiB of fastjson's non-standard JSON (``[{a:1},...]``): 6.9 s before."""
+    """HEART_BEAT of 16 MiB of fastjson's non-standard JSON (``[{a:1},...]``): 6.9 s before.
+    Refused now before decoding: no RocketMQ peer packs objects this densely."""
     body = b"[" + b",".join([b"{a:1}"] * ((16 * MIB - 512) // 6)) + b"]"
     return _frame(RequestCode.HEART_BEAT, {}, body)
 
 
-def heartbeat_at_limit() -> bytes:
-    """The costliest HEART_BEAT the broker accepts: 1,023 consumer groups of nothing (empty beans)."""
-    groups = ",".join([f'{{"groupName":"g{i}"}}' for i in range(1023)])
-    body = ('{"clientID":"hostile","consumerDataSet":[' + groups + "]}").encode()
-    HeartbeatData.decode(body)
+def heartbeat_producer_groups() -> bytes:
+    """The costliest HEART_BEAT accepted: 16 MiB of producer groups (about 670,000), RocketMQ's
+    densest bean. Decoded off the loop and registered in slices."""
+    body, _ = _fill(
+        b'{"clientID":"hostile-p","consumerDataSet":[],"producerDataSet":[',
+        lambda i: b'{"groupName":"pg%06d"}' % i,
+        b"]}",
+        _BODY_ROOM,
+    )
     return _frame(RequestCode.HEART_BEAT, {}, body)
 
 
-def register_64mib_inflating() -> bytes:
-    """A compressed REGISTER_BROKER of ~65 KB that inflates to 64 MiB: 2.2 s and +513 MB before."""
-    body = zlib.compress(b"\0" * (64 * MIB), 9)
+_SUB = (
+    b'{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*",'
+    b'"subVersion":1795248586842,"tagsSet":[],"topic":"T%06d"}'
+)
+
+
+def heartbeat_subscriptions() -> bytes:
+    """A HEART_BEAT of one consumer group subscribing to 16 MiB of topics (about 123,000)."""
+    body, _ = _fill(
+        b'{"clientID":"hostile-s","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET",'
+        b'"consumeType":"CONSUME_PASSIVELY","groupName":"hostile-subs","messageModel":"CLUSTERING",'
+        b'"subscriptionDataSet":[',
+        lambda i: _SUB % i,
+        b'],"unitMode":false}],"producerDataSet":[]}',
+        _BODY_ROOM,
+    )
+    return _frame(RequestCode.HEART_BEAT, {}, body)
+
+
+def heartbeat_consumer_groups() -> bytes:
+    """A HEART_BEAT of 4 MiB of consumer groups (about 13,000, each with one subscription): every
+    group is a subscription group config and a retry topic for the broker to create."""
+    body, _ = _fill(
+        b'{"clientID":"hostile-c","consumerDataSet":[',
+        lambda i: (
+            b'{"consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","consumeType":"CONSUME_PASSIVELY",'
+            b'"groupName":"hostile-g%06d","messageModel":"CLUSTERING","subscriptionDataSet":[%s],'
+            b'"unitMode":false}' % (i, _SUB % 0)
+        ),
+        b'],"producerDataSet":[]}',
+        4 * MIB,
+    )
+    return _frame(RequestCode.HEART_BEAT, {}, body)
+
+
+def _register(body: bytes, *, compressed: bool, name: str) -> bytes:
     header = RegisterBrokerRequestHeader(
-        broker_name="evil",
+        broker_name=name,
         broker_addr="127.0.0.1:1",
-        cluster_name="DefaultCluster",
+        cluster_name="HostileCluster",
         ha_server_addr="127.0.0.1:2",
         broker_id=0,
-        compressed=True,
+        compressed=compressed,
     )
     return _frame(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
 
 
-def register_at_limit() -> bytes:
-    """The costliest REGISTER_BROKER the name server accepts: 4,096 topics in JSON."""
-    names = [f"T{i:05d}" for i in range(4096)]
-    table = {n: TopicConfig(topic_name=n, read_queue_nums=4, write_queue_nums=4) for n in names}
-    wrapper = TopicConfigSerializeWrapper(topic_config_table=table)
-    body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper).encode()
-    header = RegisterBrokerRequestHeader(
-        broker_name="big",
-        broker_addr="127.0.0.1:3",
-        cluster_name="DefaultCluster",
-        ha_server_addr="127.0.0.1:4",
-        broker_id=0,
-        compressed=False,
+def _topics(count: int, version: int) -> RegisterBrokerBody:
+    table = {
+        f"HostileTopic{i:06d}": TopicConfig(
+            topic_name=f"HostileTopic{i:06d}", read_queue_nums=8, write_queue_nums=8
+        )
+        for i in range(count)
+    }
+    wrapper = TopicConfigSerializeWrapper(
+        topic_config_table=table, data_version=DataVersion(counter=version, timestamp=version)
     )
-    return _frame(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+    return RegisterBrokerBody(topic_config_serialize_wrapper=wrapper)
+
+
+def register_64mib_inflating() -> bytes:
+    """A compressed REGISTER_BROKER of ~65 KB that inflates to 64 MiB: 2.2 s and +513 MB before.
+    Refused now once 16 MiB are inflated, on the worker thread."""
+    return _register(zlib.compress(b"\0" * (64 * MIB), 9), compressed=True, name="bomb")
+
+
+def register_json_16mib() -> list[bytes]:
+    """The largest JSON REGISTER_BROKER: 16 MiB, about 100,000 topics, in two data versions sent
+    in turn, so that the name server writes every topic every time."""
+    return [
+        _register(_topics(100_000, version).encode(), compressed=False, name="big-json") for version in (1, 2)
+    ]
+
+
+def register_compressed_16mib() -> list[bytes]:
+    """A compressed REGISTER_BROKER inflating to 15.6 MiB: 400,000 topics, two data versions."""
+    return [
+        _register(_topics(400_000, version).encode(compress=True), compressed=True, name="big-zip")
+        for version in (1, 2)
+    ]
 
 
 def ext_fields_1_5m() -> bytes:
@@ -126,15 +201,29 @@ def ext_fields_1_5m() -> bytes:
 
 
 def batch_760k_empty() -> bytes:
-    """SEND_BATCH_MESSAGE of 760,000 empty records (16 MiB): 1.7 s and +161 MB before."""
+    """SEND_BATCH_MESSAGE of 760,000 empty records (16 MiB): 1.7 s and +161 MB before. Refused
+    now before decoding: over ``maxMessageSize``."""
     body = encode_batch([Message("", b"", 0, {})]) * 760_000
     return _frame(RequestCode.SEND_BATCH_MESSAGE, send_header(TOPIC, batch=True), body)
 
 
 def batch_at_limit() -> bytes:
-    """The costliest SEND_BATCH_MESSAGE the broker stores: 2,048 one-byte messages."""
-    body = encode_batch([Message("", b"x", 0, {"UNIQ_KEY": f"{i:032X}"}) for i in range(2048)])
+    """The costliest SEND_BATCH_MESSAGE stored: as many one-byte messages as fit 4 MiB stored
+    (about 24,000, each with its unique key, as the Java producer sends them)."""
+    count = 24_000
+    body = encode_batch([Message("", b"x", 0, {"UNIQ_KEY": f"{i:032X}"}) for i in range(count)])
     return _frame(RequestCode.SEND_BATCH_MESSAGE, send_header(TOPIC, batch=True), body)
+
+
+def lock_batch_16mib() -> bytes:
+    """LOCK_BATCH_MQ of 16 MiB of queues (about 260,000)."""
+    body, _ = _fill(
+        b'{"clientId":"hostile-l","consumerGroup":"hostile-lock","mqSet":[',
+        lambda i: b'{"brokerName":"broker-a","queueId":%d,"topic":"HostileLock"}' % i,
+        b"]}",
+        _BODY_ROOM,
+    )
+    return _frame(RequestCode.LOCK_BATCH_MQ, {}, body)
 
 
 def half_frame() -> bytes:
@@ -142,15 +231,20 @@ def half_frame() -> bytes:
     return struct.pack(">iI", 16 * MIB - 4, 100) + b"{" * 99 + b"}" + b"\0" * (8 * MIB)
 
 
-#: name -> (frame builder, which server it goes to, whether the server closes the connection)
-ATTACKS: dict[str, tuple[Callable[[], bytes], str, bool]] = {
+#: name -> (builder of the frame, or of frames sent in turn; which server it goes to; whether
+#: the server closes the connection)
+ATTACKS: dict[str, tuple[Callable[[], bytes | list[bytes]], str, bool]] = {
     "heartbeat 16 MiB non-standard JSON": (heartbeat_16mib_nonstandard, "broker", False),
-    "heartbeat at its limit (1,023 groups)": (heartbeat_at_limit, "broker", False),
+    "heartbeat 16 MiB of producer groups (670 k)": (heartbeat_producer_groups, "broker", False),
+    "heartbeat 16 MiB, one group of 123 k subs": (heartbeat_subscriptions, "broker", False),
+    "heartbeat 4 MiB of 13 k consumer groups": (heartbeat_consumer_groups, "broker", False),
+    "LOCK_BATCH_MQ 16 MiB (260 k queues)": (lock_batch_16mib, "broker", False),
     "REGISTER_BROKER inflating to 64 MiB": (register_64mib_inflating, "namesrv", False),
-    "REGISTER_BROKER at its limit (4,096 topics)": (register_at_limit, "namesrv", False),
+    "REGISTER_BROKER 16 MiB JSON (100 k topics)": (register_json_16mib, "namesrv", False),
+    "REGISTER_BROKER deflated, 400 k topics": (register_compressed_16mib, "namesrv", False),
     "header of 1.5 M ext fields": (ext_fields_1_5m, "broker", True),
     "SEND_BATCH of 760 k empty records": (batch_760k_empty, "broker", False),
-    "SEND_BATCH at its limit (2,048 messages)": (batch_at_limit, "broker", False),
+    "SEND_BATCH of 4 MiB stored (24 k messages)": (batch_at_limit, "broker", False),
 }
 
 
@@ -171,15 +265,22 @@ def _read_frame(sock: socket.socket) -> bytes | None:
     return head + data
 
 
-def _attack_loop(name: str, namesrv: str, broker: str, seconds: float, counter: object) -> None:
+def _attack_loop(
+    name: str, namesrv: str, broker: str, seconds: float, counter: object, ready: object
+) -> None:
     builder, target, _closes = ATTACKS[name]
-    frame = builder()
+    built = builder()
+    frames = built if isinstance(built, list) else [built]
     addr = _addr(namesrv if target == "namesrv" else broker)
+    ready.set()  # type: ignore[attr-defined]
     deadline = time.monotonic() + seconds
     sock: socket.socket | None = None
+    rounds = 0
     while time.monotonic() < deadline:
         if sock is None:
-            sock = socket.create_connection(addr, timeout=30)
+            sock = socket.create_connection(addr, timeout=60)
+        frame = frames[rounds % len(frames)]
+        rounds += 1
         try:
             sock.sendall(frame)
             answer = _read_frame(sock)
@@ -200,7 +301,11 @@ class Attacker:
     def __init__(self, name: str, namesrv: str, broker: str, seconds: float) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.count = ctx.Value("i", 0)
-        self.process = ctx.Process(target=_attack_loop, args=(name, namesrv, broker, seconds, self.count))
+        #: set once the attack's frames are built and it begins
+        self.ready = ctx.Event()
+        self.process = ctx.Process(
+            target=_attack_loop, args=(name, namesrv, broker, seconds, self.count, self.ready)
+        )
 
     def __enter__(self) -> Attacker:
         self.process.start()
@@ -353,6 +458,88 @@ class GoodTraffic:
                     time.sleep(0.05)
 
 
+@dataclass
+class Figures:
+    """What one attack cost a well-behaved producer, and the server's memory."""
+
+    name: str
+    rounds: int  #: attack requests answered (or connections closed on them)
+    latencies: list[float]  #: the good producer's sends during the attack, seconds
+    failures: list[str]  #: the good clients' failed calls
+    pulled: int  #: messages the good consumer pulled during the attack
+    rss_before: int  #: server RSS before the attack, bytes
+    rss_peak: int  #: highest RSS sampled (every 50 ms) during it
+    rss_after: int  #: RSS 2 s after it ended
+    errors: list[str]  #: ERROR and traceback lines in the server's log
+    alive: bool  #: the server still running afterwards
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.latencies, 0.5)
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.latencies, 0.99)
+
+    @property
+    def worst(self) -> float:
+        return max(self.latencies, default=float("nan"))
+
+
+def measure(name: str | None, seconds: float, workdir: Path) -> Figures:
+    """Run ``name`` (``None``: no attack, the baseline) for ``seconds`` against a fresh ``rocketq
+    server`` while a good producer and consumer work, and measure them and the server."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    with start_server(workdir / "data", workdir / "server.log") as server:
+        good = GoodTraffic(server.broker).start()
+        peak = [0]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.05):
+                peak[0] = max(peak[0], server.rss())
+
+        sampler = threading.Thread(target=sample)
+        rounds = 0
+        try:
+            time.sleep(1.0)  # warm up: topic auto-created, routes, first pulls
+            rss_before = server.rss()
+            if name is None:
+                good.take()
+                sampler.start()
+                time.sleep(seconds)
+            else:
+                with Attacker(name, server.namesrv, server.broker, seconds) as attacker:
+                    attacker.ready.wait(120)
+                    good.take()
+                    sampler.start()
+                    attacker.process.join(seconds + 120)
+                rounds = attacker.count.value
+            latencies = good.take()
+            pulled_during = good.pulled
+            stop.set()
+            sampler.join()
+        finally:
+            stop.set()
+            good.stop()
+        time.sleep(2.0)
+        alive = server.process.poll() is None
+        rss_after = server.rss() if alive else 0
+        errors = [line for line in server.log().splitlines() if " ERROR " in line or "Traceback" in line]
+    return Figures(
+        name or "(none: baseline)",
+        rounds,
+        latencies,
+        list(good.failures),
+        pulled_during,
+        rss_before,
+        max(peak[0], rss_before),
+        rss_after,
+        errors,
+        alive,
+    )
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -370,9 +557,11 @@ def pull_bomb_body(inflated: int = 256 * MIB) -> bytes:
 __all__ = [
     "ATTACKS",
     "Attacker",
+    "Figures",
     "GoodTraffic",
     "Server",
     "half_frame",
+    "measure",
     "percentile",
     "pull_bomb_body",
     "start_server",
