@@ -171,6 +171,10 @@ class HandlerTable:
     def __contains__(self, code: object) -> bool:
         return code in self._by_code
 
+    def codes(self) -> list[int]:
+        """The request codes with a handler of their own, in ascending order."""
+        return sorted(self._by_code)
+
 
 class ConnectionListener:
     """Connection events for the layers above, as RocketMQ's ``ChannelEventListener``.
