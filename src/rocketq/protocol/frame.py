@@ -349,10 +349,11 @@ def _json_language(value: Any) -> LanguageCode:
     raise RemoteProtocolError(f"JSON header field 'language' is not a language: {excerpt(value)}")
 
 
-def _decode_json_header(header: Any, max_ext_fields: int) -> RemotingCommand:
+def _decode_json_header(header: Any, size: int, max_ext_fields: int) -> RemotingCommand:
+    """The command of a JSON header of ``size`` bytes (``header``, a buffer slice)."""
     # Every member of a JSON object has a colon; a large header with many more colons than
     # allowed fields (plus the command's own 8) cannot be valid, so it is not parsed at all.
-    if len(header) > _COUNT_FIELDS_FROM and bytes(header).count(b":") > max_ext_fields + 8:
+    if size > _COUNT_FIELDS_FROM and bytes(header).count(b":") > max_ext_fields + 8:
         raise RemoteProtocolError(f"header has more than {max_ext_fields} ext fields")
     try:
         text = str(header, "utf-8")
@@ -395,6 +396,7 @@ def _decode_json_header(header: Any, max_ext_fields: int) -> RemotingCommand:
         remark = _java_text(remark)
     ext = get("extFields")
     write_empty = False
+    values_ascii = True
     if ext is None:
         ext_fields: dict[str, str] = {}
     elif type(ext) is dict:
@@ -403,21 +405,50 @@ def _decode_json_header(header: Any, max_ext_fields: int) -> RemotingCommand:
             write_empty = True
         else:
             try:
-                "".join(ext.values())  # all strings (checked in C)?
+                # all strings (checked in C)? and isascii() is O(1), a flag of the str
+                values_ascii = "".join(ext.values()).isascii()
             except TypeError:
                 ext_fields = {k: _java_text(v) for k, v in ext.items() if v is not None}
+                values_ascii = False
+            if len(ext_fields) > max_ext_fields:
+                raise RemoteProtocolError(
+                    f"header has {len(ext_fields)} ext fields, over the limit of {max_ext_fields}"
+                )
     else:
         raise RemoteProtocolError(f"JSON header field 'extFields' is not an object: {excerpt(ext)}")
-    if len(ext_fields) > max_ext_fields:
-        raise RemoteProtocolError(
-            f"header has {len(ext_fields)} ext fields, over the limit of {max_ext_fields}"
-        )
-    if has_surrogate_escape(text):  # a "\ud800" escape: text a Java peer would send as "?"
+    # A lone surrogate (text a Java peer would send as "?") can only come from a "\ud800"
+    # escape, so from a text with a backslash, and is not ASCII: the text is searched only when a
+    # backslash and a value or remark that is not ASCII show there may be one. (Keys are not
+    # looked at for this - joining them costs 0.2 µs a frame - and are made Java's only along with
+    # the values: a key with a lone surrogate names no header field, and every encoder writes it
+    # with "?" anyway.)
+    if (
+        "\\" in text
+        and not (values_ascii and (remark is None or remark.isascii()))
+        and has_surrogate_escape(text)
+    ):
         ext_fields = {java_utf8_text(k): java_utf8_text(v) for k, v in ext_fields.items()}
         remark = None if remark is None else java_utf8_text(remark)
     return RemotingCommand(
         code, language, version, opaque, flag, remark, ext_fields, b"", SerializeType.JSON, write_empty
     )
+
+
+def _check_entry_count(data: bytes, pos: int, end: int, max_ext_fields: int) -> None:
+    """Raise if the ROCKETMQ ext-field entries from ``pos`` are more than ``max_ext_fields``
+    (walking their lengths only; a length out of bounds is left for the decoder to report)."""
+    entries = 0
+    while pos <= end - 6:
+        entries += 1
+        if entries > max_ext_fields:
+            raise RemoteProtocolError(f"header has more than {max_ext_fields} ext fields")
+        (key_length,) = _unpack_i16(data, pos)
+        if key_length < 0 or pos + 6 + key_length > end:
+            return
+        (value_length,) = _unpack_i32(data, pos + 2 + key_length)
+        if value_length < 0:
+            return
+        pos += 6 + key_length + value_length
 
 
 def _decode_rocketmq_header(buf: Any, start: int, end: int, max_ext_fields: int) -> RemotingCommand:
@@ -447,11 +478,9 @@ def _decode_rocketmq_header(buf: Any, start: int, end: int, max_ext_fields: int)
                 f"ROCKETMQ header ext fields length {ext_length} does not match the {end - pos} bytes left"
             )
         ext_fields: dict[str, str] = {}
-        entries = 0
+        if end - pos > 6 * max_ext_fields:  # room for more entries than allowed (6 bytes at least)
+            _check_entry_count(data, pos, end, max_ext_fields)
         while pos < end:
-            entries += 1
-            if entries > max_ext_fields:
-                raise RemoteProtocolError(f"header has more than {max_ext_fields} ext fields")
             if end - pos < 6:
                 raise RemoteProtocolError("ROCKETMQ header ext field entry is truncated")
             (key_length,) = unpack_i16(data, pos)
@@ -495,7 +524,7 @@ def _decode_frame_body(
     header_end = header_start + header_length
     serialize_type = word >> 24
     if serialize_type == 0:
-        cmd = _decode_json_header(buf[header_start:header_end], max_ext_fields)
+        cmd = _decode_json_header(buf[header_start:header_end], header_length, max_ext_fields)
     elif serialize_type == 1:
         cmd = _decode_rocketmq_header(buf, header_start, header_end, max_ext_fields)
     else:

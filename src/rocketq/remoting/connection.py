@@ -498,10 +498,12 @@ class RemotingConnection(asyncio.Protocol):
             self._processing = False
             if self._outbox:
                 self._flush()
-            if self._input_budget is not None:
-                self._account()
-            if self.frame_started is None and decoder.buffered:
-                self.frame_started = self._loop.time()
+            held = decoder.buffered
+            if held or self._counted:  # the usual read leaves nothing behind: nothing to do
+                if self._input_budget is not None:
+                    self._account()
+                if held and self.frame_started is None:
+                    self.frame_started = self._loop.time()
 
     def _yield_turn(self) -> None:
         """Pause reading until the loop has run the other ready connections once."""
@@ -554,51 +556,24 @@ class RemotingConnection(asyncio.Protocol):
         if not future.done():
             future.set_result(cmd)
 
-    def _on_request(self, request: RemotingCommand) -> None:
+    def _on_request(self, request: RemotingCommand, checked: bool = False) -> None:
         handlers = self._handlers
         handler = handlers.get(request.code)
         if handler is None:
             self._not_supported(request)
             return
         size = len(request.body)
-        if size >= self._limits_from:  # one comparison for the usual small body
+        if size >= self._limits_from and not checked:  # one comparison for the usual small body
             limit = self._request_limits.get(request.code)
             if limit is not None:
                 offloader = self._offloader
                 if offloader is not None and size > offloader.threshold:
-                    self._check_off_loop(request, handler, limit, offloader)
+                    self._check_off_loop(request, limit, offloader)
                     return
                 refusal = limit.refusal(request.code, request.body)
                 if refusal is not None:
                     self._refuse(request, refusal)
                     return
-        self._dispatch(request, handler)
-
-    def _check_off_loop(
-        self, request: RemotingCommand, handler: Handler, limit: RequestLimit, offloader: Offloader
-    ) -> None:
-        """A large body's limit is checked on the worker thread (counting 16 MiB takes ~15 ms),
-        with this connection's reading held, then the request is dispatched as usual."""
-
-        async def check() -> None:
-            try:
-                refusal = await offloader.run(limit.refusal, request.code, request.body)
-                if refusal is not None:
-                    self._refuse(request, refusal)
-                elif not self._closed:
-                    self._dispatch(request, handler)  # its own hold, if any, is taken before ours ends
-            except Exception as exc:  # the worker is closed (the server is shutting down)
-                self._handler_failed(request, exc)
-            finally:
-                self.release_reading()
-
-        self.hold_reading()
-        task = self._loop.create_task(check())
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _dispatch(self, request: RemotingCommand, handler: Handler) -> None:
-        handlers = self._handlers
         try:
             if handlers.hooks:
                 for hook in handlers.hooks:
@@ -621,6 +596,27 @@ class RemotingConnection(asyncio.Protocol):
                 "not a RemotingCommand, None or an awaitable"
             )
             self._handler_failed(request, error)
+
+    def _check_off_loop(self, request: RemotingCommand, limit: RequestLimit, offloader: Offloader) -> None:
+        """A large body's limit is checked on the worker thread (counting 16 MiB takes ~15 ms),
+        with this connection's reading held, then the request is handled as usual."""
+
+        async def check() -> None:
+            try:
+                refusal = await offloader.run(limit.refusal, request.code, request.body)
+                if refusal is not None:
+                    self._refuse(request, refusal)
+                elif not self._closed:
+                    self._on_request(request, checked=True)  # its own hold is taken before ours ends
+            except Exception as exc:  # the worker is closed (the server is shutting down)
+                self._handler_failed(request, exc)
+            finally:
+                self.release_reading()
+
+        self.hold_reading()
+        task = self._loop.create_task(check())
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
 
     async def _finish_handler(self, request: RemotingCommand, result: Awaitable[HandlerResult]) -> None:
         try:
