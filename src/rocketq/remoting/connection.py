@@ -354,16 +354,19 @@ class RemotingConnection(asyncio.Protocol):
         offloader = self._offloader
         return offloader is not None and size > offloader.threshold
 
-    def large_request(self, request: RemotingCommand, work: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+    def large_request(
+        self, request: RemotingCommand, work: Callable[[], Awaitable[T]], *, in_turn: bool = True
+    ) -> Awaitable[T]:
         """What a handler returns for a large request (:meth:`offloads`): ``work()`` awaited in
         the request code's turn, with this connection's reading held until it ends (see
         :class:`~rocketq.remoting.offload.Offloader`); ``work`` decodes with :meth:`off_loop`
-        and applies in :meth:`time_slice` parts. Raises ``SYSTEM_BUSY`` at once if the server's
-        input budget has no room for the body."""
+        and applies in :meth:`time_slice` parts; ``in_turn=False`` skips the code's turn (see
+        :meth:`~rocketq.remoting.offload.Offloader.admit`). Raises ``SYSTEM_BUSY`` at once if the
+        server's input budget has no room for the body."""
         offloader = self._offloader
         if offloader is None:
             return work()
-        return offloader.admit(self, request.code, len(request.body), work)
+        return offloader.admit(self, request.code, len(request.body), work, in_turn=in_turn)
 
     async def off_loop(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` on the server's worker thread (inline on a client's

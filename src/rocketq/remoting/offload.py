@@ -87,40 +87,53 @@ class Offloader:
         return size > self.threshold
 
     def admit(
-        self, conn: RemotingConnection, code: int, size: int, work: Callable[[], Awaitable[T]]
+        self,
+        conn: RemotingConnection,
+        code: int,
+        size: int,
+        work: Callable[[], Awaitable[T]],
+        *,
+        in_turn: bool = True,
     ) -> Coroutine[Any, Any, T]:
         """Admit a large request of ``code`` with a ``size``-byte body from ``conn``: ``work()``
-        is awaited once the code's turn comes, with ``conn``'s reading held (from now, so the
-        requests behind it in the same read wait too) and ``size`` bytes charged to the input
-        budget until it ends. Raises ``SYSTEM_BUSY`` at once if the budget has no room."""
+        is awaited once the code's turn comes (at once with ``in_turn=False``, for requests
+        whose decoded form is no bigger than their body, such as a batch's records), with
+        ``conn``'s reading held (from now, so the requests behind it in the same read wait too)
+        and ``size`` bytes charged to the input budget until it ends. Raises ``SYSTEM_BUSY`` at
+        once if the budget has no room."""
         budget = self._budget
         if budget is not None:
             if budget.used + size > budget.limit:
                 raise BrokerError(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
             budget.used += size
         conn.hold_reading()
-        return self._admitted(conn, code, size, work)
+        return self._admitted(conn, code if in_turn else None, size, work)
 
     async def _admitted(
-        self, conn: RemotingConnection, code: int, size: int, work: Callable[[], Awaitable[T]]
+        self, conn: RemotingConnection, code: int | None, size: int, work: Callable[[], Awaitable[T]]
     ) -> T:
         try:
+            if code is None:
+                return await self._work(conn, work)
             turn = self._turns.get(code)
             if turn is None:
                 turn = self._turns[code] = asyncio.Lock()
             async with turn:
-                if conn.is_closed:  # its peer is gone: nobody waits for this any more
-                    raise BrokerError(ResponseCode.SYSTEM_ERROR, "the connection closed")
-                self.admitted += 1
-                self._gc_hold()
-                try:
-                    return await work()
-                finally:
-                    self._gc_release()
+                return await self._work(conn, work)
         finally:
             conn.release_reading()
             if self._budget is not None:
                 self._budget.used -= size
+
+    async def _work(self, conn: RemotingConnection, work: Callable[[], Awaitable[T]]) -> T:
+        if conn.is_closed:  # its peer is gone: nobody waits for this any more
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "the connection closed")
+        self.admitted += 1
+        self._gc_hold()
+        try:
+            return await work()
+        finally:
+            self._gc_release()
 
     def _gc_hold(self) -> None:
         # CPython's cyclic collector holds the GIL while it scans every tracked object; the

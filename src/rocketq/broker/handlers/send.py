@@ -415,7 +415,10 @@ class SendProcessor:
             batch_props,
         )
         if conn.offloads(len(request.body)):
-            return conn.large_request(request, lambda: self._large_batch(conn, request, s, store, wait))
+            # no turn: the batches of many producers are appended side by side, as small ones are
+            return conn.large_request(
+                request, lambda: self._large_batch(conn, request, s, store, wait), in_turn=False
+            )
         put, ids = store()
         self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
         return self._respond(conn, request, put, s.queue_id, ids, wait)
