@@ -11,7 +11,7 @@ libFuzzer's final figures (``stat::number_of_executed_units``, ``stat::average_e
 Any exception but ``RemoteProtocolError`` (or an input that takes longer than ``--input-timeout``
 seconds, or memory past ``--rss-limit-mb``) stops the run with exit code 1 and writes the input
 to ``fuzz/crashers/`` (as ``crash-<sha1>``); fix the decoder and keep the file:
-``tests/unit/test_fuzz_crashers.py`` replays every file there. Other libFuzzer flags can follow
+``tests/unit/test_protocol_hostile.py`` replays every file there. Other libFuzzer flags can follow
 ``--`` (``-jobs=2``, ``-dict=...``).
 """
 
