@@ -76,7 +76,15 @@ class RemotingServer:
         self._sweeper: asyncio.TimerHandle | None = None
         threshold = self.config.offload_threshold
         #: decodes large request bodies off the loop (``config.offload_threshold``), if set
-        self.offloader = None if threshold is None else Offloader(threshold=threshold, budget=self._budget)
+        self.offloader = (
+            None
+            if threshold is None
+            else Offloader(
+                threshold=threshold,
+                budget=self._budget,
+                pause_gc=self.config.pause_gc_for_large_requests,
+            )
+        )
 
     def __repr__(self) -> str:
         if self._port is None:
