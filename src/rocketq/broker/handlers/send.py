@@ -185,6 +185,7 @@ class SendProcessor:
         self._delays_ms = [int(d * 1000) for d in broker.delay_levels]
         self._valid_topics: set[str] = set()
         self._hosts: dict[RemotingConnection, HostPort] = {}
+        self._max_size = broker.config.max_message_size
 
     def handlers(self) -> dict[int, object]:
         return {
@@ -307,8 +308,8 @@ class SendProcessor:
                 del props[_WAIT]
             stored = java_properties_string(props, max_entries)
             code = tags_code(props.get(MessageConst.TAGS))
-        if len(request.body) > self._b.config.max_message_size:
-            raise _too_big("message body", len(request.body), self._b.config.max_message_size)
+        if len(request.body) > self._max_size:
+            raise _too_big("message body", len(request.body), self._max_size)
         record = self._encode(conn, s, topic, queue_id, sys_flag, stored, request.body)
         put = self._put(topic, queue_id, record, code)
         if level:
