@@ -27,7 +27,12 @@ each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` an
   has the traceback; no Python exception text reaches a peer) — the connection lives on; oneway
   requests are never answered;
 * a request whose body is over its code's :class:`~rocketq.remoting.guard.RequestLimit` is
-  answered ``SYSTEM_ERROR`` before anything decodes it;
+  answered ``SYSTEM_ERROR`` before anything decodes it (a large body is counted on the server's
+  worker thread);
+* a handler decodes a large body (:meth:`RemotingConnection.offloads`) off the event loop:
+  it returns :meth:`RemotingConnection.large_request`, decodes with
+  :meth:`RemotingConnection.off_loop` and applies in :meth:`RemotingConnection.time_slice`
+  parts, with this connection's reading held meanwhile (:mod:`rocketq.remoting.offload`);
 * bytes that are not a frame close this connection only; warnings about a peer's behaviour go
   through a :class:`~rocketq.remoting.guard.PeerLog`, once per peer and kind per minute;
 * a server connection holds its share of the server's :class:`~rocketq.remoting.guard.InputBudget`

@@ -6,8 +6,10 @@ input budget, and warnings logged once per peer.
   decoding with two or three ``bytes.count`` scans: a request over it is answered
   ``SYSTEM_ERROR`` at once.
   :data:`DEFAULT_REQUEST_LIMITS` holds the server's defaults (see ``docs/limits.md``).
-* :class:`InputBudget` counts the bytes every connection of a server holds undecoded; the
-  connection whose data takes the total past the bound is closed.
+* :class:`InputBudget` counts the bytes every connection of a server holds undecoded, and the
+  bodies of large requests in flight (:mod:`rocketq.remoting.offload`); the connection whose
+  data takes the total past the bound is closed, a large request over it answered
+  ``SYSTEM_BUSY``.
 * :class:`PeerLog` logs a warning about a peer once per peer (its host) and kind per window, and
   counts the rest: a probe of a thousand bad frames makes one line, not a thousand.
 
@@ -173,7 +175,8 @@ def peer_host(address: str) -> str:
 
 
 class InputBudget:
-    """Bytes held undecoded by all the connections of a server, against ``limit``."""
+    """Bytes held undecoded by all the connections of a server, and the bodies of its large
+    requests in flight, against ``limit``."""
 
     __slots__ = ("limit", "used")
 
