@@ -98,6 +98,7 @@ __all__ = [
     "GroupEvent",
     "apply_heartbeat",
     "apply_unregister_client",
+    "check_heartbeat",
     "tag_filter",
 ]
 
@@ -594,6 +595,24 @@ class ConsumerRegistry(Generic[C]):
         return GroupEvent(ConsumerGroupEvent.CHANGE, info.name, reason, notify=notify)
 
 
+def check_heartbeat(heartbeat: HeartbeatData) -> None:
+    """Raise :class:`RemoteProtocolError` if ``heartbeat`` is malformed: no client id, a consumer
+    group without a name or with a subscription without a topic, a producer group without a name.
+    (:func:`apply_heartbeat` checks first; a caller applying one in parts checks the whole.)"""
+    client_id = heartbeat.client_id
+    if not client_id:
+        raise RemoteProtocolError("heartbeat without a clientID")
+    for data in heartbeat.consumer_data_set:
+        if not data.group_name:
+            raise RemoteProtocolError(f"heartbeat of {client_id}: consumer data without a group name")
+        if any(not sub.topic for sub in data.subscription_data_set):
+            raise RemoteProtocolError(
+                f"heartbeat of {client_id} for group {data.group_name}: subscription without a topic"
+            )
+    if any(not p.group_name for p in heartbeat.producer_data_set):
+        raise RemoteProtocolError(f"heartbeat of {client_id}: producer data without a group name")
+
+
 def apply_heartbeat(
     heartbeat: HeartbeatData,
     conn: C,
@@ -617,18 +636,8 @@ def apply_heartbeat(
     group names, subscription topics): a malformed heartbeat raises
     :class:`RemoteProtocolError` and changes nothing.
     """
-    client_id = heartbeat.client_id
-    if not client_id:
-        raise RemoteProtocolError("heartbeat without a clientID")
-    for data in heartbeat.consumer_data_set:
-        if not data.group_name:
-            raise RemoteProtocolError(f"heartbeat of {client_id}: consumer data without a group name")
-        if any(not sub.topic for sub in data.subscription_data_set):
-            raise RemoteProtocolError(
-                f"heartbeat of {client_id} for group {data.group_name}: subscription without a topic"
-            )
-    if any(not p.group_name for p in heartbeat.producer_data_set):
-        raise RemoteProtocolError(f"heartbeat of {client_id}: producer data without a group name")
+    check_heartbeat(heartbeat)
+    client_id = heartbeat.client_id or ""
     changes: Changes[C] = Changes()
     for data in heartbeat.consumer_data_set:
         group = data.group_name or ""

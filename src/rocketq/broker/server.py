@@ -154,8 +154,8 @@ def _answer_round(waiters: list[_Waiter], exc: BaseException | None) -> None:
     waiters.clear()  # answered once: the other of timer and completion finds nothing left
     if isinstance(exc, TimeoutError):
         remark = "the message is stored but its flush to disk timed out"
-    elif exc is not None:
-        remark = f"the message is stored but flushing it to disk failed: {exc}"
+    elif exc is not None:  # the OS's text goes to the log (the store logs it), not to the peer
+        remark = "the message is stored but flushing it to disk failed"
     for conn, request, response in answered:
         if exc is not None:
             response.code = ResponseCode.FLUSH_DISK_TIMEOUT

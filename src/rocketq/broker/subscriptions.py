@@ -161,9 +161,13 @@ class SubscriptionGroupManager:
         return self._table.get(group)
 
     def find(self, group: str, now: float) -> SubscriptionGroupConfig | None:
-        """``findSubscriptionGroupConfig``: the group's config, auto-created if allowed, else ``None``."""
+        """``findSubscriptionGroupConfig``: the group's config, auto-created if allowed, else ``None``.
+
+        A nameless group (a request's empty ``consumerGroup``, a send to ``%RETRY%``) is never
+        created: the store cannot keep it, and the caller answers as for a group that does not
+        exist."""
         config = self._table.get(group)
-        if config is None and (self._auto_create or is_sys_consumer_group(group)):
+        if config is None and group and (self._auto_create or is_sys_consumer_group(group)):
             config = SubscriptionGroupConfig(group_name=group)
             log.info("auto-created subscription group %s", group)
             self._put("auto-create", group, config, now)

@@ -35,13 +35,13 @@ QueryConsumerOffsetRequestHeader(consumer_group='g', topic='T', queue_id=1)
 from __future__ import annotations
 
 import dataclasses
-import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Final, NoReturn, Self, TypeVar
 
 from rocketq.errors import ConfigError, RemoteProtocolError
+from rocketq.protocol._text import excerpt, parse_java_integer
 from rocketq.protocol.codes import RequestCode, SerializeType
 from rocketq.protocol.javahash import hashmap_capacity, java_hash_order, string_bucket
 
@@ -124,7 +124,6 @@ Long = Annotated[int, _LONG_MARK]
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
-_JAVA_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 
 _H = TypeVar("_H", bound="CommandHeader")
 
@@ -160,19 +159,12 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
 # Field conversion
 
 
-def _parse_java_integer(raw: str, low: int, high: int) -> int | None:
-    if not (raw.isascii() and raw.isdigit()) and _JAVA_INTEGER_TEXT.fullmatch(raw) is None:
-        return None
-    value = int(raw)
-    return value if low <= value <= high else None
-
-
 def _read_int(raw: str) -> int | None:
-    return _parse_java_integer(raw, *_INT32)
+    return parse_java_integer(raw, *_INT32)
 
 
 def _read_long(raw: str) -> int | None:
-    return _parse_java_integer(raw, *_INT64)
+    return parse_java_integer(raw, *_INT64)
 
 
 def _read_bool(raw: str) -> bool:
@@ -239,7 +231,9 @@ def _missing(cls: type, wire: str) -> NoReturn:
 def _read_slow(cls: type, wire: str, kind: str, raw: str) -> Any:
     value = _READERS[kind](raw)
     if value is None:
-        raise RemoteProtocolError(f"{cls.__name__}: field {wire!r} is not {_KIND_NAMES[kind]}: {raw!r}")
+        raise RemoteProtocolError(
+            f"{cls.__name__}: field {wire!r} is not {_KIND_NAMES[kind]}: {excerpt(raw)}"
+        )
     return value
 
 

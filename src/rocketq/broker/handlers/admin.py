@@ -26,6 +26,7 @@ Deviations, on purpose:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Awaitable
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.schedule import encode_delay_offsets
 from rocketq.broker.topics import validate_topic
-from rocketq.errors import BrokerError, RemotingError
+from rocketq.errors import BrokerError, RemotingError, RemotingTimeoutError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import (
     Connection,
@@ -68,12 +69,14 @@ from rocketq.protocol.headers import (
 )
 from rocketq.remoting import RemotingConnection
 
-from .common import parse_body, parse_header, system_error
+from .common import parse_header, system_error, with_body
 
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
 
 __all__ = ["QUERY_DUPLICATE_CLIENT_IDS", "AdminProcessor"]
+
+log = logging.getLogger(__name__)
 
 QUERY_DUPLICATE_CLIENT_IDS = 10901
 """rocketq's own request code: list duplicated client ids (see the module docstring)."""
@@ -166,13 +169,25 @@ class AdminProcessor:
 
     # ------------------------------------------------------------------ groups
 
-    def update_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    def update_group(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         b = self._b
-        config = parse_body(SubscriptionGroupConfig.decode, request, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP")
-        if not config.group_name:
-            raise system_error("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the config has no groupName")
-        b.groups.update(config, b.wall())
-        return request.response()
+
+        def update(config: SubscriptionGroupConfig) -> RemotingCommand:
+            if not config.group_name:
+                raise system_error("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the config has no groupName")
+            b.groups.update(config, b.wall())
+            return request.response()
+
+        return with_body(
+            conn,
+            request,
+            SubscriptionGroupConfig,
+            "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+            b.config.remoting.max_nonstandard_json,
+            update,
+        )
 
     def delete_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
@@ -290,8 +305,14 @@ class AdminProcessor:
         try:
             answer = await channel.conn.invoke(relay, b.config.client_call_timeout)
         except RemotingError as exc:
+            log.info("GET_CONSUMER_RUNNING_INFO relay to %s failed: %s", h.client_id, exc)
+            why = (
+                "no answer in time"
+                if isinstance(exc, RemotingTimeoutError)
+                else "the consumer's connection failed"
+            )
             raise system_error(
-                f"invoke consumer <{h.consumer_group}> <{h.client_id}> Exception: {exc}"
+                f"invoke consumer <{h.consumer_group}> <{h.client_id}> Exception: {why}"
             ) from None
         return request.response(
             code=answer.code, remark=answer.remark, ext_fields=dict(answer.ext_fields), body=answer.body
