@@ -24,7 +24,7 @@ from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPIN
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
-from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
+from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting import ServerConfig
 from rocketq.store.config import FlushMode, StoreConfig
 

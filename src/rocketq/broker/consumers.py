@@ -71,6 +71,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rocketq.errors import ConfigError, RemoteProtocolError
+from rocketq.models import DuplicateClientId
 from rocketq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeType,
@@ -241,20 +242,6 @@ class ConsumerGroupView(Generic[C]):
     subscriptions: dict[str, SubscriptionData]
     members: tuple[ClientChannelInfo[C], ...]
     last_update: float
-
-
-@dataclass(frozen=True, slots=True)
-class DuplicateClientId(Generic[C]):
-    """A client id registered by more than one live connection in one group."""
-
-    group: str
-    client_id: str
-    members: tuple[ClientChannelInfo[C], ...]
-
-    @property
-    def addresses(self) -> tuple[str, ...]:
-        """The remote addresses of the connections sharing the id."""
-        return tuple(m.remote_addr for m in self.members)
 
 
 @dataclass(slots=True)
@@ -480,10 +467,12 @@ class ConsumerRegistry(Generic[C]):
         """The groups ``conn`` is a member of, in the order it joined them."""
         return list(self._by_conn.get(conn, ()))
 
-    def duplicates(self, group: str | None = None) -> list[DuplicateClientId[C]]:
-        """Client ids registered by more than one live connection, per group (all groups if ``None``)."""
+    def duplicates(self, group: str | None = None, *, broker_addr: str = "") -> list[DuplicateClientId]:
+        """Client ids registered by more than one live connection, per group (all groups if
+        ``None``), with the connections' remote addresses; ``broker_addr`` names this broker in
+        the values."""
         names = [group] if group is not None else list(self._groups)
-        out: list[DuplicateClientId[C]] = []
+        out: list[DuplicateClientId] = []
         for name in names:
             info = self._groups.get(name)
             if info is None:
@@ -491,7 +480,11 @@ class ConsumerRegistry(Generic[C]):
             by_id: dict[str, list[ClientChannelInfo[C]]] = {}
             for ch in info.channels.values():
                 by_id.setdefault(ch.client_id, []).append(ch)
-            out.extend(DuplicateClientId(name, cid, tuple(chs)) for cid, chs in by_id.items() if len(chs) > 1)
+            out.extend(
+                DuplicateClientId(name, cid, broker_addr, tuple(ch.remote_addr for ch in chs))
+                for cid, chs in by_id.items()
+                if len(chs) > 1
+            )
         return out
 
     def __len__(self) -> int:

@@ -56,8 +56,15 @@ from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
 from rocketq.broker.subscriptions import SubscriptionGroupManager
-from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC, TopicChange, TopicConfigManager, TopicManagerConfig
+from rocketq.broker.topics import (
+    PERM_RW,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    TopicChange,
+    TopicConfigManager,
+    TopicManagerConfig,
+)
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
+from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
@@ -96,7 +103,7 @@ class BrokerStats:
     _WINDOW = 10.0
 
     def __init__(self, now: float) -> None:
-        self.boot_ms = int(now * 1000)
+        self.boot_ms = ms(now)
         self.put_total = 0
         self.put_bytes = 0
         self.get_total = 0
@@ -288,7 +295,7 @@ class Broker:
         return self._clock()
 
     def wall_ms(self) -> int:
-        return int(self._clock() * 1000)
+        return ms(self._clock())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -582,7 +589,7 @@ class Broker:
 
     def _ensure_system_topic(self, topic: str) -> None:
         """A topic of the broker's own (transactions): 1 queue, read-write, as RocketMQ creates them."""
-        self.topics.ensure_topic(topic, 1, 6, 0, self.wall())
+        self.topics.ensure_topic(topic, 1, PERM_RW, 0, self.wall())
 
     def check_transactions(self, now: float | None = None) -> CheckResult:
         """One transaction check round now (``TransactionalMessageCheckService``): the service

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from rocketq.clock import ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
@@ -121,10 +122,6 @@ class MemorySubscriptionGroupTable:
         return len(self._table)
 
 
-def _ms(now: float) -> int:
-    return int(now * 1000)
-
-
 class SubscriptionGroupManager:
     """RocketMQ's ``SubscriptionGroupManager`` over a :class:`SubscriptionGroupTable`."""
 
@@ -146,11 +143,11 @@ class SubscriptionGroupManager:
         self._auto_create = auto_create_subscription_group
         self._listener = on_change
         self._table: SubscriptionGroupTable = (
-            table if table is not None else MemorySubscriptionGroupTable(DataVersion(timestamp=_ms(now)))
+            table if table is not None else MemorySubscriptionGroupTable(DataVersion(timestamp=ms(now)))
         )
         for name in BUILTIN_SUBSCRIPTION_GROUPS:
             if name not in self._table:
-                self._table.put(SubscriptionGroupConfig(group_name=name), now_ms=_ms(now))
+                self._table.put(SubscriptionGroupConfig(group_name=name), now_ms=ms(now))
 
     @property
     def data_version(self) -> DataVersion:
@@ -206,7 +203,7 @@ class SubscriptionGroupManager:
 
     def delete(self, group: str, now: float) -> SubscriptionGroupConfig | None:
         """DELETE_SUBSCRIPTIONGROUP: remove the group's config; return it, or ``None`` if unknown."""
-        old = self._table.delete(group, now_ms=_ms(now))
+        old = self._table.delete(group, now_ms=ms(now))
         if old is None:
             log.warning("cannot delete subscription group %s: it does not exist", group)
             return None
@@ -234,7 +231,7 @@ class SubscriptionGroupManager:
         self._table.data_version = wrapper.data_version
 
     def _put(self, kind: str, group: str, config: SubscriptionGroupConfig, now: float) -> None:
-        self._table.put(config, now_ms=_ms(now))
+        self._table.put(config, now_ms=ms(now))
         self._notify(kind, group, config)
 
     def _notify(self, kind: str, group: str, config: SubscriptionGroupConfig) -> None:

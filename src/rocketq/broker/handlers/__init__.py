@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from rocketq.broker.handlers.admin import QUERY_DUPLICATE_CLIENT_IDS, AdminProcessor
+from rocketq.broker.handlers.admin import AdminProcessor
 from rocketq.broker.handlers.client import ClientProcessor
 from rocketq.broker.handlers.offsets import OffsetProcessor
 from rocketq.broker.handlers.pull import PullProcessor, tag_codes_of_expression
@@ -21,7 +21,6 @@ from rocketq.broker.handlers.send import SendProcessor, java_properties_string
 from rocketq.broker.handlers.transaction import TransactionProcessor
 
 __all__ = [
-    "QUERY_DUPLICATE_CLIENT_IDS",
     "AdminProcessor",
     "ClientProcessor",
     "OffsetProcessor",

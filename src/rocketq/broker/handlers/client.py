@@ -10,7 +10,6 @@ connection; as in RocketMQ the notices go out before the heartbeat's own respons
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
@@ -154,7 +153,8 @@ class ClientProcessor:
         body = parse_body(LockBatchRequestBody.decode, request, "LOCK_BATCH_MQ")
         if not body.consumer_group or not body.client_id:
             raise system_error("LOCK_BATCH_MQ: consumerGroup and clientId are required")
-        locked = self._b.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id, time.time())
+        b = self._b
+        locked = b.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id, b.wall())
         ok = tuple(mq for mq in body.mq_set if mq in locked)
         return request.response(body=LockBatchResponseBody(lock_ok_mq_set=ok).encode())
 

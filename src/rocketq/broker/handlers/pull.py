@@ -56,14 +56,14 @@ from typing import TYPE_CHECKING
 from rocketq.broker.consumers import tag_filter
 from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter, compile_sql92, is_tag_type
 from rocketq.broker.longpoll import PullHoldTable
-from rocketq.broker.topics import RMQ_SYS_OFFSET_MOVED_EVENT
 from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
-from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import encode_message
 from rocketq.protocol.properties import MessageConst, java_string_hash, tags_code
+from rocketq.protocol.topics import RMQ_SYS_OFFSET_MOVED_EVENT, Perm
 from rocketq.remoting import RemotingConnection, describe_exception
 from rocketq.store import GetMessageStatus
 
@@ -77,11 +77,11 @@ __all__ = ["PullProcessor", "property_filter_disabled_remark", "selector_of", "t
 
 log = logging.getLogger(__name__)
 
-_PERM_READ = 0x4  # PermName.PERM_READ as a plain int (IntFlag arithmetic is slow)
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
-FLAG_CLASS_FILTER = 0x8
+# plain ints: IntFlag arithmetic costs a call per operation on this path
+_READ = int(Perm.READ)
+_COMMIT_OFFSET = int(PullSysFlag.COMMIT_OFFSET)
+_SUSPEND = int(PullSysFlag.SUSPEND)
+_SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
 
 _PARSE_FAILED = "parse the consumer's subscription failed"
 _FILTER_DATA_NOT_EXIST = "The broker's consumer filter data is not exist!Your expression may be wrong!"
@@ -239,7 +239,7 @@ class PullProcessor:
         config = b.topics.select(topic)
         if config is None:
             raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic, pull=True))
-        if not config.perm & _PERM_READ:
+        if not config.perm & _READ:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         queue_id = p.queue_id
         if queue_id < 0 or queue_id >= config.read_queue_nums:
@@ -250,7 +250,7 @@ class PullProcessor:
         sys_flag = p.sys_flag
         selector: Sql92Filter | None = None
         expression_type = p.expression_type
-        if sys_flag & FLAG_SUBSCRIPTION:
+        if sys_flag & _SUBSCRIPTION:
             if is_tag_type(expression_type):
                 codes = tag_codes_of_expression(p.subscription)
             else:
@@ -310,9 +310,9 @@ class PullProcessor:
         code = _STATUS.get(status)
         if code is None:  # an empty or unknown queue
             code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
-        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
+        if allow_suspend and sys_flag & _COMMIT_OFFSET:
             b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & _SUSPEND:
             hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short
             hold = min(max(hold, 0.0), self._max_hold)
             deadline = self._loop.time() + hold

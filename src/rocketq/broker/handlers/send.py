@@ -40,18 +40,8 @@ import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from rocketq.broker.topics import (
-    DLQ_NUMS_PER_GROUP,
-    RETRY_GROUP_TOPIC_PREFIX,
-    RMQ_SYS_SCHEDULE_TOPIC,
-    RMQ_SYS_TRANS_HALF_TOPIC,
-    dlq_topic,
-    is_not_allowed_send_topic,
-    is_writeable,
-    retry_topic,
-    validate_topic,
-)
-from rocketq.broker.transactions import half_message_properties, is_half_message
+from rocketq.broker.topics import PERM_RW
+from rocketq.broker.transactions import TRANSACTION_TYPE_MASK, half_message_properties, is_half_message
 from rocketq.errors import BrokerError, ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.protocol.bodies import TopicConfig, TopicFilterType
 from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode, SerializeType
@@ -75,6 +65,19 @@ from rocketq.protocol.properties import (
     string_to_properties,
     tags_code,
 )
+from rocketq.protocol.topics import (
+    DLQ_NUMS_PER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    Perm,
+    TopicSysFlag,
+    dlq_topic,
+    is_not_allowed_send_topic,
+    is_writeable,
+    retry_topic,
+    validate_topic,
+)
 from rocketq.remoting import RemotingConnection
 from rocketq.store import PutResult
 
@@ -91,10 +94,9 @@ _CLUSTER = MessageConst.CLUSTER
 _WAIT = MessageConst.WAIT
 _DELAY = MessageConst.DELAY
 _MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
-_TRANSACTION_BITS = 0xC
 _V3_4_9 = int(MQVersion.V3_4_9)
 _FAQ_HINT = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."  # FAQUrl.suggestTodo
-_PERM_WRITE = 0x2  # PermName.PERM_WRITE as a plain int: IntFlag arithmetic is slow on this path
+_WRITE = int(Perm.WRITE)  # a plain int: IntFlag arithmetic is slow on this path
 
 
 @functools.lru_cache(maxsize=4096)
@@ -256,7 +258,7 @@ class SendProcessor:
             )
             if config is None:
                 raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic))
-        if not config.perm & _PERM_WRITE:
+        if not config.perm & _WRITE:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         queue_id = s.queue_id
         valid = max(config.write_queue_nums, config.read_queue_nums)
@@ -284,7 +286,7 @@ class SendProcessor:
         if config.topic_filter_type == TopicFilterType.MULTI_TAG:
             sys_flag |= _MULTI_TAGS
         half = is_half_message(props, sys_flag)
-        if not half and sys_flag & _TRANSACTION_BITS == _TRANSACTION_BITS:
+        if not half and sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_TYPE_MASK:
             # RocketMQ would store it where no consumer ever reads it
             remark = "the message is illegal: a rolled back transaction cannot be sent"
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, remark)
@@ -309,7 +311,7 @@ class SendProcessor:
             stored = java_properties_string(props, max_entries + 2)
             code = tags_code(props.get(MessageConst.TAGS))
             topic, queue_id = RMQ_SYS_TRANS_HALF_TOPIC, 0
-            sys_flag &= ~_TRANSACTION_BITS
+            sys_flag &= ~TRANSACTION_TYPE_MASK
         elif level:
             # CommitLog.asyncPutMessage: to the schedule topic, the real place in properties;
             # the property string is rebuilt from the whole map (WAIT included).
@@ -427,7 +429,7 @@ class SendProcessor:
         header_props = string_to_properties(s.properties) if s.properties else {}
         if header_props.get(_DELAY, "0") not in ("", "0"):
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be delayed")
-        if s.sys_flag & _TRANSACTION_BITS:
+        if s.sys_flag & TRANSACTION_TYPE_MASK:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be a transaction")
         max_entries = len(header_props) + (0 if _CLUSTER in header_props else 1)
         header_props[_CLUSTER] = self._cluster
@@ -526,8 +528,10 @@ class SendProcessor:
             return request.response()
         new_topic = retry_topic(h.group)
         queue_id = random.randrange(99_999_999) % group_config.retry_queue_nums
-        sys_flag_topic = 2 if h.unit_mode else 0
-        topic_config = b.topics.ensure_topic(new_topic, group_config.retry_queue_nums, 6, sys_flag_topic, now)
+        sys_flag_topic = int(TopicSysFlag.FLAG_UNIT_SUB) if h.unit_mode else 0
+        topic_config = b.topics.ensure_topic(
+            new_topic, group_config.retry_queue_nums, PERM_RW, sys_flag_topic, now
+        )
         if not is_writeable(topic_config.perm):
             raise BrokerError(
                 ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
