@@ -14,6 +14,7 @@ from rocketq.broker.topics import (
     PermName,
     TopicChange,
     TopicConfigManager,
+    TopicConfigTable,
     TopicManagerConfig,
     dlq_topic,
     is_inherited,
@@ -26,7 +27,6 @@ from rocketq.broker.topics import (
 )
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
-from rocketq.store.configfiles import TopicConfigTable
 
 RW = 6
 RWX = 7

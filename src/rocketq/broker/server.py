@@ -4,9 +4,9 @@
 
 * a :class:`~rocketq.store.MessageStore` in ``config.store_dir`` (opened, and recovered after a
   crash, in a worker thread so the loop stays free);
-* the state machines: topic configs (over the store's ``topics.json``), subscription groups
-  (``subscriptionGroup.json``), the consumer and producer registries, the queue lock table and
-  the long-polling hold table;
+* the state machines: topic configs (in ``topics.json``), subscription groups
+  (``subscriptionGroup.json``) - tables the store loads and writes for the broker - the consumer
+  and producer registries, the queue lock table and the long-polling hold table;
 * a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`;
 * the :class:`~rocketq.broker.schedule.ScheduleService` (delayed messages and retries);
 * the :class:`~rocketq.broker.transactions.TransactionalMessageService` (half messages, END_TRANSACTION,
@@ -55,12 +55,13 @@ from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
-from rocketq.broker.subscriptions import SubscriptionGroupManager
+from rocketq.broker.subscriptions import SubscriptionGroupManager, SubscriptionGroupTable
 from rocketq.broker.topics import (
     PERM_RW,
     RMQ_SYS_SCHEDULE_TOPIC,
     TopicChange,
     TopicConfigManager,
+    TopicConfigTable,
     TopicManagerConfig,
 )
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
@@ -211,6 +212,7 @@ class Broker:
         self.remoting = RemotingServer(cfg.host, cfg.port, config=cfg.remoting, listener=_Listener(self))
         self._store: MessageStore | None = None
         self._topics: TopicConfigManager | None = None
+        self._topic_table: TopicConfigTable | None = None
         self._groups: SubscriptionGroupManager | None = None
         self._schedule: ScheduleService | None = None
         self._transactions: TransactionalMessageService | None = None
@@ -321,6 +323,11 @@ class Broker:
         )
         self._store = store
         try:
+            topic_table = TopicConfigTable(store.config_dir / "topics.json")
+            group_table = SubscriptionGroupTable(store.config_dir / "subscriptionGroup.json")
+            for table in (topic_table, group_table):
+                await asyncio.to_thread(store.add_config_table, table)
+            self._topic_table = topic_table
             now = self.wall()
             self._topics = TopicConfigManager(
                 TopicManagerConfig(
@@ -334,13 +341,13 @@ class Broker:
                     msg_trace_topic_name=cfg.msg_trace_topic_name,
                 ),
                 now=now,
-                table=store.topic_configs,
+                table=topic_table,
                 on_change=self._topics_changed,
             )
             self._groups = SubscriptionGroupManager(
                 now=now,
                 auto_create_subscription_group=cfg.auto_create_subscription_group,
-                table=store.subscription_groups,
+                table=group_table,
             )
             self._pull = PullProcessor(self)
             self._send = SendProcessor(self)
@@ -431,6 +438,7 @@ class Broker:
         if self._schedule is not None:
             await self._schedule.close()
         store, self._store = self._store, None
+        self._topic_table = None
         if store is not None:
             store.remove_arrival_listener(self._on_arrival)
             await asyncio.to_thread(store.close)
@@ -530,10 +538,10 @@ class Broker:
     def _topics_changed(self, change: TopicChange) -> None:
         # RocketMQ persists the topic table on every change: a topic a send just created (and
         # the messages stored in it) must still have its config after a crash
-        store = self._store
-        if store is not None:
+        table = self._topic_table
+        if table is not None:
             try:
-                store.topic_configs.persist_if_dirty()
+                table.persist_if_dirty()
             except OSError as exc:
                 log.error("cannot persist the topic table: %s (retried with the periodic flush)", exc)
         if self._registrar is not None:

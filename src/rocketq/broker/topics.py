@@ -30,9 +30,9 @@ name server; clients learn routes from there. This module is RocketMQ 4.9.4's
   servers (the store's table marks itself dirty and is flushed to disk every 5 s).
 
 Values are the protocol's bodies (``TopicConfig``, ``DataVersion``). Persistence: the configs
-live in a :class:`TopicTable`, the store's ``TopicConfigTable`` (``config/topics.json``, written
-atomically by the store's flush service) or a :class:`MemoryTopicTable`; the table advances the
-data version on every write. :meth:`TopicConfigManager.wrapper` gives RocketMQ's
+live in a :class:`TopicTable`, a :class:`TopicConfigTable` (``config/topics.json``, which the
+store loads and writes atomically for the broker) or a :class:`MemoryTopicTable`; the table
+advances the data version on every write. :meth:`TopicConfigManager.wrapper` gives RocketMQ's
 ``TopicConfigSerializeWrapper``, the topic part of REGISTER_BROKER.
 
 Time: ``now`` is float seconds on the wall clock (``time.time()``): it becomes the data version's
@@ -54,8 +54,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Final, Protocol
 
+from rocketq.broker.configtables import VersionedTable
 from rocketq.clock import ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
@@ -89,6 +91,7 @@ from rocketq.protocol.topics import (
     retry_topic,
     validate_topic,
 )
+from rocketq.store.configfiles import ConfigTable
 
 __all__ = [
     "AUTO_CREATE_TOPIC_KEY_TOPIC",
@@ -112,6 +115,7 @@ __all__ = [
     "PermName",
     "TopicChange",
     "TopicConfigManager",
+    "TopicConfigTable",
     "TopicManagerConfig",
     "TopicSysFlag",
     "TopicTable",
@@ -188,63 +192,57 @@ TopicListener = Callable[[TopicChange], None]
 
 
 class TopicTable(Protocol):
-    """Where the topic configs live: :class:`rocketq.store.configfiles.TopicConfigTable` (persisted
-    to ``config/topics.json``) or :class:`MemoryTopicTable`. Every write advances ``data_version``."""
+    """Where the topic configs live: :class:`TopicConfigTable` (``config/topics.json``, persisted
+    by the store) or :class:`MemoryTopicTable`. Every write advances ``data_version``."""
 
     data_version: DataVersion
 
-    def get(self, topic: str) -> TopicConfig | None: ...
+    def get(self, name: str) -> TopicConfig | None: ...
     def all(self) -> dict[str, TopicConfig]: ...
     def put(self, config: TopicConfig, *, now_ms: int) -> None: ...
     def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None: ...
-    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None: ...
+    def delete(self, name: str, *, now_ms: int) -> TopicConfig | None: ...
     def wrapper(self) -> TopicConfigSerializeWrapper: ...
-    def __contains__(self, topic: object) -> bool: ...
+    def __contains__(self, name: object) -> bool: ...
     def __len__(self) -> int: ...
 
 
-class MemoryTopicTable:
+class MemoryTopicTable(VersionedTable[TopicConfig]):
     """A :class:`TopicTable` that is only kept in memory (tests, brokers without a data dir)."""
 
-    __slots__ = ("_table", "data_version")
+    NAMED = "topic config without a topic name"
 
-    def __init__(self, data_version: DataVersion | None = None) -> None:
-        self._table: dict[str, TopicConfig] = {}
-        self.data_version = data_version or DataVersion()
-
-    def get(self, topic: str) -> TopicConfig | None:
-        return self._table.get(topic)
-
-    def all(self) -> dict[str, TopicConfig]:
-        return dict(self._table)
-
-    def put(self, config: TopicConfig, *, now_ms: int) -> None:
-        self.put_all((config,), now_ms=now_ms)
-
-    def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None:
-        batch = list(configs)
-        for config in batch:
-            if not config.topic_name:
-                raise ConfigError(f"topic config without a topic name: {config!r}")
-        self._table.update((c.topic_name or "", c) for c in batch)
-        self.data_version = self.data_version.next_version(now_ms)
-
-    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None:
-        old = self._table.pop(topic, None)
-        if old is not None:
-            self.data_version = self.data_version.next_version(now_ms)
-        return old
+    @staticmethod
+    def name_of(config: TopicConfig) -> str | None:
+        return config.topic_name
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
-        return TopicConfigSerializeWrapper(
-            topic_config_table=dict(self._table), data_version=self.data_version
-        )
+        """The table and its version as RocketMQ's ``TopicConfigSerializeWrapper`` (the content of
+        ``topics.json`` and the topic part of REGISTER_BROKER)."""
+        with self._lock:
+            return TopicConfigSerializeWrapper(
+                topic_config_table=dict(self._table), data_version=self.data_version
+            )
 
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._table
 
-    def __len__(self) -> int:
-        return len(self._table)
+class TopicConfigTable(MemoryTopicTable, ConfigTable):
+    """``config/topics.json``: the topic table in a file of the store's, in RocketMQ's format
+    (``TopicConfigSerializeWrapper``); hand it to :meth:`MessageStore.add_config_table
+    <rocketq.store.MessageStore.add_config_table>`, which loads it and writes it when changed."""
+
+    def __init__(self, path: Path) -> None:
+        MemoryTopicTable.__init__(self)
+        ConfigTable.__init__(self, path)
+
+    def encode(self) -> bytes:
+        return self.wrapper().encode()
+
+    def decode(self, data: bytes) -> None:
+        wrapper = TopicConfigSerializeWrapper.decode(data)
+        self._replace(dict(wrapper.topic_config_table), wrapper.data_version)
+
+    def _written(self) -> None:
+        self._changed()
 
 
 class TopicConfigManager:
@@ -262,7 +260,7 @@ class TopicConfigManager:
     ) -> None:
         """Build the table of built-in topics over ``table``.
 
-        Pass the store's ``TopicConfigTable`` *after* its ``load()``: topics read from disk win
+        Pass a :class:`TopicConfigTable` *after* its ``load()``: topics read from disk win
         over the built-in defaults (as RocketMQ's ``decode`` overrides them) and only missing
         built-ins are added. Without ``table`` the configs are kept in memory only.
         """

@@ -8,7 +8,8 @@ Layout of a data directory (RocketMQ's, so its tools recognise it)::
     <root>/checkpoint                               flushed-message timestamps
     <root>/abort                                    present while the store is open
     <root>/lock                                     flock: one store per directory
-    <root>/config/consumerOffset.json, topics.json, subscriptionGroup.json
+    <root>/config/consumerOffset.json               committed consumer offsets
+    <root>/config/topics.json ...                   the broker's tables (add_config_table)
 
 **Appending.** :meth:`MessageStore.put_messages` takes records already encoded by
 :func:`rocketq.protocol.message.encode_message` (outside any lock) and, under one lock
@@ -86,7 +87,7 @@ from rocketq.protocol.properties import MessageConst, string_to_properties, tags
 from rocketq.store.checkpoint import AbortMarker, Checkpoint
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import CQ_ENTRY_SIZE, StoreConfig
-from rocketq.store.configfiles import SubscriptionGroupTable, TopicConfigTable, remove_stale_temp_files
+from rocketq.store.configfiles import ConfigTable, remove_stale_temp_files
 from rocketq.store.consumequeue import CQ_ENTRY, ConsumeQueue
 from rocketq.store.flush import GroupCommitService, PeriodicService
 from rocketq.store.index import IndexService, message_keys
@@ -349,14 +350,13 @@ class MessageStore:
                     clock=clock,
                 )
             self._abort = AbortMarker(self.root / "abort")
-            config_dir = self.root / "config"
-            config_dir.mkdir(exist_ok=True)
-            remove_stale_temp_files(config_dir)
-            self.consumer_offsets = ConsumerOffsetTable(config_dir / "consumerOffset.json")
-            self.topic_configs = TopicConfigTable(config_dir / "topics.json")
-            self.subscription_groups = SubscriptionGroupTable(config_dir / "subscriptionGroup.json")
-            for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
-                table.load()
+            # the config files: the consumer offsets, and the tables of add_config_table
+            self.config_dir = self.root / "config"
+            self.config_dir.mkdir(exist_ok=True)
+            remove_stale_temp_files(self.config_dir)
+            self.consumer_offsets = ConsumerOffsetTable(self.config_dir / "consumerOffset.json")
+            self.consumer_offsets.load()
+            self._config_tables: tuple[ConfigTable, ...] = (self.consumer_offsets,)
             crashed = self._abort.exists()
             self._recover(crashed)
             self._abort.create()
@@ -851,9 +851,22 @@ class MessageStore:
         self.checkpoint.physic_msg_timestamp = self.commit_log.flushed_timestamp
         self.checkpoint.flush()
 
+    def add_config_table(self, table: ConfigTable) -> None:
+        """Load ``table`` from its file (or the file's backup; nothing if neither exists) and
+        write it from now on as the store writes its own config: when it changed, every
+        ``config_flush_interval``, and at :meth:`close`.
+
+        The broker keeps its topic and subscription group tables in :attr:`config_dir` this way;
+        the store does not know what they hold. Raises
+        :class:`~rocketq.errors.StoreCorruptError` when the file and its backup are both unreadable.
+        """
+        table.load()
+        self._config_tables = (*self._config_tables, table)
+
     def persist_config(self, *, force: bool = False) -> None:
-        """Write the consumer offsets, topic configs and subscription groups that changed."""
-        for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
+        """Write the consumer offsets, and the tables of :meth:`add_config_table`, that changed
+        (all of them with ``force``)."""
+        for table in self._config_tables:
             if force:
                 table.persist()
             else:
