@@ -223,12 +223,6 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        #: (topic, queue id, tag code, properties) of the single message being appended on the
-        #: loop, set by the send handler around its store call: the arrival listener passes the tag
-        #: code and properties on to the hold table, so a held pull whose filter (tags or SQL92)
-        #: refuses the message stays held (as RocketMQ's arriving listener does); ``None``
-        #: (batches, redeliveries) wakes every held pull.
-        self.arrival_tag: tuple[str, int, int, Mapping[str, str] | None] | None = None
         # the fsync round sends are waiting on now (sync flush): its store future and its waiters
         self._round_cf: concurrent.futures.Future[None] | None = None
         self._round: list[_Waiter] | None = None
@@ -547,19 +541,24 @@ class Broker:
         if self._registrar is not None:
             self._registrar.request_soon()
 
-    def _on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+    def _on_arrival(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tag_code: int | None,
+        properties: Mapping[str, str] | None,
+    ) -> None:
+        """The store's arrival listener: held pulls of the queue whose filters (tags, SQL92)
+        accept the message are answered (RocketMQ's ``NotifyMessageArrivingListener``)."""
         if threading.get_ident() != self._loop_thread:
             loop = self._loop
             if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(self._on_arrival, topic, queue_id, max_offset)
+                loop.call_soon_threadsafe(self._on_arrival, topic, queue_id, max_offset, tag_code, properties)
             return
         pull = self._pull
         if pull is not None:
-            hint = self.arrival_tag
-            if hint is not None and hint[0] == topic and hint[1] == queue_id:
-                pull.on_arrival(topic, queue_id, max_offset, hint[2], hint[3])
-            else:
-                pull.on_arrival(topic, queue_id, max_offset)
+            pull.on_arrival(topic, queue_id, max_offset, tag_code, properties)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
 

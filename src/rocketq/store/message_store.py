@@ -123,8 +123,10 @@ _MAX_FILTER_BYTES = 16000
 
 #: A pull's filter on a message's properties (SQL92): true to deliver it.
 PropertyFilter = Callable[[Mapping[str, str]], bool]
-#: ``(topic, queue_id, max_offset)`` after messages were appended to that queue.
-ArrivalListener = Callable[[str, int, int], None]
+#: ``(topic, queue_id, max_offset, tag_code, properties)`` after messages were appended to that
+#: queue: its new max offset and, when one message arrived, its consume-queue tag code and the
+#: properties its writer passed (``None`` when unknown; a batch passes ``None`` for both).
+ArrivalListener = Callable[[str, int, int, int | None, Mapping[str, str] | None], None]
 #: ``(topic, properties, store_timestamp_ms) -> tag code`` used when recovery re-dispatches.
 TagsCodeFunction = Callable[[str, Mapping[str, str], int], int]
 
@@ -597,7 +599,9 @@ class MessageStore:
     # -- appending ------------------------------------------------------------------------------
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
-        """Call ``listener(topic, queue_id, max_offset)`` after every append to a queue.
+        """Call ``listener(topic, queue_id, max_offset, tag_code, properties)`` after every
+        append to a queue (see :data:`ArrivalListener`): RocketMQ's ``MessageArrivingListener``,
+        which lets a held pull whose filter refuses the message stay held.
 
         It runs in the appending thread right after the store lock is released: keep it short
         and thread-safe (an asyncio broker hands over with ``loop.call_soon_threadsafe``).
@@ -609,9 +613,17 @@ class MessageStore:
             self._listeners.remove(listener)
 
     def put_message(
-        self, topic: str, queue_id: int, record: bytes | bytearray, tags_code: int = 0
+        self,
+        topic: str,
+        queue_id: int,
+        record: bytes | bytearray,
+        tags_code: int = 0,
+        properties: Mapping[str, str] | None = None,
     ) -> PutResult:
-        """Append one record: :meth:`put_messages` for a batch of one, on a shorter path."""
+        """Append one record: :meth:`put_messages` for a batch of one, on a shorter path.
+
+        The arrival listeners get ``tags_code`` and ``properties`` (the record's properties, if
+        the caller has them parsed: an SQL92 filter of a held pull is tried on them)."""
         buf = bytearray(record)
         total = len(buf)
         limit = self.config.effective_max_message_size
@@ -672,7 +684,7 @@ class MessageStore:
                     self._index_failure(phys, exc)
         for listener in self._listeners:
             try:
-                listener(topic, queue_id, queue_offset + 1)
+                listener(topic, queue_id, queue_offset + 1, tags_code, properties)
             except Exception:
                 log.exception("arrival listener %r failed", listener)
         durable = self._group_commit.request() if self._group_commit is not None else None
@@ -796,7 +808,7 @@ class MessageStore:
                         self._index_failure(phys + starts[i], exc)
         for listener in self._listeners:
             try:
-                listener(topic, queue_id, max_offset)
+                listener(topic, queue_id, max_offset, None, None)
             except Exception:
                 log.exception("arrival listener %r failed", listener)
         durable = self._group_commit.request() if self._group_commit is not None else None

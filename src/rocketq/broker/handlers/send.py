@@ -406,13 +406,11 @@ class SendProcessor:
                 f"the message is illegal: {len(record)} bytes stored, over the broker's maxMessageSize "
                 f"of {limit} bytes",
             )
-        b.arrival_tag = (topic, queue_id, code, props)  # lets held pulls filter the arriving message
         try:
-            put = b.store.put_message(topic, queue_id, record, code)
+            # the tag code and properties reach the held pulls of the queue (their filters decide)
+            put = b.store.put_message(topic, queue_id, record, code, props)
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
-        finally:
-            b.arrival_tag = None
         b.stats.on_put(topic, 1, put.wrote_bytes, put.store_timestamp)
         return put
 
