@@ -38,7 +38,7 @@ import functools
 import logging
 import random
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from rocketq.broker.topics import PERM_RW
 from rocketq.broker.transactions import TRANSACTION_TYPE_MASK, half_message_properties, is_half_message
@@ -96,7 +96,13 @@ _DELAY = MessageConst.DELAY
 _MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
 _V3_4_9 = int(MQVersion.V3_4_9)
 _FAQ_HINT = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."  # FAQUrl.suggestTodo
-_WRITE = int(Perm.WRITE)  # a plain int: IntFlag arithmetic is slow on this path
+# Flags and codes as module constants: IntFlag arithmetic and enum member look-ups
+# (``RequestCode.SEND_MESSAGE``) are Python-level calls, and every send made several.
+_WRITE: Final = int(Perm.WRITE)
+_V1_CODES: Final = frozenset({int(RequestCode.SEND_MESSAGE), int(RequestCode.SEND_REPLY_MESSAGE)})
+_SEND_BATCH: Final = int(RequestCode.SEND_BATCH_MESSAGE)
+_MULTI_TAG: Final = TopicFilterType.MULTI_TAG
+_ROCKETMQ: Final = SerializeType.ROCKETMQ
 
 
 @functools.lru_cache(maxsize=4096)
@@ -113,61 +119,9 @@ def java_properties_string(properties: dict[str, str], max_entries: int = 0) -> 
     return "\x02".join([f"{k}\x01{properties[k]}" for k in order])
 
 
-class _Send:
-    """The fields of a send request the broker uses (parsed once, by hand on the hot path)."""
-
-    __slots__ = (
-        "batch",
-        "born_timestamp",
-        "default_topic",
-        "default_topic_queue_nums",
-        "flag",
-        "max_reconsume_times",
-        "properties",
-        "queue_id",
-        "reconsume_times",
-        "sys_flag",
-        "topic",
-        "unit_mode",
-    )
-
-    def __init__(self, h: SendMessageRequestHeader | SendMessageRequestHeaderV2) -> None:
-        self.topic = h.topic
-        self.default_topic = h.default_topic
-        self.default_topic_queue_nums = h.default_topic_queue_nums
-        self.queue_id = h.queue_id
-        self.sys_flag = h.sys_flag
-        self.born_timestamp = h.born_timestamp
-        self.flag = h.flag
-        self.properties = h.properties or ""
-        self.reconsume_times = h.reconsume_times or 0
-        self.unit_mode = h.unit_mode
-        self.max_reconsume_times = h.max_reconsume_times
-        self.batch = h.batch
-
-
-def _fast_v2(ext: dict[str, str]) -> _Send | None:
-    """Parse a V2 header without the generic machinery; ``None`` if anything is unusual (the
-    typed parser then produces the exact error)."""
-    try:
-        s = _Send.__new__(_Send)
-        s.topic = ext["b"]
-        s.default_topic = ext["c"]
-        s.default_topic_queue_nums = int(ext["d"])
-        s.queue_id = int(ext["e"])
-        s.sys_flag = int(ext["f"])
-        s.born_timestamp = int(ext["g"])
-        s.flag = int(ext["h"])
-        s.properties = ext.get("i") or ""
-        j = ext.get("j")
-        s.reconsume_times = int(j) if j else 0
-        s.unit_mode = ext.get("k", "").lower() == "true"
-        ml = ext.get("l")
-        s.max_reconsume_times = int(ml) if ml else None
-        s.batch = ext.get("m", "").lower() == "true"
-    except (KeyError, ValueError):
-        return None
-    return s
+#: A send request's header: SEND_MESSAGE's long keys or SEND_MESSAGE_V2's single letters, parsed
+#: by the header's compiled reader (:meth:`~rocketq.protocol.headers.CommandHeader.from_ext_fields`).
+SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 
 
 class SendProcessor:
@@ -216,26 +170,24 @@ class SendProcessor:
             prefix = self._id_prefix = self._b.store_host.packed.hex().upper()
         return f"{prefix}{commit_log_offset:016X}"
 
-    def _parse(self, request: RemotingCommand) -> _Send:
-        if request.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE):
-            return _Send(parse_header(SendMessageRequestHeader, request))
-        fast = _fast_v2(request.ext_fields)
-        if fast is not None:
-            return fast
-        return _Send(parse_header(SendMessageRequestHeaderV2, request))
+    @staticmethod
+    def _parse(request: RemotingCommand) -> SendHeader:
+        if request.code in _V1_CODES:
+            return parse_header(SendMessageRequestHeader, request)
+        return parse_header(SendMessageRequestHeaderV2, request)
 
-    def parse_and_check(self, conn: RemotingConnection, request: RemotingCommand) -> _Send:
-        """A send-shaped request's fields (V1 or V2 header, by its code), checked as a send is
-        (``msgCheck``: topic name, permission, config - auto-created - and queue id, a negative
+    def parse_and_check(self, conn: RemotingConnection, request: RemotingCommand) -> tuple[SendHeader, int]:
+        """A send-shaped request's header (V1 or V2, by its code) and queue id, checked as a send
+        is (``msgCheck``: topic name, permission, config - auto-created - and queue id, a negative
         one replaced by a random write queue). For the reply handler."""
-        s = self._parse(request)
-        self._check_topic(s, conn)
-        return s
+        h = self._parse(request)
+        return h, self._check_topic(h, conn)[1]
 
-    def _check_topic(self, s: _Send, conn: RemotingConnection) -> TopicConfig:
-        """``msgCheck``: name, permission, config (auto-created) and queue id."""
+    def _check_topic(self, h: SendHeader, conn: RemotingConnection) -> tuple[TopicConfig, int]:
+        """``msgCheck``: name, permission, config (auto-created) and queue id; returns the config
+        and the queue to store in (a negative queue id picks a random write queue)."""
         b = self._b
-        topic = s.topic
+        topic = h.topic
         if topic not in self._valid_topics:
             problem = validate_topic(topic)
             if problem is not None:
@@ -250,40 +202,40 @@ class SendProcessor:
         if config is None:
             config = b.topics.resolve_for_send(
                 topic,
-                s.default_topic,
-                s.default_topic_queue_nums,
+                h.default_topic,
+                h.default_topic_queue_nums,
                 b.wall(),
-                unit_mode=s.unit_mode,
+                unit_mode=h.unit_mode,
                 remote_addr=conn.remote_address,
             )
             if config is None:
                 raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic))
         if not config.perm & _WRITE:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
-        queue_id = s.queue_id
+        queue_id = h.queue_id
         valid = max(config.write_queue_nums, config.read_queue_nums)
         if queue_id >= valid:
             raise system_error(
                 f"request queueId[{queue_id}] is illegal, {_describe(config)} Producer: {conn.remote_address}"
             )
         if queue_id < 0:
-            s.queue_id = random.randrange(max(config.write_queue_nums, 1))
-        return config
+            queue_id = random.randrange(max(config.write_queue_nums, 1))
+        return config, queue_id
 
     # ------------------------------------------------------------------ sends
 
     def send(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         """Every producer send; returns the response, or an awaitable of it under sync flush."""
-        s = self._parse(request)
-        config = self._check_topic(s, conn)
-        if s.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
-            return self._send_batch(conn, request, s)
-        topic = s.topic
-        props = string_to_properties(s.properties) if s.properties else {}
+        h = self._parse(request)
+        config, queue_id = self._check_topic(h, conn)
+        if h.batch or request.code == _SEND_BATCH:
+            return self._send_batch(conn, request, h, queue_id)
+        topic = h.topic
+        props = string_to_properties(h.properties) if h.properties else {}
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic = self._retry_or_dlq(request, s)
-        sys_flag = s.sys_flag
-        if config.topic_filter_type == TopicFilterType.MULTI_TAG:
+            topic, queue_id = self._retry_or_dlq(request, h, queue_id)
+        sys_flag = h.sys_flag
+        if config.topic_filter_type == _MULTI_TAG:
             sys_flag |= _MULTI_TAGS
         half = is_half_message(props, sys_flag)
         if not half and sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_TYPE_MASK:
@@ -298,7 +250,7 @@ class SendProcessor:
         max_entries = len(props) + (0 if _CLUSTER in props else 1)
         props[_CLUSTER] = self._cluster
         wait = props.get(_WAIT)
-        queue_id = s.queue_id
+        store_topic, store_queue = topic, queue_id
         level = self._delay_level(props) if _DELAY in props and not half else 0
         if half:
             # TransactionalMessageBridge.parseHalfMessageInner: to the half topic, the real
@@ -310,7 +262,7 @@ class SendProcessor:
             half_message_properties(props, topic, queue_id)
             stored = java_properties_string(props, max_entries + 2)
             code = tags_code(props.get(MessageConst.TAGS))
-            topic, queue_id = RMQ_SYS_TRANS_HALF_TOPIC, 0
+            store_topic, store_queue = RMQ_SYS_TRANS_HALF_TOPIC, 0
             sys_flag &= ~TRANSACTION_TYPE_MASK
         elif level:
             # CommitLog.asyncPutMessage: to the schedule topic, the real place in properties;
@@ -322,20 +274,20 @@ class SendProcessor:
             props[MessageConst.REAL_QID] = str(queue_id)
             stored = java_properties_string(props, max_entries + 2)
             code = self._b.wall_ms() + self._delays_ms[level - 1]
-            topic, queue_id = RMQ_SYS_SCHEDULE_TOPIC, level - 1
+            store_topic, store_queue = RMQ_SYS_SCHEDULE_TOPIC, level - 1
         else:
             if wait is not None:
                 del props[_WAIT]
             stored = java_properties_string(props, max_entries)
             code = tags_code(props.get(MessageConst.TAGS))
-        record = self._encode(conn, s, topic, queue_id, sys_flag, stored, request.body)
-        put = self._put(topic, queue_id, record, code, props)
+        record = self._encode(conn, h, store_topic, store_queue, sys_flag, stored, request.body)
+        put = self._put(store_topic, store_queue, record, code, props)
         if level:
             self._b.schedule_kick()
         # As Java: the request's queue id, but the offset where the message went (the schedule
         # queue's for a delayed message).
         msg_id = self.msg_id(put.commit_log_offset)
-        return self._respond(conn, request, put, s.queue_id, msg_id, wait != "false")
+        return self._respond(conn, request, put, queue_id, msg_id, wait != "false")
 
     def _delay_level(self, props: dict[str, str]) -> int:
         try:
@@ -344,28 +296,28 @@ class SendProcessor:
             return 0
         return min(level, self._max_level) if level > 0 else 0
 
-    def _retry_or_dlq(self, request: RemotingCommand, s: _Send) -> str:
-        """``handleRetryAndDLQ``: a retry message past its maximum goes to the group's DLQ."""
+    def _retry_or_dlq(self, request: RemotingCommand, h: SendHeader, queue_id: int) -> tuple[str, int]:
+        """``handleRetryAndDLQ``: a retry message past its maximum goes to the group's DLQ (a
+        random queue of it); returns where the message goes."""
         b = self._b
-        group = s.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group = h.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         config = b.groups.find(group, b.wall())
         if config is None:
             raise BrokerError(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
             )
         max_times = config.retry_max_times
-        if request.version >= _V3_4_9 and s.max_reconsume_times is not None:
-            max_times = s.max_reconsume_times
-        if s.reconsume_times >= max_times:
+        if request.version >= _V3_4_9 and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        if (h.reconsume_times or 0) >= max_times:
             b.topics.ensure_dlq_topic(group, b.wall())
-            s.queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
-            return dlq_topic(group)
-        return s.topic
+            return dlq_topic(group), random.randrange(DLQ_NUMS_PER_GROUP)
+        return h.topic, queue_id
 
     def _encode(
         self,
         conn: RemotingConnection,
-        s: _Send,
+        h: SendHeader,
         topic: str,
         queue_id: int,
         sys_flag: int,
@@ -378,12 +330,12 @@ class SendProcessor:
                 body=body,
                 properties=properties,
                 queue_id=queue_id,
-                flag=s.flag,
+                flag=h.flag,
                 sys_flag=sys_flag,
-                born_timestamp=s.born_timestamp,
+                born_timestamp=h.born_timestamp,
                 born_host=self.born_host(conn),
                 store_host=self._b.store_host,
-                reconsume_times=s.reconsume_times,
+                reconsume_times=h.reconsume_times or 0,
             )
         except ConfigError as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}") from None
@@ -415,19 +367,19 @@ class SendProcessor:
         return put
 
     def _send_batch(
-        self, conn: RemotingConnection, request: RemotingCommand, s: _Send
+        self, conn: RemotingConnection, request: RemotingCommand, h: SendHeader, queue_id: int
     ) -> RemotingCommand | None:
-        topic = s.topic
+        topic = h.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise BrokerError(
                 ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}"
             )
         if len(topic.encode()) > 127:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "message topic length too long")
-        header_props = string_to_properties(s.properties) if s.properties else {}
+        header_props = string_to_properties(h.properties) if h.properties else {}
         if header_props.get(_DELAY, "0") not in ("", "0"):
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be delayed")
-        if s.sys_flag & TRANSACTION_TYPE_MASK:
+        if h.sys_flag & TRANSACTION_TYPE_MASK:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be a transaction")
         max_entries = len(header_props) + (0 if _CLUSTER in header_props else 1)
         header_props[_CLUSTER] = self._cluster
@@ -438,9 +390,9 @@ class SendProcessor:
             records = encode_stored_batch(
                 body,
                 topic=topic,
-                queue_id=s.queue_id,
-                sys_flag=s.sys_flag,
-                born_timestamp=s.born_timestamp,
+                queue_id=queue_id,
+                sys_flag=h.sys_flag,
+                born_timestamp=h.born_timestamp,
                 born_host=self.born_host(conn),
                 store_timestamp=0,
                 store_host=self._b.store_host,
@@ -460,12 +412,12 @@ class SendProcessor:
             )
         codes = [tags_code(m.properties.get(MessageConst.TAGS)) for m in messages]
         try:
-            put = self._b.store.put_messages(topic, s.queue_id, records, codes)
+            put = self._b.store.put_messages(topic, queue_id, records, codes)
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
         self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
         ids = ",".join([self.msg_id(o) for o in put.commit_log_offsets])
-        return self._respond(conn, request, put, s.queue_id, ids, header_props.get(_WAIT) != "false")
+        return self._respond(conn, request, put, queue_id, ids, header_props.get(_WAIT) != "false")
 
     def _respond(
         self,
@@ -476,7 +428,7 @@ class SendProcessor:
         msg_id: str,
         wait: bool,
     ) -> RemotingCommand | None:
-        if request.serialize_type == SerializeType.ROCKETMQ:
+        if request.serialize_type == _ROCKETMQ:
             ext = {
                 "msgId": msg_id,
                 "queueId": str(queue_id),
