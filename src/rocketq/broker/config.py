@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
+from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError

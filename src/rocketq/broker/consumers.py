@@ -70,6 +70,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL, ClientChannelInfo
 from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.models import DuplicateClientId
 from rocketq.protocol.bodies import (
@@ -105,12 +106,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 C = TypeVar("C", bound=Hashable)
-
-CHANNEL_EXPIRED_TIMEOUT = 120.0
-"""RocketMQ's ``ConsumerManager.CHANNEL_EXPIRED_TIMEOUT`` (and ``ProducerManager``'s): 120 000 ms."""
-
-CLIENT_HOUSEKEEPING_INTERVAL = 10.0
-"""Period of RocketMQ's ``ClientHousekeepingService`` scan (10 000 ms, first run after 10 s)."""
 
 SUB_ALL = "*"
 """``SubscriptionData.SUB_ALL``: the expression that accepts every tag."""
@@ -171,22 +166,6 @@ def _same_filter(a: SubscriptionData, b: SubscriptionData) -> bool:
         and set(a.tags_set) == set(b.tags_set)
         and a.class_filter_mode == b.class_filter_mode
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ClientChannelInfo(Generic[C]):
-    """A client's registration on one connection (RocketMQ's ``ClientChannelInfo``).
-
-    ``language`` is RocketMQ's ``LanguageCode`` name (``"JAVA"``, ``"GO"``, ``"PYTHON"``...) and
-    ``version`` the client's ``MQVersion`` ordinal, both from the heartbeat request's header.
-    """
-
-    conn: C
-    client_id: str
-    remote_addr: str
-    language: str
-    version: int
-    last_update: float
 
 
 @dataclass(frozen=True, slots=True)

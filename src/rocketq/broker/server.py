@@ -7,7 +7,8 @@
 * the state machines: topic configs (in ``topics.json``), subscription groups
   (``subscriptionGroup.json``) - tables the store loads and writes for the broker - the consumer
   and producer registries, the queue lock table and the long-polling hold table;
-* a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`;
+* a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`,
+  each processor given the broker as its narrow context (:mod:`rocketq.broker.context`);
 * the :class:`~rocketq.broker.schedule.ScheduleService` (delayed messages and retries);
 * the :class:`~rocketq.broker.transactions.TransactionalMessageService` (half messages, END_TRANSACTION,
   and a check round every ``transaction_check_interval``);
@@ -55,6 +56,7 @@ from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
+from rocketq.broker.stats import BrokerStats
 from rocketq.broker.subscriptions import SubscriptionGroupManager, SubscriptionGroupTable
 from rocketq.broker.topics import (
     PERM_RW,
@@ -81,75 +83,6 @@ log = logging.getLogger(__name__)
 _NOTIFY_TIMEOUT = 3.0
 
 T = TypeVar("T")
-
-
-class BrokerStats:
-    """Counters for GET_BROKER_RUNTIME_INFO and GET_CONSUME_STATS, cheap enough for the hot paths.
-
-    Rates are measured over a window of 10 to 20 s: the counters since the last snapshot, which is
-    renewed once it is 10 s old (RocketMQ's stats keep per-second samples over a minute).
-    """
-
-    __slots__ = (
-        "_group_gets",
-        "_snapshot",
-        "boot_ms",
-        "get_bytes",
-        "get_total",
-        "last_put_ms",
-        "put_bytes",
-        "put_total",
-    )
-
-    _WINDOW = 10.0
-
-    def __init__(self, now: float) -> None:
-        self.boot_ms = ms(now)
-        self.put_total = 0
-        self.put_bytes = 0
-        self.get_total = 0
-        self.get_bytes = 0
-        self.last_put_ms = 0
-        self._group_gets: dict[str, int] = {}
-        self._snapshot: tuple[float, int, int, dict[str, int]] = (now, 0, 0, {})
-
-    def on_put(self, topic: str, count: int, size: int, store_ms: int = 0) -> None:
-        self.put_total += count
-        self.put_bytes += size
-        self.last_put_ms = store_ms
-
-    def on_get(self, group: str, count: int, size: int) -> None:
-        self.get_total += count
-        self.get_bytes += size
-        gets = self._group_gets
-        gets[group] = gets.get(group, 0) + count
-
-    def _window(self, now: float) -> tuple[float, int, int, dict[str, int]]:
-        then, puts, gets, groups = self._snapshot
-        if now - then >= self._WINDOW * 2:  # idle for long: restart the window from now
-            self._snapshot = (now, self.put_total, self.get_total, dict(self._group_gets))
-            return then, puts, gets, groups
-        if now - then >= self._WINDOW:
-            self._snapshot = (now, self.put_total, self.get_total, dict(self._group_gets))
-        return then, puts, gets, groups
-
-    def put_tps(self, now: float | None = None) -> float:
-        now = time.time() if now is None else now
-        then, puts, _, _ = self._window(now)
-        return (self.put_total - puts) / (now - then) if now > then else 0.0
-
-    def get_tps(self, now: float | None = None) -> float:
-        now = time.time() if now is None else now
-        then, _, gets, _ = self._window(now)
-        return (self.get_total - gets) / (now - then) if now > then else 0.0
-
-    def group_tps(self, group: str, now: float | None = None) -> float:
-        """Messages per second the group pulled recently (GET_CONSUME_STATS' ``consumeTps``)."""
-        now = time.time() if now is None else now
-        then, _, _, groups = self._window(now)
-        if now <= then:
-            return 0.0
-        return (self._group_gets.get(group, 0) - groups.get(group, 0)) / (now - then)
 
 
 #: A send answered once its fsync round completes: the connection, the request, the response.

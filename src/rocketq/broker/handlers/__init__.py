@@ -1,5 +1,9 @@
 """The broker's request handlers, split by concern; each processor maps request codes to handlers.
 
+A processor sees the broker through its narrow context (:mod:`rocketq.broker.context`: a
+``Protocol`` listing what it uses, which the :class:`~rocketq.broker.server.Broker` satisfies),
+so nothing here imports the server.
+
 * :mod:`.send` — SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK;
 * :mod:`.pull` — PULL_MESSAGE and long polling;
 * :mod:`.client` — HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, CHECK_CLIENT_CONFIG,

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from rocketq.broker.context import AdminContext
 from rocketq.broker.schedule import encode_delay_offsets
 from rocketq.errors import BrokerError, RemotingError
 from rocketq.models import MessageQueue
@@ -70,9 +71,6 @@ from rocketq.remoting import RemotingConnection
 
 from .common import parse_body, parse_header, system_error
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
 __all__ = ["AdminProcessor"]
 
 _NOT_SET = "not set any response code"
@@ -82,7 +80,7 @@ V = TypeVar("V")  # Java's default remark, kept where RocketMQ leaves it
 class AdminProcessor:
     """Topic, group, connection and offset administration."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: AdminContext) -> None:
         self._b = broker
 
     def handlers(self) -> dict[int, object]:

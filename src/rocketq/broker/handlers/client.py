@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
 from rocketq.broker.consumers import Changes, apply_heartbeat, apply_unregister_client
+from rocketq.broker.context import ClientContext
 from rocketq.broker.filter import Sql92Error, is_tag_type
 from rocketq.errors import BrokerError, RemoteProtocolError
 from rocketq.protocol.bodies import (
@@ -32,9 +32,6 @@ from rocketq.remoting import RemotingConnection
 from .common import parse_body, parse_header, system_error
 from .pull import property_filter_disabled_remark, selector_of
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
 __all__ = ["ClientProcessor"]
 
 log = logging.getLogger(__name__)
@@ -43,7 +40,7 @@ log = logging.getLogger(__name__)
 class ClientProcessor:
     """Heartbeats, unregistrations, group membership queries and queue locks."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ClientContext) -> None:
         self._b = broker
 
     def handlers(self) -> dict[int, object]:

@@ -51,9 +51,10 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from rocketq.broker.consumers import tag_filter
+from rocketq.broker.context import PullContext
 from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter, compile_sql92, is_tag_type
 from rocketq.broker.longpoll import PullHoldTable
 from rocketq.errors import BrokerError, RocketQError
@@ -69,9 +70,6 @@ from rocketq.store import GetMessageStatus
 
 from .common import parse_header, system_error
 from .send import java_properties_string, topic_not_exist_remark
-
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
 
 __all__ = ["PullProcessor", "property_filter_disabled_remark", "selector_of", "tag_codes_of_expression"]
 
@@ -151,9 +149,9 @@ def tag_codes_of_expression(expression: str | None) -> frozenset[int] | None:
 
 
 class PullProcessor:
-    """The pull handler and the held pulls of one :class:`~rocketq.broker.server.Broker`."""
+    """The pull handler and the held pulls, over a :class:`~rocketq.broker.context.PullContext`."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: PullContext) -> None:
         self._b = broker
         self.holds: PullHoldTable[Held] = PullHoldTable()
         self._loop = asyncio.get_running_loop()

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING
 
+from rocketq.broker.context import ReplyContext
 from rocketq.errors import BrokerError, ConfigError, RemotingError
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
@@ -38,9 +38,6 @@ from rocketq.remoting import RemotingConnection
 
 from .send import SendProcessor, java_properties_string
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
 __all__ = ["PUSH_REPLY_TIMEOUT", "ReplyProcessor"]
 
 log = logging.getLogger(__name__)
@@ -50,9 +47,10 @@ PUSH_REPLY_TIMEOUT = 10.0
 
 
 class ReplyProcessor:
-    """The reply handlers of one :class:`~rocketq.broker.server.Broker`."""
+    """The reply handlers, over a :class:`~rocketq.broker.context.ReplyContext` and the send
+    processor (its checks and appends)."""
 
-    def __init__(self, broker: Broker, send: SendProcessor) -> None:
+    def __init__(self, broker: ReplyContext, send: SendProcessor) -> None:
         self._b = broker
         self._send = send
         cfg = broker.config

@@ -38,8 +38,9 @@ import functools
 import logging
 import random
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from rocketq.broker.context import SendContext
 from rocketq.broker.topics import PERM_RW
 from rocketq.broker.transactions import TRANSACTION_TYPE_MASK, half_message_properties, is_half_message
 from rocketq.errors import BrokerError, ConfigError, RemoteProtocolError, StoreError, StoreFullError
@@ -83,9 +84,6 @@ from rocketq.store import PutResult
 
 from .common import parse_header, system_error
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
 __all__ = ["SendProcessor", "java_properties_string", "topic_not_exist_remark"]
 
 log = logging.getLogger(__name__)
@@ -125,9 +123,9 @@ SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 
 
 class SendProcessor:
-    """The send handlers of one :class:`~rocketq.broker.server.Broker`."""
+    """The send handlers, over a :class:`~rocketq.broker.context.SendContext` (the broker)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: SendContext) -> None:
         self._b = broker
         cfg = broker.config
         self._cluster = cfg.broker_cluster_name
@@ -456,7 +454,7 @@ class SendProcessor:
         """Answer once the group commit's fsync covers the message (``None``: answered later).
 
         No task and no callback per send: the sends of one fsync round wait in one list that the
-        round's completion answers (see :meth:`~rocketq.broker.server.Broker.answer_when_durable`)."""
+        round's completion answers (:meth:`~rocketq.broker.context.SendContext.answer_when_durable`)."""
         assert put.durable is not None
         self._b.answer_when_durable(put.durable, conn, request, response)
 
