@@ -50,17 +50,9 @@ from rocketq.broker.longpoll import HeldPull, LongPollingConfig, PullHoldTable
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.server import Broker
 from rocketq.broker.subscriptions import SubscriptionGroupChange, SubscriptionGroupManager
-from rocketq.broker.topics import (
-    PermName,
-    TopicChange,
-    TopicConfigManager,
-    TopicManagerConfig,
-    TopicSysFlag,
-    dlq_topic,
-    retry_topic,
-    validate_topic,
-)
+from rocketq.broker.topics import PermName, TopicChange, TopicConfigManager, TopicManagerConfig
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
+from rocketq.protocol.topics import TopicSysFlag, dlq_topic, retry_topic, validate_topic
 
 __all__ = [
     "CHANNEL_EXPIRED_TIMEOUT",

@@ -19,14 +19,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import ClassVar, Generic, TypeVar
+from pathlib import Path
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion
+from rocketq.store.configfiles import ConfigTable
 
-__all__ = ["VersionedTable"]
+__all__ = ["StoredTable", "VersionedTable"]
 
 V = TypeVar("V")
+
+
+class _Body(Protocol):
+    def encode(self) -> bytes: ...
 
 
 class VersionedTable(Generic[V]):
@@ -95,3 +101,32 @@ class VersionedTable(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+class StoredTable(VersionedTable[V], ConfigTable):
+    """A :class:`VersionedTable` in a file of the store's ``config/`` directory: its content is
+    the body :meth:`wrapper` gives (RocketMQ's format), read back by :meth:`unwrap`; the store
+    loads it and writes it whenever it changed
+    (:meth:`~rocketq.store.MessageStore.add_config_table`)."""
+
+    def __init__(self, path: Path) -> None:
+        VersionedTable.__init__(self)
+        ConfigTable.__init__(self, path)
+
+    def wrapper(self) -> _Body:
+        """The table and its version as the body the file holds."""
+        raise NotImplementedError
+
+    @staticmethod
+    def unwrap(data: bytes) -> tuple[dict[str, V], DataVersion]:
+        """The table and the version in a file's content."""
+        raise NotImplementedError
+
+    def encode(self) -> bytes:
+        return self.wrapper().encode()
+
+    def decode(self, data: bytes) -> None:
+        self._replace(*self.unwrap(data))
+
+    def _written(self) -> None:
+        self._changed()

@@ -5,9 +5,10 @@ the running :class:`~rocketq.broker.server.Broker` does, and a test may pass any
 rather than the broker itself: what a handler may reach is listed in one place, and the handlers
 import this module, never the server (which imports them).
 
-Each Protocol lists exactly what its processor uses: the tables and registries (topics, groups,
-consumers, producers, locks), the store, the statistics, the clock, and the few services the
-server runs for them (notifying groups, answering once a send is durable, waking the schedule).
+Each processor's Protocol lists exactly what it uses, built from a few parts several share -
+:class:`Clock`, :class:`Tables` (config, topics, groups), :class:`Storage` (store, statistics),
+:class:`Registries` (consumers, producers) - and the few services the server runs for it
+(notifying groups, answering once a send is durable, waking the schedule).
 The clock is the broker's wall clock (float seconds since the epoch, injectable for tests), the
 one that stamps data versions and born time stamps.
 """
@@ -38,8 +39,11 @@ __all__ = [
     "Clock",
     "OffsetContext",
     "PullContext",
+    "Registries",
     "ReplyContext",
     "SendContext",
+    "Storage",
+    "Tables",
     "TransactionContext",
 ]
 
@@ -56,23 +60,42 @@ class Clock(Protocol):
         ...
 
 
-class SendContext(Clock, Protocol):
-    """What SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK use."""
+class Tables(Protocol):
+    """The broker's configuration and its topic and subscription group tables."""
 
     @property
     def config(self) -> BrokerConfig: ...
     @property
-    def delay_levels(self) -> Sequence[float]: ...
-    @property
-    def store_host(self) -> HostPort: ...
-    @property
-    def store(self) -> MessageStore: ...
-    @property
     def topics(self) -> TopicConfigManager: ...
     @property
     def groups(self) -> SubscriptionGroupManager: ...
+
+
+class Storage(Protocol):
+    """The message store, and the counters of what goes in and out of it."""
+
+    @property
+    def store(self) -> MessageStore: ...
     @property
     def stats(self) -> BrokerStats: ...
+
+
+class Registries(Protocol):
+    """Who is connected: consumer groups' members and producer groups' members."""
+
+    @property
+    def consumers(self) -> ConsumerRegistry[RemotingConnection]: ...
+    @property
+    def producers(self) -> ProducerRegistry[RemotingConnection]: ...
+
+
+class SendContext(Clock, Tables, Storage, Protocol):
+    """What SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE and CONSUMER_SEND_MSG_BACK use."""
+
+    @property
+    def delay_levels(self) -> Sequence[float]: ...
+    @property
+    def store_host(self) -> HostPort: ...
 
     def schedule_kick(self) -> None:
         """A delayed message was stored: the schedule service looks again now."""
@@ -89,39 +112,19 @@ class SendContext(Clock, Protocol):
         ...
 
 
-class PullContext(Clock, Protocol):
+class PullContext(Clock, Tables, Storage, Protocol):
     """What PULL_MESSAGE and its held pulls use: the straight line of the pull path - group,
     topic and consumer registries, the store, then the hold table (the processor's own)."""
 
     @property
-    def config(self) -> BrokerConfig: ...
-    @property
-    def groups(self) -> SubscriptionGroupManager: ...
-    @property
-    def topics(self) -> TopicConfigManager: ...
-    @property
     def consumers(self) -> ConsumerRegistry[RemotingConnection]: ...
-    @property
-    def store(self) -> MessageStore: ...
     @property
     def store_host(self) -> HostPort: ...
-    @property
-    def stats(self) -> BrokerStats: ...
 
 
-class ClientContext(Clock, Protocol):
+class ClientContext(Clock, Tables, Registries, Protocol):
     """What heartbeats, unregistrations, group membership queries and queue locks use."""
 
-    @property
-    def config(self) -> BrokerConfig: ...
-    @property
-    def topics(self) -> TopicConfigManager: ...
-    @property
-    def groups(self) -> SubscriptionGroupManager: ...
-    @property
-    def consumers(self) -> ConsumerRegistry[RemotingConnection]: ...
-    @property
-    def producers(self) -> ProducerRegistry[RemotingConnection]: ...
     @property
     def locks(self) -> QueueLockTable: ...
 
@@ -137,23 +140,9 @@ class OffsetContext(Protocol):
     def store(self) -> MessageStore: ...
 
 
-class AdminContext(Clock, Protocol):
+class AdminContext(Clock, Tables, Storage, Registries, Protocol):
     """What the admin requests use: every table, read or edited, and the broker's figures."""
 
-    @property
-    def config(self) -> BrokerConfig: ...
-    @property
-    def store(self) -> MessageStore: ...
-    @property
-    def topics(self) -> TopicConfigManager: ...
-    @property
-    def groups(self) -> SubscriptionGroupManager: ...
-    @property
-    def consumers(self) -> ConsumerRegistry[RemotingConnection]: ...
-    @property
-    def producers(self) -> ProducerRegistry[RemotingConnection]: ...
-    @property
-    def stats(self) -> BrokerStats: ...
     @property
     def schedule(self) -> ScheduleService: ...
     @property

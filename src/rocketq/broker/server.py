@@ -60,7 +60,6 @@ from rocketq.broker.stats import BrokerStats
 from rocketq.broker.subscriptions import SubscriptionGroupManager, SubscriptionGroupTable
 from rocketq.broker.topics import (
     PERM_RW,
-    RMQ_SYS_SCHEDULE_TOPIC,
     TopicChange,
     TopicConfigManager,
     TopicConfigTable,
@@ -73,6 +72,7 @@ from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
 from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
 

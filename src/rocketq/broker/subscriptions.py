@@ -27,14 +27,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Protocol
 
-from rocketq.broker.configtables import VersionedTable
+from rocketq.broker.configtables import StoredTable, VersionedTable
 from rocketq.clock import ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
-from rocketq.store.configfiles import ConfigTable
 
 __all__ = [
     "BUILTIN_SUBSCRIPTION_GROUPS",
@@ -112,24 +110,15 @@ class MemorySubscriptionGroupTable(VersionedTable[SubscriptionGroupConfig]):
             )
 
 
-class SubscriptionGroupTable(MemorySubscriptionGroupTable, ConfigTable):
+class SubscriptionGroupTable(MemorySubscriptionGroupTable, StoredTable[SubscriptionGroupConfig]):
     """``config/subscriptionGroup.json``: the group table in a file of the store's, in RocketMQ's
     format (``SubscriptionGroupWrapper``); hand it to :meth:`MessageStore.add_config_table
     <rocketq.store.MessageStore.add_config_table>`, which loads it and writes it when changed."""
 
-    def __init__(self, path: Path) -> None:
-        MemorySubscriptionGroupTable.__init__(self)
-        ConfigTable.__init__(self, path)
-
-    def encode(self) -> bytes:
-        return self.wrapper().encode()
-
-    def decode(self, data: bytes) -> None:
+    @staticmethod
+    def unwrap(data: bytes) -> tuple[dict[str, SubscriptionGroupConfig], DataVersion]:
         wrapper = SubscriptionGroupWrapper.decode(data)
-        self._replace(dict(wrapper.subscription_group_table), wrapper.data_version)
-
-    def _written(self) -> None:
-        self._changed()
+        return dict(wrapper.subscription_group_table), wrapper.data_version
 
 
 class SubscriptionGroupManager:

@@ -39,7 +39,7 @@ Time: ``now`` is float seconds on the wall clock (``time.time()``): it becomes t
 millisecond time stamp, which name servers compare. Single-threaded: one asyncio loop drives it.
 
 The names and bits every peer agrees on (system topics, ``%RETRY%``/``%DLQ%``, ``PermName``,
-``TopicSysFlag``, topic validation) are :mod:`rocketq.protocol.topics`'; this module re-exports them.
+``TopicSysFlag``, topic validation) are :mod:`rocketq.protocol.topics`'.
 
 >>> topics = TopicConfigManager(now=1.0)
 >>> made = topics.resolve_for_send("OrderTopic", AUTO_CREATE_TOPIC_KEY_TOPIC, 4, now=2.0)
@@ -54,79 +54,42 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Final, Protocol
 
-from rocketq.broker.configtables import VersionedTable
+from rocketq.broker.configtables import StoredTable, VersionedTable
 from rocketq.clock import ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
 from rocketq.protocol.topics import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
-    DLQ_GROUP_TOPIC_PREFIX,
     DLQ_NUMS_PER_GROUP,
-    REPLY_TOPIC_POSTFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_BENCHMARK_TOPIC,
     RMQ_SYS_OFFSET_MOVED_EVENT,
     RMQ_SYS_SCHEDULE_TOPIC,
     RMQ_SYS_SELF_TEST_TOPIC,
     RMQ_SYS_TRACE_TOPIC,
-    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-    RMQ_SYS_TRANS_HALF_TOPIC,
-    RMQ_SYS_TRANS_OP_HALF_TOPIC,
     SCHEDULE_TOPIC_QUEUE_NUM,
     STATIC_SYSTEM_TOPICS,
     SYSTEM_TOPIC_PREFIX,
-    TOPIC_MAX_LENGTH,
     Perm,
     TopicSysFlag,
     dlq_topic,
     is_inherited,
-    is_not_allowed_send_topic,
-    is_readable,
-    is_writeable,
     perm_to_string,
     reply_topic,
     retry_topic,
-    validate_topic,
 )
-from rocketq.store.configfiles import ConfigTable
 
 __all__ = [
-    "AUTO_CREATE_TOPIC_KEY_TOPIC",
-    "DLQ_GROUP_TOPIC_PREFIX",
-    "DLQ_NUMS_PER_GROUP",
     "PERM_RW",
-    "REPLY_TOPIC_POSTFIX",
-    "RETRY_GROUP_TOPIC_PREFIX",
-    "RMQ_SYS_BENCHMARK_TOPIC",
-    "RMQ_SYS_OFFSET_MOVED_EVENT",
-    "RMQ_SYS_SCHEDULE_TOPIC",
-    "RMQ_SYS_SELF_TEST_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "SCHEDULE_TOPIC_QUEUE_NUM",
-    "SYSTEM_TOPIC_PREFIX",
-    "TOPIC_MAX_LENGTH",
     "MemoryTopicTable",
     "PermName",
     "TopicChange",
     "TopicConfigManager",
     "TopicConfigTable",
     "TopicManagerConfig",
-    "TopicSysFlag",
     "TopicTable",
-    "dlq_topic",
-    "is_inherited",
-    "is_not_allowed_send_topic",
-    "is_readable",
-    "is_writeable",
-    "perm_to_string",
-    "retry_topic",
-    "validate_topic",
 ]
 
 log = logging.getLogger(__name__)
@@ -225,24 +188,15 @@ class MemoryTopicTable(VersionedTable[TopicConfig]):
             )
 
 
-class TopicConfigTable(MemoryTopicTable, ConfigTable):
+class TopicConfigTable(MemoryTopicTable, StoredTable[TopicConfig]):
     """``config/topics.json``: the topic table in a file of the store's, in RocketMQ's format
     (``TopicConfigSerializeWrapper``); hand it to :meth:`MessageStore.add_config_table
     <rocketq.store.MessageStore.add_config_table>`, which loads it and writes it when changed."""
 
-    def __init__(self, path: Path) -> None:
-        MemoryTopicTable.__init__(self)
-        ConfigTable.__init__(self, path)
-
-    def encode(self) -> bytes:
-        return self.wrapper().encode()
-
-    def decode(self, data: bytes) -> None:
+    @staticmethod
+    def unwrap(data: bytes) -> tuple[dict[str, TopicConfig], DataVersion]:
         wrapper = TopicConfigSerializeWrapper.decode(data)
-        self._replace(dict(wrapper.topic_config_table), wrapper.data_version)
-
-    def _written(self) -> None:
-        self._changed()
+        return dict(wrapper.topic_config_table), wrapper.data_version
 
 
 class TopicConfigManager:

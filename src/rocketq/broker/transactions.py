@@ -246,23 +246,41 @@ class TransactionalMessageService:
     def _put_committed(self, half: MessageExt, half_offset: int) -> PutResult:
         """``endMessageTransaction`` + ``sendFinalMessage``: the message under its real topic."""
         props = half.properties
-        topic = props.get(MessageConst.REAL_TOPIC) or ""
-        queue_id = _int(props.get(MessageConst.REAL_QID))
         # Java serialises the half message's whole map (REAL_TOPIC, REAL_QID and TRAN_MSG
         # included) before it clears anything
-        stored = self._props_string(dict(props), len(props))
+        return self._store_copy(
+            half,
+            props.get(MessageConst.REAL_TOPIC) or "",
+            _int(props.get(MessageConst.REAL_QID)),
+            dict(props),
+            sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
+            prepared_transaction_offset=half_offset,
+        )
+
+    def _store_copy(
+        self,
+        half: MessageExt,
+        topic: str,
+        queue_id: int,
+        props: dict[str, str],
+        *,
+        sys_flag: int | None = None,
+        prepared_transaction_offset: int = 0,
+    ) -> PutResult:
+        """Store ``half`` again, under ``topic`` and ``queue_id`` with ``props``: its body, flag,
+        hosts, born time and reconsume count kept, its sys flag unless another is given."""
         record = encode_message(
             topic=topic,
             body=half.body,
-            properties=stored,
+            properties=self._props_string(props, len(props)),
             queue_id=queue_id,
             flag=half.flag,
-            sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
+            sys_flag=half.sys_flag if sys_flag is None else sys_flag,
             born_timestamp=half.born_timestamp,
             born_host=half.born_host,
             store_host=half.store_host,
             reconsume_times=half.reconsume_times,
-            prepared_transaction_offset=half_offset,
+            prepared_transaction_offset=prepared_transaction_offset,
         )
         return self._put(topic, queue_id, record, tags_code(props.get(MessageConst.TAGS)), props)
 
@@ -433,19 +451,7 @@ class TransactionalMessageService:
         more check, and ask a producer of its group about the new copy."""
         props = dict(half.properties)
         props[MessageConst.TRANSACTION_CHECK_TIMES] = str(check_times)
-        record = encode_message(
-            topic=_HALF,
-            body=half.body,
-            properties=self._props_string(props, len(props)),
-            queue_id=half.queue_id,
-            flag=half.flag,
-            sys_flag=half.sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-            reconsume_times=half.reconsume_times,
-        )
-        put = self._put(_HALF, half.queue_id, record, tags_code(props.get(MessageConst.TAGS)), props)
+        put = self._store_copy(half, _HALF, half.queue_id, props)
         # The request describes the new copy; its body is the message as the producer sent it
         # (real topic and queue) with the map as Java leaves it: WAIT set to false.
         uniq = props.get(MessageConst.UNIQ_KEY)
@@ -495,19 +501,7 @@ class TransactionalMessageService:
                 return True
         props = dict(half.properties)
         props[_PREPARED_QUEUE_OFFSET] = prepared if prepared is not None else str(half.queue_offset)
-        record = encode_message(
-            topic=_HALF,
-            body=half.body,
-            properties=self._props_string(props, len(props)),
-            queue_id=half.queue_id,
-            flag=half.flag,
-            sys_flag=half.sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-            reconsume_times=half.reconsume_times,
-        )
-        self._put(_HALF, half.queue_id, record, tags_code(props.get(MessageConst.TAGS)), props)
+        self._store_copy(half, _HALF, half.queue_id, props)
         return True
 
     def _too_old(self, half: MessageExt, now_ms: int) -> bool:
@@ -518,21 +512,7 @@ class TransactionalMessageService:
         """``resolveDiscardMsg``: checked too often; kept in ``TRANS_CHECK_MAX_TIME_TOPIC``."""
         self._ensure_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)
         props = dict(half.properties)
-        record = encode_message(
-            topic=RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-            body=half.body,
-            properties=self._props_string(props, len(props)),
-            queue_id=0,
-            flag=half.flag,
-            sys_flag=half.sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-            reconsume_times=half.reconsume_times,
-        )
-        self._put(
-            RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 0, record, tags_code(props.get(MessageConst.TAGS)), props
-        )
+        self._store_copy(half, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 0, props)
         log.error(
             "transaction %s of group %s was checked %s times without an answer: moved to %s",
             props.get(MessageConst.UNIQ_KEY),
