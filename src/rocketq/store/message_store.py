@@ -71,6 +71,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketq.clock import ms
 from rocketq.errors import ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.protocol.message import (
     MESSAGE_MAGIC_CODE,
@@ -321,7 +322,7 @@ class MessageStore:
         self._last_cq_min_physic = 0
         self._disk_full = False
         self._misordered: set[tuple[str, int]] = set()
-        self._started_ms = int(clock() * 1000)
+        self._started_ms = ms(clock())
         self._index_failed = False
         #: The message index (``None`` with ``message_index_enable`` off).
         self.index: IndexService | None = None
@@ -649,7 +650,7 @@ class MessageStore:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
-            now_ms = int(self._clock() * 1000)
+            now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
             try:
                 if cq.max_index >= cq.capacity:
                     cq.prepare(1)
@@ -757,7 +758,7 @@ class MessageStore:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
-            now_ms = int(self._clock() * 1000)
+            now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
             try:
                 cq.prepare(count)
                 seg, phys = commit_log.reserve(total)
