@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
+from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
-from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
+from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting import ServerConfig
 from rocketq.store.config import FlushMode, StoreConfig
 

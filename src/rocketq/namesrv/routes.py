@@ -59,6 +59,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from rocketq.errors import ConfigError
 from rocketq.namesrv.javamap import JavaHashMap, JavaHashSet
@@ -71,14 +72,11 @@ from rocketq.protocol.bodies import (
     TopicList,
     TopicRouteData,
 )
+from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.topics import Perm, TopicSysFlag
 
 __all__ = [
     "BROKER_CHANNEL_EXPIRED_TIME",
-    "MASTER_ID",
-    "PERM_READ",
-    "PERM_WRITE",
-    "TOPIC_SYS_FLAG_UNIT",
-    "TOPIC_SYS_FLAG_UNIT_SUB",
     "BrokerLiveInfo",
     "ExpiredBroker",
     "RegisterBrokerResult",
@@ -90,20 +88,11 @@ log = logging.getLogger(__name__)
 BROKER_CHANNEL_EXPIRED_TIME = 120.0
 """Seconds without a registration after which a broker is dropped (RocketMQ's 2 minutes)."""
 
-MASTER_ID = 0
-"""The broker id of a master (RocketMQ ``MixAll.MASTER_ID``); slaves have ids from 1."""
-
-PERM_WRITE = 0x2
-"""Queue permission bit: producers may send (RocketMQ ``PermName.PERM_WRITE``)."""
-
-PERM_READ = 0x4
-"""Queue permission bit: consumers may pull (RocketMQ ``PermName.PERM_READ``)."""
-
-TOPIC_SYS_FLAG_UNIT = 0x1
-"""``topicSysFlag`` bit of a unit topic (RocketMQ ``TopicSysFlag.FLAG_UNIT``)."""
-
-TOPIC_SYS_FLAG_UNIT_SUB = 0x2
-"""``topicSysFlag`` bit of a topic with unit subscriptions (``TopicSysFlag.FLAG_UNIT_SUB``)."""
+# Plain ints of the protocol's bits (IntFlag arithmetic would also put flags into the JSON).
+_WRITE: Final = int(Perm.WRITE)
+_RW: Final = int(Perm.READ | Perm.WRITE)
+_UNIT: Final = int(TopicSysFlag.FLAG_UNIT)
+_UNIT_SUB: Final = int(TopicSysFlag.FLAG_UNIT_SUB)
 
 # Initial capacities RocketMQ gives its tables (they decide the Java iteration order).
 _TOPIC_TABLE_CAPACITY = 1024
@@ -519,17 +508,15 @@ class RouteTable:
 
     def unit_topics(self) -> TopicList:
         """Topics flagged as unit topics (``GET_UNIT_TOPIC_LIST``)."""
-        return self._topics_where(lambda flag: bool(flag & TOPIC_SYS_FLAG_UNIT))
+        return self._topics_where(lambda flag: bool(flag & _UNIT))
 
     def has_unit_sub_topics(self) -> TopicList:
         """Topics flagged as having unit subscriptions (``GET_HAS_UNIT_SUB_TOPIC_LIST``)."""
-        return self._topics_where(lambda flag: bool(flag & TOPIC_SYS_FLAG_UNIT_SUB))
+        return self._topics_where(lambda flag: bool(flag & _UNIT_SUB))
 
     def has_unit_sub_ununit_topics(self) -> TopicList:
         """Non-unit topics with unit subscriptions (``GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST``)."""
-        return self._topics_where(
-            lambda flag: not flag & TOPIC_SYS_FLAG_UNIT and bool(flag & TOPIC_SYS_FLAG_UNIT_SUB)
-        )
+        return self._topics_where(lambda flag: not flag & _UNIT and bool(flag & _UNIT_SUB))
 
     # ------------------------------------------------------------------ admin
 
@@ -578,7 +565,7 @@ class RouteTable:
             old = by_broker.get(broker_name)
             if old is None:
                 continue
-            perm = old.perm & ~PERM_WRITE if wipe else PERM_READ | PERM_WRITE
+            perm = old.perm & ~_WRITE if wipe else _RW
             by_broker[broker_name] = QueueData(
                 broker_name=old.broker_name,
                 read_queue_nums=old.read_queue_nums,

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from rocketq.broker.consumers import Changes, apply_heartbeat, apply_unregister_client, check_heartbeat
+from rocketq.broker.context import ClientContext
 from rocketq.broker.filter import Sql92Error, is_tag_type
 from rocketq.errors import BrokerError, RemoteProtocolError
 from rocketq.models import MessageQueue
@@ -36,9 +36,6 @@ from rocketq.remoting import RemotingConnection
 from .common import parse_body, parse_header, system_error, with_body
 from .pull import property_filter_disabled_remark, selector_of
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
 __all__ = ["ClientProcessor"]
 
 log = logging.getLogger(__name__)
@@ -47,7 +44,7 @@ log = logging.getLogger(__name__)
 class ClientProcessor:
     """Heartbeats, unregistrations, group membership queries and queue locks."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ClientContext) -> None:
         self._b = broker
         self._max_json = broker.config.remoting.max_nonstandard_json
 
@@ -198,7 +195,7 @@ class ClientProcessor:
             return conn.large_request(request, lambda: self._large_lock_batch(conn, request))
         body = parse_body(LockBatchRequestBody, request, "LOCK_BATCH_MQ", self._max_json)
         group, client_id = _lock_owner(body, "LOCK_BATCH_MQ")
-        locked = self._b.locks.try_lock_batch(group, body.mq_set, client_id, time.time())
+        locked = self._b.locks.try_lock_batch(group, body.mq_set, client_id, self._b.wall())
         return request.response(body=_locked_answer(body.mq_set, locked))
 
     async def _large_lock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
@@ -209,7 +206,7 @@ class ClientProcessor:
         )
         group, client_id = _lock_owner(body, "LOCK_BATCH_MQ")
         locked: set[MessageQueue] = set()
-        now = time.time()
+        now = self._b.wall()
         ticks = conn.time_slice()
         for part in _parts(body.mq_set, _LOCK_PART):
             locked |= self._b.locks.try_lock_batch(group, part, client_id, now)
