@@ -125,6 +125,13 @@ class StoredTable(VersionedTable[V], ConfigTable):
     def encode(self) -> bytes:
         return self.wrapper().encode()
 
+    def snapshot(self) -> object:
+        return self.wrapper()  # a copy of the table: serialized after the lock is released
+
+    def serialize(self, snapshot: object) -> bytes:
+        body: _Body = snapshot  # type: ignore[assignment]  # what snapshot() returned
+        return body.encode()
+
     def decode(self, data: bytes) -> None:
         self._replace(*self.unwrap(data))
 

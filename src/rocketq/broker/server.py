@@ -146,6 +146,7 @@ class Broker:
         self._store: MessageStore | None = None
         self._topics: TopicConfigManager | None = None
         self._topic_table: TopicConfigTable | None = None
+        self._topic_persist_pending = False
         self._groups: SubscriptionGroupManager | None = None
         self._schedule: ScheduleService | None = None
         self._transactions: TransactionalMessageService | None = None
@@ -464,15 +465,50 @@ class Broker:
 
     def _topics_changed(self, change: TopicChange) -> None:
         # RocketMQ persists the topic table on every change: a topic a send just created (and
-        # the messages stored in it) must still have its config after a crash
+        # the messages stored in it) must still have its config after a crash. A topic created
+        # on use (a retry topic per group of a heartbeat, a DLQ, a system topic) is written by
+        # one coalesced write off the loop instead: a heartbeat of thousands of new groups would
+        # otherwise write the whole, growing table once per group on the event loop.
         table = self._topic_table
         if table is not None:
-            try:
-                table.persist_if_dirty()
-            except OSError as exc:
-                log.error("cannot persist the topic table: %s (retried with the periodic flush)", exc)
+            if change.kind == "create":
+                self._persist_topics_soon(table)
+            else:
+                self._persist_topics(table)
         if self._registrar is not None:
             self._registrar.request_soon()
+
+    @staticmethod
+    def _persist_topics(table: TopicConfigTable) -> bool:
+        """Write the table if it changed; ``False`` when the write failed (logged; the periodic
+        flush tries again)."""
+        try:
+            table.persist_if_dirty()
+        except OSError as exc:
+            log.error("cannot persist the topic table: %s (retried with the periodic flush)", exc)
+            return False
+        return True
+
+    def _persist_topics_soon(self, table: TopicConfigTable) -> None:
+        """One write of the topic table on the worker thread, after the changes of this turn of
+        the loop; changes made while it writes are written by one more write after it."""
+        if self._topic_persist_pending:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # not on the loop (a test driving the tables directly)
+            self._persist_topics(table)
+            return
+        self._topic_persist_pending = True
+
+        async def write() -> None:
+            try:
+                while table.dirty and await asyncio.to_thread(self._persist_topics, table):
+                    pass
+            finally:
+                self._topic_persist_pending = False
+
+        self._spawn(write(), "broker-persist-topics")
 
     def _on_arrival(
         self,

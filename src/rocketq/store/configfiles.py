@@ -102,11 +102,26 @@ class ConfigTable(ABC):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        #: one write at a time: the periodic flush (the store's thread) and a change's immediate
+        #: persist (the event loop) would otherwise share the temp and backup file names
+        self._write_lock = threading.Lock()
         self._dirty = False
 
     @abstractmethod
     def encode(self) -> bytes:
         """The file content for the current table (called with the lock held)."""
+
+    def snapshot(self) -> object:
+        """What :meth:`persist` takes under the lock; :meth:`serialize` turns it into the file's
+        content with the lock released. By default the content itself (:meth:`encode`); a large
+        table returns a cheap copy instead, so that the writer thread does not hold the lock -
+        and the event loop changing the table - while it serializes."""
+        return self.encode()
+
+    def serialize(self, snapshot: object) -> bytes:
+        """The file content for a :meth:`snapshot` (called without the lock)."""
+        assert isinstance(snapshot, bytes)
+        return snapshot
 
     @abstractmethod
     def decode(self, data: bytes) -> None:
@@ -119,16 +134,22 @@ class ConfigTable(ABC):
             self._dirty = False
 
     def persist(self) -> None:
-        """Write the table now (atomically, keeping a backup)."""
-        with self._lock:
-            data = self.encode()
-            self._dirty = False
-        try:
-            write_atomically(self.path, data)
-        except OSError:
+        """Write the table now (atomically, keeping a backup); safe from any thread."""
+        with self._write_lock:
             with self._lock:
-                self._dirty = True
-            raise
+                snapshot = self.snapshot()
+                self._dirty = False
+            try:
+                write_atomically(self.path, self.serialize(snapshot))
+            except OSError:
+                with self._lock:
+                    self._dirty = True
+                raise
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the table changed since its last write."""
+        return self._dirty
 
     def persist_if_dirty(self) -> bool:
         """Write the table if it changed since the last write; returns whether it wrote."""
