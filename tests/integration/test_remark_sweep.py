@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rocketq.embedded import EmbeddedCluster
-from rocketq.errors import RemotingError
+from rocketq.errors import RemotingError, RemotingTimeoutError
 from rocketq.protocol import RemotingCommand, ResponseCode, SerializeType
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.headers import REQUEST_HEADERS
@@ -91,7 +91,7 @@ def test_malformed_requests_to_every_code_get_clean_answers(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def sweep() -> dict[str, int]:
-        counts = {"requests": 0, "answered": 0}
+        counts = {"requests": 0, "answered": 0, "silent": 0}
         closed: list[tuple[str, int, str]] = []
         async with EmbeddedCluster(data_dir=tmp_path / "data", namesrv_port=0, broker_port=0) as cluster:
             assert cluster.broker is not None
@@ -104,10 +104,24 @@ def test_malformed_requests_to_every_code_get_clean_answers(
             for server, (addr, codes) in servers.items():
                 for code in codes:
                     async with RemotingClient() as client:
-                        for request in _requests(code):
+                        requests = list(_requests(code))
+                        if code in SILENT_CODES:  # sent side by side: most get no answer at all
+                            answers = await asyncio.gather(
+                                *(client.invoke(addr, r, 3.0) for r in requests), return_exceptions=True
+                            )
+                        for i, request in enumerate(requests):
                             counts["requests"] += 1
                             try:
-                                answer = await client.invoke(addr, request, 10.0)
+                                if code in SILENT_CODES:
+                                    got = answers[i]
+                                    if isinstance(got, RemotingTimeoutError):
+                                        counts["silent"] += 1
+                                        continue
+                                    if isinstance(got, BaseException):
+                                        raise got
+                                    answer = got
+                                else:
+                                    answer = await client.invoke(addr, request, 10.0)
                             except RemotingError as exc:  # a closed connection is a clean answer too
                                 closed.append((server, code, str(exc)))
                                 continue
@@ -131,12 +145,17 @@ def test_malformed_requests_to_every_code_get_clean_answers(
         counts = run(sweep())
     print(counts)
     assert counts["requests"] > 4_000
-    assert counts["answered"] > 0.95 * counts["requests"]
+    assert counts["answered"] > 0.95 * (counts["requests"] - counts["silent"])
+    assert counts["silent"] < counts["requests"] / 20
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert not errors, [f"{r.name}: {r.getMessage()}" for r in errors[:5]]
 
 
 _RESPONSE_CODES = frozenset(int(c) for c in ResponseCode)
+
+#: Codes RocketMQ's broker may leave unanswered by design: END_TRANSACTION (oneway from RocketMQ's
+#: clients) gets no answer when it names neither a commit nor a rollback (the check decides).
+SILENT_CODES = frozenset({int(RequestCode.END_TRANSACTION)})
 
 
 def _name(code: int) -> str:
