@@ -1345,7 +1345,10 @@ class AsyncAdmin:
         ``end`` (epoch ms; default: any time), from every broker of the topic's route, sorted by
         store time (QUERY_MESSAGE through the brokers' message index, as ``mqadmin
         queryMsgByKey`` and Java's ``MQAdminImpl.queryMessage`` ask it). At most ``max_num``
-        come from each broker, the newest (a broker answers at most 64). None found is ``[]``."""
+        come from each broker, the newest (a broker answers at most 64). None found is ``[]``.
+        The index keeps store times to the second (as RocketMQ's): a message counts as stored
+        at the start of its second, so a range that begins within that second misses it; give
+        ranges a second to spare."""
         check_topic(topic)
         if not key or not key.strip():
             raise ConfigError("a query needs a key")

@@ -173,7 +173,13 @@ class ProducerCore:
     # ---------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
+        """Register with the instance and say hello to the brokers. The default topic (``TBW102``)
+        is a publish topic from the start, as in Java's ``start``: its route names the brokers,
+        so a producer that has sent nothing yet is known to them (the broker's transaction
+        checks look for a live producer of the group)."""
+        self.publish_table.setdefault(self.config.create_topic_key, TopicPublishInfo([], None))
         self.instance.register_producer(self.group, self)
+        await self.instance.update_topic_route(self.config.create_topic_key)
         await self.instance.send_heartbeat_to_all_brokers()
 
     async def unregister(self) -> None:
