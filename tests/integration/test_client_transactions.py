@@ -181,7 +181,12 @@ def test_a_half_message_is_checked_after_the_broker_is_killed_and_restarted(tmp_
     server = spawn_server(
         data, extra_args=("--transaction-timeout", "1", "--transaction-check-interval", "0.5")
     )
-    ports = ("--namesrv-port", server.namesrv_addr.rsplit(":", 1)[1], "--broker-port", server.broker_addr.rsplit(":", 1)[1])  # fmt: skip
+    ports = (
+        "--namesrv-port",
+        server.namesrv_addr.rsplit(":", 1)[1],
+        "--broker-port",
+        server.broker_addr.rsplit(":", 1)[1],
+    )
     restarted = None
     decided = threading.Event()  # the checker answers UNKNOW until the restart
     checker = Checker()
