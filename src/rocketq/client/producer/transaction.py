@@ -12,7 +12,8 @@
    request's remark); a broker that stored the half message but reported a flush or slave
    problem gets ``ROLLBACK_MESSAGE`` without ``execute`` being called;
 3. END_TRANSACTION goes to the broker *oneway*: commit makes the message visible in its topic,
-   rollback drops it, unknown leaves it to the broker's check. Its failure is logged, not
+   rollback drops it, unknown leaves it to the broker's check. It is handed to the client's
+   event loop, which writes it while ``send_in_transaction`` returns; its failure is logged, not
    raised: the broker will ask.
 
 **Checks.** The broker asks about a half message left unknown (or whose END_TRANSACTION was
@@ -44,7 +45,6 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -165,6 +165,19 @@ def check_answer_header(
         msg_id=msg.properties.get(MessageConst.UNIQ_KEY) or msg.msg_id,
         transaction_id=check.transaction_id,
     )
+
+
+def _log_end_failure(
+    future: concurrent.futures.Future[None], msg_id: str, state: LocalTransactionState
+) -> None:
+    exc = None if future.cancelled() else future.exception()
+    if exc is not None:
+        logger.warning(
+            "local transaction %s ended %s, but END_TRANSACTION was not sent (the broker will check): %s",
+            msg_id,
+            state,
+            exc,
+        )
 
 
 def _describe(exc: BaseException) -> str:
@@ -368,21 +381,9 @@ class TransactionProducer(Producer):
         else:  # stored, but not flushed or replicated in time: roll back
             state = LocalTransactionState.ROLLBACK_MESSAGE
         remark = None if failure is None else f"executeLocalTransactionBranch exception: {_describe(failure)}"
-        began = time.monotonic()
-        try:
-            core.instance.loop_thread.call(
-                core.end_transaction(half, result, state, remark=remark),
-                timeout=self.config.send_msg_timeout + 5.0,
-            )
-        except Exception as exc:
-            logger.warning(
-                "local transaction %s ended %s, but END_TRANSACTION failed after %.3f s (the broker will "
-                "check): %s",
-                result.msg_id,
-                state,
-                time.monotonic() - began,
-                exc,
-            )
+        # oneway: handed to the client's loop, which writes it; this thread does not wait for that
+        ending = core.instance.loop_thread.submit(core.end_transaction(half, result, state, remark=remark))
+        ending.add_done_callback(lambda f: _log_end_failure(f, result.msg_id, state))
         return TransactionSendResult(
             status=result.status,
             msg_id=result.msg_id,
