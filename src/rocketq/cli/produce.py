@@ -175,7 +175,9 @@ def register(subparsers: Any) -> None:
             "Send messages with unique bodies: TEXT-RUN-000000, TEXT-RUN-000001 ... (--body; RUN is "
             "this run's id), or bodies of exactly BYTES bytes starting with the sequence number "
             "(--size). Prints a summary (sent, failed, rate); exit code 1 if any send failed, 130 on "
-            "Ctrl-C, 143 on SIGTERM."
+            "Ctrl-C, 143 on SIGTERM. With --transaction each message is sent in a transaction (a TX "
+            "<msg id> <state> line each); with unknown the command then answers the broker's checks "
+            "(CHECK <msg id> <answer> lines) until they are resolved."
         ),
     )
     parser.add_argument("topic", metavar="TOPIC", type=topic_name)
