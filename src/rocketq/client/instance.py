@@ -380,6 +380,19 @@ class ClientInstance:
                     consumer.update_topic_subscribe_info(topic, mqs)
             return True
 
+    def refresh_route_soon(self, topic: str) -> None:
+        """Fetch ``topic``'s route in the background (on the loop): its brokers then learn of this
+        client at once (:meth:`update_topic_route` greets a new broker with a heartbeat)."""
+        if self._closed:
+            return
+
+        async def refresh() -> None:
+            await self.update_topic_route(topic)
+
+        task = asyncio.get_running_loop().create_task(refresh())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
     @staticmethod
     def _needs_subscribe_info(consumer: ConsumerInner, topic: str) -> bool:
         check = getattr(consumer, "is_subscribe_topic_need_update", None)

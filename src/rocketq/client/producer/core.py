@@ -108,6 +108,8 @@ class ProducerContext(Protocol):
 
     async def update_topic_route(self, topic: str, route: TopicRouteData | None = None) -> bool: ...
 
+    def refresh_route_soon(self, topic: str) -> None: ...
+
     def find_broker_address_in_publish(self, broker_name: str) -> str | None: ...
 
     async def locate_master(self, mq: MessageQueue) -> str | None: ...
@@ -179,8 +181,9 @@ class ProducerCore:
         checks look for a live producer of the group)."""
         self.publish_table.setdefault(self.config.create_topic_key, TopicPublishInfo([], None))
         self.instance.register_producer(self.group, self)
-        await self.instance.update_topic_route(self.config.create_topic_key)
         await self.instance.send_heartbeat_to_all_brokers()
+        # not awaited: a name server that does not answer must not hold the start up
+        self.instance.refresh_route_soon(self.config.create_topic_key)
 
     async def unregister(self) -> None:
         """UNREGISTER_CLIENT for this producer group on every broker, and forget it locally."""
