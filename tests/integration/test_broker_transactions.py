@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 from rocketq.broker import Broker, BrokerConfig
-from rocketq.broker.topics import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 from rocketq.broker.transactions import CID_RMQ_SYS_TRANS
 from rocketq.embedded import spawn_server
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, decode_frame, decode_messages
@@ -31,6 +30,7 @@ from rocketq.protocol.headers import EndTransactionRequestHeader, SendMessageReq
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.message_id import parse_offset_msg_id
 from rocketq.protocol.properties import properties_to_string
+from rocketq.protocol.topics import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 from rocketq.remoting import RemotingClient, RemotingConnection, run
 from tests.wirecaps import frame_bytes, load
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from rocketq.broker.handlers import java_properties_string
-from rocketq.broker.topics import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from rocketq.broker.transactions import (
     CID_RMQ_SYS_TRANS,
     TransactionalMessageService,
@@ -19,6 +18,7 @@ from rocketq.broker.transactions import (
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from rocketq.protocol.message import decode_messages, encode_message
 from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.topics import RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from rocketq.store import MessageStore, PutResult, StoreConfig
 
 HOST = HostPort("127.0.0.1", 10911)

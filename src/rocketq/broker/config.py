@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
+from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
-from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
+from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting import ServerConfig
 from rocketq.store.config import FlushMode, StoreConfig
 
@@ -119,7 +119,10 @@ class BrokerConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     """Store settings (segment size, flush and retention intervals...); ``flush`` overrides its own."""
     max_message_size: int = 4 * 1024 * 1024
-    """``maxMessageSize``: a message (or batch) over this many bytes is refused (MESSAGE_ILLEGAL)."""
+    """``maxMessageSize``: a message (or batch) over this many bytes is refused (MESSAGE_ILLEGAL);
+    a send's body over it is refused before it is decoded. It is RocketMQ's only bound on a batch:
+    a batch's records are counted against it before any is decoded, and a batch over 16 KiB is
+    decoded and stored on the remoting server's worker thread (``remoting.offload_threshold``)."""
 
     # -- topics and groups
     auto_create_topic_enable: bool = True

@@ -4,10 +4,11 @@
 
 * a :class:`~rocketq.store.MessageStore` in ``config.store_dir`` (opened, and recovered after a
   crash, in a worker thread so the loop stays free);
-* the state machines: topic configs (over the store's ``topics.json``), subscription groups
-  (``subscriptionGroup.json``), the consumer and producer registries, the queue lock table and
-  the long-polling hold table;
-* a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`;
+* the state machines: topic configs (in ``topics.json``), subscription groups
+  (``subscriptionGroup.json``) - tables the store loads and writes for the broker - the consumer
+  and producer registries, the queue lock table and the long-polling hold table;
+* a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`,
+  each processor given the broker as its narrow context (:mod:`rocketq.broker.context`);
 * the :class:`~rocketq.broker.schedule.ScheduleService` (delayed messages and retries);
 * the :class:`~rocketq.broker.transactions.TransactionalMessageService` (half messages, END_TRANSACTION,
   and a check round every ``transaction_check_interval``);
@@ -55,14 +56,23 @@ from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
-from rocketq.broker.subscriptions import SubscriptionGroupManager
-from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC, TopicChange, TopicConfigManager, TopicManagerConfig
+from rocketq.broker.stats import BrokerStats
+from rocketq.broker.subscriptions import SubscriptionGroupManager, SubscriptionGroupTable
+from rocketq.broker.topics import (
+    PERM_RW,
+    TopicChange,
+    TopicConfigManager,
+    TopicConfigTable,
+    TopicManagerConfig,
+)
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
+from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
 from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
 
@@ -75,75 +85,6 @@ _NOTIFY_TIMEOUT = 3.0
 T = TypeVar("T")
 
 
-class BrokerStats:
-    """Counters for GET_BROKER_RUNTIME_INFO and GET_CONSUME_STATS, cheap enough for the hot paths.
-
-    Rates are measured over a window of 10 to 20 s: the counters since the last snapshot, which is
-    renewed once it is 10 s old (RocketMQ's stats keep per-second samples over a minute).
-    """
-
-    __slots__ = (
-        "_group_gets",
-        "_snapshot",
-        "boot_ms",
-        "get_bytes",
-        "get_total",
-        "last_put_ms",
-        "put_bytes",
-        "put_total",
-    )
-
-    _WINDOW = 10.0
-
-    def __init__(self, now: float) -> None:
-        self.boot_ms = int(now * 1000)
-        self.put_total = 0
-        self.put_bytes = 0
-        self.get_total = 0
-        self.get_bytes = 0
-        self.last_put_ms = 0
-        self._group_gets: dict[str, int] = {}
-        self._snapshot: tuple[float, int, int, dict[str, int]] = (now, 0, 0, {})
-
-    def on_put(self, topic: str, count: int, size: int, store_ms: int = 0) -> None:
-        self.put_total += count
-        self.put_bytes += size
-        self.last_put_ms = store_ms
-
-    def on_get(self, group: str, count: int, size: int) -> None:
-        self.get_total += count
-        self.get_bytes += size
-        gets = self._group_gets
-        gets[group] = gets.get(group, 0) + count
-
-    def _window(self, now: float) -> tuple[float, int, int, dict[str, int]]:
-        then, puts, gets, groups = self._snapshot
-        if now - then >= self._WINDOW * 2:  # idle for long: restart the window from now
-            self._snapshot = (now, self.put_total, self.get_total, dict(self._group_gets))
-            return then, puts, gets, groups
-        if now - then >= self._WINDOW:
-            self._snapshot = (now, self.put_total, self.get_total, dict(self._group_gets))
-        return then, puts, gets, groups
-
-    def put_tps(self, now: float | None = None) -> float:
-        now = time.time() if now is None else now
-        then, puts, _, _ = self._window(now)
-        return (self.put_total - puts) / (now - then) if now > then else 0.0
-
-    def get_tps(self, now: float | None = None) -> float:
-        now = time.time() if now is None else now
-        then, _, gets, _ = self._window(now)
-        return (self.get_total - gets) / (now - then) if now > then else 0.0
-
-    def group_tps(self, group: str, now: float | None = None) -> float:
-        """Messages per second the group pulled recently (GET_CONSUME_STATS' ``consumeTps``)."""
-        now = time.time() if now is None else now
-        then, _, _, groups = self._window(now)
-        if now <= then:
-            return 0.0
-        return (self._group_gets.get(group, 0) - groups.get(group, 0)) / (now - then)
-
-
 #: A send answered once its fsync round completes: the connection, the request, the response.
 _Waiter = tuple[RemotingConnection, RemotingCommand, RemotingCommand]
 
@@ -154,8 +95,8 @@ def _answer_round(waiters: list[_Waiter], exc: BaseException | None) -> None:
     waiters.clear()  # answered once: the other of timer and completion finds nothing left
     if isinstance(exc, TimeoutError):
         remark = "the message is stored but its flush to disk timed out"
-    elif exc is not None:
-        remark = f"the message is stored but flushing it to disk failed: {exc}"
+    elif exc is not None:  # the OS's text goes to the log (the store logs it), not to the peer
+        remark = "the message is stored but flushing it to disk failed"
     for conn, request, response in answered:
         if exc is not None:
             response.code = ResponseCode.FLUSH_DISK_TIMEOUT
@@ -204,6 +145,7 @@ class Broker:
         self.remoting = RemotingServer(cfg.host, cfg.port, config=cfg.remoting, listener=_Listener(self))
         self._store: MessageStore | None = None
         self._topics: TopicConfigManager | None = None
+        self._topic_table: TopicConfigTable | None = None
         self._groups: SubscriptionGroupManager | None = None
         self._schedule: ScheduleService | None = None
         self._transactions: TransactionalMessageService | None = None
@@ -214,12 +156,6 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        #: (topic, queue id, tag code, properties) of the single message being appended on the
-        #: loop, set by the send handler around its store call: the arrival listener passes the tag
-        #: code and properties on to the hold table, so a held pull whose filter (tags or SQL92)
-        #: refuses the message stays held (as RocketMQ's arriving listener does); ``None``
-        #: (batches, redeliveries) wakes every held pull.
-        self.arrival_tag: tuple[str, int, int, Mapping[str, str] | None] | None = None
         # the fsync round sends are waiting on now (sync flush): its store future and its waiters
         self._round_cf: concurrent.futures.Future[None] | None = None
         self._round: list[_Waiter] | None = None
@@ -288,7 +224,7 @@ class Broker:
         return self._clock()
 
     def wall_ms(self) -> int:
-        return int(self._clock() * 1000)
+        return ms(self._clock())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -314,6 +250,11 @@ class Broker:
         )
         self._store = store
         try:
+            topic_table = TopicConfigTable(store.config_dir / "topics.json")
+            group_table = SubscriptionGroupTable(store.config_dir / "subscriptionGroup.json")
+            for table in (topic_table, group_table):
+                await asyncio.to_thread(store.add_config_table, table)
+            self._topic_table = topic_table
             now = self.wall()
             self._topics = TopicConfigManager(
                 TopicManagerConfig(
@@ -327,13 +268,13 @@ class Broker:
                     msg_trace_topic_name=cfg.msg_trace_topic_name,
                 ),
                 now=now,
-                table=store.topic_configs,
+                table=topic_table,
                 on_change=self._topics_changed,
             )
             self._groups = SubscriptionGroupManager(
                 now=now,
                 auto_create_subscription_group=cfg.auto_create_subscription_group,
-                table=store.subscription_groups,
+                table=group_table,
             )
             self._pull = PullProcessor(self)
             self._send = SendProcessor(self)
@@ -424,6 +365,7 @@ class Broker:
         if self._schedule is not None:
             await self._schedule.close()
         store, self._store = self._store, None
+        self._topic_table = None
         if store is not None:
             store.remove_arrival_listener(self._on_arrival)
             await asyncio.to_thread(store.close)
@@ -523,28 +465,33 @@ class Broker:
     def _topics_changed(self, change: TopicChange) -> None:
         # RocketMQ persists the topic table on every change: a topic a send just created (and
         # the messages stored in it) must still have its config after a crash
-        store = self._store
-        if store is not None:
+        table = self._topic_table
+        if table is not None:
             try:
-                store.topic_configs.persist_if_dirty()
+                table.persist_if_dirty()
             except OSError as exc:
                 log.error("cannot persist the topic table: %s (retried with the periodic flush)", exc)
         if self._registrar is not None:
             self._registrar.request_soon()
 
-    def _on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+    def _on_arrival(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tag_code: int | None,
+        properties: Mapping[str, str] | None,
+    ) -> None:
+        """The store's arrival listener: held pulls of the queue whose filters (tags, SQL92)
+        accept the message are answered (RocketMQ's ``NotifyMessageArrivingListener``)."""
         if threading.get_ident() != self._loop_thread:
             loop = self._loop
             if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(self._on_arrival, topic, queue_id, max_offset)
+                loop.call_soon_threadsafe(self._on_arrival, topic, queue_id, max_offset, tag_code, properties)
             return
         pull = self._pull
         if pull is not None:
-            hint = self.arrival_tag
-            if hint is not None and hint[0] == topic and hint[1] == queue_id:
-                pull.on_arrival(topic, queue_id, max_offset, hint[2], hint[3])
-            else:
-                pull.on_arrival(topic, queue_id, max_offset)
+            pull.on_arrival(topic, queue_id, max_offset, tag_code, properties)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
 
@@ -582,7 +529,7 @@ class Broker:
 
     def _ensure_system_topic(self, topic: str) -> None:
         """A topic of the broker's own (transactions): 1 queue, read-write, as RocketMQ creates them."""
-        self.topics.ensure_topic(topic, 1, 6, 0, self.wall())
+        self.topics.ensure_topic(topic, 1, PERM_RW, 0, self.wall())
 
     def check_transactions(self, now: float | None = None) -> CheckResult:
         """One transaction check round now (``TransactionalMessageCheckService``): the service

@@ -48,18 +48,26 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Final
 
-from rocketq.broker.topics import (
+from rocketq.clock import ms
+from rocketq.errors import BrokerError, RemoteProtocolError
+from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from rocketq.protocol.message import (
+    MessageExt,
+    MessageSysFlag,
+    decode_message,
+    decode_messages,
+    encode_message,
+)
+from rocketq.protocol.message_id import HostPort, make_offset_msg_id
+from rocketq.protocol.properties import MessageConst, tags_code
+from rocketq.protocol.topics import (
     RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
     RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC,
 )
-from rocketq.errors import BrokerError, RemoteProtocolError
-from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from rocketq.protocol.message import MessageExt, decode_message, decode_messages, encode_message
-from rocketq.protocol.message_id import HostPort, make_offset_msg_id
-from rocketq.protocol.properties import MessageConst, tags_code
 from rocketq.store import GetMessageStatus, MessageStore, PutResult
 
 __all__ = [
@@ -69,6 +77,7 @@ __all__ = [
     "TRANSACTION_NOT_TYPE",
     "TRANSACTION_PREPARED_TYPE",
     "TRANSACTION_ROLLBACK_TYPE",
+    "TRANSACTION_TYPE_MASK",
     "CheckResult",
     "TransactionalMessageService",
     "half_message_properties",
@@ -79,15 +88,16 @@ log = logging.getLogger(__name__)
 
 CID_RMQ_SYS_TRANS = "CID_RMQ_SYS_TRANS"
 """``MixAll.CID_SYS_RMQ_TRANS``: the group whose offsets record how far checks got."""
-TRANSACTION_NOT_TYPE = 0
-TRANSACTION_PREPARED_TYPE = 0x4
-TRANSACTION_COMMIT_TYPE = 0x8
-TRANSACTION_ROLLBACK_TYPE = 0xC
-_TRANSACTION_BITS = 0xC
+# MessageSysFlag's transaction types as plain ints (IntFlag arithmetic costs a call per operation)
+TRANSACTION_NOT_TYPE: Final = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
+TRANSACTION_PREPARED_TYPE: Final = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+TRANSACTION_COMMIT_TYPE: Final = int(MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+TRANSACTION_ROLLBACK_TYPE: Final = int(MessageSysFlag.TRANSACTION_ROLLBACK_TYPE)
+TRANSACTION_TYPE_MASK: Final = TRANSACTION_ROLLBACK_TYPE
+"""The two bits of a sys flag that hold the transaction type."""
 _REMOVE_TAG = "d"
 _HALF = RMQ_SYS_TRANS_HALF_TOPIC
 _OP = RMQ_SYS_TRANS_OP_HALF_TOPIC
-_PERM_RW = 6
 STEP = 128
 """Records a check round handles between two yields of ``check_steps`` (the loop serves requests)."""
 _MAX_PROCESS_TIME = 60.0  # MAX_PROCESS_TIME_LIMIT: most seconds one check spends on a queue
@@ -109,7 +119,7 @@ def is_half_message(properties: Mapping[str, str], sys_flag: int) -> bool:
     RocketMQ decides, or - ours - when its sys flag says prepared (RocketMQ would store that one
     where no one can ever read or resolve it)."""
     return (properties.get(MessageConst.TRAN_MSG) or "").lower() == "true" or (
-        sys_flag & _TRANSACTION_BITS == TRANSACTION_PREPARED_TYPE
+        sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE
     )
 
 
@@ -236,23 +246,41 @@ class TransactionalMessageService:
     def _put_committed(self, half: MessageExt, half_offset: int) -> PutResult:
         """``endMessageTransaction`` + ``sendFinalMessage``: the message under its real topic."""
         props = half.properties
-        topic = props.get(MessageConst.REAL_TOPIC) or ""
-        queue_id = _int(props.get(MessageConst.REAL_QID))
         # Java serialises the half message's whole map (REAL_TOPIC, REAL_QID and TRAN_MSG
         # included) before it clears anything
-        stored = self._props_string(dict(props), len(props))
+        return self._store_copy(
+            half,
+            props.get(MessageConst.REAL_TOPIC) or "",
+            _int(props.get(MessageConst.REAL_QID)),
+            dict(props),
+            sys_flag=(half.sys_flag & ~TRANSACTION_TYPE_MASK) | TRANSACTION_COMMIT_TYPE,
+            prepared_transaction_offset=half_offset,
+        )
+
+    def _store_copy(
+        self,
+        half: MessageExt,
+        topic: str,
+        queue_id: int,
+        props: dict[str, str],
+        *,
+        sys_flag: int | None = None,
+        prepared_transaction_offset: int = 0,
+    ) -> PutResult:
+        """Store ``half`` again, under ``topic`` and ``queue_id`` with ``props``: its body, flag,
+        hosts, born time and reconsume count kept, its sys flag unless another is given."""
         record = encode_message(
             topic=topic,
             body=half.body,
-            properties=stored,
+            properties=self._props_string(props, len(props)),
             queue_id=queue_id,
             flag=half.flag,
-            sys_flag=(half.sys_flag & ~_TRANSACTION_BITS) | TRANSACTION_COMMIT_TYPE,
+            sys_flag=half.sys_flag if sys_flag is None else sys_flag,
             born_timestamp=half.born_timestamp,
             born_host=half.born_host,
             store_host=half.store_host,
             reconsume_times=half.reconsume_times,
-            prepared_transaction_offset=half_offset,
+            prepared_transaction_offset=prepared_transaction_offset,
         )
         return self._put(topic, queue_id, record, tags_code(props.get(MessageConst.TAGS)), props)
 
@@ -260,7 +288,7 @@ class TransactionalMessageService:
         """``addRemoveTagInTransactionOp``: the half message at this queue offset is done."""
         if half.queue_offset in self._opped:
             return  # one op record per half message: a second would hold back the op offset
-        now = self._now_ms()
+        now = ms(self._clock())
         body = str(half.queue_offset).encode()
         # new Message(topic, "d", body): TAGS then WAIT=true, serialised before the unique id
         props = {MessageConst.TAGS: _REMOVE_TAG, MessageConst.WAIT: "true"}
@@ -289,7 +317,7 @@ class TransactionalMessageService:
             except RemoteProtocolError:
                 continue
             if (
-                msg.sys_flag & _TRANSACTION_BITS == TRANSACTION_COMMIT_TYPE
+                msg.sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_COMMIT_TYPE
                 and msg.properties.get(MessageConst.UNIQ_KEY) == uniq
             ):
                 return True
@@ -320,7 +348,7 @@ class TransactionalMessageService:
         driving it can serve requests in between (RocketMQ runs checks on a thread of their own);
         the round's result is the generator's return value."""
         start = self._clock() if now is None else now
-        start_ms = int(start * 1000)
+        start_ms = ms(start)
         timeout_ms = int(self.timeout * 1000)
         store = self._store
         if not store.queue_ids(_HALF):
@@ -423,19 +451,7 @@ class TransactionalMessageService:
         more check, and ask a producer of its group about the new copy."""
         props = dict(half.properties)
         props[MessageConst.TRANSACTION_CHECK_TIMES] = str(check_times)
-        record = encode_message(
-            topic=_HALF,
-            body=half.body,
-            properties=self._props_string(props, len(props)),
-            queue_id=half.queue_id,
-            flag=half.flag,
-            sys_flag=half.sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-            reconsume_times=half.reconsume_times,
-        )
-        put = self._put(_HALF, half.queue_id, record, tags_code(props.get(MessageConst.TAGS)), props)
+        put = self._store_copy(half, _HALF, half.queue_id, props)
         # The request describes the new copy; its body is the message as the producer sent it
         # (real topic and queue) with the map as Java leaves it: WAIT set to false.
         uniq = props.get(MessageConst.UNIQ_KEY)
@@ -485,19 +501,7 @@ class TransactionalMessageService:
                 return True
         props = dict(half.properties)
         props[_PREPARED_QUEUE_OFFSET] = prepared if prepared is not None else str(half.queue_offset)
-        record = encode_message(
-            topic=_HALF,
-            body=half.body,
-            properties=self._props_string(props, len(props)),
-            queue_id=half.queue_id,
-            flag=half.flag,
-            sys_flag=half.sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-            reconsume_times=half.reconsume_times,
-        )
-        self._put(_HALF, half.queue_id, record, tags_code(props.get(MessageConst.TAGS)), props)
+        self._store_copy(half, _HALF, half.queue_id, props)
         return True
 
     def _too_old(self, half: MessageExt, now_ms: int) -> bool:
@@ -508,21 +512,7 @@ class TransactionalMessageService:
         """``resolveDiscardMsg``: checked too often; kept in ``TRANS_CHECK_MAX_TIME_TOPIC``."""
         self._ensure_topic(RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC)
         props = dict(half.properties)
-        record = encode_message(
-            topic=RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-            body=half.body,
-            properties=self._props_string(props, len(props)),
-            queue_id=0,
-            flag=half.flag,
-            sys_flag=half.sys_flag,
-            born_timestamp=half.born_timestamp,
-            born_host=half.born_host,
-            store_host=half.store_host,
-            reconsume_times=half.reconsume_times,
-        )
-        self._put(
-            RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 0, record, tags_code(props.get(MessageConst.TAGS)), props
-        )
+        self._store_copy(half, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 0, props)
         log.error(
             "transaction %s of group %s was checked %s times without an answer: moved to %s",
             props.get(MessageConst.UNIQ_KEY),
@@ -566,9 +556,6 @@ class TransactionalMessageService:
             return decode_messages(result.data, decompress=False)[0]
         except RemoteProtocolError:
             return None
-
-    def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
 
 
 def _transaction_key(half: MessageExt, uniq: str) -> str:

@@ -50,7 +50,6 @@ from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
     add_namesrv_option,
-    body_text,
     group_name,
     positive_float,
     positive_int,
@@ -71,6 +70,7 @@ from rocketq.client import (
 )
 from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
+from rocketq.lab.lines import body_text
 
 __all__ = ["TRACKED_BODIES", "ConsumeOutput", "consumer_options", "register", "selector_of"]
 

@@ -44,7 +44,6 @@ from typing import Any
 
 from rocketq.allocate import AllocationStrategy, get_strategy
 from rocketq.allocate.machine_room import AtSignRoomResolver
-from rocketq.cli._output import body_text
 from rocketq.client import (
     ClientConfig,
     ConsumeConcurrentlyStatus,
@@ -56,6 +55,7 @@ from rocketq.client import (
 )
 from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RocketQError
+from rocketq.lab.lines import body_text
 from rocketq.models import MessageQueue
 from rocketq.protocol.properties import MessageConst
 

@@ -56,6 +56,7 @@ from rocketq.errors import RemoteProtocolError
 from rocketq.models import LocalTransactionState
 from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.properties import KEY_SEPARATOR
+from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 
 __all__ = [
     "CONTENT_SPLITOR",
@@ -76,8 +77,6 @@ __all__ = [
     "trace_keys",
 ]
 
-RMQ_SYS_TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
-"""The default trace topic (RocketMQ's ``TopicValidator.RMQ_SYS_TRACE_TOPIC``)."""
 CONTENT_SPLITOR: Final = "\x01"
 """Between two fields of a trace line (``TraceConstants.CONTENT_SPLITOR``, char 1)."""
 FIELD_SPLITOR: Final = "\x02"

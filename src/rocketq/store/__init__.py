@@ -7,12 +7,7 @@ Pure storage: no networking and no asyncio. The broker composes a :class:`Messag
 from __future__ import annotations
 
 from rocketq.store.config import CQ_ENTRY_SIZE, FlushMode, StoreConfig
-from rocketq.store.configfiles import (
-    SubscriptionGroupTable,
-    TopicConfigTable,
-    read_with_backup,
-    write_atomically,
-)
+from rocketq.store.configfiles import ConfigTable, read_with_backup, write_atomically
 from rocketq.store.message_store import (
     ArrivalListener,
     GetMessageResult,
@@ -30,6 +25,7 @@ from rocketq.store.segments import FileIO
 __all__ = [
     "CQ_ENTRY_SIZE",
     "ArrivalListener",
+    "ConfigTable",
     "ConsumerOffsetTable",
     "FileIO",
     "FlushMode",
@@ -40,9 +36,7 @@ __all__ = [
     "PutResult",
     "QueryMessageResult",
     "StoreConfig",
-    "SubscriptionGroupTable",
     "TagsCodeFunction",
-    "TopicConfigTable",
     "default_tags_code",
     "read_with_backup",
     "write_atomically",

@@ -8,7 +8,8 @@ Layout of a data directory (RocketMQ's, so its tools recognise it)::
     <root>/checkpoint                               flushed-message timestamps
     <root>/abort                                    present while the store is open
     <root>/lock                                     flock: one store per directory
-    <root>/config/consumerOffset.json, topics.json, subscriptionGroup.json
+    <root>/config/consumerOffset.json               committed consumer offsets
+    <root>/config/topics.json ...                   the broker's tables (add_config_table)
 
 **Appending.** :meth:`MessageStore.put_messages` takes records already encoded by
 :func:`rocketq.protocol.message.encode_message` (outside any lock) and, under one lock
@@ -70,6 +71,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketq.clock import ms
 from rocketq.errors import ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.protocol.message import (
     MESSAGE_MAGIC_CODE,
@@ -86,7 +88,7 @@ from rocketq.protocol.properties import MessageConst, string_to_properties, tags
 from rocketq.store.checkpoint import AbortMarker, Checkpoint
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import CQ_ENTRY_SIZE, StoreConfig
-from rocketq.store.configfiles import SubscriptionGroupTable, TopicConfigTable, remove_stale_temp_files
+from rocketq.store.configfiles import ConfigTable, remove_stale_temp_files
 from rocketq.store.consumequeue import CQ_ENTRY, ConsumeQueue
 from rocketq.store.flush import GroupCommitService, PeriodicService
 from rocketq.store.index import IndexService, message_keys
@@ -122,8 +124,10 @@ _MAX_FILTER_BYTES = 16000
 
 #: A pull's filter on a message's properties (SQL92): true to deliver it.
 PropertyFilter = Callable[[Mapping[str, str]], bool]
-#: ``(topic, queue_id, max_offset)`` after messages were appended to that queue.
-ArrivalListener = Callable[[str, int, int], None]
+#: ``(topic, queue_id, max_offset, tag_code, properties)`` after messages were appended to that
+#: queue: its new max offset and, when one message arrived, its consume-queue tag code and the
+#: properties its writer passed (``None`` when unknown; a batch passes ``None`` for both).
+ArrivalListener = Callable[[str, int, int, int | None, Mapping[str, str] | None], None]
 #: ``(topic, properties, store_timestamp_ms) -> tag code`` used when recovery re-dispatches.
 TagsCodeFunction = Callable[[str, Mapping[str, str], int], int]
 
@@ -318,7 +322,7 @@ class MessageStore:
         self._last_cq_min_physic = 0
         self._disk_full = False
         self._misordered: set[tuple[str, int]] = set()
-        self._started_ms = int(clock() * 1000)
+        self._started_ms = ms(clock())
         self._index_failed = False
         #: The message index (``None`` with ``message_index_enable`` off).
         self.index: IndexService | None = None
@@ -349,14 +353,13 @@ class MessageStore:
                     clock=clock,
                 )
             self._abort = AbortMarker(self.root / "abort")
-            config_dir = self.root / "config"
-            config_dir.mkdir(exist_ok=True)
-            remove_stale_temp_files(config_dir)
-            self.consumer_offsets = ConsumerOffsetTable(config_dir / "consumerOffset.json")
-            self.topic_configs = TopicConfigTable(config_dir / "topics.json")
-            self.subscription_groups = SubscriptionGroupTable(config_dir / "subscriptionGroup.json")
-            for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
-                table.load()
+            # the config files: the consumer offsets, and the tables of add_config_table
+            self.config_dir = self.root / "config"
+            self.config_dir.mkdir(exist_ok=True)
+            remove_stale_temp_files(self.config_dir)
+            self.consumer_offsets = ConsumerOffsetTable(self.config_dir / "consumerOffset.json")
+            self.consumer_offsets.load()
+            self._config_tables: tuple[ConfigTable, ...] = (self.consumer_offsets,)
             crashed = self._abort.exists()
             self._recover(crashed)
             self._abort.create()
@@ -597,7 +600,9 @@ class MessageStore:
     # -- appending ------------------------------------------------------------------------------
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
-        """Call ``listener(topic, queue_id, max_offset)`` after every append to a queue.
+        """Call ``listener(topic, queue_id, max_offset, tag_code, properties)`` after every
+        append to a queue (see :data:`ArrivalListener`): RocketMQ's ``MessageArrivingListener``,
+        which lets a held pull whose filter refuses the message stay held.
 
         It runs in the appending thread right after the store lock is released: keep it short
         and thread-safe (an asyncio broker hands over with ``loop.call_soon_threadsafe``).
@@ -609,9 +614,17 @@ class MessageStore:
             self._listeners.remove(listener)
 
     def put_message(
-        self, topic: str, queue_id: int, record: bytes | bytearray, tags_code: int = 0
+        self,
+        topic: str,
+        queue_id: int,
+        record: bytes | bytearray,
+        tags_code: int = 0,
+        properties: Mapping[str, str] | None = None,
     ) -> PutResult:
-        """Append one record: :meth:`put_messages` for a batch of one, on a shorter path."""
+        """Append one record: :meth:`put_messages` for a batch of one, on a shorter path.
+
+        The arrival listeners get ``tags_code`` and ``properties`` (the record's properties, if
+        the caller has them parsed: an SQL92 filter of a held pull is tried on them)."""
         buf = bytearray(record)
         total = len(buf)
         limit = self.config.effective_max_message_size
@@ -637,7 +650,7 @@ class MessageStore:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
-            now_ms = int(self._clock() * 1000)
+            now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
             try:
                 if cq.max_index >= cq.capacity:
                     cq.prepare(1)
@@ -672,7 +685,7 @@ class MessageStore:
                     self._index_failure(phys, exc)
         for listener in self._listeners:
             try:
-                listener(topic, queue_id, queue_offset + 1)
+                listener(topic, queue_id, queue_offset + 1, tags_code, properties)
             except Exception:
                 log.exception("arrival listener %r failed", listener)
         durable = self._group_commit.request() if self._group_commit is not None else None
@@ -745,7 +758,7 @@ class MessageStore:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
-            now_ms = int(self._clock() * 1000)
+            now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
             try:
                 cq.prepare(count)
                 seg, phys = commit_log.reserve(total)
@@ -796,7 +809,7 @@ class MessageStore:
                         self._index_failure(phys + starts[i], exc)
         for listener in self._listeners:
             try:
-                listener(topic, queue_id, max_offset)
+                listener(topic, queue_id, max_offset, None, None)
             except Exception:
                 log.exception("arrival listener %r failed", listener)
         durable = self._group_commit.request() if self._group_commit is not None else None
@@ -851,9 +864,22 @@ class MessageStore:
         self.checkpoint.physic_msg_timestamp = self.commit_log.flushed_timestamp
         self.checkpoint.flush()
 
+    def add_config_table(self, table: ConfigTable) -> None:
+        """Load ``table`` from its file (or the file's backup; nothing if neither exists) and
+        write it from now on as the store writes its own config: when it changed, every
+        ``config_flush_interval``, and at :meth:`close`.
+
+        The broker keeps its topic and subscription group tables in :attr:`config_dir` this way;
+        the store does not know what they hold. Raises
+        :class:`~rocketq.errors.StoreCorruptError` when the file and its backup are both unreadable.
+        """
+        table.load()
+        self._config_tables = (*self._config_tables, table)
+
     def persist_config(self, *, force: bool = False) -> None:
-        """Write the consumer offsets, topic configs and subscription groups that changed."""
-        for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
+        """Write the consumer offsets, and the tables of :meth:`add_config_table`, that changed
+        (all of them with ``force``)."""
+        for table in self._config_tables:
             if force:
                 table.persist()
             else:

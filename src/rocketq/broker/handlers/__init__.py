@@ -1,5 +1,9 @@
 """The broker's request handlers, split by concern; each processor maps request codes to handlers.
 
+A processor sees the broker through its narrow context (:mod:`rocketq.broker.context`: a
+``Protocol`` listing what it uses, which the :class:`~rocketq.broker.server.Broker` satisfies),
+so nothing here imports the server.
+
 * :mod:`.send` — SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK;
 * :mod:`.pull` — PULL_MESSAGE and long polling;
 * :mod:`.client` — HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, CHECK_CLIENT_CONFIG,
@@ -12,7 +16,7 @@
 
 from __future__ import annotations
 
-from rocketq.broker.handlers.admin import QUERY_DUPLICATE_CLIENT_IDS, AdminProcessor
+from rocketq.broker.handlers.admin import AdminProcessor
 from rocketq.broker.handlers.client import ClientProcessor
 from rocketq.broker.handlers.offsets import OffsetProcessor
 from rocketq.broker.handlers.pull import PullProcessor, tag_codes_of_expression
@@ -21,7 +25,6 @@ from rocketq.broker.handlers.send import SendProcessor, java_properties_string
 from rocketq.broker.handlers.transaction import TransactionProcessor
 
 __all__ = [
-    "QUERY_DUPLICATE_CLIENT_IDS",
     "AdminProcessor",
     "ClientProcessor",
     "OffsetProcessor",

@@ -19,8 +19,8 @@ the record at the offset of an offset message id.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
+from rocketq.broker.context import OffsetContext
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
@@ -38,9 +38,6 @@ from rocketq.remoting import RemotingConnection
 
 from .common import parse_header, system_error
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
 __all__ = ["OffsetProcessor"]
 
 _UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
@@ -49,7 +46,7 @@ _UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
 class OffsetProcessor:
     """Consumer offsets and queue bounds."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: OffsetContext) -> None:
         self._b = broker
 
     def handlers(self) -> dict[int, object]:

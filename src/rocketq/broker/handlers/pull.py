@@ -51,37 +51,35 @@ import asyncio
 import functools
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Final
 
 from rocketq.broker.consumers import tag_filter
+from rocketq.broker.context import PullContext
 from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter, compile_sql92, is_tag_type
 from rocketq.broker.longpoll import PullHoldTable
-from rocketq.broker.topics import RMQ_SYS_OFFSET_MOVED_EVENT
 from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
-from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import encode_message
 from rocketq.protocol.properties import MessageConst, java_string_hash, tags_code
+from rocketq.protocol.topics import RMQ_SYS_OFFSET_MOVED_EVENT, Perm
 from rocketq.remoting import RemotingConnection, describe_exception
 from rocketq.store import GetMessageStatus
 
 from .common import parse_header, system_error
 from .send import java_properties_string, topic_not_exist_remark
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
 __all__ = ["PullProcessor", "property_filter_disabled_remark", "selector_of", "tag_codes_of_expression"]
 
 log = logging.getLogger(__name__)
 
-_PERM_READ = 0x4  # PermName.PERM_READ as a plain int (IntFlag arithmetic is slow)
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
-FLAG_CLASS_FILTER = 0x8
+# plain ints: IntFlag arithmetic costs a call per operation on this path
+_READ = int(Perm.READ)
+_COMMIT_OFFSET = int(PullSysFlag.COMMIT_OFFSET)
+_SUSPEND = int(PullSysFlag.SUSPEND)
+_SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
 
 _PARSE_FAILED = "parse the consumer's subscription failed"
 _FILTER_DATA_NOT_EXIST = "The broker's consumer filter data is not exist!Your expression may be wrong!"
@@ -106,17 +104,30 @@ def selector_of(expression_type: str | None, expression: str | None) -> Sql92Fil
     return compile_sql92(expression or "")
 
 
+# Codes and statuses as module constants: looking an enum member up (``ResponseCode.SUCCESS``),
+# hashing one or reading its ``.value`` are Python-level calls, a few of which every pull made.
+_SUCCESS: Final = int(ResponseCode.SUCCESS)
+_PULL_NOT_FOUND: Final = int(ResponseCode.PULL_NOT_FOUND)
+_PULL_OFFSET_MOVED: Final = int(ResponseCode.PULL_OFFSET_MOVED)
+_ROCKETMQ: Final = SerializeType.ROCKETMQ
+_FOUND: Final = GetMessageStatus.FOUND
 _S = GetMessageStatus
-_STATUS = {
-    _S.FOUND: ResponseCode.SUCCESS,
-    _S.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    _S.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    _S.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
-    _S.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
-    _S.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
-    _S.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+#: What a pull answers for a store status: the response code and the remark (the status's name,
+#: as Java sends it). An empty or unknown queue (NO_MESSAGE_IN_QUEUE, NO_MATCHED_LOGIC_QUEUE)
+#: answers by the offset asked for instead.
+_ANSWERS: Final = {
+    status: (int(code), status.value)
+    for status, code in (
+        (_S.FOUND, ResponseCode.SUCCESS),
+        (_S.MESSAGE_WAS_REMOVING, ResponseCode.PULL_RETRY_IMMEDIATELY),
+        (_S.NO_MATCHED_MESSAGE, ResponseCode.PULL_RETRY_IMMEDIATELY),
+        (_S.OFFSET_FOUND_NULL, ResponseCode.PULL_NOT_FOUND),
+        (_S.OFFSET_OVERFLOW_BADLY, ResponseCode.PULL_OFFSET_MOVED),
+        (_S.OFFSET_OVERFLOW_ONE, ResponseCode.PULL_NOT_FOUND),
+        (_S.OFFSET_TOO_SMALL, ResponseCode.PULL_OFFSET_MOVED),
+    )
 }
-_EMPTY_QUEUE = (_S.NO_MATCHED_LOGIC_QUEUE, _S.NO_MESSAGE_IN_QUEUE)
+_FOUND_ANSWER: Final = _ANSWERS[_FOUND]
 
 Held = tuple[RemotingConnection, RemotingCommand]
 
@@ -137,70 +148,10 @@ def tag_codes_of_expression(expression: str | None) -> frozenset[int] | None:
     return frozenset(java_string_hash(t) for t in tags if t)
 
 
-class _Pull:
-    __slots__ = (
-        "commit_offset",
-        "expression_type",
-        "group",
-        "max_msg_nums",
-        "queue_id",
-        "queue_offset",
-        "sub_version",
-        "subscription",
-        "suspend_timeout_millis",
-        "sys_flag",
-        "topic",
-    )
-
-    group: str
-    topic: str
-    queue_id: int
-    queue_offset: int
-    max_msg_nums: int
-    sys_flag: int
-    commit_offset: int
-    suspend_timeout_millis: int
-    subscription: str | None
-    sub_version: int
-    expression_type: str | None
-
-
-def _fast_parse(ext: dict[str, str]) -> _Pull | None:
-    try:
-        p = _Pull()
-        p.group = ext["consumerGroup"]
-        p.topic = ext["topic"]
-        p.queue_id = int(ext["queueId"])
-        p.queue_offset = int(ext["queueOffset"])
-        p.max_msg_nums = int(ext["maxMsgNums"])
-        p.sys_flag = int(ext["sysFlag"])
-        p.commit_offset = int(ext["commitOffset"])
-        p.suspend_timeout_millis = int(ext["suspendTimeoutMillis"])
-        p.subscription = ext.get("subscription")
-        p.sub_version = int(ext["subVersion"])
-        p.expression_type = ext.get("expressionType")
-    except (KeyError, ValueError):
-        return None
-    return p
-
-
-def _parse(request: RemotingCommand) -> _Pull:
-    fast = _fast_parse(request.ext_fields)
-    if fast is not None:
-        return fast
-    h = parse_header(PullMessageRequestHeader, request)
-    p = _Pull()
-    p.group, p.topic, p.queue_id, p.queue_offset = h.consumer_group, h.topic, h.queue_id, h.queue_offset
-    p.max_msg_nums, p.sys_flag, p.commit_offset = h.max_msg_nums, h.sys_flag, h.commit_offset
-    p.suspend_timeout_millis, p.subscription = h.suspend_timeout_millis, h.subscription
-    p.sub_version, p.expression_type = h.sub_version, h.expression_type
-    return p
-
-
 class PullProcessor:
-    """The pull handler and the held pulls of one :class:`~rocketq.broker.server.Broker`."""
+    """The pull handler and the held pulls, over a :class:`~rocketq.broker.context.PullContext`."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: PullContext) -> None:
         self._b = broker
         self.holds: PullHoldTable[Held] = PullHoldTable()
         self._loop = asyncio.get_running_loop()
@@ -225,8 +176,8 @@ class PullProcessor:
         self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool
     ) -> RemotingCommand | None:
         b = self._b
-        p = _parse(request)
-        group = p.group
+        p = parse_header(PullMessageRequestHeader, request)
+        group = p.consumer_group
         topic = p.topic
         now = b.wall()
         group_config = b.groups.find(group, now)
@@ -239,7 +190,7 @@ class PullProcessor:
         config = b.topics.select(topic)
         if config is None:
             raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic, pull=True))
-        if not config.perm & _PERM_READ:
+        if not config.perm & _READ:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         queue_id = p.queue_id
         if queue_id < 0 or queue_id >= config.read_queue_nums:
@@ -250,7 +201,7 @@ class PullProcessor:
         sys_flag = p.sys_flag
         selector: Sql92Filter | None = None
         expression_type = p.expression_type
-        if sys_flag & FLAG_SUBSCRIPTION:
+        if sys_flag & _SUBSCRIPTION:
             if is_tag_type(expression_type):
                 codes = tag_codes_of_expression(p.subscription)
             else:
@@ -307,12 +258,13 @@ class PullProcessor:
             topic, queue_id, offset, p.max_msg_nums, codes, group=group, property_filter=matches
         )
         status = result.status
-        code = _STATUS.get(status)
-        if code is None:  # an empty or unknown queue
-            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
-        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
+        answer = _FOUND_ANSWER if status is _FOUND else _ANSWERS.get(status)
+        if answer is None:  # an empty or unknown queue
+            answer = (_PULL_OFFSET_MOVED if offset != 0 else _PULL_NOT_FOUND), status.value
+        code, remark = answer
+        if allow_suspend and sys_flag & _COMMIT_OFFSET:
             b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
+        if code == _PULL_NOT_FOUND and allow_suspend and sys_flag & _SUSPEND:
             hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short
             hold = min(max(hold, 0.0), self._max_hold)
             deadline = self._loop.time() + hold
@@ -326,11 +278,11 @@ class PullProcessor:
             )
             self._arm(deadline)
             return None
-        if code == ResponseCode.SUCCESS:
+        if code == _SUCCESS:
             b.stats.on_get(group, result.message_count, len(result.data))
-        elif code == ResponseCode.PULL_OFFSET_MOVED:
+        elif code == _PULL_OFFSET_MOVED:
             self._offset_moved_event(group, topic, queue_id, offset, result.next_begin_offset)
-        if request.serialize_type == SerializeType.ROCKETMQ:
+        if request.serialize_type == _ROCKETMQ:
             ext = {
                 "suggestWhichBrokerId": "0",
                 "nextBeginOffset": str(result.next_begin_offset),
@@ -344,7 +296,7 @@ class PullProcessor:
                 "maxOffset": str(result.max_offset),
                 "minOffset": str(result.min_offset),
             }
-        return request.response(code=code, remark=status.value, ext_fields=ext, body=result.data)
+        return request.response(code=code, remark=remark, ext_fields=ext, body=result.data)
 
     def _offset_moved_event(self, group: str, topic: str, queue_id: int, requested: int, new: int) -> None:
         """RocketMQ's ``generateOffsetMovedEvent``: a pull told its offset moved leaves a record

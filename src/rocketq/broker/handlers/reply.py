@@ -23,26 +23,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING
 
+from rocketq.broker.context import ReplyContext
 from rocketq.errors import BrokerError, ConfigError, RemotingError
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
     ReplyMessageRequestHeader,
-    SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
     java_hashmap_order,
 )
 from rocketq.protocol.message import encode_message
 from rocketq.protocol.properties import MessageConst, string_to_properties, tags_code
 from rocketq.remoting import RemotingConnection
 
-from .common import parse_header
 from .send import SendProcessor, java_properties_string
-
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
 
 __all__ = ["PUSH_REPLY_TIMEOUT", "ReplyProcessor"]
 
@@ -53,9 +47,10 @@ PUSH_REPLY_TIMEOUT = 10.0
 
 
 class ReplyProcessor:
-    """The reply handlers of one :class:`~rocketq.broker.server.Broker`."""
+    """The reply handlers, over a :class:`~rocketq.broker.context.ReplyContext` and the send
+    processor (its checks and appends)."""
 
-    def __init__(self, broker: Broker, send: SendProcessor) -> None:
+    def __init__(self, broker: ReplyContext, send: SendProcessor) -> None:
         self._b = broker
         self._send = send
         cfg = broker.config
@@ -71,11 +66,9 @@ class ReplyProcessor:
 
     async def reply(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
-        if request.code == RequestCode.SEND_REPLY_MESSAGE:
-            h = parse_header(SendMessageRequestHeader, request)
-        else:
-            h = parse_header(SendMessageRequestHeaderV2, request).to_v1()
-        s = self._send.parse_and_check(conn, request)  # msgCheck; picks a queue for a negative id
+        # the send header (V1 or V2 by the code), checked as a send is (msgCheck); a negative
+        # queue id is replaced by a random write queue
+        h, queue_id = self._send.parse_and_check(conn, request)
         props = string_to_properties(h.properties) if h.properties else {}
         born_host = self._send.born_host(conn)
         store_host = b.store_host
@@ -98,14 +91,14 @@ class ReplyProcessor:
         failure = await self._push(props, push, request.body)
         fields: dict[str, str] = {"MSG_REGION": self._region, "TRACE_ON": self._trace}
         if failure is None:
-            fields.update(msgId="0", queueId=str(s.queue_id), queueOffset="0")
+            fields.update(msgId="0", queueId=str(queue_id), queueOffset="0")
         if self._store_replies:
             try:
                 record = encode_message(
-                    topic=s.topic,
+                    topic=h.topic,
                     body=request.body,
                     properties=h.properties or "",  # as the replier sent it: no CLUSTER, WAIT kept
-                    queue_id=s.queue_id,
+                    queue_id=queue_id,
                     flag=h.flag,
                     born_timestamp=h.born_timestamp,
                     born_host=born_host,
@@ -113,10 +106,10 @@ class ReplyProcessor:
                     reconsume_times=h.reconsume_times or 0,
                 )
                 code = tags_code(props.get(MessageConst.TAGS))
-                put = self._send.put_record(s.topic, s.queue_id, record, code, props)
+                put = self._send.put_record(h.topic, queue_id, record, code, props)
                 fields.update(
                     msgId=self._send.msg_id(put.commit_log_offset),
-                    queueId=str(s.queue_id),
+                    queueId=str(queue_id),
                     queueOffset=str(put.queue_offset),
                 )
             except (BrokerError, ConfigError) as exc:  # RocketMQ only logs a failed store

@@ -10,17 +10,14 @@ other than commit (8) or rollback (12) - "unknown" (0) - gets no answer at all: 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from rocketq.broker.context import TransactionContext
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import EndTransactionRequestHeader
 from rocketq.remoting import RemotingConnection
 
 from .common import parse_header
-
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
 
 __all__ = ["TransactionProcessor"]
 
@@ -30,9 +27,9 @@ _STATES = {0: "unknown", 8: "commit", 12: "rollback"}
 
 
 class TransactionProcessor:
-    """The END_TRANSACTION handler of one :class:`~rocketq.broker.server.Broker`."""
+    """The END_TRANSACTION handler, over a :class:`~rocketq.broker.context.TransactionContext`."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: TransactionContext) -> None:
         self._b = broker
 
     def handlers(self) -> dict[int, object]:
