@@ -26,7 +26,6 @@ from rocketq.cli._output import (
     add_json_option,
     add_namesrv_option,
     admin_session,
-    body_text,
     format_ms,
     positive_int,
     print_json,
@@ -34,6 +33,7 @@ from rocketq.cli._output import (
     topic_name,
 )
 from rocketq.errors import ConfigError
+from rocketq.lab.lines import body_text
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 
