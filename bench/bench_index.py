@@ -11,7 +11,12 @@ Cases (all in process, on the store: the broker's QUERY_MESSAGE adds one worker-
   would be a hundred times slower again; it is not run);
 * **append**: ``put_message`` of pre-encoded records (what a send does) with the index on and
   off, best of two runs each, in CPU time, after 200,000 appends have touched the index's pages:
-  what indexing two keys a message (its unique id and one key) costs the send path.
+  what indexing two keys a message (its unique id and one key) costs the send path;
+* **through the client API**: a ``rocketq server`` process holding 10,000 messages sent by
+  ``Producer.send_batch``, looked up with ``Admin.query_message`` (by key) and
+  ``Admin.view_message`` (by the producer's id in its topic, and by the broker's offset id) -
+  what ``rocketq message query`` / ``show`` wait for: the request's round trip and the admin's
+  event-loop hop around the broker's look-up.
 
 Every message has a unique id (``UNIQ_KEY``, as producers set it) and one key. Lookups are
 timed one by one; the table gives the mean and p99 in microseconds and the scan / index ratio.
@@ -29,6 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rocketq import Admin, ClientConfig, Message, MessageQueue, Producer, SendResult
+from rocketq.embedded import spawn_server
 from rocketq.protocol.message import decode_messages, encode_message
 from rocketq.protocol.properties import KEY_SEPARATOR, MessageConst, properties_to_string
 from rocketq.store import MessageStore, StoreConfig
@@ -95,6 +102,40 @@ def index_lookup(store: MessageStore) -> Callable[[str], int]:
     return lambda key: len(store.query_message(TOPIC, key, 32, 0, 2**63 - 1).messages)
 
 
+def client_lookups(base: Path, lookups: int, rng: random.Random) -> list[tuple[str, float, float]]:
+    """Look-ups through ``Admin`` against a server process holding 10,000 messages."""
+    with spawn_server(base / "server") as server:
+        config = ClientConfig(namesrv=server.namesrv_addr, client_ip="127.0.0.1", instance_name="bench")
+        sent: list[SendResult] = []
+        with Producer("bench_index_producer", client_config=config) as producer:
+            for start in range(0, 10_000, BATCH):
+                msgs = [Message(TOPIC, b"x" * 100, keys=f"order-{i}") for i in range(start, start + BATCH)]
+                queue = MessageQueue(TOPIC, "broker-a", (start // BATCH) % 4)
+                result = producer.send_batch(msgs, queue=queue)
+                for n, (msg_id, offset_id) in enumerate(
+                    zip(result.msg_id.split(","), result.offset_msg_id.split(","), strict=True)
+                ):
+                    sent.append(SendResult(result.status, msg_id, offset_id, queue, result.queue_offset + n))
+        with Admin(server.namesrv_addr) as admin:
+            admin.query_message(TOPIC, "order-0")  # connections and route, before the clock
+            picks = [rng.randrange(len(sent)) for _ in range(lookups)]
+            rows = []
+            for name, lookup in (
+                (
+                    "Admin.query_message (key), 10 k stored",
+                    lambda i: admin.query_message(TOPIC, f"order-{i}"),
+                ),
+                (
+                    "Admin.view_message (producer id + topic)",
+                    lambda i: admin.view_message(sent[i].msg_id, topic=TOPIC),
+                ),
+                ("Admin.view_message (offset id)", lambda i: admin.view_message(sent[i].offset_msg_id)),
+            ):
+                mean, p99 = time_lookups(lambda i, f=lookup: len(f(int(i))), [str(p) for p in picks])  # type: ignore[misc]
+                rows.append((name, mean, p99))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -137,12 +178,13 @@ def main() -> None:
                 rate = len(recs) / (time.process_time() - started)
                 appends[enabled] = max(appends.get(enabled, 0.0), rate)
             shutil.rmtree(root)
+        rows.extend(client_lookups(base, min(args.lookups, 500), rng))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print()
-    print(f"{'case':45} {'mean µs':>9} {'p99 µs':>9}")
+    print(f"{'case':48} {'mean µs':>9} {'p99 µs':>9}")
     for name, mean, p99 in rows:
-        print(f"{name:45} {mean:9.1f} {p99:9.1f}")
+        print(f"{name:48} {mean:9.1f} {p99:9.1f}")
     small = rows[0][1]
     print()
     print(f"index lookup, {args.big:,} vs 10,000 stored: {rows[3][1] / small:.2f}x the time")

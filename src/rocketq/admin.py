@@ -36,9 +36,11 @@ What each call does, as RocketMQ 4.9.4's ``mqadmin`` does it:
 * **monitoring** (what the dashboard and the exporter read, a section of its own): each broker's
   runtime table (GET_BROKER_RUNTIME_INFO: version, put/get TPS, disk use), its topic and group
   configs in one request each, the groups consuming a topic (QUERY_TOPIC_CONSUME_BY_WHO), producer
-  connections, and message look-ups: by a producer's message id in a topic (QUERY_MESSAGE on the
-  unique key) or by an offset message id (VIEW_MESSAGE_BY_ID at the broker it names), by key, and
-  by queue and offset (a pull of one message as ``TOOLS_CONSUMER``).
+  connections, and message look-ups: by message id (:meth:`AsyncAdmin.view_message`: an offset
+  message id with VIEW_MESSAGE_BY_ID at the broker it names, a producer's unique id with
+  QUERY_MESSAGE on the unique key), by key in a time range (:meth:`AsyncAdmin.query_message`),
+  by queue and offset (a pull of one message as ``TOOLS_CONSUMER``), and a message's trace from
+  the trace topic (:meth:`AsyncAdmin.message_trace`).
 
 Errors are one-line :class:`~rocketq.errors.RocketQError`\\ s: :class:`~rocketq.errors.UnknownTopicError`,
 :class:`~rocketq.errors.UnknownGroupError`, :class:`~rocketq.errors.RemotingConnectError` naming the
@@ -49,6 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,12 +62,16 @@ from typing import Any, Literal, TypeVar
 from rocketq.allocate import get_strategy, plan
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import resolve_namesrv
+from rocketq.client.consumer.selector import MessageSelector, subscription_of
 from rocketq.client.loop_thread import LoopThread
 from rocketq.client.routes import subscribe_info_from_route
+from rocketq.client.trace import CLIENT_ID_PROPERTY
+from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import (
     BrokerError,
     ConfigError,
     ConsumerNotOnlineError,
+    RemoteProtocolError,
     RemotingConnectError,
     RemotingTimeoutError,
     RocketQError,
@@ -87,7 +95,14 @@ from rocketq.protocol.codes import MASTER_ID, PullSysFlag, version_name
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.message_id import parse_offset_msg_id, parse_uniq_id
-from rocketq.protocol.topics import retry_topic
+from rocketq.protocol.topics import is_retry_or_dlq_topic, is_system_topic, retry_topic
+from rocketq.protocol.trace import (
+    RMQ_SYS_TRACE_TOPIC,
+    ConsumeReturnType,
+    TraceContext,
+    TraceType,
+    decode_trace,
+)
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
 
@@ -101,13 +116,18 @@ __all__ = [
     "GroupMember",
     "GroupMembers",
     "GroupProgress",
+    "MessageTrace",
     "QueueProgress",
     "QueueRead",
     "QueueSource",
     "ResetResult",
     "TopicQueueStats",
     "TopicStats",
+    "TraceEvent",
+    "message_dict",
     "parse_reset_target",
+    "parse_time",
+    "trace_events",
 ]
 
 logger = logging.getLogger(__name__)
@@ -121,6 +141,7 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 QueueSource = Literal["running-info", "plan"]
 
 _FIRST = 0  # a reset to time stamp 0 lands on each queue's min offset
+_JAVA_LONG_MAX = (1 << 63) - 1  # a query's end when none is given (Long.MAX_VALUE, as mqadmin)
 _LAST = -1  # RocketMQ's "now": each queue's max offset
 
 
@@ -359,6 +380,40 @@ def _future(text: str) -> str:
     )
 
 
+_AGE = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_time(text: str, *, now_ms: int | None = None) -> int:
+    """A time as epoch ms: digits (epoch ms), ``now``, an age (``30s``, ``15m``, ``2h``, ``1d``:
+    that long ago) or ISO-8601 (local time when it has no offset); else
+    :class:`~rocketq.errors.ConfigError`.
+
+    >>> parse_time("1700000000000"), parse_time("90s", now_ms=1_000_000), parse_time("now", now_ms=5)
+    (1700000000000, 910000, 5)
+    >>> parse_time("2023-11-14T22:13:20+00:00")
+    1700000000000
+    """
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if value == "now":
+        return now
+    m = _AGE.match(value)
+    if m:
+        return now - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+    from datetime import datetime  # noqa: PLC0415 (only for this form)
+
+    try:
+        return int(datetime.fromisoformat(value).timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
+        raise ConfigError(
+            f"a time must be epoch ms, now, an age such as 15m, or ISO-8601 (2026-01-31T12:00:00); "
+            f"got {text!r}"
+        ) from None
+
+
 # ------------------------------------------------------------------------------------ monitoring values
 
 
@@ -432,6 +487,187 @@ class QueueRead:
     min_offset: int
     max_offset: int
     in_range: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One step of a message's life from its trace records (RocketMQ's message-trace view).
+
+    ``kind`` is ``"sent"`` (a Pub line), ``"consumed"`` (a SubBefore and its SubAfter, paired by
+    request id; an unpaired SubBefore is a consumption that had not finished when the records
+    were read) or ``"transaction"`` (an EndTransaction line). ``client`` is the traced client's
+    id when its trace producer wrote it (rocketq's ``rqClientId``), else the host the record was
+    sent from; ``host`` is the broker (sent, transaction) or the consuming host.
+    """
+
+    kind: Literal["sent", "consumed", "transaction"]
+    timestamp: int
+    group: str
+    client: str
+    host: str
+    cost_ms: int | None
+    success: bool | None
+    status: str
+    retry_times: int = 0
+    topic: str = ""
+    tags: str = ""
+    keys: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "timestamp_ms": self.timestamp,
+            "group": self.group,
+            "client": self.client,
+            "host": self.host,
+            "cost_ms": self.cost_ms,
+            "success": self.success,
+            "status": self.status,
+            "retry_times": self.retry_times,
+            "topic": self.topic,
+            "tags": self.tags,
+            "keys": self.keys,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTrace:
+    """A message's trace (:meth:`AsyncAdmin.message_trace`): its id, the stored message when it
+    could be read, and the trace events in time order."""
+
+    msg_id: str
+    trace_topic: str
+    message: MessageExt | None
+    events: tuple[TraceEvent, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.message
+        return {
+            "msg_id": self.msg_id,
+            "trace_topic": self.trace_topic,
+            "message": None if m is None else message_dict(m),
+            "events": [e.to_dict() for e in self.events],
+        }
+
+
+def message_dict(m: MessageExt, *, body: bool = True) -> dict[str, Any]:
+    """A stored message as JSON-ready values (what ``rocketq message show --json`` prints; the
+    body as UTF-8 text with replacement)."""
+    out: dict[str, Any] = {
+        "msg_id": m.msg_id,
+        "offset_msg_id": m.offset_msg_id,
+        "topic": m.topic,
+        "queue_id": m.queue_id,
+        "queue_offset": m.queue_offset,
+        "commit_log_offset": m.commit_log_offset,
+        "tags": m.tags,
+        "keys": m.keys,
+        "born_ms": m.born_timestamp,
+        "born_host": str(m.born_host),
+        "stored_ms": m.store_timestamp,
+        "store_host": str(m.store_host),
+        "reconsume_times": m.reconsume_times,
+        "sys_flag": m.sys_flag,
+        "properties": dict(sorted(m.properties.items())),
+        "body_size": len(m.body),
+    }
+    if body:
+        out["body"] = m.body.decode("utf-8", "replace")
+    return out
+
+
+def _return_type(code: int) -> str:
+    try:
+        return ConsumeReturnType(code).name
+    except ValueError:
+        return str(code)
+
+
+def trace_events(records: Iterable[tuple[TraceContext, str]], msg_id: str) -> list[TraceEvent]:
+    """The events of ``msg_id`` among decoded trace contexts, each with the client that wrote it
+    (``(context, client)`` pairs), in time order; SubBefore and SubAfter lines of one consume
+    call (one request id) make one ``consumed`` event.
+
+    >>> from rocketq.protocol.trace import TraceBean, TraceContext, TraceType
+    >>> b = (TraceBean(msg_id="M", retry_times=1),)
+    >>> recs = [(TraceContext(trace_type=TraceType.SUB_BEFORE, timestamp=5, group_name="G",
+    ...                       request_id="R", beans=b), "c1"),
+    ...         (TraceContext(trace_type=TraceType.SUB_AFTER, timestamp=9, group_name="G",
+    ...                       request_id="R", cost_time=4, beans=b), "c1")]
+    >>> [(e.kind, e.timestamp, e.cost_ms, e.retry_times) for e in trace_events(recs, "M")]
+    [('consumed', 5, 4, 1)]
+    """
+    events: list[TraceEvent] = []
+    before: dict[str, tuple[TraceContext, str]] = {}
+    after: dict[str, TraceContext] = {}
+    for ctx, client in records:
+        if not ctx.beans or ctx.beans[0].msg_id != msg_id:
+            continue
+        bean = ctx.beans[0]
+        if ctx.trace_type is TraceType.PUB:
+            status = "SEND_OK" if ctx.success else "failed"
+            events.append(
+                TraceEvent(
+                    "sent",
+                    ctx.timestamp,
+                    ctx.group_name,
+                    client,
+                    bean.store_host,
+                    ctx.cost_time,
+                    ctx.success,
+                    status,
+                    topic=bean.topic,
+                    tags=bean.tags,
+                    keys=bean.keys,
+                )
+            )
+        elif ctx.trace_type is TraceType.END_TRANSACTION:
+            status = str(bean.transaction_state)
+            if bean.from_transaction_check:
+                status += " (answering a check)"
+            events.append(
+                TraceEvent(
+                    "transaction",
+                    ctx.timestamp,
+                    ctx.group_name,
+                    client,
+                    bean.store_host,
+                    None,
+                    None,
+                    status,
+                    topic=bean.topic,
+                    tags=bean.tags,
+                    keys=bean.keys,
+                )
+            )
+        elif ctx.trace_type is TraceType.SUB_BEFORE:
+            before[ctx.request_id] = (ctx, client)
+        else:
+            after[ctx.request_id] = ctx
+    for request_id, (ctx, client) in before.items():
+        done = after.get(request_id)
+        if done is None:
+            status, cost, success = "no end recorded", None, None
+        else:
+            cost, success = done.cost_time, done.success
+            status = "CONSUME_SUCCESS" if success else f"RECONSUME_LATER ({_return_type(done.context_code)})"
+        bean = ctx.beans[0]
+        host = client.partition("@")[0]
+        events.append(
+            TraceEvent(
+                "consumed",
+                ctx.timestamp,
+                ctx.group_name,
+                client,
+                host,
+                cost,
+                success,
+                status,
+                retry_times=bean.retry_times,
+                keys=bean.keys,
+            )
+        )
+    return sorted(events, key=lambda e: e.timestamp)
 
 
 # ------------------------------------------------------------------------------------ the core
@@ -1097,28 +1333,72 @@ class AsyncAdmin:
                 out[addr] = found
         return out
 
+    async def query_message(
+        self,
+        topic: str,
+        key: str,
+        begin: int | None = None,
+        end: int | None = None,
+        max_num: int = 64,
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` with ``key`` among their keys, stored between ``begin`` and
+        ``end`` (epoch ms; default: any time), from every broker of the topic's route, sorted by
+        store time (QUERY_MESSAGE through the brokers' message index, as ``mqadmin
+        queryMsgByKey`` and Java's ``MQAdminImpl.queryMessage`` ask it). At most ``max_num``
+        come from each broker, the newest (a broker answers at most 64). None found is ``[]``.
+        The index keeps store times to the second (as RocketMQ's): a message counts as stored
+        at the start of its second, so a range that begins within that second misses it; give
+        ranges a second to spare."""
+        check_topic(topic)
+        if not key or not key.strip():
+            raise ConfigError("a query needs a key")
+        if max_num < 1:
+            raise ConfigError(f"max_num must be positive, got {max_num}")
+        begin_ms = 0 if begin is None else begin
+        end_ms = _JAVA_LONG_MAX if end is None else end
+        if begin_ms < 0 or end_ms < begin_ms:
+            raise ConfigError(f"the time range is empty: begin {begin_ms} is after end {end_ms}")
+        return await self._query(topic, key, unique=False, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms)
+
     async def view_message(self, msg_id: str, *, topic: str | None = None) -> list[MessageExt]:
-        """The message(s) with ``msg_id``: a producer's unique id (looked up in ``topic`` with
-        QUERY_MESSAGE, as ``mqadmin queryMsgById`` does) or an offset message id (VIEW_MESSAGE_BY_ID
-        at the broker it names, when that broker is registered). Empty when none is found."""
+        """The stored message(s) with ``msg_id``, as ``mqadmin queryMsgById`` finds them:
+
+        * an **offset message id** (the broker's: its address and commit-log offset) is read at
+          that broker with VIEW_MESSAGE_BY_ID, when the broker is one of the cluster's;
+        * a **producer's unique id** (``UNIQ_KEY``, the ``msg_id`` a send returns) is looked up
+          with QUERY_MESSAGE on the unique key (``_UNIQUE_KEY_QUERY``, from a second before the
+          time the id holds) in ``topic``, on every broker of its route; without ``topic``, in
+          every topic of every master broker but RocketMQ's own (a retry or dead-letter topic
+          is searched: a message consumed with failures is stored there again, same id).
+
+        Both ids are 32 hex digits for IPv4 hosts, so an id is tried both ways. The result is
+        every stored copy found, earliest first (one, usually; Java's ``viewMessage`` returns
+        the earliest); ``[]`` when none is."""
         msg_id = msg_id.strip().upper()
-        if topic:
-            begin = 0
-            try:
-                begin = parse_uniq_id(msg_id).approx_timestamp(int(time.time() * 1000)) - 1000
-            except RocketQError:
-                begin = 0  # not a unique id made by a RocketMQ client: search all times
-            found = await self._query(topic, msg_id, unique=True, begin_ms=max(begin, 0))
-            if found:
-                return found
+        if len(msg_id) not in (32, 56) or any(c not in "0123456789ABCDEF" for c in msg_id):
+            raise ConfigError(
+                f"{msg_id!r} is not a message id: an offset message id or a producer's message id is "
+                "32 hex digits (56 for IPv6 hosts)"
+            )
+        if topic is not None:
+            check_topic(topic)
+        found = await self._view_offset_id(msg_id)
+        if found is not None:
+            return [found]
+        try:
+            begin = parse_uniq_id(msg_id).approx_timestamp(int(time.time() * 1000)) - 1000
+        except RocketQError:
+            return []  # neither an offset id of this cluster nor a producer's id
+        if topic is not None:
+            return await self._query(topic, msg_id, unique=True, begin_ms=max(begin, 0))
+        return await self._query_everywhere(msg_id, max(begin, 0))
+
+    async def _view_offset_id(self, msg_id: str) -> MessageExt | None:
+        """The message an offset id names, when it names one of the cluster's brokers."""
         try:
             host, offset = parse_offset_msg_id(msg_id)
         except RocketQError:
-            if not topic:
-                raise ConfigError(
-                    f"{msg_id} is not an offset message id: give the topic to look a producer's message id up"
-                ) from None
-            return []
+            return None
         addr = str(host)
         known = {
             a
@@ -1126,30 +1406,101 @@ class AsyncAdmin:
             for a in bd.broker_addrs.values()
         }
         if addr not in known:
-            return []
+            return None
         try:
-            return [await self._call(addr, calls.view_message_by_id(offset))]
-        except BrokerError as exc:
-            if "can not find" in exc.remark or "not found" in exc.remark.lower():
-                return []
-            raise
+            found = await self._call(addr, calls.view_message_by_id(offset))
+        except (BrokerError, RemoteProtocolError):
+            return None  # no record starts there: not an offset id after all
+        return found if found.offset_msg_id == msg_id else None
 
-    async def query_messages(self, topic: str, key: str, *, max_num: int = 32) -> list[MessageExt]:
-        """Messages of ``topic`` whose key is ``key`` from every broker of its route (QUERY_MESSAGE,
-        ``mqadmin queryMsgByKey``), at most ``max_num`` from each, by store time."""
-        return await self._query(topic, key, unique=False, max_num=max_num)
+    async def _query_everywhere(self, msg_id: str, begin_ms: int) -> list[MessageExt]:
+        """QUERY_MESSAGE of a unique id in every user, retry and dead-letter topic of every master
+        (topics from each broker's GET_ALL_TOPIC_CONFIG; 16 queries in flight)."""
+        limit = asyncio.Semaphore(16)
+
+        async def ask(addr: str, topic: str) -> list[MessageExt]:
+            async with limit:
+                call = calls.query_message(topic, msg_id, unique=True, begin_ms=begin_ms)
+                return await self._call(addr, call)
+
+        asks = []
+        for addr in (await self.master_addrs()).values():
+            for topic in await self.topic_configs(addr):
+                if not is_system_topic(topic) or is_retry_or_dlq_topic(topic):
+                    asks.append(ask(addr, topic))
+        found = [m for batch in await asyncio.gather(*asks) for m in batch]
+        return sorted(found, key=lambda m: (m.store_timestamp, m.topic, m.queue_id, m.queue_offset))
 
     async def _query(
-        self, topic: str, key: str, *, unique: bool, max_num: int = 32, begin_ms: int = 0
+        self,
+        topic: str,
+        key: str,
+        *,
+        unique: bool,
+        max_num: int = 32,
+        begin_ms: int = 0,
+        end_ms: int = _JAVA_LONG_MAX,
     ) -> list[MessageExt]:
         route = await self.topic_route(topic)
         found: list[MessageExt] = []
         for bd in route.broker_datas:
             addr = bd.broker_addrs.get(MASTER_ID)
             if addr is not None:
-                call = calls.query_message(topic, key, unique=unique, max_num=max_num, begin_ms=begin_ms)
+                call = calls.query_message(
+                    topic, key, unique=unique, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms
+                )
                 found.extend(await self._call(addr, call))
         return sorted(found, key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
+
+    async def message_trace(
+        self, msg_id: str, *, topic: str | None = None, trace_topic: str = RMQ_SYS_TRACE_TOPIC
+    ) -> MessageTrace:
+        """The trace of the message ``msg_id`` (RocketMQ dashboard's message trace): the records
+        traced clients published about it to ``trace_topic`` - sent (by which producer group,
+        to which broker, how long it took), transaction ends, consumed (by which group and
+        client, when, how long, how it ended, which retry) - found through the index (trace
+        messages are keyed by the ids they trace) and decoded from RocketMQ's trace format
+        (:mod:`rocketq.protocol.trace`); and the message itself as stored, when it can be read
+        (``topic`` helps for a producer's id: see :meth:`view_message`). An offset id is turned
+        into the producer's id the records name. No record is an empty ``events``."""
+        stored = await self.view_message(msg_id, topic=topic)
+        message = stored[0] if stored else None
+        key = message.msg_id if message is not None else msg_id.strip().upper()
+        try:
+            traces = await self._query(trace_topic, key, unique=False, max_num=64)
+        except UnknownTopicError:
+            traces = []  # nothing was ever traced in this cluster
+        records: list[tuple[TraceContext, str]] = []
+        for t in traces:
+            client = t.properties.get(CLIENT_ID_PROPERTY) or t.born_host.ip
+            try:
+                contexts = decode_trace(t.body)
+            except RemoteProtocolError as exc:
+                logger.warning("trace message %s is not readable: %s", t.msg_id, exc)
+                continue
+            records.extend((ctx, client) for ctx in contexts)
+        events = trace_events(records, key)
+        if message is None and topic is None:
+            sent = next((e for e in events if e.kind == "sent" and e.topic), None)
+            if sent is not None:  # the records name the topic: read the message there
+                found = await self.view_message(key, topic=sent.topic)
+                message = found[0] if found else None
+        return MessageTrace(key, trace_topic, message, tuple(events))
+
+    async def check_subscription(self, group: str, topic: str, selector: MessageSelector | str) -> None:
+        """Ask every master of ``topic``'s route whether it can serve ``group``'s subscription
+        (CHECK_CLIENT_CONFIG, as a consumer asks at start): raises the refusal (SQL92 on a
+        broker without ``enablePropertyFilter``, or an expression the broker cannot parse), so a
+        tool can say so before it changes anything."""
+        check_group(group)
+        sub = subscription_of(topic, selector, sub_version=int(time.time() * 1000))
+        if sub.expression_type in (None, "", "TAG"):
+            return
+        route = await self.topic_route(topic)
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                await self._call(addr, calls.check_client_config(group, f"rocketq-admin@{os.getpid()}", sub))
 
     async def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
         """Up to ``max_nums`` messages of queue ``mq`` from ``offset`` (a pull as the tools' group
@@ -1359,11 +1710,25 @@ class Admin:
     def producer_connections(self, group: str) -> dict[str, ProducerConnection]:
         return self._call(self.core.producer_connections(group))
 
+    def query_message(
+        self, topic: str, key: str, begin: int | None = None, end: int | None = None, max_num: int = 64
+    ) -> list[MessageExt]:
+        """See :meth:`AsyncAdmin.query_message`."""
+        return self._call(self.core.query_message(topic, key, begin, end, max_num))
+
     def view_message(self, msg_id: str, *, topic: str | None = None) -> list[MessageExt]:
+        """See :meth:`AsyncAdmin.view_message`."""
         return self._call(self.core.view_message(msg_id, topic=topic))
 
-    def query_messages(self, topic: str, key: str, *, max_num: int = 32) -> list[MessageExt]:
-        return self._call(self.core.query_messages(topic, key, max_num=max_num))
+    def message_trace(
+        self, msg_id: str, *, topic: str | None = None, trace_topic: str = RMQ_SYS_TRACE_TOPIC
+    ) -> MessageTrace:
+        """See :meth:`AsyncAdmin.message_trace`."""
+        return self._call(self.core.message_trace(msg_id, topic=topic, trace_topic=trace_topic))
+
+    def check_subscription(self, group: str, topic: str, selector: MessageSelector | str) -> None:
+        """See :meth:`AsyncAdmin.check_subscription`."""
+        self._call(self.core.check_subscription(group, topic, selector))
 
     def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
         return self._call(self.core.message_at(mq, offset))

@@ -280,13 +280,13 @@ def test_monitoring_calls_see_brokers_topics_groups_producers_and_messages(
         assert (by_id.body, by_id.queue_id, by_id.queue_offset) == (b"body-0", 0, 0)
         (by_offset_id,) = admin.view_message(first.offset_msg_id)
         assert by_offset_id.msg_id == first.msg_id
-        assert [m.body for m in admin.query_messages("MonT", "key-3")] == [b"body-3"]
-        assert admin.query_messages("MonT", "no-such-key") == []
+        assert [m.body for m in admin.query_message("MonT", "key-3")] == [b"body-3"]
+        assert admin.query_message("MonT", "no-such-key") == []
         at = admin.message_at(MessageQueue("MonT", "broker-a", 1), 2)
         assert at is not None
         assert at.body == b"body-5"
         assert admin.message_at(MessageQueue("MonT", "broker-a", 1), 3) is None  # past the end
-        with pytest.raises(ConfigError, match="not an offset message id"):
+        with pytest.raises(ConfigError, match="is not a message id"):
             admin.view_message(first.msg_id + "00")
     finally:
         c.shutdown()

@@ -214,6 +214,20 @@ def test_every_page_renders_real_data(
         page.screenshot(path=str(shots / "messages.png"), full_page=True)
         page.goto(dashboard.url + f"messages?topic={TOPIC}&queue={mq.broker_name}:{mq.queue_id}&offset=zz")
         assert "offset must be a number" in page.inner_text("#banner")
+        # a message's trace: a traced send is listed (group, broker); an untraced message says so
+        config = ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="dash-traced")
+        with Producer("dash_traced_producer", client_config=config, trace=True) as traced_producer:
+            traced = traced_producer.send(Message(TOPIC, "traced-0", keys="traced"))
+        assert wait_until(lambda: bool(admin.message_trace(traced.msg_id, topic=TOPIC).events), 15.0)
+        page.goto(dashboard.url + f"messages?trace={traced.msg_id}&topic={TOPIC}")
+        row = page.inner_text("#trace tbody tr.trace-sent")
+        assert "dash_traced_producer" in row
+        assert cluster.broker_addr in row
+        assert "traced-0" in page.inner_text("main")  # and the message itself
+        page.screenshot(path=str(shots / "message-trace.png"), full_page=True)
+        page.goto(dashboard.url + f"messages?topic={TOPIC}&id={first.msg_id}")
+        page.click(f"a[href='/messages?trace={first.msg_id}&topic={TOPIC}']")
+        assert "no trace records" in page.inner_text("#trace")
 
         page.goto(dashboard.url + "planner?strategy=AVG&queues=16&before=2&after=3")
         assert "7 of 16 queues move (STICKY would move 5)" in page.inner_text("#plan-summary")

@@ -12,11 +12,15 @@ import pytest
 from rocketq.errors import BrokerError, ConsumerNotOnlineError, RemoteProtocolError, TopicNotExistError
 from rocketq.models import DuplicateClientId, MessageQueue, PullResult, PullStatus
 from rocketq.protocol import calls
-from rocketq.protocol.bodies import HeartbeatData, TopicRouteData
+from rocketq.protocol.bodies import CheckClientRequestBody, HeartbeatData, TopicRouteData
 from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.frame import decode_frame
-from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.headers import (
+    EndTransactionRequestHeader,
+    PullMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
 from tests.wirecaps import all_frames, frame_bytes, frame_files, load
 
 MQ = MessageQueue("T", "broker-a", 3)
@@ -87,6 +91,12 @@ REBUILD: dict[int, Callable[[dict[str, str]], calls.Call[Any]]] = {
         e["producerGroup"]
     ),
     RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: lambda e: calls.query_topic_consume_by_who(e["topic"]),
+    RequestCode.END_TRANSACTION: lambda e: calls.end_transaction(
+        EndTransactionRequestHeader.from_ext_fields(e)
+    ),
+    RequestCode.SEND_REPLY_MESSAGE_V2: lambda e: calls.send_message(
+        SendMessageRequestHeaderV2.from_ext_fields(e), b"", reply=True
+    ),
 }
 
 
@@ -254,3 +264,60 @@ def test_runtime_info_and_config_tables_read_rocketmq_s_shapes() -> None:
     groups = calls.get_all_subscription_group_config()
     body = b'{"subscriptionGroupTable":{"g":{"groupName":"g"}}}'
     assert list(groups.parse(groups.request.response(body=body)).subscription_group_table) == ["g"]
+
+
+def test_end_transaction_is_oneway_as_java_sends_it_and_carries_the_failure_in_the_remark() -> None:
+    java = _java_requests(RequestCode.END_TRANSACTION)
+    # the capture: commit, rollback, unknown after sends, then commit answering the broker's check
+    assert [(r.ext_fields["commitOrRollback"], r.ext_fields["fromTransactionCheck"]) for r in java] == [
+        ("8", "false"),
+        ("12", "false"),
+        ("0", "false"),
+        ("8", "true"),
+    ]
+    for request in java:
+        call = calls.end_transaction(EndTransactionRequestHeader.from_ext_fields(request.ext_fields))
+        assert call.oneway
+        assert request.is_oneway
+        assert call.request.remark is None
+        assert request.remark is None
+    header = EndTransactionRequestHeader.from_ext_fields(java[2].ext_fields)
+    failed = calls.end_transaction(header, remark="executeLocalTransactionBranch exception: boom")
+    assert failed.request.remark == "executeLocalTransactionBranch exception: boom"
+    assert failed.what.startswith("unknown state of transaction FD00")
+
+
+def test_check_client_config_sends_the_java_body() -> None:
+    (java,) = _java_requests(RequestCode.CHECK_CLIENT_CONFIG)
+    sent = CheckClientRequestBody.decode(java.body)
+    assert sent.group is not None
+    assert sent.client_id is not None
+    assert sent.subscription_data is not None
+    call = calls.check_client_config(sent.group, sent.client_id, sent.subscription_data)
+    assert call.request.code == RequestCode.CHECK_CLIENT_CONFIG
+    assert call.request.body == java.body
+    assert call.parse(call.request.response()) is None
+    with pytest.raises(BrokerError, match="enablePropertyFilter"):
+        call.parse(call.request.response(ResponseCode.SYSTEM_ERROR, "enablePropertyFilter is off"))
+
+
+def test_a_reply_goes_as_send_reply_message_v2() -> None:
+    (java,) = _java_requests(RequestCode.SEND_REPLY_MESSAGE_V2)
+    header = SendMessageRequestHeaderV2.from_ext_fields(java.ext_fields)
+    assert calls.send_code(reply=True) == RequestCode.SEND_REPLY_MESSAGE_V2
+    assert calls.send_code(batch=True) == RequestCode.SEND_BATCH_MESSAGE
+    assert calls.send_code() == RequestCode.SEND_MESSAGE_V2
+    request = calls.send_message(header, java.body, reply=True).request
+    assert (request.code, request.ext_fields, request.body) == (java.code, java.ext_fields, java.body)
+
+
+def test_query_answers_keep_only_real_matches_as_java_s_admin_does() -> None:
+    """A RocketMQ broker returns every entry of a key's hash slot; the call drops the rest."""
+    ((_request, answer),) = [
+        (r, a) for r, a in _java_exchanges(RequestCode.QUERY_MESSAGE) if r.ext_fields["key"] == "utf8-key"
+    ]
+    (stored,) = calls.query_message("WireDemo", "utf8-key").parse(answer)
+    assert calls.query_message("OtherTopic", "utf8-key").parse(answer) == []
+    assert calls.query_message("WireDemo", "utf8").parse(answer) == []  # a key is a whole word
+    assert calls.query_message("WireDemo", stored.msg_id, unique=True).parse(answer) == [stored]
+    assert calls.query_message("WireDemo", "F" * 32, unique=True).parse(answer) == []

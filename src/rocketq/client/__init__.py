@@ -4,8 +4,11 @@ Usable from plain synchronous code — ``send()`` blocks, listeners are ordinary
 thread pool — with asyncio inside: each client instance (one per client id, ``ip@instanceName``)
 runs its I/O on one background event-loop thread.
 
-* :class:`Producer` — sync / async / oneway / batch sends, selectors, retries on another broker
+* :class:`Producer` — sync / async / oneway / batch sends, selectors, retries on another broker,
+  request-reply (``request``, with :func:`create_reply` for the replying side)
   (:mod:`rocketq.client.producer`);
+* :class:`TransactionProducer` — transactional messages: ``send_in_transaction`` and the answers
+  to the broker's checks (:mod:`~rocketq.client.producer.transaction`);
 * :class:`PushConsumer` — subscriptions, RocketMQ's rebalance, long polling, concurrent
   consumption, retries through the broker, graceful shutdown, and the structured rebalance log
   (:class:`RebalanceRecord`); orderly consumption with ``register_listener(fn, orderly=True)``
@@ -14,6 +17,8 @@ runs its I/O on one background event-loop thread.
   group scales gracefully);
 * :class:`LitePullConsumer` — ``subscribe`` or ``assign``, ``poll``, ``seek``, auto-commit and
   ``commit_sync``, ``pause``/``resume`` (:mod:`~rocketq.client.consumer.lite_pull`);
+* both consumers subscribe with a tag expression or a :class:`MessageSelector` (SQL92 filters,
+  :mod:`~rocketq.client.consumer.selector`);
 * the parts other consumers build on: :class:`~rocketq.client.instance.ClientInstance`,
   :class:`~rocketq.client.rebalance.impl.RebalanceImpl` (with :class:`RebalanceHooks`),
   :class:`ProcessQueue`, the offset stores and the consume-service interface.
@@ -58,6 +63,7 @@ from rocketq.client.consumer.lite_pull import LitePullConsumer, LitePullConsumer
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.push import PushConsumer
+from rocketq.client.consumer.selector import MessageSelector
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import (
     ConsumeConcurrentlyContext,
@@ -71,7 +77,9 @@ from rocketq.client.message import (
     SendStatus,
 )
 from rocketq.client.producer.facade import Producer
+from rocketq.client.producer.request import create_reply
 from rocketq.client.producer.selection import select_by_hash
+from rocketq.client.producer.transaction import TransactionProducer
 from rocketq.client.rebalance.impl import (
     MessageQueueListener,
     PullRequest,
@@ -82,6 +90,7 @@ from rocketq.client.rebalance.impl import (
     diff_queues,
 )
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.models import LocalTransactionState, TransactionSendResult
 from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
 from rocketq.protocol.topics import retry_topic
 
@@ -100,10 +109,12 @@ __all__ = [
     "LitePullConsumer",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
+    "LocalTransactionState",
     "Message",
     "MessageExt",
     "MessageModel",
     "MessageQueueListener",
+    "MessageSelector",
     "OffsetStore",
     "OrderlyPushConsumerCore",
     "ProcessQueue",
@@ -124,7 +135,10 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "SubscriptionType",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_topic",
+    "create_reply",
     "diff_queues",
     "retry_topic",
     "select_by_hash",

@@ -242,9 +242,17 @@ class ProducerConfig:
     trace: bool = False
     #: Topic of those records (``customizedTraceTopic``; ``None``: ``RMQ_SYS_TRACE_TOPIC``).
     trace_topic: str | None = None
+    #: Threads answering the broker's transaction checks, for a ``TransactionProducer``
+    #: (``checkThreadPoolMinSize`` / ``checkThreadPoolMaxSize`` 1).
+    check_thread_pool_size: int = 1
+    #: Checks that may wait for those threads; more are dropped and asked again by the broker
+    #: (``checkRequestHoldMax`` 2000).
+    check_request_hold_max: int = 2000
 
     def __post_init__(self) -> None:
         _positive("send_msg_timeout", self.send_msg_timeout)
+        _positive("check_thread_pool_size", self.check_thread_pool_size)
+        _positive("check_request_hold_max", self.check_request_hold_max)
         _positive("max_message_size", self.max_message_size)
         _positive("default_topic_queue_nums", self.default_topic_queue_nums)
         if not 0 <= self.compress_level <= 9:

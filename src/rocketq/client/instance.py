@@ -14,8 +14,10 @@ its last producer or consumer shuts down. It owns:
   (:class:`~rocketq.client.rebalance.service.RebalanceService`: every 20 s, and **at once** when a
   broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection, at most once a second);
 * answers to the requests brokers send clients: NOTIFY_CONSUMER_IDS_CHANGED,
-  GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET and
-  GET_CONSUMER_STATUS_FROM_CLIENT;
+  GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET,
+  GET_CONSUMER_STATUS_FROM_CLIENT, CHECK_TRANSACTION_STATE (handed to the producer of the half
+  message's group, which asks its checker) and PUSH_REPLY_MESSAGE_TO_CLIENT (a reply to one of
+  this client's requests, handed to the request waiting for it: :attr:`ClientInstance.requests`);
 * the internal producer ``CLIENT_INNER_PRODUCER`` consumers use to send back messages when the
   broker cannot take a CONSUMER_SEND_MSG_BACK.
 
@@ -32,7 +34,7 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import ClientConfig, ProducerConfig
@@ -41,7 +43,7 @@ from rocketq.client.producer.core import ProducerCore
 from rocketq.client.rebalance.log import RebalanceTrigger
 from rocketq.client.rebalance.service import RebalanceService
 from rocketq.client.routes import broker_addr_table, subscribe_info_from_route
-from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.errors import BrokerError, ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
@@ -54,24 +56,26 @@ from rocketq.protocol.bodies import (
     MessageModel,
     ProducerData,
     ResetOffsetBody,
+    SubscriptionData,
     TopicRouteData,
 )
 from rocketq.protocol.codes import MASTER_ID, RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
+    ReplyMessageRequestHeader,
     ResetOffsetRequestHeader,
 )
-from rocketq.protocol.message import decode_message
+from rocketq.protocol.message import MessageExt, decode_message, decompress_body
+from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.properties import MessageConst, string_to_properties
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
-
-if TYPE_CHECKING:
-    from rocketq.protocol.message import MessageExt
 
 __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
 
@@ -92,6 +96,10 @@ class ProducerInner(Protocol):
     def is_publish_topic_need_update(self, topic: str) -> bool: ...
 
     def update_topic_publish_info(self, topic: str, route: TopicRouteData) -> None: ...
+
+    def check_transaction_state(
+        self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None: ...
 
 
 class ConsumerInner(Protocol):
@@ -159,6 +167,9 @@ class ClientInstance:
         self._bugs_logged: set[str] = set()
         self.inner_producer: ProducerCore | None = None
         self.start_time_ms = int(time.time() * 1000)
+        #: requests of this client waiting for their reply, by correlation id (Java's
+        #: ``RequestFutureHolder``): PUSH_REPLY_MESSAGE_TO_CLIENT completes them
+        self.requests: dict[str, asyncio.Future[MessageExt]] = {}
 
     def __repr__(self) -> str:
         return f"<ClientInstance {self.client_id} producers={list(self.producers)} consumers={list(self.consumers)}>"  # noqa: E501
@@ -218,6 +229,8 @@ class ClientInstance:
         r.register_handler(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
         r.register_handler(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         r.register_handler(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_get_consumer_status)
+        r.register_handler(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        r.register_handler(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_push_reply_message)
         self.inner_producer = ProducerCore(self, CLIENT_INNER_PRODUCER_GROUP, ProducerConfig())
         self.producers[CLIENT_INNER_PRODUCER_GROUP] = self.inner_producer
         cfg = self.config
@@ -244,6 +257,10 @@ class ClientInstance:
 
     async def _close(self) -> None:
         self._closed = True
+        for future in self.requests.values():
+            if not future.done():
+                future.set_exception(ClientStateError(f"client instance {self.client_id} shut down"))
+        self.requests.clear()
         await cancel_and_wait([*self._tasks, *self._side_tasks])
         self._tasks = []
         await self.rebalance_service.close()
@@ -363,6 +380,19 @@ class ClientInstance:
                     consumer.update_topic_subscribe_info(topic, mqs)
             return True
 
+    def refresh_route_soon(self, topic: str) -> None:
+        """Fetch ``topic``'s route in the background (on the loop): its brokers then learn of this
+        client at once (:meth:`update_topic_route` greets a new broker with a heartbeat)."""
+        if self._closed:
+            return
+
+        async def refresh() -> None:
+            await self.update_topic_route(topic)
+
+        task = asyncio.get_running_loop().create_task(refresh())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
     @staticmethod
     def _needs_subscribe_info(consumer: ConsumerInner, topic: str) -> bool:
         check = getattr(consumer, "is_subscribe_topic_need_update", None)
@@ -450,6 +480,33 @@ class ClientInstance:
         except RocketQError as exc:
             logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
             return None
+
+    async def check_client_in_broker(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
+        """Ask the brokers whether they can serve ``group``'s subscriptions that are not tag
+        expressions (SQL92), as a Java consumer does at start (``checkClientInBroker``): one
+        CHECK_CLIENT_CONFIG per subscription to every master of its topic's route (Java asks one
+        broker, taking the cluster's configs as equal). A refusal is raised as the broker's
+        :class:`~rocketq.errors.BrokerError` (its remark says what to turn on, or what is wrong
+        with the expression); a topic without a route yet is not checked."""
+        assert self.api is not None
+        for sub in subscriptions:
+            if sub.expression_type in (None, "", "TAG") or sub.topic is None:
+                continue
+            route = self.topic_route_table.get(sub.topic)
+            if route is None:
+                continue
+            for bd in route.broker_datas:
+                addr = bd.broker_addrs.get(MASTER_ID)
+                if addr is None:
+                    continue
+                try:
+                    await self.api.call(addr, calls.check_client_config(group, self.client_id, sub))
+                except BrokerError as exc:
+                    raise BrokerError.for_code(
+                        exc.code,
+                        f"broker {bd.broker_name} ({addr}) cannot serve the {sub.expression_type} "
+                        f"subscription of group {group} to {sub.topic}: {exc.remark}",
+                    ) from None
 
     async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
         """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client."""
@@ -662,6 +719,63 @@ class ClientInstance:
         return request.response(
             ResponseCode.SUCCESS, body=GetConsumerStatusBody(message_queue_table=table).encode()
         )
+
+    def _on_check_transaction_state(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        """CHECK_TRANSACTION_STATE (oneway): the broker asks about a half message; the producer of
+        its group (``PGROUP``) asks its checker and answers with END_TRANSACTION (Java's
+        ``ClientRemotingProcessor.checkTransactionState``)."""
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
+            msg, _ = decode_message(request.body)
+        except RemoteProtocolError as exc:
+            logger.warning("bad CHECK_TRANSACTION_STATE from %s: %s", conn.remote_address, exc)
+            return
+        group = msg.properties.get(MessageConst.PGROUP)
+        if group is None:
+            logger.warning("CHECK_TRANSACTION_STATE from %s names no producer group", conn.remote_address)
+            return
+        producer = self.producers.get(group)
+        if producer is None:
+            logger.debug("CHECK_TRANSACTION_STATE for producer group %s, which is not here", group)
+            return
+        producer.check_transaction_state(conn.remote_address, msg, header)
+
+    def _on_push_reply_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT: a reply to a request of this client, handed to the request
+        waiting for it by its ``CORRELATION_ID`` (Java's ``receiveReplyMessage``); a reply no
+        request waits for (it timed out) is logged and dropped."""
+        arrived = int(time.time() * 1000)
+        try:
+            h = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
+            properties = string_to_properties(h.properties or "")
+            properties[MessageConst.ARRIVE_TIME] = str(arrived)
+            reply = MessageExt(
+                h.topic,
+                decompress_body(request.body, h.sys_flag),
+                h.flag,
+                properties,
+                queue_id=h.queue_id,
+                sys_flag=h.sys_flag,
+                born_timestamp=h.born_timestamp,
+                born_host=HostPort.parse(h.born_host),
+                store_timestamp=h.store_timestamp,
+                store_host=HostPort.parse(h.store_host),
+                reconsume_times=h.reconsume_times or 0,
+            )
+        except (RocketQError, ValueError) as exc:
+            logger.warning("bad PUSH_REPLY_MESSAGE_TO_CLIENT from %s: %s", conn.remote_address, exc)
+            return request.response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
+        correlation_id = properties.get(MessageConst.CORRELATION_ID, "")
+        future = self.requests.pop(correlation_id, None)
+        if future is None or future.done():
+            logger.warning(
+                "reply %s from %s matches no waiting request (it may have timed out)",
+                correlation_id,
+                h.born_host,
+            )
+        else:
+            future.set_result(reply)
+        return request.response()
 
     # -------------------------------------------------------------- helpers for the facades
 

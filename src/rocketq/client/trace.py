@@ -19,6 +19,10 @@ tools. What is recorded, and when (RocketMQ 4.9.4's ``SendMessageTraceHookImpl``
 * **SubAfter** after the call: the same request id, msg ids and keys, cost ms per message,
   success (``CONSUME_SUCCESS``), the context code (:class:`ConsumeReturnType`: SUCCESS, TIME_OUT,
   EXCEPTION, RETURNNULL, FAILED) and the group.
+* **EndTransaction** when a transactional producer ends a transaction, after its local
+  transaction or answering the broker's check (``EndTransactionTraceHookImpl``): time, the
+  message's region (``DefaultRegion`` when it names none), group, topic, msg id, tags, keys, the
+  broker, the transaction id, the state sent and whether a check asked for it.
 
 A missing tag or key is written as the text ``null``, as Java's ``StringBuilder`` writes a null.
 
@@ -79,6 +83,7 @@ from rocketq.client.ids import next_uniq_id
 from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
 from rocketq.client.rebalance.log import RebalanceRecord
 from rocketq.clock import now_ms
+from rocketq.models import LocalTransactionState
 from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
@@ -129,6 +134,8 @@ TRACE_INSTANCE_NAME: Final = "PID_CLIENT_INNER_TRACE_PRODUCER"
 """Java's ``TraceConstants.TRACE_INSTANCE_NAME``: the trace producer's instance name prefix."""
 NULL_TEXT: Final = "null"
 """How Java writes a missing tag or key into a trace line."""
+DEFAULT_REGION: Final = "DefaultRegion"
+"""The region of an EndTransaction line whose message names none (``MixAll.DEFAULT_TRACE_REGION_ID``)."""
 
 _QUEUE_SIZE = 16_384  # AsyncTraceDispatcher's traceContextQueue holds 1,024 (see the docstring)
 _POLL = 0.1  # pollingTimeMil
@@ -472,6 +479,42 @@ class ProducerTracing:
         )
         raw_keys = props.get(MessageConst.KEYS) if props else None
         self.dispatcher.append_encoded(encode_trace((ctx,)), _trans_keys(((result.msg_id, raw_keys),)))
+
+    def on_end_transaction(
+        self,
+        *,
+        group: str,
+        msg: ProtocolMessage,
+        msg_id: str,
+        broker_addr: str,
+        state: LocalTransactionState,
+        from_check: bool,
+    ) -> None:
+        """Record the end of a transaction, sent after the local transaction or answering the
+        broker's check (``EndTransactionTraceHookImpl``): an EndTransaction line with the
+        message's topic, tags and keys, the broker, the state and whether a check asked."""
+        props = msg.properties
+        bean = TraceBean(
+            topic=msg.topic,
+            msg_id=msg_id,
+            tags=_text(props.get(MessageConst.TAGS)),
+            keys=_text(props.get(MessageConst.KEYS)),
+            store_host=broker_addr,
+            msg_type=TraceMessageType.TRANS_COMMIT,
+            transaction_id=_text(props.get(MessageConst.UNIQ_KEY)),
+            transaction_state=state,
+            from_transaction_check=from_check,
+        )
+        ctx = TraceContext(
+            trace_type=TraceType.END_TRANSACTION,
+            timestamp=now_ms(),
+            region_id=props.get(MessageConst.MSG_REGION) or DEFAULT_REGION,
+            group_name=group,
+            beans=(bean,),
+        )
+        self.dispatcher.append_encoded(
+            encode_trace((ctx,)), _trans_keys(((msg_id, props.get(MessageConst.KEYS)),))
+        )
 
     def shutdown(self) -> None:
         self.dispatcher.shutdown()

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from rocketq.admin import BrokerRuntime, GroupMembers
+from rocketq.admin import BrokerRuntime, GroupMembers, TraceEvent
 from rocketq.allocate import AllocationStrategy, Balance, get_strategy, strategy_names
 from rocketq.allocate.examples import broker_names, client_ids, plan_change
 from rocketq.dashboard.monitor import GroupWatch, Monitor, is_user_group
@@ -373,14 +373,36 @@ def _parse_queue(text: str, topic: str) -> MessageQueue:
     return MessageQueue(topic, broker, int(qid))
 
 
+def _trace_row(e: TraceEvent) -> dict[str, Any]:
+    return {
+        "kind": e.kind,
+        "time": _fmt_ms(e.timestamp),
+        "group": e.group,
+        "client": e.client,
+        "host": e.host,
+        "cost": "" if e.cost_ms is None else f"{e.cost_ms} ms",
+        "status": e.status,
+        "ok": e.success is not False,
+        "retry": e.retry_times,
+    }
+
+
 async def message_view(m: Monitor, params: Mapping[str, str]) -> dict[str, Any]:
-    """Look-ups by message id (in a topic, or an offset id alone), by key, or by queue and offset."""
+    """Look-ups by message id (in a topic, or an offset id alone), by key, or by queue and offset;
+    a message's trace (``trace=<msg id>``: its trace records, as RocketMQ's dashboard shows them)."""
     topic = (params.get("topic") or "").strip()
     msg_id = (params.get("id") or "").strip()
     key = (params.get("key") or "").strip()
     queue = (params.get("queue") or "").strip()
     offset = (params.get("offset") or "").strip()
-    out: dict[str, Any] = {"form": dict(params), "messages": None, "asked": None}
+    traced = (params.get("trace") or "").strip()
+    out: dict[str, Any] = {"form": dict(params), "messages": None, "asked": None, "trace": None}
+    if traced:
+        trace = await m.admin.message_trace(traced, topic=topic or None)
+        out["asked"] = trace.msg_id
+        out["trace"] = [_trace_row(e) for e in trace.events]
+        out["messages"] = [_message_row(trace.message)] if trace.message is not None else []
+        return out
     if msg_id:
         out["asked"] = f"message id {msg_id}" + (f" in {topic}" if topic else "")
         found = await m.admin.view_message(msg_id, topic=topic or None)
@@ -388,7 +410,7 @@ async def message_view(m: Monitor, params: Mapping[str, str]) -> dict[str, Any]:
         if not topic:
             raise ConfigError("a look-up by key needs the topic")
         out["asked"] = f"key {key} in {topic}"
-        found = await m.admin.query_messages(topic, key)
+        found = await m.admin.query_message(topic, key)
     elif queue or offset:
         if not (topic and queue and offset):
             raise ConfigError(

@@ -37,6 +37,7 @@ from typing import Final, Generic, TypeVar
 from rocketq.errors import BrokerError, RemoteProtocolError
 from rocketq.models import DuplicateClientId, MessageQueue, PullResult, PullStatus
 from rocketq.protocol.bodies import (
+    CheckClientRequestBody,
     ClusterInfo,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
@@ -50,6 +51,7 @@ from rocketq.protocol.bodies import (
     LockBatchResponseBody,
     ProducerConnection,
     ResetOffsetBody,
+    SubscriptionData,
     SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
     TopicList,
@@ -65,6 +67,7 @@ from rocketq.protocol.headers import (
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
+    EndTransactionRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -102,11 +105,13 @@ __all__ = [
     "Call",
     "SendResponse",
     "check",
+    "check_client_config",
     "consumer_send_msg_back",
     "create_topic",
     "delete_kv_config",
     "delete_topic_in_broker",
     "delete_topic_in_namesrv",
+    "end_transaction",
     "get_all_consumer_offset",
     "get_all_subscription_group_config",
     "get_all_topic_config",
@@ -134,6 +139,7 @@ __all__ = [
     "query_message",
     "query_topic_consume_by_who",
     "search_offset",
+    "send_code",
     "send_heartbeat",
     "send_message",
     "send_message_request",
@@ -297,11 +303,26 @@ _SEND_OK_CODES: Final = (
 )
 
 
+def send_code(*, batch: bool = False, reply: bool = False) -> RequestCode:
+    """The request code of a send: SEND_BATCH_MESSAGE for a batch, SEND_REPLY_MESSAGE_V2 for a
+    reply to a request (a message whose ``MSG_TYPE`` is ``reply``, as Java's ``MQClientAPIImpl``
+    picks it), else SEND_MESSAGE_V2."""
+    if batch:
+        return RequestCode.SEND_BATCH_MESSAGE
+    return RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2
+
+
 def send_message_request(
-    header: SendMessageRequestHeaderV2, body: bytes, *, batch: bool = False, oneway: bool = False
+    header: SendMessageRequestHeaderV2,
+    body: bytes,
+    *,
+    batch: bool = False,
+    oneway: bool = False,
+    reply: bool = False,
 ) -> RemotingCommand:
-    """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request for ``header`` and ``body``."""
-    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    """The SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2) request for ``header`` and
+    ``body`` (see :func:`send_code`)."""
+    code = send_code(batch=batch, reply=reply)
     return RemotingCommand.request(code, header.to_ext_fields(), body, oneway=oneway)
 
 
@@ -323,13 +344,35 @@ def parse_send_response(response: RemotingCommand) -> SendResponse:
 
 
 def send_message(
-    header: SendMessageRequestHeaderV2, body: bytes, *, batch: bool = False, oneway: bool = False
+    header: SendMessageRequestHeaderV2,
+    body: bytes,
+    *,
+    batch: bool = False,
+    oneway: bool = False,
+    reply: bool = False,
 ) -> Call[SendResponse]:
-    """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE of ``body`` (one message, or an encoded batch)."""
-    what = f"send of {'a batch' if batch else 'a message'} to {header.topic} queue {header.queue_id}"
+    """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2 of ``body`` (one message, an
+    encoded batch, or a reply to a request)."""
+    kind = "a batch" if batch else "a reply" if reply else "a message"
+    what = f"send of {kind} to {header.topic} queue {header.queue_id}"
     if header.default_topic != AUTO_CREATE_TOPIC_KEY_TOPIC:  # pragma: no cover - rocketq always sends TBW102
         what += f" (default topic {header.default_topic})"
-    return Call(send_message_request(header, body, batch=batch, oneway=oneway), parse_send_response, what)
+    return Call(
+        send_message_request(header, body, batch=batch, oneway=oneway, reply=reply),
+        parse_send_response,
+        what,
+    )
+
+
+def end_transaction(header: EndTransactionRequestHeader, *, remark: str | None = None) -> Call[None]:
+    """END_TRANSACTION, oneway as Java's producer sends it (``endTransactionOneway``): commit (8),
+    roll back (12) or "unknown" (0) the half message the header names; ``remark`` says why a
+    local transaction failed (Java writes the exception there)."""
+    state = {8: "commit", 12: "rollback"}.get(header.commit_or_rollback, "unknown state")
+    request = RemotingCommand.request(
+        RequestCode.END_TRANSACTION, header.to_ext_fields(), remark=remark, oneway=True
+    )
+    return Call(request, _oneway_none, f"{state} of transaction {header.msg_id}")
 
 
 # ------------------------------------------------------------------------------------ consuming
@@ -381,6 +424,19 @@ def send_heartbeat(heartbeat: HeartbeatData) -> Call[int]:
         _request(RequestCode.HEART_BEAT, body=heartbeat.encode()),
         _parse_version,
         f"heartbeat of {heartbeat.client_id}",
+    )
+
+
+def check_client_config(group: str, client_id: str, subscription: SubscriptionData) -> Call[None]:
+    """CHECK_CLIENT_CONFIG: may the broker serve this subscription? Java consumers ask it at start
+    for every subscription that is not a tag expression (``checkClientInBroker``); a broker
+    without ``enablePropertyFilter`` refuses an SQL92 one (SYSTEM_ERROR), a bad expression gets
+    SUBSCRIPTION_PARSE_FAILED with the problem in the remark."""
+    body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
+    return Call(
+        _request(RequestCode.CHECK_CLIENT_CONFIG, body=body.encode()),
+        _none,
+        f"check of the {subscription.expression_type} subscription of group {group} to {subscription.topic}",
     )
 
 
@@ -780,10 +836,18 @@ _UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
 _JAVA_LONG_MAX: Final = (1 << 63) - 1
 
 
-def _parse_query(response: RemotingCommand) -> list[MessageExt]:
-    if response.code == ResponseCode.QUERY_NOT_FOUND:
-        return []
-    return decode_messages(check(response).body)
+def _query_parser(topic: str, key: str, unique: bool) -> Callable[[RemotingCommand], list[MessageExt]]:
+    def parse(response: RemotingCommand) -> list[MessageExt]:
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        found = decode_messages(check(response).body)
+        # a RocketMQ broker answers every entry of the key's hash slot: keep the real matches,
+        # as Java's MQAdminImpl.queryMessage does (rocketq's broker sends only those)
+        if unique:
+            return [m for m in found if m.msg_id == key]
+        return [m for m in found if m.topic == topic and key in m.key_list]
+
+    return parse
 
 
 def query_message(
@@ -797,13 +861,14 @@ def query_message(
 ) -> Call[list[MessageExt]]:
     """QUERY_MESSAGE: ``topic``'s messages stored between ``begin_ms`` and ``end_ms`` whose key
     is ``key`` (``unique``: whose unique id, the ``UNIQ_KEY`` a producer returns as msg id, is
-    ``key``), at most ``max_num``; none is an empty list (QUERY_NOT_FOUND)."""
+    ``key``), at most ``max_num``; none is an empty list (QUERY_NOT_FOUND). Entries that only
+    share the key's hash slot, which a RocketMQ broker returns too, are dropped."""
     header = QueryMessageRequestHeader(
         topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end_ms
     )
     flag = {_UNIQUE_KEY_QUERY: "true" if unique else "false"}
     return Call(
         _request(RequestCode.QUERY_MESSAGE, header.to_ext_fields(extra=flag)),
-        _parse_query,
+        _query_parser(topic, key, unique),
         f"messages of {topic} with {'id' if unique else 'key'} {key}",
     )

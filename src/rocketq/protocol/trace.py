@@ -53,6 +53,7 @@ from enum import IntEnum, StrEnum
 from typing import Final
 
 from rocketq.errors import RemoteProtocolError
+from rocketq.models import LocalTransactionState
 from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.properties import KEY_SEPARATOR
 from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
@@ -103,14 +104,6 @@ class TraceMessageType(IntEnum):
     TRANS_HALF = 1
     TRANS_COMMIT = 2
     DELAY = 3
-
-
-class LocalTransactionState(StrEnum):
-    """A transaction's outcome (RocketMQ's ``LocalTransactionState``), written by name."""
-
-    COMMIT_MESSAGE = "COMMIT_MESSAGE"
-    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
-    UNKNOW = "UNKNOW"  # sic: RocketMQ's spelling
 
 
 class ConsumeReturnType(IntEnum):

@@ -21,6 +21,9 @@ The engines on the client's loop (each base knows none of its subclasses):
 
 What they share:
 
+* :mod:`~rocketq.client.consumer.selector` - what a subscription selects:
+  :class:`~rocketq.client.consumer.selector.MessageSelector` (a tag expression or an SQL92 filter)
+  and the subscription data it makes;
 * :mod:`~rocketq.client.consumer.process_queue` -
   :class:`~rocketq.client.consumer.process_queue.ProcessQueue`, one owned queue's cache of pulled
   messages, the offset it may commit, and its one way to be dropped

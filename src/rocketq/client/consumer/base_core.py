@@ -137,11 +137,15 @@ class ConsumerCore(ABC, Generic[ConfigT]):
     # ---------------------------------------------------------------- subscriptions
 
     async def subscribe(self, sub: SubscriptionData) -> None:
-        """Add (or replace) a subscription; while running, route, heartbeat and rebalance at once."""
+        """Add (or replace) a subscription; while running, route, check (an SQL92 subscription:
+        the brokers must serve it, else their refusal is raised and nothing changes), heartbeat
+        and rebalance at once."""
         assert sub.topic is not None
-        self.rebalance.set_subscription(sub)
         if self.running:
             await self.instance.update_topic_route(sub.topic)
+            await self.instance.check_client_in_broker(self.group, (sub,))
+        self.rebalance.set_subscription(sub)
+        if self.running:
             await self.instance.send_heartbeat_to_all_brokers()
             await self.rebalance.do_rebalance(RebalanceTrigger.SUBSCRIPTION)
 

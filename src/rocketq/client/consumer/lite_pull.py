@@ -57,6 +57,7 @@ from rocketq.client.config import (
 from rocketq.client.consumer.base_core import ConsumerCore
 from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.consumer.pull import flow_control_reason, found_messages, pull_sys_flag
+from rocketq.client.consumer.selector import MessageSelector, subscription_of
 from rocketq.client.instance import ClientInstance
 from rocketq.client.loop_thread import cancel_and_wait
 from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest
@@ -203,6 +204,7 @@ class LitePullCore(ConsumerCore[LitePullConsumerConfig]):
         try:
             for topic in self.subscribed_topics():
                 await self.instance.update_topic_route(topic)
+            await self.instance.check_client_in_broker(self.group, self.rebalance.subscriptions.values())
             await self.instance.send_heartbeat_to_all_brokers(raise_bugs=True)
             if self.subscription_type is SubscriptionType.SUBSCRIBE:
                 await self.rebalance.do_rebalance(RebalanceTrigger.START)
@@ -589,15 +591,17 @@ class LitePullConsumer(ConsumerFacade[LitePullCore, LitePullConsumerConfig]):
 
     # ---------------------------------------------------------------- setup
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Consume ``topic`` (tag expression) with the group's automatic rebalance."""
+    def subscribe(self, topic: str, selector: MessageSelector | str | None = "*") -> None:
+        """Consume ``topic`` with the group's automatic rebalance: a tag expression or a
+        :class:`~rocketq.client.consumer.selector.MessageSelector` (SQL92 needs a broker with
+        ``enablePropertyFilter``, asked as :meth:`PushConsumer.subscribe` says)."""
         check_topic(topic)
         if self._assigned is not None:
             raise ClientStateError("subscribe and assign are mutually exclusive")
-        sub = SubscriptionData.build(topic, expression, sub_version=now_ms())
-        self._subscriptions[topic] = sub
+        sub = subscription_of(topic, selector, sub_version=now_ms())
         if self._core is not None:
             self._call(self._core.subscribe(sub))
+        self._subscriptions[topic] = sub
 
     def unsubscribe(self, topic: str) -> None:
         self._subscriptions.pop(topic, None)

@@ -19,6 +19,7 @@ from rocketq.client.config import ClientConfig, PushConsumerConfig
 from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore
 from rocketq.client.consumer.consume_orderly import OrderlyPushConsumerCore
 from rocketq.client.consumer.push_core import PushConsumerCore
+from rocketq.client.consumer.selector import MessageSelector, subscription_of
 from rocketq.client.instance import ClientInstance
 from rocketq.client.producer.facade import trace_dispatcher
 from rocketq.client.rebalance.log import RebalanceListener, RebalanceRecord, RebalanceTrigger
@@ -83,14 +84,17 @@ class PushConsumer(ConsumerFacade[PushConsumerCore, PushConsumerConfig]):
 
     # ---------------------------------------------------------------- setup
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe to ``topic`` with a tag expression (``"*"``, ``"TagA || TagB"``)."""
+    def subscribe(self, topic: str, selector: MessageSelector | str | None = "*") -> None:
+        """Subscribe to ``topic``: a tag expression (``"*"``, ``"TagA || TagB"``) or a
+        :class:`~rocketq.client.consumer.selector.MessageSelector` (``MessageSelector.by_sql(
+        "a > 5")``: the broker must have ``enablePropertyFilter``; each broker is asked at start,
+        or at once when already started, and a refusal raises its :class:`~rocketq.errors.BrokerError`)."""
         check_topic(topic)
-        sub = SubscriptionData.build(topic, expression, sub_version=now_ms())
-        self._subscriptions[topic] = sub
+        sub = subscription_of(topic, selector, sub_version=now_ms())
         if self._core is not None:
             core = self._core
             core.instance.loop_thread.call(core.subscribe(sub))
+        self._subscriptions[topic] = sub
 
     def unsubscribe(self, topic: str) -> None:
         self._subscriptions.pop(topic, None)

@@ -173,6 +173,7 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
         try:
             for topic in list(self.rebalance.subscriptions):
                 await self.instance.update_topic_route(topic)
+            await self.instance.check_client_in_broker(self.group, self.rebalance.subscriptions.values())
             await self.instance.send_heartbeat_to_all_brokers(raise_bugs=True)
             await self.rebalance.do_rebalance(RebalanceTrigger.START)
             self._rebalance_ready = True

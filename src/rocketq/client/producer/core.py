@@ -15,6 +15,9 @@ drivers here are loops over it:
   thread (``invoke_threadsafe``), the rest, if any, on the loop;
 * :meth:`ProducerCore.send_from_loop` - ``Producer.send_async``: the first attempt runs on the
   caller's own event loop (``invoke_from_loop``), the rest, if any, on the client's loop.
+
+:meth:`ProducerCore.request` sends a request and waits for its reply (:mod:`.request`); the
+transactional producer's engine (:mod:`.transaction`) builds on this one.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from rocketq.client.config import ProducerConfig
 from rocketq.client.ids import next_uniq_id
 from rocketq.client.loop_thread import LoopThread
 from rocketq.client.message import SendResult, SendStatus
+from rocketq.client.producer.request import REPLY_MESSAGE_FLAG, prepare_request
 from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
 from rocketq.client.producer.send_policy import Decision, Outcome, SendPolicy, Verdict
 from rocketq.client.routes import TopicPublishInfo, publish_info_from_route, route_for_auto_create
@@ -40,17 +44,18 @@ from rocketq.errors import (
     ClientStateError,
     ConfigError,
     RemotingError,
+    RequestTimeoutError,
     RocketQError,
     TopicNotExistError,
 )
-from rocketq.models import MessageQueue
+from rocketq.models import LocalTransactionState, MessageQueue
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.calls import Call, SendResponse, parse_send_response, send_message_request
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import SendMessageRequestHeaderV2
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
 from rocketq.protocol.message import Message as ProtocolMessage
-from rocketq.protocol.message import MessageSysFlag, encode_batch, maybe_compress
+from rocketq.protocol.message import MessageExt, MessageSysFlag, encode_batch, maybe_compress
 from rocketq.protocol.properties import MessageConst, properties_to_string
 from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
@@ -85,6 +90,12 @@ class ProducerContext(Protocol):
     @property
     def loop_thread(self) -> LoopThread: ...
 
+    @property
+    def topic_route_table(self) -> dict[str, TopicRouteData]: ...
+
+    @property
+    def requests(self) -> dict[str, asyncio.Future[MessageExt]]: ...
+
     def register_producer(self, group: str, producer: ProducerCore) -> None: ...
 
     def unregister_producer_local(self, group: str) -> None: ...
@@ -97,14 +108,17 @@ class ProducerContext(Protocol):
 
     async def update_topic_route(self, topic: str, route: TopicRouteData | None = None) -> bool: ...
 
+    def refresh_route_soon(self, topic: str) -> None: ...
+
     def find_broker_address_in_publish(self, broker_name: str) -> str | None: ...
 
     async def locate_master(self, mq: MessageQueue) -> str | None: ...
 
 
 class SendTraceHook(Protocol):
-    """What a traced producer calls after each answered send (``SendMessageHook``); implemented
-    by :class:`rocketq.client.trace.ProducerTracing`."""
+    """What a traced producer calls after each answered send (``SendMessageHook``) and at the end
+    of each transaction (``EndTransactionHook``); implemented by
+    :class:`rocketq.client.trace.ProducerTracing`."""
 
     def on_send(
         self,
@@ -117,6 +131,17 @@ class SendTraceHook(Protocol):
         begin_ms: int,
         result: SendResult,
         batch: bool = False,
+    ) -> None: ...
+
+    def on_end_transaction(
+        self,
+        *,
+        group: str,
+        msg: ProtocolMessage,
+        msg_id: str,
+        broker_addr: str,
+        state: LocalTransactionState,
+        from_check: bool,
     ) -> None: ...
 
     def shutdown(self) -> None: ...
@@ -150,13 +175,34 @@ class ProducerCore:
     # ---------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
+        """Register with the instance and say hello to the brokers. The default topic (``TBW102``)
+        is a publish topic from the start, as in Java's ``start``: its route names the brokers,
+        so a producer that has sent nothing yet is known to them (the broker's transaction
+        checks look for a live producer of the group)."""
+        self.publish_table.setdefault(self.config.create_topic_key, TopicPublishInfo([], None))
         self.instance.register_producer(self.group, self)
         await self.instance.send_heartbeat_to_all_brokers()
+        # not awaited: a name server that does not answer must not hold the start up
+        self.instance.refresh_route_soon(self.config.create_topic_key)
 
     async def unregister(self) -> None:
         """UNREGISTER_CLIENT for this producer group on every broker, and forget it locally."""
         self.instance.unregister_producer_local(self.group)
         await self.instance.unregister_client(producer_group=self.group)
+
+    def check_transaction_state(
+        self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None:
+        """The broker at ``addr`` asks about a half message of this group: a plain producer has
+        no checker to ask (a :class:`~.transaction.TransactionProducerCore` has), so the broker
+        asks again at its next check round, as Java's producer without a listener leaves it."""
+        logger.warning(
+            "broker %s asks producer group %s about transaction %s, but this producer has no "
+            "transaction checker (use TransactionProducer)",
+            addr,
+            self.group,
+            msg.msg_id,
+        )
 
     # ---------------------------------------------------------------- routes
 
@@ -197,7 +243,7 @@ class ProducerCore:
             msg.body, threshold=self.config.compress_msg_body_over_howmuch, level=self.config.compress_level
         )
         if props.get(MessageConst.TRAN_MSG) == "true":
-            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+            sys_flag |= int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
         return _Prepared(msg, props, body, sys_flag, props[MessageConst.UNIQ_KEY], batch=False)
 
     def _policy(self, topic: str, timeout: float | None, *, single: bool, retries: int | None) -> SendPolicy:
@@ -335,6 +381,54 @@ class ProducerCore:
             first.mq, first.conn, first.request = mq, conn, self._request(p, mq)
         return first
 
+    async def request(
+        self,
+        msg: ProtocolMessage,
+        timeout: float,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """Send ``msg`` as a request and wait up to ``timeout`` seconds (sending included) for
+        its reply (``DefaultMQProducerImpl.request``).
+
+        The message (a copy; ``msg`` is not changed) gets ``CORRELATION_ID``,
+        ``REPLY_TO_CLIENT`` and ``TTL``; a topic this client has no route for yet has it fetched
+        and the client's heartbeat sent to every broker first, so the brokers know where to push
+        the reply. The send is asynchronous with ``retry_times_when_send_async_failed`` retries;
+        its failure is raised as is. No reply in time raises
+        :class:`~rocketq.errors.RequestTimeoutError`."""
+        if timeout <= 0:
+            raise ConfigError(f"a request's timeout must be positive, got {timeout}")
+        begin = time.monotonic()
+        request = ProtocolMessage(msg.topic, msg.body, msg.flag, dict(msg.properties))
+        correlation_id = prepare_request(request.properties, self.instance.client_id, timeout)
+        if request.topic not in self.instance.topic_route_table:
+            await self.find_publish_info(request.topic)
+            await self.instance.send_heartbeat_to_all_brokers()
+        future: asyncio.Future[MessageExt] = asyncio.get_running_loop().create_future()
+        self.instance.requests[correlation_id] = future
+        try:
+            remaining = timeout - (time.monotonic() - begin)
+            await self.send(
+                request, timeout=max(remaining, 0.001), queue=queue, selector=selector, arg=arg,
+                retries=self.config.retry_times_when_send_async_failed,
+            )  # fmt: skip
+            remaining = timeout - (time.monotonic() - begin)
+            try:
+                async with asyncio.timeout(max(remaining, 0.0)):
+                    return await future
+            except TimeoutError:
+                raise RequestTimeoutError(
+                    f"send request message to <{request.topic}> OK, but wait reply message timeout, "
+                    f"{round(timeout * 1000)} ms (correlation id {correlation_id})"
+                ) from None
+        finally:
+            self.instance.requests.pop(correlation_id, None)
+            if not future.done():
+                future.cancel()
+
     async def send_batch(
         self,
         msgs: Sequence[ProtocolMessage],
@@ -424,7 +518,10 @@ class ProducerCore:
         in its wire order, and each send copies that and sets its two fields (a retry topic's
         header, which carries counts from the properties, is written whole every time)."""
         if p.msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            return send_message_request(self._header(p, mq), p.body, batch=p.batch, oneway=oneway)
+            reply = p.props.get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
+            return send_message_request(
+                self._header(p, mq), p.body, batch=p.batch, oneway=oneway, reply=reply
+            )
         key = (p.msg.topic, mq.queue_id, p.sys_flag, p.msg.flag, p.batch)
         template = self._send_fields.get(key)
         if template is None:
@@ -434,7 +531,12 @@ class ProducerCore:
         fields = template.copy()
         fields[_BORN_KEY] = str(time.time_ns() // 1_000_000)
         fields[_PROPERTIES_KEY] = properties_to_string(p.props)
-        code = RequestCode.SEND_BATCH_MESSAGE if p.batch else RequestCode.SEND_MESSAGE_V2
+        if p.batch:
+            code = RequestCode.SEND_BATCH_MESSAGE
+        elif p.props.get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG:
+            code = RequestCode.SEND_REPLY_MESSAGE_V2  # a reply to a request (see .request)
+        else:
+            code = RequestCode.SEND_MESSAGE_V2
         return RemotingCommand.request(code, fields, p.body, oneway=oneway)
 
     def _header(

@@ -19,6 +19,7 @@ the producer).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import threading
@@ -42,8 +43,9 @@ from rocketq.client.trace import (
 from rocketq.client.validators import check_group
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import Message as ProtocolMessage
+from rocketq.protocol.message import MessageExt
 
-__all__ = ["Producer", "SendCallback", "trace_dispatcher"]
+__all__ = ["Producer", "SendCallback", "start_tracing", "trace_dispatcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,9 +89,10 @@ def trace_dispatcher(
     )
 
 
-def _start_tracing(
+def start_tracing(
     group: str, client_id: str, client_config: ClientConfig, trace_topic: str | None
 ) -> ProducerTracing:
+    """The tracing of a traced producer of ``group``: a started dispatcher (:func:`trace_dispatcher`)."""
     dispatcher = trace_dispatcher(
         group, "PRODUCER", client_id=client_id, client_config=client_config, trace_topic=trace_topic
     )
@@ -102,7 +105,8 @@ class Producer(SyncFacade[ProducerCore]):
     ``Producer(group, namesrv=None, *, instance_name=None, client_ip=None, config=None,
     client_config=None)``; call :meth:`start` (or use ``with``), then :meth:`send` (blocks),
     :meth:`send_future` / :meth:`send_callback` / ``await`` :meth:`send_async` (asynchronous),
-    :meth:`send_oneway`, :meth:`send_batch`; :meth:`shutdown` when done.
+    :meth:`send_oneway`, :meth:`send_batch`, :meth:`request` (send and wait for a reply, also
+    ``await`` :meth:`request_async`); :meth:`shutdown` when done.
     """
 
     role = "producer"
@@ -134,7 +138,7 @@ class Producer(SyncFacade[ProducerCore]):
         core = ProducerCore(instance, self.group, self.config)
         instance.loop_thread.call(core.start())
         if self.config.trace:
-            core.trace = _start_tracing(
+            core.trace = start_tracing(
                 self.group, instance.client_id, self.client_config, self.config.trace_topic
             )
         return core
@@ -252,6 +256,48 @@ class Producer(SyncFacade[ProducerCore]):
             core.send_batch(msgs, timeout=timeout, queue=queue),
             timeout=(timeout or self.config.send_msg_timeout) + 5.0,
         )
+
+    # ---------------------------------------------------------------- request-reply
+
+    def request(
+        self,
+        msg: ProtocolMessage,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """Send ``msg`` as a request and wait for its reply (``DefaultMQProducer.request``): the
+        reply message a consumer sent with :func:`~rocketq.client.producer.request.create_reply`.
+
+        ``timeout`` (seconds, default ``send_msg_timeout``) bounds the send and the wait; the
+        message carries it as ``TTL``. No reply in time raises
+        :class:`~rocketq.errors.RequestTimeoutError` (a :class:`~rocketq.errors.RemotingTimeoutError`);
+        a failed send raises its error. ``msg`` is not changed (a copy is sent)."""
+        core = self.core
+        wait = self.config.send_msg_timeout if timeout is None else timeout
+        return core.instance.loop_thread.call(
+            core.request(msg, wait, queue=queue, selector=selector, arg=arg), timeout=wait + 5.0
+        )
+
+    async def request_async(
+        self,
+        msg: ProtocolMessage,
+        timeout: float | None = None,
+        *,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+    ) -> MessageExt:
+        """``await producer.request_async(msg)`` from any asyncio loop: :meth:`request` without
+        blocking the caller's loop."""
+        core = self.core
+        wait = self.config.send_msg_timeout if timeout is None else timeout
+        coro = core.request(msg, wait, queue=queue, selector=selector, arg=arg)
+        if core.instance.loop_thread.in_loop_thread:
+            return await coro
+        return await asyncio.wrap_future(core.instance.loop_thread.submit(coro))
 
     def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         """The queues a send to ``topic`` may pick (``fetchPublishMessageQueues``)."""
