@@ -25,7 +25,7 @@ from rocketq.protocol.message import MessageExt
 
 @pytest.mark.parametrize(
     "module",
-    ["rocketq.lab.lines", "rocketq.cli.produce", "rocketq.cli.group", "rocketq.admin"],
+    ["rocketq.lab.lines", "rocketq.cli.produce", "rocketq.cli.group", "rocketq.admin.values"],
 )
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
