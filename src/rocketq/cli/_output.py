@@ -1,7 +1,8 @@
 """Output and option helpers the client and admin commands share.
 
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
-* :func:`positive_int`, :func:`positive_float`: argparse ``type=`` checks for counts, rates, seconds;
+* :func:`positive_int`, :func:`positive_float`, :func:`port_number`: argparse ``type=`` checks for
+  counts, rates, seconds, ports;
 * :func:`admin_session`: an :class:`~rocketq.admin.Admin` whose connection failures become one-line
   :class:`~rocketq.cli.main.CliError`\\ s with a hint (``is `rocketq server` running?``);
 * tables through rich (plain text when stdout is not a terminal, never wrapped), JSON lines.
@@ -32,6 +33,7 @@ __all__ = [
     "admin_session",
     "format_ms",
     "group_name",
+    "port_number",
     "positive_float",
     "positive_int",
     "print_json",
@@ -62,6 +64,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """An argparse ``type=``: a TCP port, 0..65535 (0 for any), else a usage error naming the value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
     return value
 
 

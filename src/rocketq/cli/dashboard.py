@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from rocketq.cli._output import add_namesrv_option, positive_float
+from rocketq.cli._output import add_namesrv_option, port_number, positive_float
 from rocketq.cli.main import CliError
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
 from rocketq.errors import ConfigError
@@ -21,16 +21,6 @@ __all__ = ["add_watch_options", "register", "run_server"]
 READY_PREFIX = "rocketq dashboard ready:"
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
-    return value
-
-
 def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     """``--namesrv``, ``--host``, ``--port`` and how often groups are polled."""
     add_namesrv_option(parser)
@@ -38,7 +28,7 @@ def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
     parser.add_argument(
-        "--port", type=_port, default=port, help=f"port to listen on, 0 for any (default {port})"
+        "--port", type=port_number, default=port, help=f"port to listen on, 0 for any (default {port})"
     )
     parser.add_argument(
         "--metrics-interval",

@@ -15,21 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rocketq.cli._output import port_number
 from rocketq.cli.main import CliError
 from rocketq.namesrv import DEFAULT_PORT, NameServer, NamesrvConfig, serve_namesrv
 from rocketq.remoting import run
 
 __all__ = ["register"]
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -45,7 +36,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument(
         "--port",
-        type=_port,
+        type=port_number,
         default=DEFAULT_PORT,
         help=f"port to listen on, 0 for any (default {DEFAULT_PORT})",
     )

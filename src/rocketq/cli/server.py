@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
+from rocketq.cli._output import port_number
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
@@ -90,16 +91,6 @@ def _special_fs(path: Path) -> bool:
     """``/proc`` and ``/sys`` claim root may write there, but take no new directories."""
     resolved = path.resolve()
     return any(resolved == Path(fs) or Path(fs) in resolved.parents for fs in ("/proc", "/sys"))
-
-
-def port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
-    return value
 
 
 def add_broker_options(
