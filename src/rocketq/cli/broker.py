@@ -78,10 +78,5 @@ def _run(args: argparse.Namespace) -> int:
             print("rocketq broker stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True)
         print("rocketq broker stopped", file=sys.stderr, flush=True)
 
-    try:
-        run_until_signal(main)
-    except OSError as exc:  # what the checks could not foresee (a port in use, a full disk)
-        raise CliError(
-            f"cannot start: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-        ) from None
+    run_until_signal(main)
     return 0

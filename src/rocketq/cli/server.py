@@ -224,7 +224,8 @@ def tune_server_process() -> None:
 
 
 def run_until_signal(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]]) -> None:
-    """Run ``main(stop)`` on the event loop; SIGINT/SIGTERM set ``stop``."""
+    """Run ``main(stop)`` on the event loop; SIGINT/SIGTERM set ``stop``. An :class:`OSError` the
+    checks before it could not foresee (a port in use, a full disk) ends as one :class:`CliError`."""
 
     tune_server_process()
 
@@ -239,7 +240,12 @@ def run_until_signal(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]])
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    run(wrapper())
+    try:
+        run(wrapper())
+    except OSError as exc:
+        raise CliError(
+            f"cannot start: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+        ) from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -276,10 +282,5 @@ def _run(args: argparse.Namespace) -> int:
             print("rocketq server stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True)
         print("rocketq server stopped", file=sys.stderr, flush=True)
 
-    try:
-        run_until_signal(main)
-    except OSError as exc:  # what the checks could not foresee (a port in use, a full disk)
-        raise CliError(
-            f"cannot start: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-        ) from None
+    run_until_signal(main)
     return 0
