@@ -344,23 +344,26 @@ class NamesrvProcessor:
 
     def wipe_write_perm_of_broker(self, conn: Hashable, request: RemotingCommand) -> RemotingCommand:
         header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
-        count = self.routes.wipe_write_perm(header.broker_name)
-        log.info(
-            "write permission of broker %s wiped on %d topic(s), asked by %s", header.broker_name, count, conn
-        )
+        count = self._write_perm_changed(conn, header.broker_name, self.routes.wipe_write_perm, "wiped")
         return request.response(
             ext_fields=WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count).to_ext_fields()
         )
 
     def add_write_perm_of_broker(self, conn: Hashable, request: RemotingCommand) -> RemotingCommand:
         header = AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
-        count = self.routes.add_write_perm(header.broker_name)
-        log.info(
-            "write permission of broker %s added on %d topic(s), asked by %s", header.broker_name, count, conn
-        )
+        count = self._write_perm_changed(conn, header.broker_name, self.routes.add_write_perm, "added")
         return request.response(
             ext_fields=AddWritePermOfBrokerResponseHeader(add_topic_count=count).to_ext_fields()
         )
+
+    @staticmethod
+    def _write_perm_changed(conn: Hashable, broker_name: str, change: Callable[[str], int], verb: str) -> int:
+        """Apply ``change`` (wipe or add) to ``broker_name``'s topics and log how many it touched."""
+        count = change(broker_name)
+        log.info(
+            "write permission of broker %s %s on %d topic(s), asked by %s", broker_name, verb, count, conn
+        )
+        return count
 
     # ------------------------------------------------------------------ routes and topics
 
