@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 
 from rocketq.errors import RemoteProtocolError
 from rocketq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
@@ -40,6 +40,7 @@ from rocketq.protocol.bodies import (
     DataVersion,
     KVTable,
     RegisterBrokerBody,
+    TopicConfig,
     TopicConfigSerializeWrapper,
     TopicList,
 )
@@ -211,19 +212,31 @@ class NamesrvProcessor:
         if isinstance(conn, RemotingConnection) and conn.offloads(cost):
             return conn.large_request(request, lambda: self._large_registration(conn, request, header))
         wrapper, filter_servers = self._registration(request, header)
-        result = self.routes.register_broker(
+        result = self._register(conn, header, wrapper, wrapper.topic_config_table.values(), filter_servers)
+        return self._registered(request, result)
+
+    def _register(
+        self,
+        conn: Hashable,
+        header: RegisterBrokerRequestHeader,
+        wrapper: TopicConfigSerializeWrapper,
+        topic_configs: Iterable[TopicConfig] | None,
+        filter_servers: tuple[str, ...] | None,
+    ) -> RegisterBrokerResult:
+        """Record the registration ``header`` announces in the route table, with ``topic_configs``
+        (``None``: the topics follow later, a slice at a time)."""
+        return self.routes.register_broker(
             cluster_name=header.cluster_name,
             broker_addr=header.broker_addr,
             broker_name=header.broker_name,
             broker_id=header.broker_id,
             ha_server_addr=header.ha_server_addr,
             data_version=wrapper.data_version,
-            topic_configs=wrapper.topic_config_table.values(),
+            topic_configs=topic_configs,
             filter_servers=filter_servers,
             conn=conn,
             now=self._clock(),
         )
-        return self._registered(request, result)
 
     async def _large_registration(
         self, conn: RemotingConnection, request: RemotingCommand, header: RegisterBrokerRequestHeader
@@ -239,18 +252,7 @@ class NamesrvProcessor:
             broker_id=header.broker_id,
             data_version=wrapper.data_version,
         )
-        result = self.routes.register_broker(
-            cluster_name=header.cluster_name,
-            broker_addr=header.broker_addr,
-            broker_name=header.broker_name,
-            broker_id=header.broker_id,
-            ha_server_addr=header.ha_server_addr,
-            data_version=wrapper.data_version,
-            topic_configs=None,
-            filter_servers=filter_servers,
-            conn=conn,
-            now=self._clock(),
-        )
+        result = self._register(conn, header, wrapper, None, filter_servers)
         if publish:
             configs = tuple(wrapper.topic_config_table.values())
             ticks = conn.time_slice()
