@@ -1,5 +1,6 @@
 """Output and option helpers the client and admin commands share.
 
+* :func:`add_command_group` for the commands made of subcommands;
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
 * :func:`positive_int`, :func:`positive_float`, :func:`port_number`: argparse ``type=`` checks for
   counts, rates, seconds, ports;
@@ -28,6 +29,7 @@ from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
 
 __all__ = [
+    "add_command_group",
     "add_json_option",
     "add_namesrv_option",
     "admin_session",
@@ -41,6 +43,15 @@ __all__ = [
     "topic_name",
     "unreachable_hint",
 ]
+
+
+def add_command_group(subparsers: Any, name: str, *, summary: str, description: str) -> Any:
+    """Add ``rocketq NAME SUBCOMMAND ...`` (``topic``, ``group``, ``message``): the command's parser,
+    with ``summary`` as its ``--help`` line; returns its subcommands, one of which is required."""
+    parser = subparsers.add_parser(name, help=summary, description=description)
+    sub = parser.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND", parser_class=type(parser))
+    sub.required = True
+    return sub
 
 
 def add_namesrv_option(parser: argparse.ArgumentParser) -> None:

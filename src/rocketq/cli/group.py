@@ -19,6 +19,7 @@ from typing import Any
 from rocketq.admin import parse_reset_target
 from rocketq.allocate import get_strategy
 from rocketq.cli._output import (
+    add_command_group,
     add_json_option,
     add_namesrv_option,
     admin_session,
@@ -37,13 +38,12 @@ __all__ = ["queue_ranges", "register"]
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    sub = add_command_group(
+        subparsers,
         "group",
-        help="a consumer group's members, progress (lag) and offset resets",
+        summary="a consumer group's members, progress (lag) and offset resets",
         description="Inspect and steer a consumer group through its brokers.",
     )
-    sub = parser.add_subparsers(dest="group_command", metavar="SUBCOMMAND", parser_class=type(parser))
-    sub.required = True
 
     p = sub.add_parser(
         "members",

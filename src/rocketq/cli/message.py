@@ -23,6 +23,7 @@ from typing import Any
 
 from rocketq.admin import MessageTrace, message_dict, parse_time
 from rocketq.cli._output import (
+    add_command_group,
     add_json_option,
     add_namesrv_option,
     admin_session,
@@ -66,13 +67,12 @@ def _key(text: str) -> str:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    sub = add_command_group(
+        subparsers,
         "message",
-        help="look messages up by id or key, and show a message's trace",
+        summary="look messages up by id or key, and show a message's trace",
         description="Message look-ups against a RocketMQ (or rocketq) cluster, through the brokers' index.",
     )
-    sub = parser.add_subparsers(dest="message_command", metavar="SUBCOMMAND", parser_class=type(parser))
-    sub.required = True
 
     show = sub.add_parser(
         "show",

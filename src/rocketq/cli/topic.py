@@ -14,6 +14,7 @@ from typing import Any
 from rocketq.admin import Admin
 from rocketq.analytics import id_ranges
 from rocketq.cli._output import (
+    add_command_group,
     add_json_option,
     add_namesrv_option,
     admin_session,
@@ -48,13 +49,12 @@ def _perm(text: str) -> int:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    sub = add_command_group(
+        subparsers,
         "topic",
-        help="create, change, delete, list and inspect topics",
+        summary="create, change, delete, list and inspect topics",
         description="Topic administration against a RocketMQ (or rocketq) name server and its brokers.",
     )
-    sub = parser.add_subparsers(dest="topic_command", metavar="SUBCOMMAND", parser_class=type(parser))
-    sub.required = True
 
     for name, doc in (
         (
