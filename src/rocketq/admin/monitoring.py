@@ -32,7 +32,9 @@ class BrokerRuntime:
     addr: str
     table: Mapping[str, str]
 
-    def _first_number(self, key: str) -> float | None:
+    def first_number(self, key: str) -> float | None:
+        """The first number of ``key``'s value (RocketMQ's ``"10s 60s 600s"`` rates give the
+        10-second one); ``None`` when the broker does not report it or it is not a number."""
         text = self.table.get(key)
         if not text:
             return None
@@ -48,21 +50,21 @@ class BrokerRuntime:
     @property
     def put_tps(self) -> float | None:
         """Messages stored per second (``putTps``)."""
-        return self._first_number("putTps")
+        return self.first_number("putTps")
 
     @property
     def get_tps(self) -> float | None:
         """Messages sent to consumers per second (``getTransferedTps``)."""
-        return self._first_number("getTransferedTps")
+        return self.first_number("getTransferedTps")
 
     @property
     def disk_ratio(self) -> float | None:
         """Fraction of the commit log's disk in use (``commitLogDiskRatio``, 0..1)."""
-        return self._first_number("commitLogDiskRatio")
+        return self.first_number("commitLogDiskRatio")
 
     @property
     def boot_ms(self) -> int | None:
-        value = self._first_number("bootTimestamp")
+        value = self.first_number("bootTimestamp")
         return int(value) if value is not None else None
 
     def to_dict(self) -> dict[str, Any]:

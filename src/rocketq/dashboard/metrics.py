@@ -94,15 +94,6 @@ def exposition(snapshot: Snapshot) -> bytes:
     return generate_latest(registry)
 
 
-def _number(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return float(text.split()[0])
-    except ValueError:
-        return None
-
-
 class _Rates:
     """Per-second rates of counters between two collections (kept on the monitor)."""
 
@@ -184,7 +175,7 @@ async def collect(m: Monitor, rates: _Rates | None = None) -> Snapshot:
             rt.version,
         ]
         for key, family in runtime_families.items():
-            value = _number(rt.table.get(key))
+            value = rt.first_number(key)
             if value is not None:
                 family.add_metric(labels, value)
     await _topics(m, snap, masters, cluster_of, rates, now)
