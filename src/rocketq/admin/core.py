@@ -7,7 +7,8 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 
 from rocketq.allocate import get_strategy, plan
@@ -119,16 +120,23 @@ class AsyncAdmin:
 
     # -------------------------------------------------------------- transport
 
-    async def _namesrv(self, make: Callable[[], Call[T]]) -> T:
-        """Ask the name servers in turn until one answers."""
+    @contextmanager
+    def _namesrv_failures(self) -> Iterator[None]:
+        """A name server that cannot be reached or did not answer: the error names them all."""
         try:
-            return await self.api.call_namesrv(make, self.timeout)
+            yield
         except RemotingConnectError as exc:
             raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
         except RemotingTimeoutError as exc:
             raise RemotingTimeoutError(
                 f"name server {';'.join(self.namesrv_addrs)} did not answer: {_reason(exc)}"
             ) from exc
+
+    async def _namesrv(self, make: Callable[[], Call[T]]) -> T:
+        """Ask the name servers in turn until one answers."""
+        try:
+            with self._namesrv_failures():
+                return await self.api.call_namesrv(make, self.timeout)
         except BrokerError as exc:
             raise _refused(exc, make().what) from None
 
@@ -150,14 +158,8 @@ class AsyncAdmin:
             raise RemotingTimeoutError(f"{kind} {addr} did not answer: {_reason(exc)}") from exc
 
     async def _get_route(self, topic: str) -> TopicRouteData | None:
-        try:
+        with self._namesrv_failures():
             return await self.api.get_topic_route(topic, self.timeout)
-        except RemotingConnectError as exc:
-            raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
-        except RemotingTimeoutError as exc:
-            raise RemotingTimeoutError(
-                f"name server {';'.join(self.namesrv_addrs)} did not answer: {_reason(exc)}"
-            ) from exc
 
     # -------------------------------------------------------------- cluster
 
