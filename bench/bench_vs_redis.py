@@ -150,7 +150,9 @@ def main() -> int:
         try:
             with spawn_server(Path(tmp) / "rocketq", flush="async") as server:
                 r = rs.client()
-                cfg = ClientConfig(namesrv=server.namesrv_addr, client_ip="127.0.0.1", instance_name="vs_redis")
+                cfg = ClientConfig(
+                    namesrv=server.namesrv_addr, client_ip="127.0.0.1", instance_name="vs_redis"
+                )
                 rows: list[tuple[str, float, float]] = []
                 with Producer("bench_vs_redis", client_config=cfg) as producer:
                     # --- one at a time
@@ -214,8 +216,11 @@ def main() -> int:
                 def rq_consume() -> float:
                     topic = topics[-1]
                     with LitePullConsumer(
-                        f"bench_vs_redis_pull{next(groups)}", client_config=cfg, pull_batch_size=32,
-                        auto_commit=False, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                        f"bench_vs_redis_pull{next(groups)}",
+                        client_config=cfg,
+                        pull_batch_size=32,
+                        auto_commit=False,
+                        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
                     ) as consumer:
                         queues = consumer.fetch_message_queues(topic)
                         began = time.perf_counter()
@@ -241,7 +246,13 @@ def main() -> int:
                     assert got == total, (got, total)
                     return got / (time.perf_counter() - began)
 
-                rows.append(("consume / XRANGE COUNT 32", best(rq_consume, args.repeat), best(redis_xrange, args.repeat)))
+                rows.append(
+                    (
+                        "consume / XRANGE COUNT 32",
+                        best(rq_consume, args.repeat),
+                        best(redis_xrange, args.repeat),
+                    )
+                )
                 r.close()
         finally:
             rs.stop()
