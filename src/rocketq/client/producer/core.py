@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from rocketq.client.config import ProducerConfig
 from rocketq.client.ids import next_uniq_id
 from rocketq.client.loop_thread import LoopThread
 from rocketq.client.message import SendResult, SendStatus
+from rocketq.client.producer.direct import ThreadConnections
 from rocketq.client.producer.request import REPLY_MESSAGE_FLAG, prepare_request
 from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
 from rocketq.client.producer.send_policy import Decision, Outcome, SendPolicy, Verdict
@@ -60,7 +62,7 @@ from rocketq.protocol.properties import MessageConst, properties_to_string
 from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
-    from rocketq.remoting import RemotingConnection
+    from rocketq.remoting import RemotingConnection, RPCHook
 
 __all__ = ["ProducerContext", "ProducerCore", "SendTraceHook"]
 
@@ -159,6 +161,9 @@ class ProducerCore:
         self.trace: SendTraceHook | None = None  # set by Producer.start when tracing
         # (topic, queue id, sys flag, flag, batch) -> the send header's ext fields (see _request)
         self._send_fields: dict[tuple[str, int, int, int, bool], dict[str, str]] = {}
+        # blocking sends' own sockets (config.thread_sockets), made on the first such send
+        self._thread_connections: ThreadConnections | None = None
+        self._thread_connections_lock = threading.Lock()
 
     # ---------------------------------------------------------------- ProducerInner
 
@@ -304,9 +309,16 @@ class ProducerCore:
         if first.request is None:
             outcome = first.on_loop()
         else:
-            assert first.conn is not None
+            conn = first.conn
+            assert conn is not None
             try:
-                outcome = first.finish(first.conn.invoke_threadsafe(first.request, first.policy.timeout))
+                if self.config.thread_sockets:
+                    answer = self._thread_sockets().invoke(
+                        conn, first.request, first.policy.timeout, self._hooks()
+                    )
+                else:
+                    answer = conn.invoke_threadsafe(first.request, first.policy.timeout)
+                outcome = first.finish(answer)
             except RemotingError as exc:
                 outcome = first.finish(exc)
         if isinstance(outcome, SendResult):
@@ -314,6 +326,32 @@ class ProducerCore:
         result = loop_thread.call(outcome, timeout=first.policy.timeout + 5.0)
         assert result is not None
         return result
+
+    def _thread_sockets(self) -> ThreadConnections:
+        tc = self._thread_connections
+        if tc is None:
+            with self._thread_connections_lock:
+                tc = self._thread_connections
+                if tc is None:
+                    api = self.instance.api
+                    assert api is not None
+                    cfg = api.remoting.config
+                    tc = ThreadConnections(
+                        connect_timeout=cfg.connect_timeout, max_frame_size=cfg.max_frame_size
+                    )
+                    self._thread_connections = tc
+        return tc
+
+    def _hooks(self) -> Sequence[RPCHook]:
+        api = self.instance.api
+        return api.remoting.handlers.hooks if api is not None else ()
+
+    def close_thread_sockets(self) -> None:
+        """Close the blocking sends' own sockets (the producer is shutting down)."""
+        with self._thread_connections_lock:
+            tc, self._thread_connections = self._thread_connections, None
+        if tc is not None:
+            tc.close()
 
     async def send_from_loop(
         self,

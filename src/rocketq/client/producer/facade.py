@@ -147,6 +147,7 @@ class Producer(SyncFacade[ProducerCore]):
         self._stop(lambda core: core.unregister(), 10.0)
 
     def _stopped(self, core: ProducerCore) -> None:
+        core.close_thread_sockets()
         if core.trace is not None:
             core.trace.shutdown()
 
