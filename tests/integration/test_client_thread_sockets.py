@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from rocketq import Message, Producer, SendResult, SendStatus
+from rocketq import ConsumeFromWhere, LitePullConsumer, Message, Producer, SendResult, SendStatus
 from rocketq.broker import Broker
 from rocketq.broker.config import BrokerConfig
 from rocketq.client.config import ProducerConfig
-from rocketq.errors import RemotingClosedError, RemotingTimeoutError
+from rocketq.errors import ConfigError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol import RemotingCommand, RequestCode
 from rocketq.remoting import RPCHook
 from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, wait_until
@@ -176,3 +176,27 @@ def test_a_send_from_an_event_loop_thread_of_its_own_is_unchanged(cluster: Clust
 
         assert all(r.status is SendStatus.SEND_OK for r in asyncio.run(sends()))
         assert open_sockets(producer) == before
+
+
+def test_send_batch_goes_on_the_thread_socket_and_every_message_arrives(cluster: ClusterThread) -> None:
+    cluster.create_topic("TopicTSBatch", 1)
+    with Producer("tsb_producer", client_config=cluster.client_config()) as producer:
+        producer.send(Message("TopicTSBatch", b"warm"))  # route and loop connection
+        bodies = [f"b{i}".encode() for i in range(16)]
+        result = producer.send_batch([Message("TopicTSBatch", b) for b in bodies])
+        assert result.status is SendStatus.SEND_OK
+        assert len(result.msg_id.split(",")) == 16
+        assert open_sockets(producer) == 1
+        with pytest.raises(ConfigError):  # the batch's checks still run before anything is sent
+            producer.send_batch([Message("TopicTSBatch", b"x"), Message("OtherTopic", b"y")])
+    with LitePullConsumer(
+        "tsb_reader",
+        client_config=cluster.client_config("reader"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    ) as reader:
+        reader.assign(reader.fetch_message_queues("TopicTSBatch"))
+        got: list[bytes] = []
+        deadline = time.monotonic() + 10
+        while len(got) < 17 and time.monotonic() < deadline:
+            got += [m.body for m in reader.poll(1.0)]
+    assert got == [b"warm", *bodies]

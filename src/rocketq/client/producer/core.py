@@ -294,17 +294,22 @@ class ProducerCore:
         """:meth:`send` for a plain thread: the blocking sends' hot path.
 
         The first attempt runs in the calling thread when it can (:meth:`_first_attempt`): the
-        thread prepares and encodes the request itself and waits on the connection
-        (:meth:`~rocketq.remoting.RemotingConnection.invoke_threadsafe`); the loop only writes it
-        and wakes the thread. Anything else - no route or connection yet, a failure to retry on
-        another broker - continues on the loop with :meth:`send`'s own retry loop, from the
-        attempt reached and under the same policy. Calling it on the client's loop thread raises
-        :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
+        thread prepares and encodes the request itself and sends it on a socket of its own
+        (:mod:`rocketq.client.producer.direct`; with ``config.thread_sockets`` off, it waits on the
+        loop's connection through :meth:`~rocketq.remoting.RemotingConnection.invoke_threadsafe`,
+        the loop writing it and waking the thread). Anything else - no route or connection yet,
+        a failure to retry on another broker - continues on the loop with :meth:`send`'s own retry
+        loop, from the attempt reached and under the same policy. Calling it on the client's loop
+        thread raises :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
         """
-        loop_thread = self.instance.loop_thread
         first = self._first_attempt(
-            msg, timeout, queue, selector, arg, None, outside=not loop_thread.in_loop_thread
+            msg, timeout, queue, selector, arg, None, outside=not self.instance.loop_thread.in_loop_thread
         )
+        return self._blocking(first)
+
+    def _blocking(self, first: _FirstAttempt) -> SendResult:
+        """Make ``first`` from this thread when it can go from here, and the rest on the loop."""
+        loop_thread = self.instance.loop_thread
         outcome: SendResult | Coroutine[Any, Any, SendResult | None]
         if first.request is None:
             outcome = first.on_loop()
@@ -407,6 +412,19 @@ class ProducerCore:
         policy = self._policy(
             p.msg.topic, timeout, single=queue is not None or selector is not None, retries=retries
         )
+        return self._first_attempt_of(p, policy, queue, selector, arg, outside=outside)
+
+    def _first_attempt_of(
+        self,
+        p: _Prepared,
+        policy: SendPolicy,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: Any,
+        *,
+        outside: bool,
+    ) -> _FirstAttempt:
+        """:meth:`_first_attempt` of a message (or batch) already prepared."""
         first = _FirstAttempt(self, p, policy, queue, selector, arg)
         info = self.publish_table.get(p.msg.topic)
         api = self.instance.api
@@ -475,6 +493,14 @@ class ProducerCore:
         queue: MessageQueue | None = None,
     ) -> SendResult:
         """Send messages of one topic as one SEND_BATCH_MESSAGE (no delay, no retry topic)."""
+        prepared = self._prepare_batch(msgs)
+        policy = self._policy(prepared.msg.topic, timeout, single=queue is not None, retries=None)
+        result = await self._send_with_retries(prepared, policy, queue=queue)
+        assert result is not None
+        return result
+
+    def _prepare_batch(self, msgs: Sequence[ProtocolMessage]) -> _Prepared:
+        """Checks, properties and the encoded body of a batch (raises ConfigError when it is not one)."""
         if not msgs:
             raise ConfigError("a batch needs at least one message")
         topic = msgs[0].topic
@@ -498,11 +524,21 @@ class ProducerCore:
                 f"the batch is {len(body)} bytes; the maximum is {self.config.max_message_size}"
             )
         wait = "true" if msgs[0].wait_store_msg_ok else "false"
-        prepared = _Prepared(msgs[0], {MessageConst.WAIT: wait}, body, 0, ",".join(ids), batch=True)
-        policy = self._policy(topic, timeout, single=queue is not None, retries=None)
-        result = await self._send_with_retries(prepared, policy, queue=queue)
-        assert result is not None
-        return result
+        return _Prepared(msgs[0], {MessageConst.WAIT: wait}, body, 0, ",".join(ids), batch=True)
+
+    def send_batch_blocking(
+        self,
+        msgs: Sequence[ProtocolMessage],
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """:meth:`send_batch` for a plain thread: the first attempt from the calling thread, as
+        :meth:`send_blocking` makes it (the same checks, policy and fallbacks to the loop)."""
+        prepared = self._prepare_batch(msgs)
+        policy = self._policy(prepared.msg.topic, timeout, single=queue is not None, retries=None)
+        outside = not self.instance.loop_thread.in_loop_thread
+        return self._blocking(self._first_attempt_of(prepared, policy, queue, None, None, outside=outside))
 
     async def _send_with_retries(
         self,
