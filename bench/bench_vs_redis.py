@@ -18,6 +18,11 @@ Then, with ``--size`` byte bodies (1 KiB by default), one thread, one client eac
 
 * **send**: ``Producer.send`` one message at a time (blocking; ``WAIT=true``, as a new user
   calls it) against ``XADD`` one command at a time;
+* the same from a producer with ``ProducerConfig(thread_sockets=False)``: the blocking send's
+  first attempt handed to the client's loop, as before the thread sockets (same run, same XADD);
+* **send x N threads** (``--threads``, 32): ``N`` threads calling ``Producer.send`` (both ways)
+  against ``N`` threads calling ``XADD`` through one redis-py client (a pool of ``N``
+  connections), for a few seconds each;
 * **send_batch**: ``Producer.send_batch`` of ``--batch`` messages against a redis-py pipeline
   (no transaction) of the same number of ``XADD``;
 * **consume**: a ``LitePullConsumer`` assigned the topic's queues, ``poll`` until it has read the
@@ -37,8 +42,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +121,27 @@ def create_topic(broker: str, namesrv: str, topic: str, queues: int = 4) -> None
             time.sleep(0.05)
 
 
+def threaded(fn: Callable[[], object], threads: int, seconds: float) -> float:
+    """Calls per second of ``fn`` from ``threads`` threads, each calling it for ``seconds``."""
+    counts = [0] * threads
+
+    def worker(k: int) -> None:
+        end = time.perf_counter() + seconds
+        n = 0
+        while time.perf_counter() < end:
+            fn()
+            n += 1
+        counts[k] = n
+
+    workers = [threading.Thread(target=worker, args=(k,)) for k in range(threads)]
+    began = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(counts) / (time.perf_counter() - began)
+
+
 def best(fn: Callable[[], float], repeat: int) -> float:
     return max(fn() for _ in range(repeat))
 
@@ -125,6 +153,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=1024, help="body bytes (1024)")
     parser.add_argument("--batch", type=int, default=32, help="messages per send_batch / pipeline (32)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best is kept (3)")
+    parser.add_argument(
+        "--threads", type=int, default=32, help="threads of the many-threads rows (32; 1: none)"
+    )
     parser.add_argument("--quick", action="store_true", help="smaller rounds")
     args = parser.parse_args()
     if args.quick:
@@ -132,7 +163,7 @@ def main() -> int:
 
     binary = shutil.which("redis-server")
     try:
-        import redis  # noqa: F401
+        import redis
     except ImportError:
         binary = None
     if binary is None:
@@ -140,6 +171,7 @@ def main() -> int:
         return 0
 
     from rocketq import ClientConfig, ConsumeFromWhere, LitePullConsumer, Message, Producer
+    from rocketq.client.config import ProducerConfig
     from rocketq.embedded import spawn_server
 
     body = b"x" * args.size
@@ -154,18 +186,25 @@ def main() -> int:
                     namesrv=server.namesrv_addr, client_ip="127.0.0.1", instance_name="vs_redis"
                 )
                 rows: list[tuple[str, float, float]] = []
-                with Producer("bench_vs_redis", client_config=cfg) as producer:
+                legacy_cfg = replace(cfg, instance_name="vs_redis_legacy")
+                legacy_config = ProducerConfig(thread_sockets=False)
+                with (
+                    Producer("bench_vs_redis", client_config=cfg) as producer,
+                    Producer(
+                        "bench_vs_redis_legacy", client_config=legacy_cfg, config=legacy_config
+                    ) as legacy,
+                ):
                     # --- one at a time
                     topic_one = "VsRedisOne"
                     create_topic(server.broker_addr, server.namesrv_addr, topic_one)
                     producer.send(Message(topic_one, body))  # topic created on use, route cached
                     r.xadd("one", {"b": body})
 
-                    def rq_send() -> float:
+                    def rq_send(prod: Producer = producer) -> float:
                         n = args.sends
                         began = time.perf_counter()
                         for _ in range(n):
-                            producer.send(Message(topic_one, body))
+                            prod.send(Message(topic_one, body))
                         return n / (time.perf_counter() - began)
 
                     def redis_xadd() -> float:
@@ -175,7 +214,42 @@ def main() -> int:
                             r.xadd("one", {"b": body})
                         return n / (time.perf_counter() - began)
 
-                    rows.append(("send / XADD", best(rq_send, args.repeat), best(redis_xadd, args.repeat)))
+                    xadd_rate = best(redis_xadd, args.repeat)
+                    rows.append(("send / XADD", best(rq_send, args.repeat), xadd_rate))
+                    legacy.send(Message(topic_one, body))
+                    rows.append(
+                        (
+                            "  send, thread_sockets=False / XADD",
+                            best(lambda: rq_send(legacy), args.repeat),
+                            xadd_rate,
+                        )
+                    )
+
+                    # --- many threads at once
+                    t = args.threads
+                    if t > 1:
+                        rt = redis.Redis(
+                            connection_pool=redis.BlockingConnectionPool(
+                                host="127.0.0.1", port=rs.port, max_connections=t
+                            )
+                        )
+                        span = 1.0 if args.quick else 3.0
+                        rt_rate = threaded(lambda: rt.xadd("many", {"b": body}), t, span)
+                        rows.append(
+                            (
+                                f"send x{t} threads / XADD x{t}",
+                                threaded(lambda: producer.send(Message(topic_one, body)), t, span),
+                                rt_rate,
+                            )
+                        )
+                        rows.append(
+                            (
+                                f"  send x{t}, thread_sockets=False",
+                                threaded(lambda: legacy.send(Message(topic_one, body)), t, span),
+                                rt_rate,
+                            )
+                        )
+                        rt.close()
 
                     # --- batches; the last round's data is what the consume rows read
                     k = args.batch
@@ -259,7 +333,7 @@ def main() -> int:
 
     print(
         f"\nrocketq vs redis {rs_version(binary)} (AOF, appendfsync everysec; rocketq --flush async), "
-        f"{args.size} B bodies, one thread, best of {args.repeat}, msgs/s:"
+        f"{args.size} B bodies, one thread unless said, best of {args.repeat}, msgs/s:"
     )
     print(f"  {'what':40s} {'rocketq':>10s} {'redis':>10s} {'ratio':>7s}")
     for what, ours, theirs in rows:
