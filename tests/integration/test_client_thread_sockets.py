@@ -2,7 +2,8 @@
 (:mod:`rocketq.client.producer.direct`), against real brokers: it is used, it is per thread and
 closed at shutdown, a refusal on it continues on the client's loop on the other broker, a
 timeout on it raises the send's timeout and the next send makes a new socket, and with
-``thread_sockets=False`` the loop's connection carries the send as before."""
+``thread_sockets=False`` - or while another thread's send is out - the loop's connection carries
+the send as before."""
 
 from __future__ import annotations
 
@@ -200,3 +201,41 @@ def test_send_batch_goes_on_the_thread_socket_and_every_message_arrives(cluster:
         while len(got) < 17 and time.monotonic() < deadline:
             got += [m.body for m in reader.poll(1.0)]
     assert got == [b"warm", *bodies]
+
+
+def test_while_another_threads_send_is_out_a_send_goes_through_the_loops_connection(
+    cluster: ClusterThread,
+) -> None:
+    """Thread A's send waits on its own socket (the broker's loop is held); thread B's, made
+    meanwhile, is handed to the client's loop and makes no socket; both are answered."""
+    cluster.create_topic("TopicTSTwo", 4)
+    with Producer("tstwo_producer", client_config=cluster.client_config()) as producer:
+        producer.send(Message("TopicTSTwo", b"warm"))  # route and loop connection
+        stalled = threading.Event()
+        release = threading.Event()
+
+        async def stall_the_broker() -> None:
+            stalled.set()
+            release.wait(10)
+
+        results: dict[str, SendResult] = {}
+
+        def sender(name: str) -> None:
+            results[name] = producer.send(Message("TopicTSTwo", name.encode()))
+
+        stall = cluster.thread.submit(stall_the_broker())
+        assert stalled.wait(10)
+        a = threading.Thread(target=sender, args=("a",))
+        b = threading.Thread(target=sender, args=("b",))
+        try:
+            a.start()
+            assert wait_until(lambda: producer.core._blocking_in_flight == 1, 5.0)
+            b.start()
+            assert wait_until(lambda: producer.core._blocking_in_flight == 2, 5.0)
+        finally:
+            release.set()
+            stall.result(10)
+        a.join(10)
+        b.join(10)
+        assert {k: r.status for k, r in results.items()} == {"a": SendStatus.SEND_OK, "b": SendStatus.SEND_OK}
+        assert open_sockets(producer) == 1  # a's; b went through the loop
