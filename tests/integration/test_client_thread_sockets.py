@@ -239,3 +239,20 @@ def test_while_another_threads_send_is_out_a_send_goes_through_the_loops_connect
         b.join(10)
         assert {k: r.status for k, r in results.items()} == {"a": SendStatus.SEND_OK, "b": SendStatus.SEND_OK}
         assert open_sockets(producer) == 1  # a's; b went through the loop
+
+
+def test_a_socket_idle_past_max_idle_is_remade_before_it_is_used(cluster: ClusterThread) -> None:
+    cluster.create_topic("TopicTSIdle", 4)
+    with Producer("tsi_producer", client_config=cluster.client_config()) as producer:
+        producer.send(Message("TopicTSIdle", b"warm"))
+        producer.send(Message("TopicTSIdle", b"on the socket"))
+        tc = producer.core._thread_connections
+        assert tc is not None
+        (first,) = [e.client for e in tc._all]
+        producer.send(Message("TopicTSIdle", b"same socket"))
+        assert [e.client for e in tc._all] == [first]
+        tc.max_idle = 0.0  # every socket is now idle too long
+        assert producer.send(Message("TopicTSIdle", b"new socket")).status is SendStatus.SEND_OK
+        (second,) = [e.client for e in tc._all]
+        assert second is not first
+        assert not first.is_connected  # the old one was closed
