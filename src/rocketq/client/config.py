@@ -248,6 +248,10 @@ class ProducerConfig:
     #: Checks that may wait for those threads; more are dropped and asked again by the broker
     #: (``checkRequestHoldMax`` 2000).
     check_request_hold_max: int = 2000
+    #: A blocking ``send`` / ``send_batch`` from a plain thread, while no other thread's is out,
+    #: makes its first attempt on a socket of that thread's own instead of handing it to the
+    #: client's loop (ours, no RocketMQ equivalent; see :mod:`rocketq.client.producer.direct`).
+    thread_sockets: bool = True
 
     def __post_init__(self) -> None:
         _positive("send_msg_timeout", self.send_msg_timeout)
