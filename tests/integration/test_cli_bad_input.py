@@ -140,6 +140,16 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
         ("server: port range", ["server", "--broker-port", "70000"], "port must be 0..65535, got 70000"),
         ("server: port text", ["server", "--namesrv-port", "http"], "not a port number: 'http'"),
         (
+            "server: expiry zero",
+            ["server", "--channel-expired-timeout", "0"],
+            "argument --channel-expired-timeout: must be positive, got 0",
+        ),
+        (
+            "broker: scan text",
+            ["broker", "--namesrv", ns, "--client-scan-interval", "soon"],
+            "not a number: 'soon'",
+        ),
+        (
             "server: broker port in use",
             [
                 "server",

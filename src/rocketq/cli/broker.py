@@ -16,7 +16,13 @@ from typing import Any
 from rocketq.broker import Broker, BrokerConfig
 from rocketq.broker.config import default_data_dir, parse_namesrv_addrs
 from rocketq.cli.main import CliError
-from rocketq.cli.server import add_broker_options, check_data_dir, check_port, run_until_signal
+from rocketq.cli.server import (
+    add_broker_options,
+    broker_tuning,
+    check_data_dir,
+    check_port,
+    run_until_signal,
+)
 from rocketq.errors import ConfigError
 
 __all__ = ["register"]
@@ -47,15 +53,18 @@ def _run(args: argparse.Namespace) -> int:
     check_data_dir(data_dir)
     check_port(args.host, args.broker_port, "broker")
     try:
-        config = BrokerConfig(
-            host=args.host,
-            port=args.broker_port,
-            broker_name=args.broker_name,
-            broker_cluster_name=args.cluster,
-            flush=args.flush,
-            data_dir=data_dir,
-            namesrv_addrs=parse_namesrv_addrs(args.namesrv),
-            trace_topic_enable=args.trace_topic,
+        config = broker_tuning(
+            BrokerConfig(
+                host=args.host,
+                port=args.broker_port,
+                broker_name=args.broker_name,
+                broker_cluster_name=args.cluster,
+                flush=args.flush,
+                data_dir=data_dir,
+                namesrv_addrs=parse_namesrv_addrs(args.namesrv),
+                trace_topic_enable=args.trace_topic,
+            ),
+            args,
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None

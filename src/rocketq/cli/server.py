@@ -17,10 +17,12 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
+from rocketq.cli._output import positive_float
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
@@ -31,6 +33,7 @@ __all__ = [
     "SERVER_SWITCH_INTERVAL",
     "STORE_DIRS",
     "add_broker_options",
+    "broker_tuning",
     "check_data_dir",
     "check_port",
     "port_number",
@@ -39,6 +42,11 @@ __all__ = [
     "tune_server_process",
 ]
 
+
+_BROKER_DEFAULTS = BrokerConfig()
+CHANNEL_EXPIRED_TIMEOUT = _BROKER_DEFAULTS.channel_expired_timeout
+CLIENT_HOUSEKEEPING_INTERVAL = _BROKER_DEFAULTS.client_scan_interval
+REBALANCE_LOCK_MAX_LIVE_TIME = _BROKER_DEFAULTS.rebalance_lock_max_live_time
 
 STORE_DIRS = ("commitlog", "consumequeue", "config")
 """Directories the store keeps inside its data dir."""
@@ -138,6 +146,40 @@ def add_broker_options(
             "tracing on (RocketMQ's traceTopicEnable; off by default)"
         ),
     )
+    parser.add_argument(
+        "--channel-expired-timeout",
+        type=positive_float,
+        default=CHANNEL_EXPIRED_TIMEOUT,
+        metavar="S",
+        help=f"drop a client silent this many seconds (default {CHANNEL_EXPIRED_TIMEOUT:g}, RocketMQ's "
+        "CHANNEL_EXPIRED_TIMEOUT); short values let failure experiments expire a client quickly",
+    )
+    parser.add_argument(
+        "--client-scan-interval",
+        type=positive_float,
+        default=CLIENT_HOUSEKEEPING_INTERVAL,
+        metavar="S",
+        help=f"seconds between scans for silent clients (default {CLIENT_HOUSEKEEPING_INTERVAL:g}, "
+        "RocketMQ's ClientHousekeepingService)",
+    )
+    parser.add_argument(
+        "--rebalance-lock-max-live-time",
+        type=positive_float,
+        default=REBALANCE_LOCK_MAX_LIVE_TIME,
+        metavar="S",
+        help=f"seconds a queue lock lives without renewal (default {REBALANCE_LOCK_MAX_LIVE_TIME:g}, "
+        "RocketMQ's rocketmq.broker.rebalance.lockMaxLiveTime)",
+    )
+
+
+def broker_tuning(config: BrokerConfig, args: argparse.Namespace) -> BrokerConfig:
+    """``config`` with the housekeeping settings the options above give."""
+    return replace(
+        config,
+        channel_expired_timeout=args.channel_expired_timeout,
+        client_scan_interval=args.client_scan_interval,
+        rebalance_lock_max_live_time=args.rebalance_lock_max_live_time,
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -207,7 +249,7 @@ def _run(args: argparse.Namespace) -> int:
             broker_name=args.broker_name,
             cluster=args.cluster,
             flush=args.flush,
-            broker=BrokerConfig(trace_topic_enable=args.trace_topic),
+            broker=broker_tuning(BrokerConfig(trace_topic_enable=args.trace_topic), args),
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None
