@@ -66,7 +66,7 @@ from rocketq.client import (
 from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
 
-__all__ = ["TRACKED_BODIES", "ConsumeOutput", "consumer_options", "register"]
+__all__ = ["TRACKED_BODIES", "ConsumeOutput", "client_options", "consumer_options", "register"]
 
 TRACKED_BODIES = 2_000_000
 """Distinct message ids remembered for counting duplicates (about 140 MB when full); later ones are not."""
@@ -145,6 +145,22 @@ def register(subparsers: Any) -> None:
         "broker that expires silent clients sooner than its 120 s default",
     )
     parser.add_argument(
+        "--poll-name-server-interval",
+        type=positive_float,
+        default=30.0,
+        metavar="S",
+        help="seconds between route refreshes from the name server (default 30, RocketMQ's "
+        "pollNameServerInterval); a consumer learns new queues of its topic only then",
+    )
+    parser.add_argument(
+        "--rebalance-interval",
+        type=positive_float,
+        default=20.0,
+        metavar="S",
+        help="seconds between periodic rebalances (default 20, RocketMQ's "
+        "rocketmq.client.rebalance.waitInterval); notifications from brokers rebalance at once",
+    )
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="publish RocketMQ message-trace records (SubBefore/SubAfter) to RMQ_SYS_TRACE_TOPIC and "
@@ -185,6 +201,18 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.trace:
         options["trace"] = True
     return options
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~rocketq.client.ClientConfig` fields the options ask for (name server, instance
+    name and the client's intervals)."""
+    return {
+        "namesrv": args.namesrv,
+        "instance_name": args.instance or DEFAULT_INSTANCE_NAME,
+        "heartbeat_broker_interval": args.heartbeat_interval,
+        "poll_name_server_interval": args.poll_name_server_interval,
+        "rebalance_interval": args.rebalance_interval,
+    }
 
 
 class ConsumeOutput:
@@ -358,11 +386,7 @@ def _run(args: argparse.Namespace) -> int:
                 )
             else:
                 _seed_new_group(admin, args)
-        client_config = ClientConfig(
-            namesrv=args.namesrv,
-            instance_name=args.instance or DEFAULT_INSTANCE_NAME,
-            heartbeat_broker_interval=args.heartbeat_interval,
-        )
+        client_config = ClientConfig(**client_options(args))
         consumer = PushConsumer(args.group, client_config=client_config, **options)
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None
