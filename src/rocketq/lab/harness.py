@@ -67,6 +67,7 @@ LAB_CLIENT_IP = "127.0.0.1"
 """The IP in the lab consumers' client ids, so ids read ``127.0.0.1@consumer-1`` and sort by name."""
 
 _BROKER_LISTENING = re.compile(r"listening on (\S+),")
+_RAW_CHUNK = 512  # small: a paced reader then holds little of the output beyond the pipe's
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -168,6 +169,9 @@ class Worker:
     lab worker's JSON lines. ``bufsize`` is the reading buffer of its stdout (small values let a
     reader that pauses push back on the process sooner). ``pace``, when given, is called before
     each line is read: a reader that sleeps there is a slow consumer of the process's output.
+    ``raw`` reads the pipe with :func:`os.read` (no buffering beyond one chunk) and keeps
+    :attr:`bytes_read` (taken from the pipe) and :attr:`line_end` (the stream offset just past the
+    line being parsed), so a paced reader can tell when a line was written.
     """
 
     def __init__(
@@ -180,12 +184,17 @@ class Worker:
         parse: Callable[[str], dict[str, Any] | None] = json_line,
         bufsize: int = -1,
         pace: Callable[[], None] | None = None,
+        raw: bool = False,
     ) -> None:
         self.name = name
         self._shared = shared
         self.args = args
         self._parse = parse
         self._pace = pace
+        self._raw = raw
+        self._terminated = False
+        self.bytes_read = 0
+        self.line_end = 0
         self.proc = _spawn(
             args,
             stdin=subprocess.PIPE,
@@ -209,14 +218,39 @@ class Worker:
     def pid(self) -> int:
         return self.proc.pid
 
-    def _read_stdout(self) -> None:
+    def _lines(self) -> Iterator[str]:
+        """stdout's lines; with ``raw``, read straight from the pipe (os.read), counting bytes."""
         assert self.proc.stdout is not None
         stdout = self.proc.stdout
+        if not self._raw:
+            while line := stdout.readline():
+                yield line
+            return
+        fd = stdout.fileno()
+        pending = b""
+        while True:
+            cut = pending.find(b"\n")
+            if cut < 0:
+                chunk = os.read(fd, _RAW_CHUNK)
+                if not chunk:
+                    if pending:
+                        self.line_end += len(pending)
+                        yield pending.decode("utf-8", "replace")
+                    return
+                self.bytes_read += len(chunk)
+                pending += chunk
+                continue
+            raw, pending = pending[: cut + 1], pending[cut + 1 :]
+            self.line_end += len(raw)
+            yield raw.decode("utf-8", "replace")
+
+    def _read_stdout(self) -> None:
+        lines = self._lines()
         while True:
             if self._pace is not None:
                 self._pace()
-            line = stdout.readline()
-            if not line:
+            line = next(lines, None)
+            if line is None:
                 break
             event = self._parse(line)
             if event is None:
@@ -313,8 +347,12 @@ class Worker:
         return self.proc.poll() is None
 
     def terminate(self) -> None:
-        """Ask for a graceful stop (SIGTERM) without waiting; :meth:`stop` waits."""
-        if self.proc.poll() is None:
+        """Ask for a graceful stop (SIGTERM, once) without waiting; :meth:`stop` waits.
+
+        Once only: a second SIGTERM could reach a process that already finished its graceful stop
+        and is exiting, past its own handler, and kill it (exit code -15 instead of 0)."""
+        if self.proc.poll() is None and not self._terminated:
+            self._terminated = True
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGTERM)
 
