@@ -140,6 +140,17 @@ def test_holding_merges_close_actions_and_stops_at_the_line_that_gave_the_queue_
     ]
 
 
+def test_a_message_counts_from_the_answer_that_brought_it_until_it_was_printed() -> None:
+    # c1 gave A0 up at 2.0 but its listener printed a message fetched at 1.0 only at 6.0
+    tl = timeline(
+        sent=(Sent(1, 0.0, "broker-a", 0, 0),),
+        pulls=(pull("c1", A0, 0, 0.5, 1.0),),
+        recvs=(recv("c1", A0, 0, 6.0, 1),),
+        rebalances=(rebalance("c1", -1, A0), rebalance("c1", 2.0)),
+    )
+    assert holdings(tl)[A0]["c1"] == [(0.5, 6.0)]
+
+
 def test_a_pull_sent_after_the_queue_was_given_up_counts_in_full() -> None:
     tl = timeline(
         pulls=(pull("c1", A0, 0, 6.0, 8.0),),

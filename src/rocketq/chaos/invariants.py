@@ -4,8 +4,10 @@ Pure functions of the timeline (no clock, no I/O), so they are tested with timel
 hand. The definitions, in the words ``docs/chaos.md`` uses:
 
 * **holding** - a consumer *holds* a queue while one of its pulls of the queue is in flight at
-  the proxy (sent, not yet answered) or while it prints ``RECV`` lines of the queue; two of its
-  actions on the queue less than ``gap`` seconds apart (1 s) count as holding it in between.
+  the proxy (sent, not yet answered; a pull still held at the broker after the consumer's line
+  gave the queue up no longer counts), and while a message it fetched from the queue is in its
+  hands (from the answer that brought it until its ``RECV`` line); two of its actions on the
+  queue less than ``gap`` seconds apart (1 s) count as holding it in between.
 * **lost** - messages the producer had acknowledged that no consumer printed by the end of the
   run (after every fault healed). Must be 0.
 * **duplicates** - ``RECV`` lines of a message (broker, queue, offset) already printed before.
@@ -208,7 +210,9 @@ def holdings(tl: Timeline, gap: float = 1.0) -> Holdings:
     A pull counts from when it was sent until it was answered - or until the consumer's line
     gave the queue up, if that came first: a pull RocketMQ's protocol cannot call back, left held
     at the broker by a consumer that no longer owns the queue, is not holding it (the consumer
-    drops what it brings). What the consumer still prints of the queue afterwards is. Only
+    drops what it brings). A message the consumer printed counts from when the pull that fetched
+    it was answered until it was printed (it was in the consumer's hands all that time: cached,
+    or in its listener), whatever its lines said meanwhile. Only
     messages printed from the topic's own queues count (not those redelivered through the
     group's retry topic, whose queues bear the same names)."""
     gave_up = removals(tl)
@@ -221,11 +225,15 @@ def holdings(tl: Timeline, gap: float = 1.0) -> Holdings:
         if i < len(times):
             end = min(end, times[i])
         acts.setdefault(p.queue, {}).setdefault(p.consumer, []).append((p.sent, end))
+    pulls = _pulls_by(tl)
     for r in tl.recvs:
         seq = seq_of(r.body)
         if seq is not None and stored.get(seq, (r.queue, r.offset)) != (r.queue, r.offset):
             continue
-        acts.setdefault(r.queue, {}).setdefault(r.consumer, []).append((r.t, r.t))
+        mine = pulls.get((r.consumer, r.queue), [])
+        j = _fetch(mine, r.offset, r.t)
+        began = mine[j].answered if j is not None else r.t
+        acts.setdefault(r.queue, {}).setdefault(r.consumer, []).append((min(began, r.t), r.t))
     return {q: {c: merge(iv, gap) for c, iv in by.items()} for q, by in acts.items()}
 
 

@@ -236,6 +236,8 @@ def _u(rng: random.Random, a: float, b: float) -> float:
     return round(rng.uniform(a, b), 2)
 
 
+_SLOW_RATE = 5.0  # lines a second a slow listener's output is read at
+
 # expiry settings of the scenarios that need a broker to drop a silent client in seconds
 _EXPIRY = 3.0
 _SCAN = 0.5
@@ -351,12 +353,12 @@ def _broker_restart(rng: random.Random, form: Form) -> dict[str, Any]:
 
 def _slow_listener(rng: random.Random, form: Form) -> dict[str, Any]:
     victim = rng.choice(FIRST)
-    start = _u(rng, 1.5, 2.5)
+    start = _u(rng, 1.0, 2.0)
     return {
         "actions": (
-            Action(at=start, do="slow", target=victim, rate=10.0),
-            Action(at=round(start + _u(rng, 1.5, 2.5), 2), do="join", target="c4"),
-            Action(at=round(start + _u(rng, 5.0, 7.0), 2), do="fast", target=victim),
+            Action(at=start, do="slow", target=victim, rate=_SLOW_RATE),
+            Action(at=round(start + _u(rng, 2.5, 3.5), 2), do="join", target="c4"),
+            Action(at=round(start + _u(rng, 6.0, 7.5), 2), do="fast", target=victim),
         )
     }
 
@@ -426,8 +428,8 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "slow-listener",
-            "one consumer's listener is slow (its output is read at 10 lines/s) when a fourth joins: it "
-            "must give up queues with messages still in its listener",
+            "one consumer's listener is slow (its output is read at 5 lines/s, so its prints block) when "
+            "a fourth joins: it must give up queues with messages still in its listener",
             "apache/rocketmq-externals#568 (a rebalance racing in-flight consumption)",
             _slow_listener,
         ),
