@@ -139,6 +139,14 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
         ("server: data dir is a file", ["server", "--data-dir", str(tmp / "a-file")], "is not a directory"),
         ("server: port range", ["server", "--broker-port", "70000"], "port must be 0..65535, got 70000"),
         ("server: port text", ["server", "--namesrv-port", "http"], "not a port number: 'http'"),
+        ("chaos: unknown scenario", ["chaos", "nosuch"], "unknown scenario 'nosuch'"),
+        ("chaos: no runs", ["chaos", "kill", "--runs", "0"], "argument --runs: must be positive, got 0"),
+        ("chaos: negative seed", ["chaos", "kill", "--seed", "-1"], "must not be negative, got -1"),
+        (
+            "chaos: consumer command",
+            ["chaos", "kill", "--consumer-cmd", "python 'unclosed"],
+            "--consumer-cmd does not split like a shell line",
+        ),
         (
             "server: expiry zero",
             ["server", "--channel-expired-timeout", "0"],
