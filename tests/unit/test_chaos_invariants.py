@@ -428,3 +428,38 @@ def test_a_seed_always_gives_the_same_plan_and_another_seed_another(name: str) -
     heals = {a.target for a in first.actions if a.do == "heal"}
     assert heals == {a.target for a in first.actions if a.do == "fault"}
     assert SCENARIOS[name].plan(random.Random(f"{name}:7"), form, 7) == first
+
+
+# ------------------------------------------------------------------ the summary over runs
+
+
+def test_summary_gives_each_figure_as_mean_and_worst_per_scenario_and_mode() -> None:
+    from rocketq.chaos.harness import ChaosOptions, ChaosResult
+    from rocketq.chaos.invariants import InvariantResult
+    from rocketq.chaos.report import summary, summary_lines
+
+    def run(seed: int, handoff: str, dups: int, converge: float) -> ChaosResult:
+        options = ChaosOptions(seed=seed, handoff=handoff)  # type: ignore[arg-type]
+        plan = make_plan("kill", seed, Form(short=True))
+        result = ChaosResult("kill", options, plan)
+        result.invariants = [
+            InvariantResult("duplicates", dups == 0 or handoff == "default", dups, "msgs", ""),
+            InvariantResult("convergence", not math.isinf(converge), converge, "s", ""),
+            InvariantResult("notifications", None, 16, "", ""),
+        ]
+        return result
+
+    runs = [run(1, "default", 2, 0.5), run(2, "default", 4, math.inf), run(1, "clean", 1, 1.0)]
+    rows = summary(runs)
+    assert [(r["mode"], r["runs"], r["passed"]) for r in rows] == [
+        ("handoff default", 2, 1),
+        ("handoff clean", 1, 0),
+    ]
+    assert rows[0]["duplicates"] == {"mean": 3.0, "max": 4}
+    assert rows[0]["convergence"] == {"mean": 0.5, "max": math.inf}
+    assert rows[0]["failing"] == {"convergence": 1}
+    assert rows[1]["failing"] == {"duplicates": 1}
+    lines = summary_lines(runs)
+    assert lines[0].split()[:4] == ["scenario", "mode", "pass", "dups"]
+    assert "0.5 (inf)" in lines[1]
+    assert lines[-1] == "figures: mean (max) over the runs; seeds 1, 2"

@@ -358,6 +358,8 @@ class ChaosRun:
         self.producer: _SeqProducer | None = None
         self.windows: list[Window] = []
         self.open_faults: dict[str, tuple[float, Fault]] = {}
+        #: broker downtimes and slow readings under way: (what, target) -> since
+        self.open_windows: dict[tuple[str, str], float] = {}
         self.queue_sets: list[tuple[float, tuple[QueueRef, ...]]] = []
         self.expectations = plan.expectations(handoff=options.handoff, orderly=options.orderly)
         self.t0 = 0.0
@@ -542,13 +544,13 @@ class ChaosRun:
             self._note(action)
         elif action.do == "broker-stop":
             code = self.lab.stop_broker(target, kill=action.signal == "SIGKILL")
-            self.open_faults[f"broker:{target}"] = (now, Fault(kind="cut", target=target))
+            self.open_windows["broker-down", target] = now
             self._note(action, f"exit code {code}")
         elif action.do == "broker-start":
             addr = self.lab.start_broker(target)
             up = time.monotonic()
-            opened = self.open_faults.pop(f"broker:{target}", None)
-            self.windows.append(Window("broker-down", target, opened[0] if opened else now, up))
+            since = self.open_windows.pop(("broker-down", target), now)
+            self.windows.append(Window("broker-down", target, since, up))
             self._note(action, f"listening on {addr} again")
         elif action.do == "expand":
             queues = self.lab.create_topic(TOPIC, action.queues)
@@ -559,14 +561,14 @@ class ChaosRun:
             c = self.consumers[target]
             c.slow_rate = action.rate
             self._shrink_pipe(c)
-            self.open_faults[f"slow:{target}"] = (now, Fault(kind="delay", consumer=target))
+            self.open_windows["slow", target] = now
             self._note(action)
         elif action.do == "fast":
             c = self.consumers[target]
             c.slow_rate = 0.0
             c.slow_wake.set()
-            opened = self.open_faults.pop(f"slow:{target}", None)
-            self.windows.append(Window("slow", target, opened[0] if opened else now, now))
+            since = self.open_windows.pop(("slow", target), now)
+            self.windows.append(Window("slow", target, since, now))
             self._note(action)
         else:
             raise LabError(f"unknown action {action.do!r}")
@@ -681,6 +683,8 @@ class ChaosRun:
             for item in c.items():
                 (recvs if isinstance(item, Recv) else rebalances).append(item)  # type: ignore[arg-type]
         windows = list(self.windows)
+        for (what, target), since in self.open_windows.items():
+            windows.append(Window(what, target, since, t_end))
         for key, (start, fault) in self.open_faults.items():
             windows.append(Window("fault", key, start, t_end, fault.describe()))
         first = self.queue_sets[0][1]
