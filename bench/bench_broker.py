@@ -46,7 +46,7 @@ import threading
 import time
 from pathlib import Path
 
-from rocketq.client.producer import Producer
+from rocketq.client import Producer
 from rocketq.embedded import spawn_server
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.headers import (

@@ -22,7 +22,7 @@ What it measures, each beside a baseline taken in the same run against the same 
   and once with ``handoff="clean"``. RocketMQ 4.9.4's Java push consumers on its own broker:
   1 duplicate, 0 lost, longest queue pause 1.14 s;
 * **thread hand-off** (``--handoff``, no broker): 32 threads each calling a trivial coroutine
-  through :meth:`~rocketq.client._sync.LoopThread.call`, against ``run_coroutine_threadsafe``
+  through :meth:`~rocketq.client.loop_thread.LoopThread.call`, against ``run_coroutine_threadsafe``
   + ``Future.result`` (one loop wake-up and one condition variable per call) on the same loop:
   calls/s and process CPU per call.
 
@@ -127,7 +127,12 @@ async def raw_pull(broker: str, topic: str, queues: int, total: int) -> tuple[fl
 
 
 def client_config(namesrv: str, name: str = "DEFAULT") -> ClientConfig:
-    return ClientConfig(namesrv=namesrv, client_ip="127.0.0.1", instance_name=name)
+    # no minimum interval between rebalances, as RocketMQ 4.9.4 (the reference of the balance and
+    # scaling rows); with the client's default, RocketMQ 5.x's 1 s, a member that rebalanced less
+    # than a second ago waits out the rest before it serves the next notification
+    return ClientConfig(
+        namesrv=namesrv, client_ip="127.0.0.1", instance_name=name, rebalance_min_interval=0.0
+    )
 
 
 def bench_sends(namesrv: str, topic: str, n: int) -> tuple[float, float]:
@@ -277,7 +282,8 @@ def bench_scaling(
     namesrv: str, topic: str, phase: float, handoff: str = "default"
 ) -> tuple[int, int, int, float]:
     """``(sent, lost, duplicates, longest delay s)`` for 1 → 3 → 2 consumers at 200 msg/s, with the
-    given handoff mode (``"clean"``: leases, commit-then-unlock; see ``rocketq.client.handoff``)."""
+    given handoff mode (``"clean"``: leases, commit-then-unlock; see
+    ``rocketq.client.consumer.clean_handoff``)."""
     seen: dict[bytes, int] = {}
     worst = [0.0]
     lock = threading.Lock()
@@ -334,7 +340,7 @@ def bench_scaling(
 
 def bench_handoff(threads: int = 32, calls: int = 1_000 if QUICK else 4_000) -> list[str]:
     """Calls/s and CPU µs per call of the sync hand-off, against ``run_coroutine_threadsafe``."""
-    from rocketq.client._sync import LoopThread
+    from rocketq.client.loop_thread import LoopThread
 
     lt = LoopThread("bench-handoff")
 

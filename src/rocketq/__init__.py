@@ -21,10 +21,11 @@ from rocketq.errors import (
     RemoteProtocolError,
     RemotingError,
     RemotingTimeoutError,
+    RequestTimeoutError,
     RocketQError,
     StoreError,
 )
-from rocketq.models import MessageQueue, SendResult, SendStatus
+from rocketq.models import LocalTransactionState, MessageQueue, SendResult, SendStatus, TransactionSendResult
 
 if TYPE_CHECKING:
     from rocketq.admin import Admin
@@ -41,12 +42,15 @@ if TYPE_CHECKING:
         Message,
         MessageExt,
         MessageModel,
+        MessageSelector,
         Producer,
         ProducerConfig,
         PushConsumer,
         PushConsumerConfig,
         RebalanceRecord,
         RebalanceTrigger,
+        TransactionProducer,
+        create_reply,
     )
     from rocketq.embedded import EmbeddedCluster
 
@@ -70,12 +74,15 @@ _LAZY: dict[str, str] = {
             "Message",
             "MessageExt",
             "MessageModel",
+            "MessageSelector",
             "Producer",
             "ProducerConfig",
             "PushConsumer",
             "PushConsumerConfig",
             "RebalanceRecord",
             "RebalanceTrigger",
+            "TransactionProducer",
+            "create_reply",
         ),
         "rocketq.client",
     ),
@@ -122,10 +129,12 @@ __all__ = [
     "EmbeddedCluster",
     "LitePullConsumer",
     "LitePullConsumerConfig",
+    "LocalTransactionState",
     "Message",
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Plan",
     "Producer",
     "ProducerConfig",
@@ -136,11 +145,15 @@ __all__ = [
     "RemoteProtocolError",
     "RemotingError",
     "RemotingTimeoutError",
+    "RequestTimeoutError",
     "RocketQError",
     "SendResult",
     "SendStatus",
     "StoreError",
+    "TransactionProducer",
+    "TransactionSendResult",
     "__version__",
+    "create_reply",
     "get_strategy",
     "plan",
     "plan_group",

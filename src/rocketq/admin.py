@@ -33,6 +33,15 @@ What each call does, as RocketMQ 4.9.4's ``mqadmin`` does it:
   offset, ``"last"`` to its max. :meth:`AsyncAdmin.seed_new_group` commits a new group's start
   offsets, because a broker starts a new group at 0 on any queue that still holds its first message.
 
+* **monitoring** (what the dashboard and the exporter read, a section of its own): each broker's
+  runtime table (GET_BROKER_RUNTIME_INFO: version, put/get TPS, disk use), its topic and group
+  configs in one request each, the groups consuming a topic (QUERY_TOPIC_CONSUME_BY_WHO), producer
+  connections, and message look-ups: by message id (:meth:`AsyncAdmin.view_message`: an offset
+  message id with VIEW_MESSAGE_BY_ID at the broker it names, a producer's unique id with
+  QUERY_MESSAGE on the unique key), by key in a time range (:meth:`AsyncAdmin.query_message`),
+  by queue and offset (a pull of one message as ``TOOLS_CONSUMER``), and a message's trace from
+  the trace topic (:meth:`AsyncAdmin.message_trace`).
+
 Errors are one-line :class:`~rocketq.errors.RocketQError`\\ s: :class:`~rocketq.errors.UnknownTopicError`,
 :class:`~rocketq.errors.UnknownGroupError`, :class:`~rocketq.errors.RemotingConnectError` naming the
 name server or broker that could not be reached, :class:`~rocketq.errors.BrokerError` for refusals.
@@ -42,6 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,49 +60,74 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from rocketq.allocate import get_strategy, plan
-from rocketq.client._sync import LoopThread
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import resolve_namesrv
+from rocketq.client.consumer.selector import MessageSelector, subscription_of
+from rocketq.client.loop_thread import LoopThread
 from rocketq.client.routes import subscribe_info_from_route
+from rocketq.client.trace import CLIENT_ID_PROPERTY
+from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import (
     BrokerError,
     ConfigError,
     ConsumerNotOnlineError,
+    RemoteProtocolError,
     RemotingConnectError,
     RemotingTimeoutError,
     RocketQError,
     UnknownGroupError,
     UnknownTopicError,
 )
-from rocketq.models import DuplicateClientId, MessageQueue
+from rocketq.models import DuplicateClientId, MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     ClusterInfo,
     Connection,
     ConsumerConnection,
     ConsumerRunningInfo,
+    ProducerConnection,
+    SubscriptionGroupConfig,
+    TopicConfig,
     TopicRouteData,
 )
 from rocketq.protocol.calls import Call
-from rocketq.protocol.codes import MASTER_ID, version_name
-from rocketq.protocol.topics import retry_topic
+from rocketq.protocol.codes import MASTER_ID, PullSysFlag, version_name
+from rocketq.protocol.headers import PullMessageRequestHeader
+from rocketq.protocol.message import MessageExt, decode_messages
+from rocketq.protocol.message_id import parse_offset_msg_id, parse_uniq_id
+from rocketq.protocol.topics import is_retry_or_dlq_topic, is_system_topic, retry_topic
+from rocketq.protocol.trace import (
+    RMQ_SYS_TRACE_TOPIC,
+    ConsumeReturnType,
+    TraceContext,
+    TraceType,
+    decode_trace,
+)
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
 
 __all__ = [
     "ORDER_TOPIC_CONFIG",
+    "TOOLS_CONSUMER_GROUP",
     "Admin",
     "AsyncAdmin",
+    "BrokerRuntime",
     "DuplicateClientId",
     "GroupMember",
     "GroupMembers",
     "GroupProgress",
+    "MessageTrace",
     "QueueProgress",
+    "QueueRead",
     "QueueSource",
     "ResetResult",
     "TopicQueueStats",
     "TopicStats",
+    "TraceEvent",
+    "message_dict",
     "parse_reset_target",
+    "parse_time",
+    "trace_events",
 ]
 
 logger = logging.getLogger(__name__)
@@ -105,6 +141,7 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 QueueSource = Literal["running-info", "plan"]
 
 _FIRST = 0  # a reset to time stamp 0 lands on each queue's min offset
+_JAVA_LONG_MAX = (1 << 63) - 1  # a query's end when none is given (Long.MAX_VALUE, as mqadmin)
 _LAST = -1  # RocketMQ's "now": each queue's max offset
 
 
@@ -341,6 +378,296 @@ def _future(text: str) -> str:
         f"time {text.strip()!r} is in the future: no message is stored after it "
         "(use last for each queue's end)"
     )
+
+
+_AGE = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_time(text: str, *, now_ms: int | None = None) -> int:
+    """A time as epoch ms: digits (epoch ms), ``now``, an age (``30s``, ``15m``, ``2h``, ``1d``:
+    that long ago) or ISO-8601 (local time when it has no offset); else
+    :class:`~rocketq.errors.ConfigError`.
+
+    >>> parse_time("1700000000000"), parse_time("90s", now_ms=1_000_000), parse_time("now", now_ms=5)
+    (1700000000000, 910000, 5)
+    >>> parse_time("2023-11-14T22:13:20+00:00")
+    1700000000000
+    """
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if value == "now":
+        return now
+    m = _AGE.match(value)
+    if m:
+        return now - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+    from datetime import datetime  # noqa: PLC0415 (only for this form)
+
+    try:
+        return int(datetime.fromisoformat(value).timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
+        raise ConfigError(
+            f"a time must be epoch ms, now, an age such as 15m, or ISO-8601 (2026-01-31T12:00:00); "
+            f"got {text!r}"
+        ) from None
+
+
+# ------------------------------------------------------------------------------------ monitoring values
+
+
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+"""The group RocketMQ's tools pull as (``MixAll.TOOLS_CONSUMER_GROUP``), built into every broker."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRuntime:
+    """A broker's GET_BROKER_RUNTIME_INFO table with the figures a person looks for first.
+
+    Rates are the 10-second figure (RocketMQ writes ``"10s 60s 600s"``; rocketq one number);
+    ``None`` when the broker does not report them.
+    """
+
+    addr: str
+    table: Mapping[str, str]
+
+    def _first_number(self, key: str) -> float | None:
+        text = self.table.get(key)
+        if not text:
+            return None
+        try:
+            return float(text.split()[0])
+        except ValueError:
+            return None
+
+    @property
+    def version(self) -> str:
+        return self.table.get("brokerVersionDesc") or "?"
+
+    @property
+    def put_tps(self) -> float | None:
+        """Messages stored per second (``putTps``)."""
+        return self._first_number("putTps")
+
+    @property
+    def get_tps(self) -> float | None:
+        """Messages sent to consumers per second (``getTransferedTps``)."""
+        return self._first_number("getTransferedTps")
+
+    @property
+    def disk_ratio(self) -> float | None:
+        """Fraction of the commit log's disk in use (``commitLogDiskRatio``, 0..1)."""
+        return self._first_number("commitLogDiskRatio")
+
+    @property
+    def boot_ms(self) -> int | None:
+        value = self._first_number("bootTimestamp")
+        return int(value) if value is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "addr": self.addr,
+            "version": self.version,
+            "put_tps": self.put_tps,
+            "get_tps": self.get_tps,
+            "disk_ratio": self.disk_ratio,
+            "boot_ms": self.boot_ms,
+            "table": dict(self.table),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    """Messages read from a queue by :meth:`AsyncAdmin.read_queue`: where to read next, the
+    queue's bounds, and whether the offset asked was within them."""
+
+    messages: tuple[MessageExt, ...]
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    in_range: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One step of a message's life from its trace records (RocketMQ's message-trace view).
+
+    ``kind`` is ``"sent"`` (a Pub line), ``"consumed"`` (a SubBefore and its SubAfter, paired by
+    request id; an unpaired SubBefore is a consumption that had not finished when the records
+    were read) or ``"transaction"`` (an EndTransaction line). ``client`` is the traced client's
+    id when its trace producer wrote it (rocketq's ``rqClientId``), else the host the record was
+    sent from; ``host`` is the broker (sent, transaction) or the consuming host.
+    """
+
+    kind: Literal["sent", "consumed", "transaction"]
+    timestamp: int
+    group: str
+    client: str
+    host: str
+    cost_ms: int | None
+    success: bool | None
+    status: str
+    retry_times: int = 0
+    topic: str = ""
+    tags: str = ""
+    keys: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "timestamp_ms": self.timestamp,
+            "group": self.group,
+            "client": self.client,
+            "host": self.host,
+            "cost_ms": self.cost_ms,
+            "success": self.success,
+            "status": self.status,
+            "retry_times": self.retry_times,
+            "topic": self.topic,
+            "tags": self.tags,
+            "keys": self.keys,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTrace:
+    """A message's trace (:meth:`AsyncAdmin.message_trace`): its id, the stored message when it
+    could be read, and the trace events in time order."""
+
+    msg_id: str
+    trace_topic: str
+    message: MessageExt | None
+    events: tuple[TraceEvent, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.message
+        return {
+            "msg_id": self.msg_id,
+            "trace_topic": self.trace_topic,
+            "message": None if m is None else message_dict(m),
+            "events": [e.to_dict() for e in self.events],
+        }
+
+
+def message_dict(m: MessageExt, *, body: bool = True) -> dict[str, Any]:
+    """A stored message as JSON-ready values (what ``rocketq message show --json`` prints; the
+    body as UTF-8 text with replacement)."""
+    out: dict[str, Any] = {
+        "msg_id": m.msg_id,
+        "offset_msg_id": m.offset_msg_id,
+        "topic": m.topic,
+        "queue_id": m.queue_id,
+        "queue_offset": m.queue_offset,
+        "commit_log_offset": m.commit_log_offset,
+        "tags": m.tags,
+        "keys": m.keys,
+        "born_ms": m.born_timestamp,
+        "born_host": str(m.born_host),
+        "stored_ms": m.store_timestamp,
+        "store_host": str(m.store_host),
+        "reconsume_times": m.reconsume_times,
+        "sys_flag": m.sys_flag,
+        "properties": dict(sorted(m.properties.items())),
+        "body_size": len(m.body),
+    }
+    if body:
+        out["body"] = m.body.decode("utf-8", "replace")
+    return out
+
+
+def _return_type(code: int) -> str:
+    try:
+        return ConsumeReturnType(code).name
+    except ValueError:
+        return str(code)
+
+
+def trace_events(records: Iterable[tuple[TraceContext, str]], msg_id: str) -> list[TraceEvent]:
+    """The events of ``msg_id`` among decoded trace contexts, each with the client that wrote it
+    (``(context, client)`` pairs), in time order; SubBefore and SubAfter lines of one consume
+    call (one request id) make one ``consumed`` event.
+
+    >>> from rocketq.protocol.trace import TraceBean, TraceContext, TraceType
+    >>> b = (TraceBean(msg_id="M", retry_times=1),)
+    >>> recs = [(TraceContext(trace_type=TraceType.SUB_BEFORE, timestamp=5, group_name="G",
+    ...                       request_id="R", beans=b), "c1"),
+    ...         (TraceContext(trace_type=TraceType.SUB_AFTER, timestamp=9, group_name="G",
+    ...                       request_id="R", cost_time=4, beans=b), "c1")]
+    >>> [(e.kind, e.timestamp, e.cost_ms, e.retry_times) for e in trace_events(recs, "M")]
+    [('consumed', 5, 4, 1)]
+    """
+    events: list[TraceEvent] = []
+    before: dict[str, tuple[TraceContext, str]] = {}
+    after: dict[str, TraceContext] = {}
+    for ctx, client in records:
+        if not ctx.beans or ctx.beans[0].msg_id != msg_id:
+            continue
+        bean = ctx.beans[0]
+        if ctx.trace_type is TraceType.PUB:
+            status = "SEND_OK" if ctx.success else "failed"
+            events.append(
+                TraceEvent(
+                    "sent",
+                    ctx.timestamp,
+                    ctx.group_name,
+                    client,
+                    bean.store_host,
+                    ctx.cost_time,
+                    ctx.success,
+                    status,
+                    topic=bean.topic,
+                    tags=bean.tags,
+                    keys=bean.keys,
+                )
+            )
+        elif ctx.trace_type is TraceType.END_TRANSACTION:
+            status = str(bean.transaction_state)
+            if bean.from_transaction_check:
+                status += " (answering a check)"
+            events.append(
+                TraceEvent(
+                    "transaction",
+                    ctx.timestamp,
+                    ctx.group_name,
+                    client,
+                    bean.store_host,
+                    None,
+                    None,
+                    status,
+                    topic=bean.topic,
+                    tags=bean.tags,
+                    keys=bean.keys,
+                )
+            )
+        elif ctx.trace_type is TraceType.SUB_BEFORE:
+            before[ctx.request_id] = (ctx, client)
+        else:
+            after[ctx.request_id] = ctx
+    for request_id, (ctx, client) in before.items():
+        done = after.get(request_id)
+        if done is None:
+            status, cost, success = "no end recorded", None, None
+        else:
+            cost, success = done.cost_time, done.success
+            status = "CONSUME_SUCCESS" if success else f"RECONSUME_LATER ({_return_type(done.context_code)})"
+        bean = ctx.beans[0]
+        host = client.partition("@")[0]
+        events.append(
+            TraceEvent(
+                "consumed",
+                ctx.timestamp,
+                ctx.group_name,
+                client,
+                host,
+                cost,
+                success,
+                status,
+                retry_times=bean.retry_times,
+                keys=bean.keys,
+            )
+        )
+    return sorted(events, key=lambda e: e.timestamp)
 
 
 # ------------------------------------------------------------------------------------ the core
@@ -817,8 +1144,13 @@ class AsyncAdmin:
                 out.setdefault(cid, []).extend(qs)
         return {cid: sorted(qs) for cid, qs in out.items()}
 
-    async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
-        """Per queue: broker offset, committed offset, lag and owner, from every broker."""
+    async def group_progress(
+        self, group: str, topic: str | None = None, *, members: GroupMembers | None = None
+    ) -> GroupProgress:
+        """Per queue: broker offset, committed offset, lag and owner, from every broker.
+
+        ``members`` (a :meth:`group_members` answer the caller already has) gives the owners
+        without asking the members again."""
         if topic is not None:
             route = await self.topic_route(topic)
             brokers = {
@@ -842,10 +1174,11 @@ class AsyncAdmin:
             raise UnknownGroupError(f"consumer group {group} is unknown to every broker")
         owners: dict[MessageQueue, str] = {}
         source: QueueSource | None = None
-        try:
-            members = await self.group_members(group)
-        except UnknownGroupError:
-            members = GroupMembers(group, ())
+        if members is None:
+            try:
+                members = await self.group_members(group)
+            except UnknownGroupError:
+                members = GroupMembers(group, ())
         for m in members.members:
             for mq in m.queues:
                 owners.setdefault(mq, m.client_id)
@@ -952,6 +1285,269 @@ class AsyncAdmin:
             await self._call(addr, calls.update_consumer_offset(group, mq, offset))
             out[mq] = offset
         return out
+
+    # ================================================================== monitoring
+    # Calls the dashboard and the exporter read (RocketMQ Dashboard's and rocketmq-exporter's
+    # views), kept apart from the tools' calls above: brokers' runtime tables, every topic and
+    # group config of a broker, who consumes a topic, producer connections, message look-ups.
+
+    async def broker_runtime(self, addr: str) -> BrokerRuntime:
+        """GET_BROKER_RUNTIME_INFO of the broker at ``addr``."""
+        return BrokerRuntime(addr, await self._call(addr, calls.get_broker_runtime_info()))
+
+    async def topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+        """Every topic the broker at ``addr`` holds, with its queue counts (GET_ALL_TOPIC_CONFIG)."""
+        table = (await self._call(addr, calls.get_all_topic_config())).topic_config_table
+        return dict(sorted(table.items()))
+
+    async def group_configs(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """Every consumer group the broker at ``addr`` has a config for (a broker makes one when
+        a group first connects), GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
+        wrapper = await self._call(addr, calls.get_all_subscription_group_config())
+        return dict(sorted(wrapper.subscription_group_table.items()))
+
+    async def consumer_groups(self) -> list[str]:
+        """Every consumer group any master broker knows, sorted (built-in groups included)."""
+        names: set[str] = set()
+        for addr in (await self.master_addrs()).values():
+            names.update(await self.group_configs(addr))
+        return sorted(names)
+
+    async def topic_consumers(self, topic: str) -> list[str]:
+        """The consumer groups the brokers of ``topic``'s route see consuming it (online, or with
+        committed offsets), sorted (QUERY_TOPIC_CONSUME_BY_WHO, as ``mqadmin topicStatus`` shows)."""
+        route = await self.topic_route(topic)
+        groups: set[str] = set()
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                groups.update(await self._call(addr, calls.query_topic_consume_by_who(topic)))
+        return sorted(groups)
+
+    async def producer_connections(self, group: str) -> dict[str, ProducerConnection]:
+        """GET_PRODUCER_CONNECTION_LIST from every master that has the producer group online, by address."""
+        out: dict[str, ProducerConnection] = {}
+        for addr in (await self.master_addrs()).values():
+            found = await self._call(addr, calls.get_producer_connection_list(group))
+            if found is not None:
+                out[addr] = found
+        return out
+
+    async def query_message(
+        self,
+        topic: str,
+        key: str,
+        begin: int | None = None,
+        end: int | None = None,
+        max_num: int = 64,
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` with ``key`` among their keys, stored between ``begin`` and
+        ``end`` (epoch ms; default: any time), from every broker of the topic's route, sorted by
+        store time (QUERY_MESSAGE through the brokers' message index, as ``mqadmin
+        queryMsgByKey`` and Java's ``MQAdminImpl.queryMessage`` ask it). At most ``max_num``
+        come from each broker, the newest (a broker answers at most 64). None found is ``[]``.
+        The index keeps store times to the second (as RocketMQ's): a message counts as stored
+        at the start of its second, so a range that begins within that second misses it; give
+        ranges a second to spare."""
+        check_topic(topic)
+        if not key or not key.strip():
+            raise ConfigError("a query needs a key")
+        if max_num < 1:
+            raise ConfigError(f"max_num must be positive, got {max_num}")
+        begin_ms = 0 if begin is None else begin
+        end_ms = _JAVA_LONG_MAX if end is None else end
+        if begin_ms < 0 or end_ms < begin_ms:
+            raise ConfigError(f"the time range is empty: begin {begin_ms} is after end {end_ms}")
+        return await self._query(topic, key, unique=False, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms)
+
+    async def view_message(self, msg_id: str, *, topic: str | None = None) -> list[MessageExt]:
+        """The stored message(s) with ``msg_id``, as ``mqadmin queryMsgById`` finds them:
+
+        * an **offset message id** (the broker's: its address and commit-log offset) is read at
+          that broker with VIEW_MESSAGE_BY_ID, when the broker is one of the cluster's;
+        * a **producer's unique id** (``UNIQ_KEY``, the ``msg_id`` a send returns) is looked up
+          with QUERY_MESSAGE on the unique key (``_UNIQUE_KEY_QUERY``, from a second before the
+          time the id holds) in ``topic``, on every broker of its route; without ``topic``, in
+          every topic of every master broker but RocketMQ's own (a retry or dead-letter topic
+          is searched: a message consumed with failures is stored there again, same id).
+
+        Both ids are 32 hex digits for IPv4 hosts, so an id is tried both ways. The result is
+        every stored copy found, earliest first (one, usually; Java's ``viewMessage`` returns
+        the earliest); ``[]`` when none is."""
+        msg_id = msg_id.strip().upper()
+        if len(msg_id) not in (32, 56) or any(c not in "0123456789ABCDEF" for c in msg_id):
+            raise ConfigError(
+                f"{msg_id!r} is not a message id: an offset message id or a producer's message id is "
+                "32 hex digits (56 for IPv6 hosts)"
+            )
+        if topic is not None:
+            check_topic(topic)
+        found = await self._view_offset_id(msg_id)
+        if found is not None:
+            return [found]
+        try:
+            begin = parse_uniq_id(msg_id).approx_timestamp(int(time.time() * 1000)) - 1000
+        except RocketQError:
+            return []  # neither an offset id of this cluster nor a producer's id
+        if topic is not None:
+            return await self._query(topic, msg_id, unique=True, begin_ms=max(begin, 0))
+        return await self._query_everywhere(msg_id, max(begin, 0))
+
+    async def _view_offset_id(self, msg_id: str) -> MessageExt | None:
+        """The message an offset id names, when it names one of the cluster's brokers."""
+        try:
+            host, offset = parse_offset_msg_id(msg_id)
+        except RocketQError:
+            return None
+        addr = str(host)
+        known = {
+            a
+            for bd in (await self.cluster_info()).broker_addr_table.values()
+            for a in bd.broker_addrs.values()
+        }
+        if addr not in known:
+            return None
+        try:
+            found = await self._call(addr, calls.view_message_by_id(offset))
+        except (BrokerError, RemoteProtocolError):
+            return None  # no record starts there: not an offset id after all
+        return found if found.offset_msg_id == msg_id else None
+
+    async def _query_everywhere(self, msg_id: str, begin_ms: int) -> list[MessageExt]:
+        """QUERY_MESSAGE of a unique id in every user, retry and dead-letter topic of every master
+        (topics from each broker's GET_ALL_TOPIC_CONFIG; 16 queries in flight)."""
+        limit = asyncio.Semaphore(16)
+
+        async def ask(addr: str, topic: str) -> list[MessageExt]:
+            async with limit:
+                call = calls.query_message(topic, msg_id, unique=True, begin_ms=begin_ms)
+                return await self._call(addr, call)
+
+        asks = []
+        for addr in (await self.master_addrs()).values():
+            for topic in await self.topic_configs(addr):
+                if not is_system_topic(topic) or is_retry_or_dlq_topic(topic):
+                    asks.append(ask(addr, topic))
+        found = [m for batch in await asyncio.gather(*asks) for m in batch]
+        return sorted(found, key=lambda m: (m.store_timestamp, m.topic, m.queue_id, m.queue_offset))
+
+    async def _query(
+        self,
+        topic: str,
+        key: str,
+        *,
+        unique: bool,
+        max_num: int = 32,
+        begin_ms: int = 0,
+        end_ms: int = _JAVA_LONG_MAX,
+    ) -> list[MessageExt]:
+        route = await self.topic_route(topic)
+        found: list[MessageExt] = []
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                call = calls.query_message(
+                    topic, key, unique=unique, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms
+                )
+                found.extend(await self._call(addr, call))
+        return sorted(found, key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
+
+    async def message_trace(
+        self, msg_id: str, *, topic: str | None = None, trace_topic: str = RMQ_SYS_TRACE_TOPIC
+    ) -> MessageTrace:
+        """The trace of the message ``msg_id`` (RocketMQ dashboard's message trace): the records
+        traced clients published about it to ``trace_topic`` - sent (by which producer group,
+        to which broker, how long it took), transaction ends, consumed (by which group and
+        client, when, how long, how it ended, which retry) - found through the index (trace
+        messages are keyed by the ids they trace) and decoded from RocketMQ's trace format
+        (:mod:`rocketq.protocol.trace`); and the message itself as stored, when it can be read
+        (``topic`` helps for a producer's id: see :meth:`view_message`). An offset id is turned
+        into the producer's id the records name. No record is an empty ``events``."""
+        stored = await self.view_message(msg_id, topic=topic)
+        message = stored[0] if stored else None
+        key = message.msg_id if message is not None else msg_id.strip().upper()
+        try:
+            traces = await self._query(trace_topic, key, unique=False, max_num=64)
+        except UnknownTopicError:
+            traces = []  # nothing was ever traced in this cluster
+        records: list[tuple[TraceContext, str]] = []
+        for t in traces:
+            client = t.properties.get(CLIENT_ID_PROPERTY) or t.born_host.ip
+            try:
+                contexts = decode_trace(t.body)
+            except RemoteProtocolError as exc:
+                logger.warning("trace message %s is not readable: %s", t.msg_id, exc)
+                continue
+            records.extend((ctx, client) for ctx in contexts)
+        events = trace_events(records, key)
+        if message is None and topic is None:
+            sent = next((e for e in events if e.kind == "sent" and e.topic), None)
+            if sent is not None:  # the records name the topic: read the message there
+                found = await self.view_message(key, topic=sent.topic)
+                message = found[0] if found else None
+        return MessageTrace(key, trace_topic, message, tuple(events))
+
+    async def check_subscription(self, group: str, topic: str, selector: MessageSelector | str) -> None:
+        """Ask every master of ``topic``'s route whether it can serve ``group``'s subscription
+        (CHECK_CLIENT_CONFIG, as a consumer asks at start): raises the refusal (SQL92 on a
+        broker without ``enablePropertyFilter``, or an expression the broker cannot parse), so a
+        tool can say so before it changes anything."""
+        check_group(group)
+        sub = subscription_of(topic, selector, sub_version=int(time.time() * 1000))
+        if sub.expression_type in (None, "", "TAG"):
+            return
+        route = await self.topic_route(topic)
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                await self._call(addr, calls.check_client_config(group, f"rocketq-admin@{os.getpid()}", sub))
+
+    async def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
+        """Up to ``max_nums`` messages of queue ``mq`` from ``offset`` (a pull as the tools' group
+        ``TOOLS_CONSUMER``, which commits nothing), with where to read next and the queue's bounds."""
+        route = await self.topic_route(mq.topic)
+        addr = next(
+            (bd.broker_addrs.get(MASTER_ID) for bd in route.broker_datas if bd.broker_name == mq.broker_name),
+            None,
+        )
+        if addr is None:
+            raise ConfigError(f"topic {mq.topic} has no queue on broker {mq.broker_name}")
+        header = PullMessageRequestHeader(
+            consumer_group=TOOLS_CONSUMER_GROUP,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=int(PullSysFlag.SUBSCRIPTION),
+            commit_offset=0,
+            suspend_timeout_millis=0,
+            subscription="*",
+            sub_version=0,
+            expression_type="TAG",
+        )
+        result = await self._call(addr, calls.pull_message(header))
+        messages = decode_messages(result.body) if result.status is PullStatus.FOUND else []
+        return QueueRead(
+            tuple(messages),
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset,
+            in_range=result.status is not PullStatus.OFFSET_ILLEGAL and offset >= result.min_offset,
+        )
+
+    async def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
+        """The message at ``offset`` of queue ``mq`` (a pull of one message); ``None`` past the
+        queue's last message. An offset below the queue's first message raises
+        :class:`~rocketq.errors.ConfigError` with the queue's bounds."""
+        read = await self.read_queue(mq, offset, 1)
+        if read.messages:
+            return read.messages[0]
+        if not read.in_range:
+            raise ConfigError(
+                f"offset {offset} is outside queue {mq.short}: it holds offsets "
+                f"{read.min_offset}..{max(read.max_offset - 1, read.min_offset)}"
+            )
+        return None
 
 
 def _reason(exc: BaseException) -> str:
@@ -1079,8 +1675,10 @@ class Admin:
     def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
         return self._call(self.core.group_members(group, strategy=strategy))
 
-    def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
-        return self._call(self.core.group_progress(group, topic))
+    def group_progress(
+        self, group: str, topic: str | None = None, *, members: GroupMembers | None = None
+    ) -> GroupProgress:
+        return self._call(self.core.group_progress(group, topic, members=members))
 
     def reset_offsets(self, group: str, topic: str, to: str | int) -> ResetResult:
         return self._call(self.core.reset_offsets(group, topic, to))
@@ -1090,3 +1688,50 @@ class Admin:
 
     def seed_new_group(self, group: str, topic: str, to: str | int) -> dict[MessageQueue, int] | None:
         return self._call(self.core.seed_new_group(group, topic, to))
+
+    # ================================================================== monitoring
+    # (see the section of AsyncAdmin of the same name)
+
+    def broker_runtime(self, addr: str) -> BrokerRuntime:
+        return self._call(self.core.broker_runtime(addr))
+
+    def topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+        return self._call(self.core.topic_configs(addr))
+
+    def group_configs(self, addr: str) -> dict[str, SubscriptionGroupConfig]:
+        return self._call(self.core.group_configs(addr))
+
+    def consumer_groups(self) -> list[str]:
+        return self._call(self.core.consumer_groups())
+
+    def topic_consumers(self, topic: str) -> list[str]:
+        return self._call(self.core.topic_consumers(topic))
+
+    def producer_connections(self, group: str) -> dict[str, ProducerConnection]:
+        return self._call(self.core.producer_connections(group))
+
+    def query_message(
+        self, topic: str, key: str, begin: int | None = None, end: int | None = None, max_num: int = 64
+    ) -> list[MessageExt]:
+        """See :meth:`AsyncAdmin.query_message`."""
+        return self._call(self.core.query_message(topic, key, begin, end, max_num))
+
+    def view_message(self, msg_id: str, *, topic: str | None = None) -> list[MessageExt]:
+        """See :meth:`AsyncAdmin.view_message`."""
+        return self._call(self.core.view_message(msg_id, topic=topic))
+
+    def message_trace(
+        self, msg_id: str, *, topic: str | None = None, trace_topic: str = RMQ_SYS_TRACE_TOPIC
+    ) -> MessageTrace:
+        """See :meth:`AsyncAdmin.message_trace`."""
+        return self._call(self.core.message_trace(msg_id, topic=topic, trace_topic=trace_topic))
+
+    def check_subscription(self, group: str, topic: str, selector: MessageSelector | str) -> None:
+        """See :meth:`AsyncAdmin.check_subscription`."""
+        self._call(self.core.check_subscription(group, topic, selector))
+
+    def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
+        return self._call(self.core.message_at(mq, offset))
+
+    def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
+        return self._call(self.core.read_queue(mq, offset, max_nums))

@@ -13,6 +13,7 @@ same call again (perhaps elsewhere) can succeed.
     ├── RemotingError               the transport failed
     │   ├── RemotingConnectError        could not connect               (retriable)
     │   ├── RemotingTimeoutError        no response in time              (retriable)
+    │   │   └── RequestTimeoutError         a request got no reply in time (request-reply)
     │   └── RemotingClosedError         connection or client closed      (retriable)
     ├── BrokerError                 a peer answered with a non-success response code
     │   ├── BrokerSystemError                SYSTEM_ERROR (1)
@@ -60,6 +61,7 @@ __all__ = [
     "RemotingError",
     "RemotingTimeoutError",
     "RequestCodeNotSupportedError",
+    "RequestTimeoutError",
     "RocketQError",
     "ServiceNotAvailableError",
     "StoreCorruptError",
@@ -102,6 +104,11 @@ class RemotingTimeoutError(RemotingError):
     """The peer did not answer in time."""
 
     retriable = True
+
+
+class RequestTimeoutError(RemotingTimeoutError):
+    """A request (``Producer.request``) was sent but its reply did not come in time (Java's
+    ``RequestTimeoutException``); the reply may still come later and is then dropped."""
 
 
 class RemotingClosedError(RemotingError):

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 __all__ = [
     "DuplicateClientId",
+    "LocalTransactionState",
     "MessageQueue",
     "PullResult",
     "PullStatus",
     "QueueRoute",
     "SendResult",
     "SendStatus",
+    "TransactionSendResult",
     "java_string_compare",
 ]
 
@@ -137,6 +139,24 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+
+
+class LocalTransactionState(enum.StrEnum):
+    """A local transaction's outcome (RocketMQ's ``LocalTransactionState``): what a transactional
+    producer's ``execute`` and ``checker`` return, and what a trace's EndTransaction line writes
+    (by name). ``UNKNOW`` is RocketMQ's spelling: the broker asks again later."""
+
+    COMMIT_MESSAGE = "COMMIT_MESSAGE"
+    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
+    UNKNOW = "UNKNOW"
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSendResult(SendResult):
+    """The outcome of ``send_in_transaction`` (RocketMQ's ``TransactionSendResult``): where the half
+    message was stored, and the local transaction's state as reported to the broker."""
+
+    local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
 
 
 class PullStatus(enum.Enum):

@@ -78,6 +78,7 @@ def pull_request(
     subscription: str | None = "*",
     commit_offset: int | None = None,
     sub_version: int = 0,
+    expression_type: str = "TAG",
 ) -> RemotingCommand:
     flag = 0
     if commit_offset is not None:
@@ -97,12 +98,19 @@ def pull_request(
         suspend_timeout_millis=suspend_ms,
         subscription=subscription,
         sub_version=sub_version,
-        expression_type="TAG",
+        expression_type=expression_type,
     )
     return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
 
 
-def subscription(topic: str, expression: str = "*", version: int = 1) -> SubscriptionData:
+def subscription(
+    topic: str, expression: str = "*", version: int = 1, expression_type: str = "TAG"
+) -> SubscriptionData:
+    """A subscription as a Java consumer's heartbeat carries it (an SQL92 one has no tags)."""
+    if expression_type != "TAG":
+        return SubscriptionData(
+            topic=topic, sub_string=expression, sub_version=version, expression_type=expression_type
+        )
     tags = () if expression == "*" else tuple(t.strip() for t in expression.split("||"))
     return SubscriptionData(
         topic=topic,
@@ -119,10 +127,11 @@ def heartbeat_request(
     topics: Mapping[str, str] | None = None,
     *,
     producer_group: str | None = None,
+    expression_type: str = "TAG",
 ) -> RemotingCommand:
     consumers: tuple[ConsumerData, ...] = ()
     if group is not None:
-        subs = tuple(subscription(t, e) for t, e in (topics or {}).items())
+        subs = tuple(subscription(t, e, expression_type=expression_type) for t, e in (topics or {}).items())
         consumers = (
             ConsumerData(
                 group_name=group,

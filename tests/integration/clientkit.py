@@ -17,7 +17,7 @@ from typing import Any
 
 from rocketq.broker.config import BrokerConfig
 from rocketq.client import ClientConfig
-from rocketq.client._sync import LoopThread
+from rocketq.client.loop_thread import LoopThread
 from rocketq.embedded import EmbeddedCluster
 from rocketq.protocol import ResponseCode, calls
 from rocketq.remoting import RemotingClient

@@ -242,3 +242,51 @@ def test_async_admin_on_the_callers_loop(tmp_path: Path) -> None:
             assert "AsyncT" not in await admin.topic_list()
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------------ monitoring calls
+
+
+def test_monitoring_calls_see_brokers_topics_groups_producers_and_messages(
+    cluster: ClusterThread, admin: Admin
+) -> None:
+    admin.create_topic("MonT", queues=2)
+    config = ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="mon")
+    got = Received()
+    c = consumer(cluster, "mon_g", "MonT", "c1", got)
+    try:
+        with Producer("mon_p", client_config=config) as p:
+            queues = [MessageQueue("MonT", "broker-a", i % 2) for i in range(6)]
+            messages = [Message("MonT", f"body-{i}", keys=f"key-{i}") for i in range(6)]
+            sent = [p.send(m, queue=q) for m, q in zip(messages, queues, strict=True)]
+            # the producer group is online while the producer runs
+            (conn,) = admin.producer_connections("mon_p").values()
+            assert [x.language for x in conn.connection_set] == ["PYTHON"]
+        assert wait_until(lambda: got.distinct() == 6)
+        runtime = admin.broker_runtime(cluster.broker_addr)
+        assert runtime.version == "V4_9_4"
+        assert runtime.put_tps is not None
+        assert runtime.put_tps >= 0
+        assert runtime.disk_ratio is not None
+        assert 0 <= runtime.disk_ratio <= 1
+        configs = admin.topic_configs(cluster.broker_addr)
+        assert (configs["MonT"].read_queue_nums, configs["MonT"].write_queue_nums) == (2, 2)
+        assert "mon_g" in admin.consumer_groups()
+        assert admin.topic_consumers("MonT") == ["mon_g"]
+        assert admin.producer_connections("no_such_producer_group") == {}
+        # look-ups: by the producer's id (in its topic), by offset id, by key, by queue and offset
+        first = sent[0]
+        (by_id,) = admin.view_message(first.msg_id, topic="MonT")
+        assert (by_id.body, by_id.queue_id, by_id.queue_offset) == (b"body-0", 0, 0)
+        (by_offset_id,) = admin.view_message(first.offset_msg_id)
+        assert by_offset_id.msg_id == first.msg_id
+        assert [m.body for m in admin.query_message("MonT", "key-3")] == [b"body-3"]
+        assert admin.query_message("MonT", "no-such-key") == []
+        at = admin.message_at(MessageQueue("MonT", "broker-a", 1), 2)
+        assert at is not None
+        assert at.body == b"body-5"
+        assert admin.message_at(MessageQueue("MonT", "broker-a", 1), 3) is None  # past the end
+        with pytest.raises(ConfigError, match="is not a message id"):
+            admin.view_message(first.msg_id + "00")
+    finally:
+        c.shutdown()

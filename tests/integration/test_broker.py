@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from rocketq.broker import Broker, BrokerConfig
-from rocketq.broker.handlers import QUERY_DUPLICATE_CLIENT_IDS
 from rocketq.embedded import EmbeddedCluster
 from rocketq.models import MessageQueue
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, decode_messages
@@ -31,6 +30,7 @@ from rocketq.protocol.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
+from rocketq.protocol.codes import RocketQRequestCode
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
@@ -286,9 +286,9 @@ def test_duplicate_client_id_is_visible(tmp_path: Path) -> None:
             conns = ConsumerConnection.decode((await c1.invoke(addr, req)).body)
             assert [c.client_id for c in conns.connection_set] == ["same-id", "same-id"]
             assert len({c.client_addr for c in conns.connection_set}) == 2
-            dup = await c1.invoke(
-                addr, RemotingCommand.request(QUERY_DUPLICATE_CLIENT_IDS, {"consumerGroup": GROUP})
-            )
+            code = RocketQRequestCode.QUERY_DUPLICATE_CLIENT_IDS
+            query = RemotingCommand.request(code, {"consumerGroup": GROUP})
+            dup = await c1.invoke(addr, query)
             body = json.loads(dup.body)
             assert body["duplicates"][0]["clientId"] == "same-id"
             assert len(body["duplicates"][0]["addresses"]) == 2

@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 TOPIC = "BadInT"
 GROUP = "bad_in_g"
+SQL_GROUP = "bad_in_sql_g"  # refused before it was seeded: it must have no offsets afterwards
 
 
 @dataclass
@@ -256,8 +257,48 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
             ["produce", TOPIC, "--namesrv", "127.0.0.1:1"],
             "is `rocketq server` running?",
         ),
+        ("produce: property without =", ["produce", TOPIC, "--property", "region", *at], "is NAME=VALUE"),
+        ("produce: property no value", ["produce", TOPIC, "--property", "region=", *at], "has no value"),
+        ("produce: property blank name", ["produce", TOPIC, "--property", "=eu", *at], "is NAME=VALUE"),
+        ("produce: reserved property", ["produce", TOPIC, "--property", "TAGS=x", *at], "RocketMQ's own"),
+        (
+            "produce: control character in a property",
+            ["produce", TOPIC, "--property", "a=x\x01y", *at],
+            "control character",
+        ),
+        (
+            "produce: transaction state",
+            ["produce", TOPIC, "--transaction", "maybe", *at],
+            "invalid choice: 'maybe'",
+        ),
+        (
+            "produce: check answer alone",
+            ["produce", TOPIC, "--check-answer", "commit", *at],
+            "add --transaction",
+        ),
+        (
+            "produce: transactions in batches",
+            ["produce", TOPIC, "--transaction", "commit", "--batch", "4", *at],
+            "--batch does not apply",
+        ),
+        (
+            "produce: transaction, name server is a broker",
+            ["produce", TOPIC, "--transaction", "commit", "--namesrv", broker],
+            "is a broker, not a name server",
+        ),
         # consume
         ("consume: blank group", ["consume", TOPIC, "--group", "", *at], "the group name is blank"),
+        (
+            "consume: SQL92 on a broker without the property filter",
+            ["consume", TOPIC, "--group", SQL_GROUP, "--sql", "a > 5", *at],
+            "--enable-property-filter",
+        ),
+        ("consume: blank SQL92", ["consume", TOPIC, "--group", SQL_GROUP, "--sql", " ", *at], "is blank"),
+        (
+            "consume: SQL92 and a tag",
+            ["consume", TOPIC, "--group", SQL_GROUP, "--sql", "a > 5", "--tag", "TagA", *at],
+            "not allowed with argument",
+        ),
         ("consume: illegal group", ["consume", TOPIC, "--group", "a b", *at], "characters other"),
         ("consume: no group", ["consume", TOPIC, *at], "the following arguments are required: --group"),
         (
@@ -278,6 +319,43 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
             ["consume", TOPIC, "--group", "g1", "--namesrv", broker],
             "is a broker",
         ),
+        # message
+        ("message show: not an id", ["message", "show", "xyz", *at], "'xyz' is not a message id"),
+        ("message show: too short", ["message", "show", "ABCD" * 7, *at], "is not a message id"),
+        ("message show: bad topic", ["message", "show", "0" * 32, "--topic", "a b", *at], "characters other"),
+        (
+            "message show: unknown topic",
+            ["message", "show", "0" * 32, "--topic", "NoSuchT", *at],
+            "topic NoSuchT does not exist",
+        ),
+        (
+            "message show: unreachable",
+            ["message", "show", "0" * 32, "--namesrv", "127.0.0.1:1"],
+            "cannot reach name server 127.0.0.1:1",
+        ),
+        ("message query: no key", ["message", "query", "--topic", TOPIC, *at], "required: --key"),
+        ("message query: blank key", ["message", "query", "--topic", TOPIC, "--key", " ", *at], "blank"),
+        (
+            "message query: bad time",
+            ["message", "query", "--topic", TOPIC, "--key", "k", "--begin", "yesterday", *at],
+            "a time must be epoch ms",
+        ),
+        (
+            "message query: empty range",
+            ["message", "query", "--topic", TOPIC, "--key", "k", "--begin", "now", "--end", "1h", *at],
+            "the time range is empty",
+        ),
+        (
+            "message query: max",
+            ["message", "query", "--topic", TOPIC, "--key", "k", "--max", "0", *at],
+            "must be positive, got 0",
+        ),
+        (
+            "message query: unknown topic",
+            ["message", "query", "--topic", "NoSuchT", "--key", "k", *at],
+            "topic NoSuchT does not exist",
+        ),
+        ("message trace: not an id", ["message", "trace", "G" * 32, *at], "is not a message id"),
         # group
         (
             "group reset: far future",
@@ -343,11 +421,13 @@ def _state(live: Live) -> tuple[object, ...]:
                 (qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm) for qd in route.queue_datas
             ),
             admin.committed_offsets(GROUP, TOPIC),
+            admin.committed_offsets(SQL_GROUP, TOPIC),
         )
 
 
 def test_bad_inputs_get_one_line_exit_2_and_change_nothing(live: Live) -> None:
     before = _state(live)
+    assert before[-1] == {}  # the SQL92 consumer's group has no offsets, and must not get any
     cases = _cases(live)
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda c: (c, _rocketq(*c[1])), cases))

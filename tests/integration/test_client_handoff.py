@@ -22,7 +22,7 @@ from rocketq import (
     PushConsumer,
     RebalanceTrigger,
 )
-from rocketq.client.handoff import CleanHandoffPushCore, HandoffStep
+from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore, HandoffStep
 from tests.integration.clientkit import ClusterThread, Received, wait_until
 from tests.integration.test_client_scaling import run_scaling
 

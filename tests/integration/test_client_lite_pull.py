@@ -9,7 +9,7 @@ import pytest
 
 from rocketq import ConsumeFromWhere, Message, MessageQueue, Producer
 from rocketq.client.api import ClientAPI
-from rocketq.client.lite_pull import LitePullConsumer
+from rocketq.client.consumer.lite_pull import LitePullConsumer
 from rocketq.errors import ClientStateError, ConfigError
 from rocketq.protocol import calls
 from rocketq.protocol.message import MessageExt

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from rocketq import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
-from rocketq.client.push_consumer import PushConsumerCore
+from rocketq.client.consumer.push_core import PushConsumerCore
 from rocketq.protocol.message import MessageExt
 from tests.integration.clientkit import ClusterThread, wait_until
 

@@ -22,7 +22,7 @@ from rocketq import (
     Producer,
     PushConsumer,
 )
-from rocketq.client.consume_orderly import OrderlyPushConsumerCore
+from rocketq.client.consumer.consume_orderly import OrderlyPushConsumerCore
 from rocketq.protocol.message import MessageExt
 from tests.integration.clientkit import ClusterThread, wait_until
 

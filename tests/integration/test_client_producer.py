@@ -243,7 +243,7 @@ def test_a_topic_without_route_is_created_through_the_default_topic(cluster: Clu
 
 
 def test_a_hash_selector_keeps_each_key_on_one_queue_in_order(cluster: ClusterThread) -> None:
-    from rocketq.client.producer import select_by_hash
+    from rocketq.client.producer.selection import select_by_hash
 
     cluster.create_topic("TopicOrder", 4)
     with Producer("order_producer", client_config=cluster.client_config()) as producer:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, PushConsumer
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance import PullRequest
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.rebalance.impl import PullRequest
 from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import RequestCode
 from tests.integration.clientkit import ClusterThread, wait_until

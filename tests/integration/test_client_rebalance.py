@@ -6,6 +6,7 @@ processes would. Assertions read the rebalance log: who owns what, and why it ch
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -32,8 +33,13 @@ LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 class Group:
     """Consumers of one group on one topic, each a separate client id."""
 
-    def __init__(self, cluster: ClusterThread, group: str, topic: str) -> None:
+    def __init__(
+        self, cluster: ClusterThread, group: str, topic: str, *, rebalance_min_interval: float = 0.0
+    ) -> None:
+        # these tests time rebalances that follow each other closely (a third consumer joining
+        # right after a second): RocketMQ 5's 1 s minimum interval would hold the second back
         self.cluster, self.group, self.topic = cluster, group, topic
+        self.rebalance_min_interval = rebalance_min_interval
         self.got = Received()
         self.consumers: dict[str, PushConsumer] = {}
         self.records: list[RebalanceRecord] = []
@@ -43,7 +49,10 @@ class Group:
         c = PushConsumer(
             self.group,
             client_config=ClientConfig(
-                namesrv=self.cluster.namesrv, client_ip="127.0.0.1", instance_name=name
+                namesrv=self.cluster.namesrv,
+                client_ip="127.0.0.1",
+                instance_name=name,
+                rebalance_min_interval=self.rebalance_min_interval,
             ),
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         )
@@ -113,6 +122,31 @@ def test_two_consumers_split_then_a_third_joins_by_notification(cluster: Cluster
         assert [q.queue_id for q in c2_change.removed] == [11, 12, 13, 14, 15]
         assert [q.queue_id for q in c2_change.added] == [6, 7]
         assert c2_change.end_ms >= c2_change.start_ms > 0
+    finally:
+        g.stop_all()
+
+
+def test_a_burst_of_notifications_rebalances_at_most_once_a_second(cluster: ClusterThread) -> None:
+    """RocketMQ 5's minimum interval (1 s, the default): the notifications of two consumers joining
+    back to back cost the first member one rebalance at once and one a second after it."""
+    cluster.create_topic("TopicBurst", 16)
+    g = Group(cluster, "burst_group", "TopicBurst", rebalance_min_interval=1.0)
+    try:
+        g.start("c1")
+        assert wait_until(lambda: g.balanced(16), 5.0)
+        time.sleep(1.0)  # c1's service rebalances (a route appearing, say) are behind it
+        g.start("c2")
+        g.start("c3")
+        assert wait_until(lambda: g.balanced(6, 5, 5), 5.0), g.counts()
+        served = [
+            r
+            for r in g.records_of("c1")
+            if r.trigger not in (RebalanceTrigger.START, RebalanceTrigger.SHUTDOWN)
+        ]
+        assert [r.trigger for r in served if r.changed][-1] is RebalanceTrigger.NOTIFY
+        assert len(served) >= 2
+        gaps = [b.start_ms - a.end_ms for a, b in itertools.pairwise(served)]
+        assert all(gap >= 990 for gap in gaps), gaps
     finally:
         g.stop_all()
 

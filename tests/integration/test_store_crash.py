@@ -25,17 +25,29 @@ CHILD = textwrap.dedent(
     from rocketq.store import MessageStore, StoreConfig
 
     root, segment = sys.argv[1], int(sys.argv[2])
-    store = MessageStore(root, StoreConfig(flush="sync", commit_log_segment_size=segment))
+    # small index files (so the kill finds several, one half flushed) flushed every 50 ms
+    config = StoreConfig(
+        flush="sync",
+        commit_log_segment_size=segment,
+        max_hash_slot_num=1021,
+        max_index_num=1500,
+        flush_consume_queue_interval=0.05,
+    )
+    store = MessageStore(root, config)
     out = threading.Lock()
+
+    def keyed(body: bytes, t: int, i: int, k: int = 0) -> bytes:
+        props = f"KEYS\x01t{t}-i{i} thread-{t}\x02UNIQ_KEY\x01U{t}-{i}-{k}"
+        return encode_message(topic="T", body=body, queue_id=t, properties=props)
 
     def run(t: int) -> None:
         for i in range(20_000):  # bounded: the parent kills us long before
             body = b"t%d-i%d-" % (t, i) + bytes(200)
             if i % 5 == 0:  # some batches too
-                recs = [encode_message(topic="T", body=body + bytes([k]), queue_id=t) for k in range(3)]
+                recs = [keyed(body + bytes([k]), t, i, k) for k in range(3)]
                 result = store.put_messages("T", t, recs)
             else:
-                result = store.put_message("T", t, encode_message(topic="T", body=body, queue_id=t))
+                result = store.put_message("T", t, keyed(body, t, i))
             result.durable.result()
             with out:
                 for k in range(result.message_count):
@@ -78,13 +90,34 @@ def test_sigkill_during_sync_flush_appends_loses_no_acknowledged_message(tmp_pat
     assert (root / "abort").exists()  # it really died without closing
     assert len(os.listdir(root / "commitlog")) > 2  # and crossed segment boundaries
 
-    with MessageStore(root, StoreConfig(commit_log_segment_size=SEGMENT), start_services=False) as store:
+    config = StoreConfig(commit_log_segment_size=SEGMENT, max_hash_slot_num=1021, max_index_num=1500)
+    with MessageStore(root, config, start_services=False) as store:
         for queue, queue_offset, commit_offset, i in acked:
             got = store.get_messages("T", queue, queue_offset, 1)
             assert got.status is GetMessageStatus.FOUND, (queue, queue_offset, got.status)
             (msg,) = decode_messages(got.data)
             assert msg.commit_log_offset == commit_offset
             assert msg.body.startswith(b"t%d-i%d-" % (queue, i))
+        # the message index was repaired and completed: every acknowledged message is found by
+        # its key (with the others of its batch, some maybe stored but not yet read as acked)
+        # and by its unique id, exactly once
+        assert store.index is not None
+        assert len(store.index.files) > 3
+        by_key: dict[tuple[int, int], list[int]] = {}
+        for queue, _, commit_offset, i in acked:
+            by_key.setdefault((queue, i), []).append(commit_offset)
+        for (queue, i), offsets in by_key.items():
+            found = [
+                m.commit_log_offset
+                for m in decode_messages(
+                    b"".join(store.query_message("T", f"t{queue}-i{i}", 64, 0, 2**62).messages)
+                )
+            ]
+            assert set(offsets) <= set(found), (queue, i)
+            assert len(found) == len(set(found))
+            uniq = [f"U{queue}-{i}-{k}" for k in range(len(offsets))]
+            hits = [store.query_message("T", u, 32, 0, 2**62).messages for u in uniq]
+            assert [len(h) for h in hits] == [1] * len(offsets)
         # the queues are dense and consistent after recovery: every offset up to the max reads back
         for queue in range(4):
             offset = 0

@@ -23,7 +23,7 @@ from rocketq import (
     Producer,
     PushConsumer,
 )
-from rocketq.client import consume_orderly
+from rocketq.client.consumer import consume_orderly
 from rocketq.client.trace import CLIENT_ID_PROPERTY
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.trace import (

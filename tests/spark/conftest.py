@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from rocketq.broker import BrokerConfig
-from rocketq.client._sync import LoopThread
 from rocketq.client.blocking import BlockingClient
 from rocketq.client.ids import next_uniq_id
+from rocketq.client.loop_thread import LoopThread
 from rocketq.embedded import EmbeddedCluster
 from rocketq.models import QueueRoute
 from rocketq.protocol import ResponseCode, calls

@@ -26,8 +26,8 @@ import pytest
 pytest.importorskip("pyspark")
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
-from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
-from rocketq.client.trace import TraceDispatcher
+from rocketq.client.producer.facade import trace_dispatcher
+from rocketq.client.rebalance.log import RebalanceRecord, RebalanceTrigger
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.trace import TraceBean, TraceContext, TraceType
@@ -79,7 +79,7 @@ def scripted(spark: Any, cluster: ClusterThread, tmp_path_factory: pytest.TempPa
         )  # fmt: skip
 
     dispatchers = {
-        c: TraceDispatcher(GROUP, "CONSUMER", client_id=c, client_config=client, wait_threshold=0.05).start()
+        c: trace_dispatcher(GROUP, "CONSUMER", client_id=c, client_config=client, wait_threshold=0.05).start()
         for c in (A, B)
     }
     dispatchers[A].publish_rebalance(

@@ -20,7 +20,7 @@ from rocketq.analytics import (
     footnote,
     queue_ranges,
 )
-from rocketq.client.rebalance_log import RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.log import RebalanceRecord, RebalanceTrigger
 from rocketq.models import MessageQueue
 
 T = "T"

@@ -154,3 +154,43 @@ def test_broker_stats_rates_over_a_window() -> None:
     assert stats.group_tps("G", 1015.0) == pytest.approx(4.0)
     assert stats.get_total == 60
     assert stats.last_put_ms == 1_000_000
+
+
+class _StoreOnly:
+    """An :class:`~rocketq.broker.context.OffsetContext` that is not a broker: a store, nothing else."""
+
+    def __init__(self, store: MessageStore) -> None:
+        self.store = store
+
+
+def test_a_processor_runs_over_its_narrow_context_alone(tmp_path: Path) -> None:
+    """Handlers see what their context lists, not the broker: the offset requests need a store."""
+    from rocketq.broker.handlers import OffsetProcessor
+    from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+    from rocketq.protocol.headers import (
+        GetMaxOffsetRequestHeader,
+        QueryConsumerOffsetRequestHeader,
+        UpdateConsumerOffsetRequestHeader,
+    )
+
+    with MessageStore(tmp_path, start_services=False) as store:
+        for body in (b"a", b"b"):
+            store.put_message("T", 0, encode_message(topic="T", body=body, born_timestamp=1))
+        processor = OffsetProcessor(_StoreOnly(store))
+        conn: object = None  # the offset handlers do not look at the connection
+
+        def call(code: int, fields: dict[str, str]) -> RemotingCommand:
+            handler = processor.handlers()[code]
+            response = handler(conn, RemotingCommand.request(code, fields))  # type: ignore[operator]
+            assert isinstance(response, RemotingCommand)
+            return response
+
+        max_offset = call(
+            RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic="T", queue_id=0).to_ext_fields()
+        )
+        assert max_offset.ext_fields["offset"] == "2"
+        query = QueryConsumerOffsetRequestHeader(consumer_group="G", topic="T", queue_id=0).to_ext_fields()
+        assert call(RequestCode.QUERY_CONSUMER_OFFSET, query).ext_fields == {"offset": "0"}  # never committed
+        commit = UpdateConsumerOffsetRequestHeader(consumer_group="G", topic="T", queue_id=0, commit_offset=1)
+        assert call(RequestCode.UPDATE_CONSUMER_OFFSET, commit.to_ext_fields()).code == ResponseCode.SUCCESS
+        assert call(RequestCode.QUERY_CONSUMER_OFFSET, query).ext_fields == {"offset": "1"}

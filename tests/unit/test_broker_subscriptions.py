@@ -10,11 +10,11 @@ from rocketq.broker.subscriptions import (
     BUILTIN_SUBSCRIPTION_GROUPS,
     SubscriptionGroupChange,
     SubscriptionGroupManager,
+    SubscriptionGroupTable,
     is_sys_consumer_group,
 )
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
-from rocketq.store.configfiles import SubscriptionGroupTable
 
 
 def test_defaults_are_rocketmqs() -> None:

@@ -9,12 +9,17 @@ import pytest
 
 import rocketq.broker.topics as topics_module
 from rocketq.broker.topics import (
-    AUTO_CREATE_TOPIC_KEY_TOPIC,
     MemoryTopicTable,
     PermName,
     TopicChange,
     TopicConfigManager,
+    TopicConfigTable,
     TopicManagerConfig,
+)
+from rocketq.errors import ConfigError
+from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketq.protocol.topics import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
     dlq_topic,
     is_inherited,
     is_not_allowed_send_topic,
@@ -24,9 +29,6 @@ from rocketq.broker.topics import (
     retry_topic,
     validate_topic,
 )
-from rocketq.errors import ConfigError
-from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
-from rocketq.store.configfiles import TopicConfigTable
 
 RW = 6
 RWX = 7

@@ -11,20 +11,21 @@ import json
 import pytest
 
 from rocketq.admin import parse_reset_target
-from rocketq.cli._output import body_text, format_ms, shorten
+from rocketq.cli._output import format_ms
 from rocketq.cli.consume import ConsumeOutput, client_options, consumer_options
 from rocketq.cli.group import queue_ranges
 from rocketq.cli.main import CliError, build_parser, main
 from rocketq.cli.produce import TokenBucket, body_maker, new_run_id
 from rocketq.client import ConsumeFromWhere, MessageModel, RebalanceRecord, RebalanceTrigger
 from rocketq.errors import ConfigError
+from rocketq.lab.lines import body_text, shorten
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import MessageExt
 
 
 @pytest.mark.parametrize(
     "module",
-    ["rocketq.cli._output", "rocketq.cli.produce", "rocketq.cli.group", "rocketq.admin"],
+    ["rocketq.lab.lines", "rocketq.cli.produce", "rocketq.cli.group", "rocketq.admin"],
 )
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))

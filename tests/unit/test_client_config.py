@@ -9,7 +9,9 @@ import pytest
 
 from rocketq import ConfigError, Message, MessageModel, PushConsumer
 from rocketq.client.config import ClientConfig, ProducerConfig, PushConsumerConfig, local_ip, resolve_namesrv
-from rocketq.client.producer import _next_uniq_id, check_message, select_by_hash
+from rocketq.client.ids import next_uniq_id
+from rocketq.client.producer.selection import select_by_hash
+from rocketq.client.validators import check_message
 from rocketq.models import MessageQueue
 from rocketq.protocol.message_id import parse_uniq_id
 
@@ -108,7 +110,7 @@ def test_message_ids_are_unique_across_threads_and_carry_the_ip() -> None:
     lock = threading.Lock()
 
     def make() -> None:
-        mine = [_next_uniq_id("127.0.0.1") for _ in range(2000)]
+        mine = [next_uniq_id("127.0.0.1") for _ in range(2000)]
         with lock:
             ids.extend(mine)
 
@@ -135,11 +137,16 @@ def test_select_by_hash_matches_java_string_hash_code() -> None:
     [
         "rocketq.client.config",
         "rocketq.client.message",
-        "rocketq.client.process_queue",
-        "rocketq.client.producer",
-        "rocketq.client.push_consumer",
-        "rocketq.client.rebalance",
-        "rocketq.client.rebalance_log",
+        "rocketq.client.consumer.process_queue",
+        "rocketq.client.producer.selection",
+        "rocketq.client.consumer.pull",
+        "rocketq.client.rebalance.impl",
+        "rocketq.client.rebalance.leases",
+        "rocketq.client.consumer.clean_handoff",
+        "rocketq.client.validators",
+        "rocketq.client.rebalance.log",
+        "rocketq.client.rebalance.service",
+        "rocketq.client.producer.send_policy",
         "rocketq.client.routes",
     ],
 )
@@ -154,7 +161,7 @@ def test_docstring_examples(module: str) -> None:
 
 def test_enum_fields_take_the_enum_its_name_or_its_value() -> None:
     from rocketq.client.config import PushConsumerConfig as Push
-    from rocketq.client.lite_pull import LitePullConsumerConfig as Lite
+    from rocketq.client.consumer.lite_pull import LitePullConsumerConfig as Lite
     from rocketq.errors import ConfigError
     from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
 

@@ -14,14 +14,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from rocketq.client.config import PushConsumerConfig
-from rocketq.client.consume_concurrently import (
-    ConsumeMessageConcurrentlyService,
-    ConsumeStats,
-    reset_retry_topic,
-)
+from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService, reset_retry_topic
+from rocketq.client.consumer.offset_store import LocalFileOffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumeStats
 from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
-from rocketq.client.offset_store import LocalFileOffsetStore
-from rocketq.client.process_queue import ProcessQueue
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import CMResult, MessageModel
 from rocketq.protocol.message import MessageExt

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rocketq import LitePullConsumer, LitePullConsumerConfig, MessageQueue
-from rocketq.client.lite_pull import SubscriptionType
+from rocketq.client.consumer.lite_pull import SubscriptionType
 from rocketq.errors import ClientStateError, ConfigError
 
 

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from rocketq.client.config import ReadOffsetType
-from rocketq.client.offset_store import LocalFileOffsetStore
+from rocketq.client.consumer.offset_store import LocalFileOffsetStore
 from rocketq.models import MessageQueue
 
 Q0 = MessageQueue("T", "broker-a", 0)

@@ -8,11 +8,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from rocketq.client.config import PushConsumerConfig
-from rocketq.client.consume_concurrently import ConsumeStats
-from rocketq.client.consume_orderly import ConsumeMessageOrderlyService, adapt_orderly_listener, clamp_suspend
+from rocketq.client.consumer.consume_orderly import (
+    ConsumeMessageOrderlyService,
+    adapt_orderly_listener,
+    clamp_suspend,
+)
+from rocketq.client.consumer.offset_store import LocalFileOffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.stats import ConsumeStats
 from rocketq.client.message import ConsumeOrderlyContext, ConsumeOrderlyStatus
-from rocketq.client.offset_store import LocalFileOffsetStore
-from rocketq.client.process_queue import ProcessQueue
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import MessageExt
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import MessageConst
 
@@ -106,7 +106,7 @@ def test_committed_offset_never_passes_an_unfinished_message(offsets: list[int],
 
 
 def test_flow_control_thresholds_of_the_push_consumer() -> None:
-    from rocketq.client.push_consumer import flow_control_reason
+    from rocketq.client.consumer.pull import flow_control_reason
 
     limits = {"max_count": 1000, "max_size_mib": 100, "max_span": 2000}
     pq = ProcessQueue(now=0.0)
@@ -167,3 +167,12 @@ def test_cache_order_matches_a_sorted_model(ops: list[tuple[bool, int]]) -> None
         assert pq.min_offset() == (min(model) if model else -1)
         assert pq.max_offset() == (max(model) if model else -1)
         assert pq.msg_count == len(model)
+
+
+def test_drop_is_the_one_way_out_and_keeps_the_first_reason() -> None:
+    pq = ProcessQueue(now=0.0)
+    assert (pq.dropped, pq.drop_reason) == (False, None)
+    pq.drop(DropReason.OFFSET_ILLEGAL)
+    pq.drop(DropReason.SHUTDOWN)
+    assert (pq.dropped, pq.drop_reason) == (True, DropReason.OFFSET_ILLEGAL)
+    assert pq.info(5).droped

@@ -9,12 +9,13 @@ import pytest
 
 from rocketq.allocate import get_strategy
 from rocketq.client.config import ReadOffsetType
-from rocketq.client.offset_store import OffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.rebalance import PullRequest, RebalanceImpl, allocate_topic, diff_queues, retry_topic
-from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.consumer.offset_store import OffsetStore
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
+from rocketq.client.rebalance.impl import PullRequest, RebalanceImpl, allocate_topic, diff_queues
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.topics import retry_topic
 
 T = "TopicTest"
 
@@ -313,6 +314,48 @@ def test_unsubscribed_topics_are_truncated_and_release_all_reports_shutdown() ->
     assert record.owned == ()
     assert set(record.committed.values()) == {7}
     assert impl.process_queue_table == {}
+
+
+def test_every_queue_the_rebalance_lets_go_is_dropped_with_its_reason() -> None:
+    q = qs(4)
+    impl, _, _, ctx = make(["c@1"], queues=4)
+    other = MessageQueue("Gone", "broker-a", 0)
+    impl.process_queue_table[other] = gone = ProcessQueue(now=0.0)
+    run(impl)
+    pqs = dict(impl.process_queue_table)
+    pqs[q[0]].last_pull_timestamp -= 121.0
+    ctx.ids = ["c@1", "c@2"]  # q[2], q[3] go to c@2
+    run(impl)
+    assert gone.drop_reason is DropReason.UNSUBSCRIBED
+    assert pqs[q[0]].drop_reason is DropReason.PULL_EXPIRED
+    assert (pqs[q[2]].drop_reason, pqs[q[3]].drop_reason) == (DropReason.REBALANCED,) * 2
+    left = impl.process_queue_table[q[1]]
+    impl.remove_process_queue(q[1], DropReason.OFFSET_ILLEGAL)
+    assert left.dropped
+    assert left.drop_reason is DropReason.OFFSET_ILLEGAL
+    asyncio.run(impl.do_rebalance(RebalanceTrigger.CORRECTION))  # re-added, then released at shutdown
+    last = dict(impl.process_queue_table)
+    asyncio.run(impl.release_all())
+    assert {pq.drop_reason for pq in last.values()} == {DropReason.SHUTDOWN}
+
+
+def test_hooks_that_drain_removed_queues_drop_them_themselves() -> None:
+    impl, hooks, _, ctx = make(["c@1"], queues=2)
+    run(impl)
+    seen: list[bool] = []
+
+    async def drain_then_drop(mq: MessageQueue, pq: ProcessQueue) -> bool:
+        seen.append(pq.dropped)  # still consumable while it drains
+        pq.drop(DropReason.HANDED_OVER)
+        return True
+
+    hooks.drains_removed_queues = True  # type: ignore[attr-defined]
+    hooks.remove_unnecessary_message_queue = drain_then_drop  # type: ignore[method-assign]
+    removed = impl.process_queue_table[qs(2)[1]]
+    ctx.ids = ["c@1", "c@2"]
+    run(impl)
+    assert seen == [False]
+    assert removed.drop_reason is DropReason.HANDED_OVER
 
 
 def test_retry_topic_name() -> None:

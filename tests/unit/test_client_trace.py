@@ -11,7 +11,7 @@ import json
 import threading
 
 from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
-from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.trace import (
     CLIENT_ID_PROPERTY,
     REBALANCE_TOPIC,

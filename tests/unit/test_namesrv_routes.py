@@ -10,14 +10,15 @@ from hypothesis import strategies as st
 
 from rocketq.namesrv.routes import (
     BROKER_CHANNEL_EXPIRED_TIME,
-    PERM_READ,
-    PERM_WRITE,
     BrokerLiveInfo,
     ExpiredBroker,
     RegisterBrokerResult,
     RouteTable,
 )
 from rocketq.protocol.bodies import BrokerData, DataVersion, QueueData, TopicConfig
+from rocketq.protocol.topics import Perm
+
+PERM_READ, PERM_WRITE = int(Perm.READ), int(Perm.WRITE)
 
 V1 = DataVersion(timestamp=1_000, counter=1)
 V2 = DataVersion(timestamp=2_000, counter=2)

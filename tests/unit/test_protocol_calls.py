@@ -12,12 +12,16 @@ import pytest
 from rocketq.errors import BrokerError, ConsumerNotOnlineError, RemoteProtocolError, TopicNotExistError
 from rocketq.models import DuplicateClientId, MessageQueue, PullResult, PullStatus
 from rocketq.protocol import calls
-from rocketq.protocol.bodies import HeartbeatData, TopicRouteData
+from rocketq.protocol.bodies import CheckClientRequestBody, HeartbeatData, TopicRouteData
 from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.frame import decode_frame
-from rocketq.protocol.headers import PullMessageRequestHeader
-from tests.wirecaps import all_frames, frame_bytes
+from rocketq.protocol.headers import (
+    EndTransactionRequestHeader,
+    PullMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from tests.wirecaps import all_frames, frame_bytes, frame_files, load
 
 MQ = MessageQueue("T", "broker-a", 3)
 
@@ -74,6 +78,25 @@ REBUILD: dict[int, Callable[[dict[str, str]], calls.Call[Any]]] = {
         order=e["order"] == "true",
     ),
     RequestCode.PULL_MESSAGE: lambda e: calls.pull_message(PullMessageRequestHeader.from_ext_fields(e)),
+    RequestCode.QUERY_MESSAGE: lambda e: calls.query_message(
+        e["topic"],
+        e["key"],
+        unique=e["_UNIQUE_KEY_QUERY"] == "true",
+        max_num=int(e["maxNum"]),
+        begin_ms=int(e["beginTimestamp"]),
+        end_ms=int(e["endTimestamp"]),
+    ),
+    RequestCode.VIEW_MESSAGE_BY_ID: lambda e: calls.view_message_by_id(int(e["offset"])),
+    RequestCode.GET_PRODUCER_CONNECTION_LIST: lambda e: calls.get_producer_connection_list(
+        e["producerGroup"]
+    ),
+    RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: lambda e: calls.query_topic_consume_by_who(e["topic"]),
+    RequestCode.END_TRANSACTION: lambda e: calls.end_transaction(
+        EndTransactionRequestHeader.from_ext_fields(e)
+    ),
+    RequestCode.SEND_REPLY_MESSAGE_V2: lambda e: calls.send_message(
+        SendMessageRequestHeaderV2.from_ext_fields(e), b"", reply=True
+    ),
 }
 
 
@@ -178,3 +201,123 @@ def test_duplicate_ids_from_rocketq_and_from_a_broker_without_the_request() -> N
     assert call.parse(call.request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED)) is None
     with pytest.raises(RemoteProtocolError):
         call.parse(call.request.response(body=b'{"duplicates": [{"group": 1}]}'))
+
+
+def _java_exchanges(code: int) -> list[tuple[RemotingCommand, RemotingCommand]]:
+    """(request, answer) pairs of ``code`` between real Java peers, errors.jsonl's included."""
+    out = []
+    for name in frame_files():
+        lines = load(name)
+        for line in lines:
+            header = line.get("header")
+            if line["from"] != "client" or header is None or header["code"] != code or header["flag"] & 1:
+                continue
+            answer = next(a for a in lines if a.get("reply_to") == line["seq"])
+            out.append((decode_frame(frame_bytes(line)), decode_frame(frame_bytes(answer))))
+    return out
+
+
+def test_monitoring_calls_read_the_answers_a_java_broker_gave() -> None:
+    # QUERY_MESSAGE: by unique key (one match), by key (one), and a miss (QUERY_NOT_FOUND: none)
+    found = {}
+    for request, answer in _java_exchanges(RequestCode.QUERY_MESSAGE):
+        e = request.ext_fields
+        call = calls.query_message(e["topic"], e["key"], unique=e["_UNIQUE_KEY_QUERY"] == "true")
+        found[e["key"]] = call.parse(answer)
+    assert [m.topic for m in found["utf8-key"]] == ["WireDemo"]
+    assert "utf8-key" in found["utf8-key"][0].key_list
+    assert found["no-such-key"] == []
+    uniq = next(k for k in found if k not in ("utf8-key", "no-such-key"))
+    assert [m.msg_id for m in found[uniq]] == [uniq]
+    # VIEW_MESSAGE_BY_ID: the record at that commit-log offset
+    ((request, answer),) = _java_exchanges(RequestCode.VIEW_MESSAGE_BY_ID)
+    message = calls.view_message_by_id(333).parse(answer)
+    assert message.commit_log_offset == int(request.ext_fields["offset"]) == 333
+    # GET_PRODUCER_CONNECTION_LIST: the live producer, and RocketMQ's "not exist" as None
+    answers = {
+        r.ext_fields["producerGroup"]: calls.get_producer_connection_list(
+            r.ext_fields["producerGroup"]
+        ).parse(a)
+        for r, a in _java_exchanges(RequestCode.GET_PRODUCER_CONNECTION_LIST)
+    }
+    live = answers["WireAdminProducerGroup"]
+    assert live is not None
+    assert [c.language for c in live.connection_set] == ["JAVA"]
+    assert answers["WireNoSuchProducerGroup"] is None
+    # QUERY_TOPIC_CONSUME_BY_WHO: the groups
+    ((request, answer),) = _java_exchanges(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO)
+    assert calls.query_topic_consume_by_who("WireAdmin").parse(answer) == ["WireAdminGroup"]
+
+
+def test_runtime_info_and_config_tables_read_rocketmq_s_shapes() -> None:
+    runtime = calls.get_broker_runtime_info()
+    assert runtime.request.code == RequestCode.GET_BROKER_RUNTIME_INFO
+    body = b'{"table":{"putTps":"12.0 11.5 9.8","brokerVersionDesc":"V4_9_4"}}'
+    assert runtime.parse(runtime.request.response(body=body)) == {
+        "putTps": "12.0 11.5 9.8",
+        "brokerVersionDesc": "V4_9_4",
+    }
+    topics = calls.get_all_topic_config()
+    body = b'{"topicConfigTable":{"T":{"topicName":"T","readQueueNums":4,"writeQueueNums":4,"perm":6}}}'
+    table = topics.parse(topics.request.response(body=body)).topic_config_table
+    assert (table["T"].read_queue_nums, table["T"].perm) == (4, 6)
+    groups = calls.get_all_subscription_group_config()
+    body = b'{"subscriptionGroupTable":{"g":{"groupName":"g"}}}'
+    assert list(groups.parse(groups.request.response(body=body)).subscription_group_table) == ["g"]
+
+
+def test_end_transaction_is_oneway_as_java_sends_it_and_carries_the_failure_in_the_remark() -> None:
+    java = _java_requests(RequestCode.END_TRANSACTION)
+    # the capture: commit, rollback, unknown after sends, then commit answering the broker's check
+    assert [(r.ext_fields["commitOrRollback"], r.ext_fields["fromTransactionCheck"]) for r in java] == [
+        ("8", "false"),
+        ("12", "false"),
+        ("0", "false"),
+        ("8", "true"),
+    ]
+    for request in java:
+        call = calls.end_transaction(EndTransactionRequestHeader.from_ext_fields(request.ext_fields))
+        assert call.oneway
+        assert request.is_oneway
+        assert call.request.remark is None
+        assert request.remark is None
+    header = EndTransactionRequestHeader.from_ext_fields(java[2].ext_fields)
+    failed = calls.end_transaction(header, remark="executeLocalTransactionBranch exception: boom")
+    assert failed.request.remark == "executeLocalTransactionBranch exception: boom"
+    assert failed.what.startswith("unknown state of transaction FD00")
+
+
+def test_check_client_config_sends_the_java_body() -> None:
+    (java,) = _java_requests(RequestCode.CHECK_CLIENT_CONFIG)
+    sent = CheckClientRequestBody.decode(java.body)
+    assert sent.group is not None
+    assert sent.client_id is not None
+    assert sent.subscription_data is not None
+    call = calls.check_client_config(sent.group, sent.client_id, sent.subscription_data)
+    assert call.request.code == RequestCode.CHECK_CLIENT_CONFIG
+    assert call.request.body == java.body
+    assert call.parse(call.request.response()) is None
+    with pytest.raises(BrokerError, match="enablePropertyFilter"):
+        call.parse(call.request.response(ResponseCode.SYSTEM_ERROR, "enablePropertyFilter is off"))
+
+
+def test_a_reply_goes_as_send_reply_message_v2() -> None:
+    (java,) = _java_requests(RequestCode.SEND_REPLY_MESSAGE_V2)
+    header = SendMessageRequestHeaderV2.from_ext_fields(java.ext_fields)
+    assert calls.send_code(reply=True) == RequestCode.SEND_REPLY_MESSAGE_V2
+    assert calls.send_code(batch=True) == RequestCode.SEND_BATCH_MESSAGE
+    assert calls.send_code() == RequestCode.SEND_MESSAGE_V2
+    request = calls.send_message(header, java.body, reply=True).request
+    assert (request.code, request.ext_fields, request.body) == (java.code, java.ext_fields, java.body)
+
+
+def test_query_answers_keep_only_real_matches_as_java_s_admin_does() -> None:
+    """A RocketMQ broker returns every entry of a key's hash slot; the call drops the rest."""
+    ((_request, answer),) = [
+        (r, a) for r, a in _java_exchanges(RequestCode.QUERY_MESSAGE) if r.ext_fields["key"] == "utf8-key"
+    ]
+    (stored,) = calls.query_message("WireDemo", "utf8-key").parse(answer)
+    assert calls.query_message("OtherTopic", "utf8-key").parse(answer) == []
+    assert calls.query_message("WireDemo", "utf8").parse(answer) == []  # a key is a whole word
+    assert calls.query_message("WireDemo", stored.msg_id, unique=True).parse(answer) == [stored]
+    assert calls.query_message("WireDemo", "F" * 32, unique=True).parse(answer) == []

@@ -368,6 +368,58 @@ def test_non_standard_values_round_trip(value: Any) -> None:
     assert loads(dumps_bytes(value)) == value
 
 
+# ---------------------------------------------------------------- chunked parsing
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_fastjson_values, window=st.integers(min_value=1, max_value=80), pretty=st.booleans())
+def test_chunked_parse_gives_what_the_whole_parse_gives(value: Any, window: int, pretty: bool) -> None:
+    text = dumps_bytes(value, pretty=pretty)
+    assume(b'"$ref"' not in text)
+    assert loads(text, chunked=True, chunk_window=window) == loads(text) == value
+
+
+@pytest.mark.parametrize("window", [1, 7, 64, 512])
+def test_chunked_parse_of_captured_bodies_and_errors(window: int) -> None:
+    for _, body in JSON_BODIES:
+        assert loads(body, chunked=True, chunk_window=window) == loads(body)
+    for bad in (b'{"a":[1,2', b'{"a":', b'[{"x":1}', b'{"a":[1]}}', b'{"a" 1}', b"[1 2]"):
+        with pytest.raises(RemoteProtocolError):
+            loads(bad)
+        with pytest.raises(RemoteProtocolError):
+            loads(bad, chunked=True, chunk_window=window)
+
+
+def test_chunked_parse_bounds_nesting_as_the_fallback_parser_does() -> None:
+    # the C parser takes 200 levels whole; parsed in steps, the pure-Python parser's bound holds
+    # (RocketMQ's bodies nest at most six deep)
+    deep = b"[" * 200 + b"]" * 200
+    assert loads(deep) is not None
+    with pytest.raises(RemoteProtocolError, match=f"nesting deeper than {MAX_DEPTH}"):
+        loads(deep, chunked=True, chunk_window=16)
+
+
+def test_chunked_parse_hands_the_c_scanner_only_short_containers(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[int] = []
+    real = fastjson_module._scan_once
+
+    def spy(text: str, pos: int) -> Any:
+        scanned.append(len(text) - pos)
+        return real(text, pos)
+
+    monkeypatch.setattr(fastjson_module, "_scan_once", spy)
+    items = [{"groupName": f"g{i}", "codes": list(range(i % 7))} for i in range(5000)]
+    text = json.dumps({"clientID": "c", "producerDataSet": items})
+    assert len(text) > 200_000
+    assert loads(text, chunked=True, chunk_window=4096) == json.loads(text)
+    assert scanned
+    assert max(scanned) <= 4096
+    # within max_fallback only: a longer text is the C parser's alone, whole
+    scanned.clear()
+    assert loads(text, chunked=True, chunk_window=4096, max_fallback=1000) == json.loads(text)
+    assert scanned == []
+
+
 # ---------------------------------------------------------------- the captures
 
 

@@ -247,6 +247,49 @@ def test_integers_parse_as_java_parses_them() -> None:
         ResetOffsetRequestHeader.from_ext_fields(reset | {"timestamp": "9223372036854775808"})
 
 
+def test_small_and_large_numbers_parse_alike() -> None:
+    """Small numbers come from a table on the fast path; the table changes no result."""
+    base = {"consumerGroup": "g", "topic": "T"}
+    for text, value in [
+        ("0", 0),
+        ("1023", 1023),
+        ("1024", 1024),
+        ("007", 7),
+        ("-1", -1),
+        ("999999999", 999999999),
+    ]:
+        assert QueryConsumerOffsetRequestHeader.from_ext_fields(base | {"queueId": text}).queue_id == value
+
+
+def test_a_parsed_header_is_a_true_frozen_instance_of_its_class() -> None:
+    """The reader builds headers without the frozen ``__init__``; what it returns is the same."""
+    header = SendMessageRequestHeaderV2(
+        producer_group="pg",
+        topic="T",
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=3,
+        sys_flag=0,
+        born_timestamp=1_700_000_000_000,
+        flag=0,
+        properties="TAGS\x01a",
+    )
+    parsed = SendMessageRequestHeaderV2.from_ext_fields(header.to_ext_fields())
+    assert type(parsed) is SendMessageRequestHeaderV2
+    assert parsed == header
+    assert hash(parsed) == hash(header)
+    assert repr(parsed) == repr(header)
+    with pytest.raises(AttributeError):
+        parsed.queue_id = 5  # type: ignore[misc]
+    # of several missing keys, the first in declaration order is named
+    ext = header.to_ext_fields()
+    del ext["g"], ext["e"]
+    with pytest.raises(
+        RemoteProtocolError, match="SendMessageRequestHeaderV2: required field 'e' is missing"
+    ):
+        SendMessageRequestHeaderV2.from_ext_fields(ext)
+
+
 def test_booleans_parse_as_java_parse_boolean() -> None:
     base = {"topic": "T", "group": "g", "timestamp": "0"}
     assert ResetOffsetRequestHeader.from_ext_fields(base | {"isForce": "true"}).is_force is True

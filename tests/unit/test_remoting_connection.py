@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rocketq.errors import ConfigError, RemotingClosedError, RemotingTimeoutError
+from rocketq.errors import ConfigError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol import FrameDecoder, OpaqueSequence, RemotingCommand, RequestCode, encode_frame
 from rocketq.remoting import (
     ClientConfig,
@@ -314,7 +314,7 @@ def test_format_address() -> None:
     assert format_address(("::1", 5, 0, 0)) == "[::1]:5"
 
 
-def test_describe_exception_names_where() -> None:
+def test_describe_exception_tells_a_peer_no_python_details() -> None:
     def fails() -> None:
         raise ValueError("bad queue id")
 
@@ -322,8 +322,11 @@ def test_describe_exception_names_where() -> None:
         fails()
     except ValueError as exc:
         text = describe_exception(exc)
-    assert text.startswith("ValueError: bad queue id, at fails (test_remoting_connection.py:")
-    assert describe_exception(KeyError("k")) == "KeyError: 'k'"
+    assert text == "the server failed to process this request (an internal error; its log has the details)"
+    assert describe_exception(KeyError("k")) == text
+    # a request that does not decode is the peer's to know: the reason, naming the field
+    bad = RemoteProtocolError("GetMaxOffsetRequestHeader: field 'queueId' is not a Java Integer: 'x'")
+    assert describe_exception(bad) == str(bad)
 
 
 def test_handler_table_default() -> None:

@@ -188,10 +188,22 @@ def test_bad_input_is_refused_without_side_effects(store: MessageStore) -> None:
 
 def test_arrival_listener_hears_every_append(store: MessageStore) -> None:
     heard: list[tuple[str, int, int]] = []
-    store.add_arrival_listener(lambda t, q, m: heard.append((t, q, m)))
+    store.add_arrival_listener(lambda t, q, m, *_: heard.append((t, q, m)))
     put(store, "T", 2, b"a")
     store.put_messages("T", 2, [record("T", 2, b"b"), record("T", 2, b"c")])
     assert heard == [("T", 2, 1), ("T", 2, 3)]
+
+
+def test_arrival_listener_gets_the_tag_code_and_properties_of_one_message(store: MessageStore) -> None:
+    """What a held pull's filters need, as arguments: RocketMQ's arriving listener's tag code and
+    properties (a batch has no single tag code: ``None``, every held pull of the queue re-runs)."""
+    heard: list[tuple[int | None, object]] = []
+    store.add_arrival_listener(lambda t, q, m, code, props: heard.append((code, props)))
+    props = {"TAGS": "TagA", "a": "1"}
+    store.put_message("T", 0, record("T", 0, b"a", "TagA"), tags_code("TagA"), props)
+    put(store, "T", 0, b"b", "TagB")
+    store.put_messages("T", 0, [record("T", 0, b"c", "TagA")], [tags_code("TagA")])
+    assert heard == [(tags_code("TagA"), props), (tags_code("TagB"), None), (None, None)]
 
 
 def test_offset_by_timestamp_finds_exact_or_nearest(tmp_path: Path) -> None:

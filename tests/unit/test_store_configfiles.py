@@ -6,16 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.broker.subscriptions import SubscriptionGroupTable
+from rocketq.broker.topics import TopicConfigTable
 from rocketq.errors import StoreCorruptError
 from rocketq.protocol.bodies import SubscriptionGroupConfig, TopicConfig
-from rocketq.store import (
-    ConsumerOffsetTable,
-    MessageStore,
-    SubscriptionGroupTable,
-    TopicConfigTable,
-    read_with_backup,
-    write_atomically,
-)
+from rocketq.store import ConsumerOffsetTable, MessageStore, read_with_backup, write_atomically
 
 
 def test_consumer_offsets_use_rocketmq_format(tmp_path: Path) -> None:
@@ -120,13 +115,24 @@ def test_topic_and_group_tables_round_trip_with_data_version(tmp_path: Path) -> 
 
 
 def test_store_persists_its_tables_at_close_and_loads_them(tmp_path: Path) -> None:
-    with MessageStore(tmp_path, start_services=False) as store:
+    def open_store() -> tuple[MessageStore, TopicConfigTable, SubscriptionGroupTable]:
+        """A store with the broker's tables handed to it, as the broker does."""
+        store = MessageStore(tmp_path, start_services=False)
+        topics = TopicConfigTable(store.config_dir / "topics.json")
+        groups = SubscriptionGroupTable(store.config_dir / "subscriptionGroup.json")
+        store.add_config_table(topics)
+        store.add_config_table(groups)
+        return store, topics, groups
+
+    store, topic_configs, subscription_groups = open_store()
+    with store:
         store.consumer_offsets.commit_offset("G", "T", 0, 9)
-        store.topic_configs.put(TopicConfig(topic_name="T"), now_ms=1)
-        store.subscription_groups.put(SubscriptionGroupConfig(group_name="G"), now_ms=1)
+        topic_configs.put(TopicConfig(topic_name="T"), now_ms=1)
+        subscription_groups.put(SubscriptionGroupConfig(group_name="G"), now_ms=1)
     names = sorted(p.name for p in (tmp_path / "config").iterdir())
     assert names == ["consumerOffset.json", "subscriptionGroup.json", "topics.json"]
-    with MessageStore(tmp_path, start_services=False) as store:
+    store, topic_configs, subscription_groups = open_store()
+    with store:
         assert store.consumer_offsets.query_offset("G", "T", 0) == 9
-        assert store.topic_configs.get("T") == TopicConfig(topic_name="T")
-        assert "G" in store.subscription_groups
+        assert topic_configs.get("T") == TopicConfig(topic_name="T")
+        assert "G" in subscription_groups

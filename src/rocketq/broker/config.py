@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
+from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
-from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
+from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting import ServerConfig
 from rocketq.store.config import FlushMode, StoreConfig
 
@@ -119,7 +119,10 @@ class BrokerConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     """Store settings (segment size, flush and retention intervals...); ``flush`` overrides its own."""
     max_message_size: int = 4 * 1024 * 1024
-    """``maxMessageSize``: a message (or batch) over this many bytes is refused (MESSAGE_ILLEGAL)."""
+    """``maxMessageSize``: a message (or batch) over this many bytes is refused (MESSAGE_ILLEGAL);
+    a send's body over it is refused before it is decoded. It is RocketMQ's only bound on a batch:
+    a batch's records are counted against it before any is decoded, and a batch over 16 KiB is
+    decoded and stored on the remoting server's worker thread (``remoting.offload_threshold``)."""
 
     # -- topics and groups
     auto_create_topic_enable: bool = True
@@ -172,6 +175,26 @@ class BrokerConfig:
     compressed_register: bool = False
     """``compressedRegister``: send REGISTER_BROKER bodies zlib-compressed (off in 4.9.4)."""
 
+    # -- filters
+    enable_property_filter: bool = False
+    """``enablePropertyFilter``: serve SQL92 subscriptions (off in RocketMQ, so off here: such a
+    consumer is told to turn it on)."""
+
+    # -- transactions
+    transaction_timeout: float = 6.0
+    """``transactionTimeOut`` (6000 ms): a half message younger than this is not checked yet."""
+    transaction_check_interval: float = 60.0
+    """``transactionCheckInterval`` (60 000 ms): how often half messages are checked."""
+    transaction_check_max: int = 15
+    """``transactionCheckMax``: checks of one half message before it is discarded (to
+    ``TRANS_CHECK_MAX_TIME_TOPIC``)."""
+    reject_transaction_message: bool = False
+    """``rejectTransactionMessage``: refuse half messages (NO_PERMISSION) instead of storing them."""
+
+    # -- request-reply
+    store_reply_message_enable: bool = True
+    """``storeReplyMessageEnable``: store replies in ``<cluster>_REPLY_TOPIC`` besides pushing them."""
+
     # -- client calls
     client_call_timeout: float = 5.0
     """Seconds the broker waits for a client it calls (GET_CONSUMER_RUNNING_INFO relay; 5000 ms)."""
@@ -204,9 +227,13 @@ class BrokerConfig:
             "register_period",
             "register_timeout",
             "client_call_timeout",
+            "transaction_timeout",
+            "transaction_check_interval",
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
+        if self.transaction_check_max < 1:
+            raise ConfigError(f"transaction_check_max must be >= 1, got {self.transaction_check_max}")
         if self.register_initial_delay < 0:
             raise ConfigError("register_initial_delay must not be negative")
         for addr in self.namesrv_addrs:

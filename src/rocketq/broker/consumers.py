@@ -70,7 +70,9 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL, ClientChannelInfo
 from rocketq.errors import ConfigError, RemoteProtocolError
+from rocketq.models import DuplicateClientId
 from rocketq.protocol.bodies import (
     ConsumeFromWhere,
     ConsumeType,
@@ -98,18 +100,13 @@ __all__ = [
     "GroupEvent",
     "apply_heartbeat",
     "apply_unregister_client",
+    "check_heartbeat",
     "tag_filter",
 ]
 
 log = logging.getLogger(__name__)
 
 C = TypeVar("C", bound=Hashable)
-
-CHANNEL_EXPIRED_TIMEOUT = 120.0
-"""RocketMQ's ``ConsumerManager.CHANNEL_EXPIRED_TIMEOUT`` (and ``ProducerManager``'s): 120 000 ms."""
-
-CLIENT_HOUSEKEEPING_INTERVAL = 10.0
-"""Period of RocketMQ's ``ClientHousekeepingService`` scan (10 000 ms, first run after 10 s)."""
 
 SUB_ALL = "*"
 """``SubscriptionData.SUB_ALL``: the expression that accepts every tag."""
@@ -173,22 +170,6 @@ def _same_filter(a: SubscriptionData, b: SubscriptionData) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class ClientChannelInfo(Generic[C]):
-    """A client's registration on one connection (RocketMQ's ``ClientChannelInfo``).
-
-    ``language`` is RocketMQ's ``LanguageCode`` name (``"JAVA"``, ``"GO"``, ``"PYTHON"``...) and
-    ``version`` the client's ``MQVersion`` ordinal, both from the heartbeat request's header.
-    """
-
-    conn: C
-    client_id: str
-    remote_addr: str
-    language: str
-    version: int
-    last_update: float
-
-
-@dataclass(frozen=True, slots=True)
 class GroupEvent(Generic[C]):
     """One ``ConsumerIdsChangeListener.handle`` call: what happened to which group.
 
@@ -241,20 +222,6 @@ class ConsumerGroupView(Generic[C]):
     subscriptions: dict[str, SubscriptionData]
     members: tuple[ClientChannelInfo[C], ...]
     last_update: float
-
-
-@dataclass(frozen=True, slots=True)
-class DuplicateClientId(Generic[C]):
-    """A client id registered by more than one live connection in one group."""
-
-    group: str
-    client_id: str
-    members: tuple[ClientChannelInfo[C], ...]
-
-    @property
-    def addresses(self) -> tuple[str, ...]:
-        """The remote addresses of the connections sharing the id."""
-        return tuple(m.remote_addr for m in self.members)
 
 
 @dataclass(slots=True)
@@ -480,10 +447,12 @@ class ConsumerRegistry(Generic[C]):
         """The groups ``conn`` is a member of, in the order it joined them."""
         return list(self._by_conn.get(conn, ()))
 
-    def duplicates(self, group: str | None = None) -> list[DuplicateClientId[C]]:
-        """Client ids registered by more than one live connection, per group (all groups if ``None``)."""
+    def duplicates(self, group: str | None = None, *, broker_addr: str = "") -> list[DuplicateClientId]:
+        """Client ids registered by more than one live connection, per group (all groups if
+        ``None``), with the connections' remote addresses; ``broker_addr`` names this broker in
+        the values."""
         names = [group] if group is not None else list(self._groups)
-        out: list[DuplicateClientId[C]] = []
+        out: list[DuplicateClientId] = []
         for name in names:
             info = self._groups.get(name)
             if info is None:
@@ -491,7 +460,11 @@ class ConsumerRegistry(Generic[C]):
             by_id: dict[str, list[ClientChannelInfo[C]]] = {}
             for ch in info.channels.values():
                 by_id.setdefault(ch.client_id, []).append(ch)
-            out.extend(DuplicateClientId(name, cid, tuple(chs)) for cid, chs in by_id.items() if len(chs) > 1)
+            out.extend(
+                DuplicateClientId(name, cid, broker_addr, tuple(ch.remote_addr for ch in chs))
+                for cid, chs in by_id.items()
+                if len(chs) > 1
+            )
         return out
 
     def __len__(self) -> int:
@@ -594,6 +567,24 @@ class ConsumerRegistry(Generic[C]):
         return GroupEvent(ConsumerGroupEvent.CHANGE, info.name, reason, notify=notify)
 
 
+def check_heartbeat(heartbeat: HeartbeatData) -> None:
+    """Raise :class:`RemoteProtocolError` if ``heartbeat`` is malformed: no client id, a consumer
+    group without a name or with a subscription without a topic, a producer group without a name.
+    (:func:`apply_heartbeat` checks first; a caller applying one in parts checks the whole.)"""
+    client_id = heartbeat.client_id
+    if not client_id:
+        raise RemoteProtocolError("heartbeat without a clientID")
+    for data in heartbeat.consumer_data_set:
+        if not data.group_name:
+            raise RemoteProtocolError(f"heartbeat of {client_id}: consumer data without a group name")
+        if any(not sub.topic for sub in data.subscription_data_set):
+            raise RemoteProtocolError(
+                f"heartbeat of {client_id} for group {data.group_name}: subscription without a topic"
+            )
+    if any(not p.group_name for p in heartbeat.producer_data_set):
+        raise RemoteProtocolError(f"heartbeat of {client_id}: producer data without a group name")
+
+
 def apply_heartbeat(
     heartbeat: HeartbeatData,
     conn: C,
@@ -617,18 +608,8 @@ def apply_heartbeat(
     group names, subscription topics): a malformed heartbeat raises
     :class:`RemoteProtocolError` and changes nothing.
     """
-    client_id = heartbeat.client_id
-    if not client_id:
-        raise RemoteProtocolError("heartbeat without a clientID")
-    for data in heartbeat.consumer_data_set:
-        if not data.group_name:
-            raise RemoteProtocolError(f"heartbeat of {client_id}: consumer data without a group name")
-        if any(not sub.topic for sub in data.subscription_data_set):
-            raise RemoteProtocolError(
-                f"heartbeat of {client_id} for group {data.group_name}: subscription without a topic"
-            )
-    if any(not p.group_name for p in heartbeat.producer_data_set):
-        raise RemoteProtocolError(f"heartbeat of {client_id}: producer data without a group name")
+    check_heartbeat(heartbeat)
+    client_id = heartbeat.client_id or ""
     changes: Changes[C] = Changes()
     for data in heartbeat.consumer_data_set:
         group = data.group_name or ""

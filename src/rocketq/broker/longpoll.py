@@ -36,7 +36,7 @@ requests of a closed connection.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -107,10 +107,16 @@ class HeldPull(Generic[R]):
     tag_codes: frozenset[int] | None
     """The tag hash codes the subscription accepts, or ``None`` to accept every message."""
     request: R
+    property_filter: Callable[[Mapping[str, str]], bool] | None = None
+    """The subscription's filter on message properties (SQL92), if it has one."""
 
-    def matches(self, tag_code: int | None) -> bool:
-        """Whether a message with ``tag_code`` (``None``: unknown) passes this request's filter."""
-        return tag_code is None or self.tag_codes is None or java_int(tag_code) in self.tag_codes
+    def matches(self, tag_code: int | None, properties: Mapping[str, str] | None = None) -> bool:
+        """Whether a message with ``tag_code`` and ``properties`` (``None``: unknown) passes
+        this request's filters (RocketMQ's arriving listener: the consume-queue filter, then the
+        commit-log one when the properties are known)."""
+        if tag_code is not None and self.tag_codes is not None and java_int(tag_code) not in self.tag_codes:
+            return False
+        return properties is None or self.property_filter is None or self.property_filter(properties)
 
 
 class PullHoldTable(Generic[R]):
@@ -134,16 +140,17 @@ class PullHoldTable(Generic[R]):
         *,
         offset: int,
         tag_codes: Iterable[int] | None = None,
+        property_filter: Callable[[Mapping[str, str]], bool] | None = None,
     ) -> HeldPull[R]:
         """Park ``request`` on queue ``key`` until the queue grows past ``offset`` or ``deadline``.
 
         ``tag_codes`` is the subscription's code set for a tag filter other than ``*``; leave it
-        ``None`` for "every message" (``*``, SQL92 and class filters all wake on any arrival).
+        ``None`` for "every message" (``*``, SQL92 and class filters). ``property_filter`` is an
+        SQL92 subscription's: an arriving message whose properties it refuses wakes nothing.
         """
         topic, queue_id = key
-        held = HeldPull(
-            topic, queue_id, offset, deadline, None if tag_codes is None else frozenset(tag_codes), request
-        )
+        codes = None if tag_codes is None else frozenset(tag_codes)
+        held = HeldPull(topic, queue_id, offset, deadline, codes, request, property_filter)
         self._seq += 1
         seq = self._seq
         bucket = self._table.get(key)
@@ -161,15 +168,22 @@ class PullHoldTable(Generic[R]):
         return held
 
     def on_arrival(
-        self, topic: str, queue_id: int, max_offset: int, now: float, tag_code: int | None = None
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        now: float,
+        tag_code: int | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> list[R]:
         """A message reached queue (topic, queue_id), whose max offset is now ``max_offset``.
 
         ``max_offset`` is the queue's offset past the new message (its consume-queue offset + 1,
-        what RocketMQ's arriving listener passes); ``tag_code`` is the message's tag hash.
+        what RocketMQ's arriving listener passes); ``tag_code`` is the message's tag hash and
+        ``properties`` its properties, when known.
 
         Returns, in the order they were held, the requests to answer now: those whose offset is
-        below ``max_offset`` and whose filter accepts ``tag_code``, and those whose deadline has
+        below ``max_offset`` and whose filters accept the message, and those whose deadline has
         come (``now >= deadline``). The rest stay held. Cheap when nothing is held on the queue.
         """
         key = (topic, queue_id)
@@ -177,7 +191,9 @@ class PullHoldTable(Generic[R]):
         if bucket is None:
             return []
         return self._take(
-            key, bucket, lambda h: (max_offset > h.offset and h.matches(tag_code)) or now >= h.deadline
+            key,
+            bucket,
+            lambda h: (max_offset > h.offset and h.matches(tag_code, properties)) or now >= h.deadline,
         )
 
     def check(self, now: float, max_offset_of: Callable[[str, int], int]) -> list[R]:

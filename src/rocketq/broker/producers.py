@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Generic, TypeVar
 
-from rocketq.broker.consumers import CHANNEL_EXPIRED_TIMEOUT, ClientChannelInfo
+from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, ClientChannelInfo
 from rocketq.errors import ConfigError
 
 __all__ = ["GET_AVAILABLE_CHANNEL_RETRY_COUNT", "ProducerRegistry"]

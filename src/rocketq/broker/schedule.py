@@ -33,10 +33,11 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC
+from rocketq.clock import ms
 from rocketq.errors import RocketQError
 from rocketq.protocol.message import MessageExt, decode_messages, encode_message
 from rocketq.protocol.properties import MessageConst, tags_code
+from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.store import GetMessageStatus, MessageStore, TagsCodeFunction, read_with_backup, write_atomically
 from rocketq.store.message_store import default_tags_code
 
@@ -226,7 +227,7 @@ class ScheduleService:
             for msg in decode_messages(result.data, decompress=False):
                 if budget <= 0:
                     return 0.0
-                now_ms = int(self._clock() * 1000)
+                now_ms = ms(self._clock())
                 due = msg.store_timestamp + delay_ms
                 if due > now_ms + delay_ms:
                     due = now_ms  # the clock went back: RocketMQ's correctDeliverTimestamp

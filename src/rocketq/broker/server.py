@@ -4,11 +4,14 @@
 
 * a :class:`~rocketq.store.MessageStore` in ``config.store_dir`` (opened, and recovered after a
   crash, in a worker thread so the loop stays free);
-* the state machines: topic configs (over the store's ``topics.json``), subscription groups
-  (``subscriptionGroup.json``), the consumer and producer registries, the queue lock table and
-  the long-polling hold table;
-* a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`;
+* the state machines: topic configs (in ``topics.json``), subscription groups
+  (``subscriptionGroup.json``) - tables the store loads and writes for the broker - the consumer
+  and producer registries, the queue lock table and the long-polling hold table;
+* a :class:`~rocketq.remoting.RemotingServer` with the handlers of :mod:`rocketq.broker.handlers`,
+  each processor given the broker as its narrow context (:mod:`rocketq.broker.context`);
 * the :class:`~rocketq.broker.schedule.ScheduleService` (delayed messages and retries);
+* the :class:`~rocketq.broker.transactions.TransactionalMessageService` (half messages, END_TRANSACTION,
+  and a check round every ``transaction_check_interval``);
 * a :class:`~rocketq.broker.registration.NamesrvRegistrar` (REGISTER_BROKER every 30 s and on
   every topic change, UNREGISTER_BROKER at close);
 * housekeeping: a connection listener that drops a closed connection's consumers, producers and
@@ -33,7 +36,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -44,19 +47,32 @@ from rocketq.broker.handlers import (
     ClientProcessor,
     OffsetProcessor,
     PullProcessor,
+    ReplyProcessor,
     SendProcessor,
+    TransactionProcessor,
+    java_properties_string,
 )
 from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.registration import NamesrvRegistrar
 from rocketq.broker.schedule import ScheduleService, schedule_tags_code_function
-from rocketq.broker.subscriptions import SubscriptionGroupManager
-from rocketq.broker.topics import RMQ_SYS_SCHEDULE_TOPIC, TopicChange, TopicConfigManager, TopicManagerConfig
+from rocketq.broker.stats import BrokerStats
+from rocketq.broker.subscriptions import SubscriptionGroupManager, SubscriptionGroupTable
+from rocketq.broker.topics import (
+    PERM_RW,
+    TopicChange,
+    TopicConfigManager,
+    TopicConfigTable,
+    TopicManagerConfig,
+)
+from rocketq.broker.transactions import CheckResult, TransactionalMessageService
+from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
 from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
 
@@ -69,75 +85,6 @@ _NOTIFY_TIMEOUT = 3.0
 T = TypeVar("T")
 
 
-class BrokerStats:
-    """Counters for GET_BROKER_RUNTIME_INFO and GET_CONSUME_STATS, cheap enough for the hot paths.
-
-    Rates are measured over a window of 10 to 20 s: the counters since the last snapshot, which is
-    renewed once it is 10 s old (RocketMQ's stats keep per-second samples over a minute).
-    """
-
-    __slots__ = (
-        "_group_gets",
-        "_snapshot",
-        "boot_ms",
-        "get_bytes",
-        "get_total",
-        "last_put_ms",
-        "put_bytes",
-        "put_total",
-    )
-
-    _WINDOW = 10.0
-
-    def __init__(self, now: float) -> None:
-        self.boot_ms = int(now * 1000)
-        self.put_total = 0
-        self.put_bytes = 0
-        self.get_total = 0
-        self.get_bytes = 0
-        self.last_put_ms = 0
-        self._group_gets: dict[str, int] = {}
-        self._snapshot: tuple[float, int, int, dict[str, int]] = (now, 0, 0, {})
-
-    def on_put(self, topic: str, count: int, size: int, store_ms: int = 0) -> None:
-        self.put_total += count
-        self.put_bytes += size
-        self.last_put_ms = store_ms
-
-    def on_get(self, group: str, count: int, size: int) -> None:
-        self.get_total += count
-        self.get_bytes += size
-        gets = self._group_gets
-        gets[group] = gets.get(group, 0) + count
-
-    def _window(self, now: float) -> tuple[float, int, int, dict[str, int]]:
-        then, puts, gets, groups = self._snapshot
-        if now - then >= self._WINDOW * 2:  # idle for long: restart the window from now
-            self._snapshot = (now, self.put_total, self.get_total, dict(self._group_gets))
-            return then, puts, gets, groups
-        if now - then >= self._WINDOW:
-            self._snapshot = (now, self.put_total, self.get_total, dict(self._group_gets))
-        return then, puts, gets, groups
-
-    def put_tps(self, now: float | None = None) -> float:
-        now = time.time() if now is None else now
-        then, puts, _, _ = self._window(now)
-        return (self.put_total - puts) / (now - then) if now > then else 0.0
-
-    def get_tps(self, now: float | None = None) -> float:
-        now = time.time() if now is None else now
-        then, _, gets, _ = self._window(now)
-        return (self.get_total - gets) / (now - then) if now > then else 0.0
-
-    def group_tps(self, group: str, now: float | None = None) -> float:
-        """Messages per second the group pulled recently (GET_CONSUME_STATS' ``consumeTps``)."""
-        now = time.time() if now is None else now
-        then, _, _, groups = self._window(now)
-        if now <= then:
-            return 0.0
-        return (self._group_gets.get(group, 0) - groups.get(group, 0)) / (now - then)
-
-
 #: A send answered once its fsync round completes: the connection, the request, the response.
 _Waiter = tuple[RemotingConnection, RemotingCommand, RemotingCommand]
 
@@ -148,8 +95,8 @@ def _answer_round(waiters: list[_Waiter], exc: BaseException | None) -> None:
     waiters.clear()  # answered once: the other of timer and completion finds nothing left
     if isinstance(exc, TimeoutError):
         remark = "the message is stored but its flush to disk timed out"
-    elif exc is not None:
-        remark = f"the message is stored but flushing it to disk failed: {exc}"
+    elif exc is not None:  # the OS's text goes to the log (the store logs it), not to the peer
+        remark = "the message is stored but flushing it to disk failed"
     for conn, request, response in answered:
         if exc is not None:
             response.code = ResponseCode.FLUSH_DISK_TIMEOUT
@@ -198,8 +145,11 @@ class Broker:
         self.remoting = RemotingServer(cfg.host, cfg.port, config=cfg.remoting, listener=_Listener(self))
         self._store: MessageStore | None = None
         self._topics: TopicConfigManager | None = None
+        self._topic_table: TopicConfigTable | None = None
+        self._topic_persist_pending = False
         self._groups: SubscriptionGroupManager | None = None
         self._schedule: ScheduleService | None = None
+        self._transactions: TransactionalMessageService | None = None
         self._registrar: NamesrvRegistrar | None = None
         self._pull: PullProcessor | None = None
         self._send: SendProcessor | None = None
@@ -207,11 +157,6 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        #: (topic, queue id, tag code) of the single message being appended on the loop, set by the
-        #: send handler around its store call: the arrival listener passes the tag code on to the
-        #: hold table, so a held pull whose filter refuses the message stays held (as RocketMQ's
-        #: arriving listener does); ``None`` (batches, redeliveries) wakes every held pull.
-        self.arrival_tag: tuple[str, int, int] | None = None
         # the fsync round sends are waiting on now (sync flush): its store future and its waiters
         self._round_cf: concurrent.futures.Future[None] | None = None
         self._round: list[_Waiter] | None = None
@@ -247,6 +192,10 @@ class Broker:
         return self._need(self._schedule, "schedule")
 
     @property
+    def transactions(self) -> TransactionalMessageService:
+        return self._need(self._transactions, "transactions")
+
+    @property
     def registrar(self) -> NamesrvRegistrar | None:
         return self._registrar
 
@@ -276,7 +225,7 @@ class Broker:
         return self._clock()
 
     def wall_ms(self) -> int:
-        return int(self._clock() * 1000)
+        return ms(self._clock())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -302,6 +251,11 @@ class Broker:
         )
         self._store = store
         try:
+            topic_table = TopicConfigTable(store.config_dir / "topics.json")
+            group_table = SubscriptionGroupTable(store.config_dir / "subscriptionGroup.json")
+            for table in (topic_table, group_table):
+                await asyncio.to_thread(store.add_config_table, table)
+            self._topic_table = topic_table
             now = self.wall()
             self._topics = TopicConfigManager(
                 TopicManagerConfig(
@@ -315,13 +269,13 @@ class Broker:
                     msg_trace_topic_name=cfg.msg_trace_topic_name,
                 ),
                 now=now,
-                table=store.topic_configs,
+                table=topic_table,
                 on_change=self._topics_changed,
             )
             self._groups = SubscriptionGroupManager(
                 now=now,
                 auto_create_subscription_group=cfg.auto_create_subscription_group,
-                table=store.subscription_groups,
+                table=group_table,
             )
             self._pull = PullProcessor(self)
             self._send = SendProcessor(self)
@@ -332,6 +286,8 @@ class Broker:
                 ClientProcessor(self),
                 OffsetProcessor(self),
                 AdminProcessor(self),
+                TransactionProcessor(self),
+                ReplyProcessor(self, self._send),
             ):
                 handlers.update(processor.handlers())
             for code, handler in handlers.items():
@@ -343,6 +299,19 @@ class Broker:
                 store, self.delay_levels, persist_interval=cfg.flush_delay_offset_interval, clock=self._clock
             )
             self._schedule.start()
+            send = self._send
+            self._transactions = TransactionalMessageService(
+                store,
+                store_host=self._store_host,
+                put=send.put_record,
+                send_check=self._send_check,
+                properties_string=java_properties_string,
+                ensure_topic=self._ensure_system_topic,
+                timeout=cfg.transaction_timeout,
+                check_max=cfg.transaction_check_max,
+                clock=self._clock,
+            )
+            await asyncio.to_thread(self._transactions.load)
             self._started = True
             if cfg.namesrv_addrs:
                 port = self.remoting.port
@@ -362,6 +331,7 @@ class Broker:
                 await self._registrar.start()
             self._spawn(self._housekeeping(), "broker-client-scan")
             self._spawn(self._pull_check(), "broker-pull-check")
+            self._spawn(self._transaction_checks(), "broker-transaction-check")
         except BaseException:
             await self._shutdown(unregister=False)
             raise
@@ -396,6 +366,7 @@ class Broker:
         if self._schedule is not None:
             await self._schedule.close()
         store, self._store = self._store, None
+        self._topic_table = None
         if store is not None:
             store.remove_arrival_listener(self._on_arrival)
             await asyncio.to_thread(store.close)
@@ -493,20 +464,70 @@ class Broker:
         task.add_done_callback(self._tasks.discard)
 
     def _topics_changed(self, change: TopicChange) -> None:
+        # RocketMQ persists the topic table on every change: a topic a send just created (and
+        # the messages stored in it) must still have its config after a crash. A topic created
+        # on use (a retry topic per group of a heartbeat, a DLQ, a system topic) is written by
+        # one coalesced write off the loop instead: a heartbeat of thousands of new groups would
+        # otherwise write the whole, growing table once per group on the event loop.
+        table = self._topic_table
+        if table is not None:
+            if change.kind == "create":
+                self._persist_topics_soon(table)
+            else:
+                self._persist_topics(table)
         if self._registrar is not None:
             self._registrar.request_soon()
 
-    def _on_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+    @staticmethod
+    def _persist_topics(table: TopicConfigTable) -> bool:
+        """Write the table if it changed; ``False`` when the write failed (logged; the periodic
+        flush tries again)."""
+        try:
+            table.persist_if_dirty()
+        except OSError as exc:
+            log.error("cannot persist the topic table: %s (retried with the periodic flush)", exc)
+            return False
+        return True
+
+    def _persist_topics_soon(self, table: TopicConfigTable) -> None:
+        """One write of the topic table on the worker thread, after the changes of this turn of
+        the loop; changes made while it writes are written by one more write after it."""
+        if self._topic_persist_pending:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # not on the loop (a test driving the tables directly)
+            self._persist_topics(table)
+            return
+        self._topic_persist_pending = True
+
+        async def write() -> None:
+            try:
+                while table.dirty and await asyncio.to_thread(self._persist_topics, table):
+                    pass
+            finally:
+                self._topic_persist_pending = False
+
+        self._spawn(write(), "broker-persist-topics")
+
+    def _on_arrival(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tag_code: int | None,
+        properties: Mapping[str, str] | None,
+    ) -> None:
+        """The store's arrival listener: held pulls of the queue whose filters (tags, SQL92)
+        accept the message are answered (RocketMQ's ``NotifyMessageArrivingListener``)."""
         if threading.get_ident() != self._loop_thread:
             loop = self._loop
             if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(self._on_arrival, topic, queue_id, max_offset)
+                loop.call_soon_threadsafe(self._on_arrival, topic, queue_id, max_offset, tag_code, properties)
             return
         pull = self._pull
         if pull is not None:
-            hint = self.arrival_tag
-            tag = hint[2] if hint is not None and hint[0] == topic and hint[1] == queue_id else None
-            pull.on_arrival(topic, queue_id, max_offset, tag)
+            pull.on_arrival(topic, queue_id, max_offset, tag_code, properties)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
 
@@ -541,6 +562,52 @@ class Broker:
         self.locks.purge_expired(now)
         if changes.notifications():
             self._spawn(self.notify_groups(changes), "broker-notify")
+
+    def _ensure_system_topic(self, topic: str) -> None:
+        """A topic of the broker's own (transactions): 1 queue, read-write, as RocketMQ creates them."""
+        self.topics.ensure_topic(topic, 1, PERM_RW, 0, self.wall())
+
+    def check_transactions(self, now: float | None = None) -> CheckResult:
+        """One transaction check round now (``TransactionalMessageCheckService``): the service
+        runs one every ``transaction_check_interval``; tests and tools may trigger one, with
+        ``now`` standing for the broker clock."""
+        return self.transactions.check(now)
+
+    def _send_check(self, group: str, header: CheckTransactionStateRequestHeader, body: bytes) -> bool:
+        """CHECK_TRANSACTION_STATE (oneway) to a connected producer of ``group``, as RocketMQ's
+        ``Broker2Client.checkProducerTransactionState``; False when the group has none."""
+        conn = self.producers.available_channel(group, lambda c: not c.is_closed)
+        if conn is None:
+            return False
+        request = RemotingCommand.request(
+            RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(), body, oneway=True
+        )
+        self._spawn(self._check_one(conn, group, request), "broker-check-transaction")
+        return True
+
+    async def _check_one(self, conn: RemotingConnection, group: str, request: RemotingCommand) -> None:
+        try:
+            await asyncio.wait_for(conn.invoke_oneway(request), _NOTIFY_TIMEOUT)
+        except (RemotingError, TimeoutError) as exc:
+            log.warning(
+                "check transaction state of group %s at %s failed: %s", group, conn.remote_address, exc
+            )
+
+    async def _transaction_checks(self) -> None:
+        """A check round every ``transaction_check_interval``, in steps (requests are served in
+        between: a round over a long backlog does not hold the loop)."""
+        interval = self.config.transaction_check_interval
+        while True:
+            await asyncio.sleep(interval)
+            steps = self.transactions.check_steps()
+            try:
+                while True:
+                    next(steps)
+                    await asyncio.sleep(0)
+            except StopIteration:
+                pass
+            except Exception:
+                log.exception("transaction check failed")
 
     async def _pull_check(self) -> None:
         interval = 5.0 if self.config.long_polling_enable else self.config.short_polling_time

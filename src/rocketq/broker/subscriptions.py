@@ -16,8 +16,9 @@ transitions obey). Facts:
 * admin create/update/delete, and every auto-creation, advance the ``DataVersion`` and call
   the ``on_change`` listener (the store's table marks itself dirty and is flushed every 5 s).
 
-Configs are the protocol's ``SubscriptionGroupConfig`` bodies, kept in a
-:class:`SubscriptionGroupTable`: the store's (``config/subscriptionGroup.json``) or one in memory.
+Configs are the protocol's ``SubscriptionGroupConfig`` bodies, kept in a :class:`GroupTable`:
+a :class:`SubscriptionGroupTable` (``config/subscriptionGroup.json``, which the store loads and
+writes for the broker) or one in memory.
 Single-threaded; ``now`` is wall-clock float seconds (the data version's time stamp).
 """
 
@@ -28,12 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from rocketq.broker.configtables import StoredTable, VersionedTable
+from rocketq.clock import ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 __all__ = [
     "BUILTIN_SUBSCRIPTION_GROUPS",
     "CID_RMQ_SYS_PREFIX",
+    "GroupTable",
     "MemorySubscriptionGroupTable",
     "SubscriptionGroupChange",
     "SubscriptionGroupManager",
@@ -72,61 +76,53 @@ class SubscriptionGroupChange:
     data_version: DataVersion
 
 
-class SubscriptionGroupTable(Protocol):
-    """Where the configs live: :class:`rocketq.store.configfiles.SubscriptionGroupTable`
-    (``config/subscriptionGroup.json``) or :class:`MemorySubscriptionGroupTable`. Every write
-    advances ``data_version``."""
+class GroupTable(Protocol):
+    """Where the configs live: :class:`SubscriptionGroupTable` (``config/subscriptionGroup.json``,
+    persisted by the store) or :class:`MemorySubscriptionGroupTable`. Every write advances
+    ``data_version``."""
 
     data_version: DataVersion
 
-    def get(self, group: str) -> SubscriptionGroupConfig | None: ...
+    def get(self, name: str) -> SubscriptionGroupConfig | None: ...
     def all(self) -> dict[str, SubscriptionGroupConfig]: ...
     def put(self, config: SubscriptionGroupConfig, *, now_ms: int) -> None: ...
-    def delete(self, group: str, *, now_ms: int) -> SubscriptionGroupConfig | None: ...
-    def __contains__(self, group: object) -> bool: ...
+    def delete(self, name: str, *, now_ms: int) -> SubscriptionGroupConfig | None: ...
+    def wrapper(self) -> SubscriptionGroupWrapper: ...
+    def __contains__(self, name: object) -> bool: ...
     def __len__(self) -> int: ...
 
 
-class MemorySubscriptionGroupTable:
-    """A :class:`SubscriptionGroupTable` kept in memory only."""
+class MemorySubscriptionGroupTable(VersionedTable[SubscriptionGroupConfig]):
+    """A :class:`GroupTable` kept in memory only."""
 
-    __slots__ = ("_table", "data_version")
+    NAMED = "subscription group config without a group name"
 
-    def __init__(self, data_version: DataVersion | None = None) -> None:
-        self._table: dict[str, SubscriptionGroupConfig] = {}
-        self.data_version = data_version or DataVersion()
+    @staticmethod
+    def name_of(config: SubscriptionGroupConfig) -> str | None:
+        return config.group_name
 
-    def get(self, group: str) -> SubscriptionGroupConfig | None:
-        return self._table.get(group)
-
-    def all(self) -> dict[str, SubscriptionGroupConfig]:
-        return dict(self._table)
-
-    def put(self, config: SubscriptionGroupConfig, *, now_ms: int) -> None:
-        if not config.group_name:
-            raise ConfigError(f"subscription group config without a group name: {config!r}")
-        self._table[config.group_name] = config
-        self.data_version = self.data_version.next_version(now_ms)
-
-    def delete(self, group: str, *, now_ms: int) -> SubscriptionGroupConfig | None:
-        old = self._table.pop(group, None)
-        if old is not None:
-            self.data_version = self.data_version.next_version(now_ms)
-        return old
-
-    def __contains__(self, group: object) -> bool:
-        return group in self._table
-
-    def __len__(self) -> int:
-        return len(self._table)
+    def wrapper(self) -> SubscriptionGroupWrapper:
+        """The table and its version as RocketMQ's ``SubscriptionGroupWrapper``: the body of
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG and the content of ``subscriptionGroup.json``."""
+        with self._lock:
+            return SubscriptionGroupWrapper(
+                subscription_group_table=dict(self._table), data_version=self.data_version
+            )
 
 
-def _ms(now: float) -> int:
-    return int(now * 1000)
+class SubscriptionGroupTable(MemorySubscriptionGroupTable, StoredTable[SubscriptionGroupConfig]):
+    """``config/subscriptionGroup.json``: the group table in a file of the store's, in RocketMQ's
+    format (``SubscriptionGroupWrapper``); hand it to :meth:`MessageStore.add_config_table
+    <rocketq.store.MessageStore.add_config_table>`, which loads it and writes it when changed."""
+
+    @staticmethod
+    def unwrap(data: bytes) -> tuple[dict[str, SubscriptionGroupConfig], DataVersion]:
+        wrapper = SubscriptionGroupWrapper.decode(data)
+        return dict(wrapper.subscription_group_table), wrapper.data_version
 
 
 class SubscriptionGroupManager:
-    """RocketMQ's ``SubscriptionGroupManager`` over a :class:`SubscriptionGroupTable`."""
+    """RocketMQ's ``SubscriptionGroupManager`` over a :class:`GroupTable`."""
 
     __slots__ = ("_auto_create", "_listener", "_table")
 
@@ -135,22 +131,22 @@ class SubscriptionGroupManager:
         *,
         now: float,
         auto_create_subscription_group: bool = True,
-        table: SubscriptionGroupTable | None = None,
+        table: GroupTable | None = None,
         on_change: Callable[[SubscriptionGroupChange], None] | None = None,
     ) -> None:
         """``auto_create_subscription_group`` is ``BrokerConfig.autoCreateSubscriptionGroup`` (on).
 
-        Pass the store's table after its ``load()``: groups read from disk win over the
-        built-in defaults and only missing built-ins are added. Without ``table``, memory only.
+        Pass a :class:`SubscriptionGroupTable` after its ``load()``: groups read from disk win
+        over the built-in defaults and only missing built-ins are added. Without ``table``, memory only.
         """
         self._auto_create = auto_create_subscription_group
         self._listener = on_change
-        self._table: SubscriptionGroupTable = (
-            table if table is not None else MemorySubscriptionGroupTable(DataVersion(timestamp=_ms(now)))
+        self._table: GroupTable = (
+            table if table is not None else MemorySubscriptionGroupTable(DataVersion(timestamp=ms(now)))
         )
         for name in BUILTIN_SUBSCRIPTION_GROUPS:
             if name not in self._table:
-                self._table.put(SubscriptionGroupConfig(group_name=name), now_ms=_ms(now))
+                self._table.put(SubscriptionGroupConfig(group_name=name), now_ms=ms(now))
 
     @property
     def data_version(self) -> DataVersion:
@@ -161,9 +157,13 @@ class SubscriptionGroupManager:
         return self._table.get(group)
 
     def find(self, group: str, now: float) -> SubscriptionGroupConfig | None:
-        """``findSubscriptionGroupConfig``: the group's config, auto-created if allowed, else ``None``."""
+        """``findSubscriptionGroupConfig``: the group's config, auto-created if allowed, else ``None``.
+
+        A nameless group (a request's empty ``consumerGroup``, a send to ``%RETRY%``) is never
+        created: the store cannot keep it, and the caller answers as for a group that does not
+        exist."""
         config = self._table.get(group)
-        if config is None and (self._auto_create or is_sys_consumer_group(group)):
+        if config is None and group and (self._auto_create or is_sys_consumer_group(group)):
             config = SubscriptionGroupConfig(group_name=group)
             log.info("auto-created subscription group %s", group)
             self._put("auto-create", group, config, now)
@@ -206,7 +206,7 @@ class SubscriptionGroupManager:
 
     def delete(self, group: str, now: float) -> SubscriptionGroupConfig | None:
         """DELETE_SUBSCRIPTIONGROUP: remove the group's config; return it, or ``None`` if unknown."""
-        old = self._table.delete(group, now_ms=_ms(now))
+        old = self._table.delete(group, now_ms=ms(now))
         if old is None:
             log.warning("cannot delete subscription group %s: it does not exist", group)
             return None
@@ -217,9 +217,7 @@ class SubscriptionGroupManager:
     def wrapper(self) -> SubscriptionGroupWrapper:
         """The table and its version as RocketMQ's ``SubscriptionGroupWrapper``: the body of
         GET_ALL_SUBSCRIPTIONGROUP_CONFIG (and the content of ``subscriptionGroup.json``)."""
-        return SubscriptionGroupWrapper(
-            subscription_group_table=self._table.all(), data_version=self.data_version
-        )
+        return self._table.wrapper()
 
     def load(self, wrapper: SubscriptionGroupWrapper) -> None:
         """Merge a :meth:`wrapper` taken elsewhere: its groups replace same-named ones and its
@@ -234,7 +232,7 @@ class SubscriptionGroupManager:
         self._table.data_version = wrapper.data_version
 
     def _put(self, kind: str, group: str, config: SubscriptionGroupConfig, now: float) -> None:
-        self._table.put(config, now_ms=_ms(now))
+        self._table.put(config, now_ms=ms(now))
         self._notify(kind, group, config)
 
     def _notify(self, kind: str, group: str, config: SubscriptionGroupConfig) -> None:

@@ -30,13 +30,23 @@ name server; clients learn routes from there. This module is RocketMQ 4.9.4's
   servers (the store's table marks itself dirty and is flushed to disk every 5 s).
 
 Values are the protocol's bodies (``TopicConfig``, ``DataVersion``). Persistence: the configs
-live in a :class:`TopicTable`, the store's ``TopicConfigTable`` (``config/topics.json``, written
-atomically by the store's flush service) or a :class:`MemoryTopicTable`; the table advances the
-data version on every write. :meth:`TopicConfigManager.wrapper` gives RocketMQ's
+live in a :class:`TopicTable`, a :class:`TopicConfigTable` (``config/topics.json``, which the
+store loads and writes atomically for the broker) or a :class:`MemoryTopicTable`; the table
+advances the data version on every write. :meth:`TopicConfigManager.wrapper` gives RocketMQ's
 ``TopicConfigSerializeWrapper``, the topic part of REGISTER_BROKER.
 
 Time: ``now`` is float seconds on the wall clock (``time.time()``): it becomes the data version's
 millisecond time stamp, which name servers compare. Single-threaded: one asyncio loop drives it.
+
+The names and bits every peer agrees on (system topics, ``%RETRY%``/``%DLQ%``, ``PermName``,
+``TopicSysFlag``, topic validation) are :mod:`rocketq.protocol.topics`'.
+
+>>> topics = TopicConfigManager(now=1.0)
+>>> made = topics.resolve_for_send("OrderTopic", AUTO_CREATE_TOPIC_KEY_TOPIC, 4, now=2.0)
+>>> made.read_queue_nums, made.write_queue_nums, perm_to_string(made.perm)
+(4, 4, 'RW-')
+>>> topics.ensure_dlq_topic("my-group", now=3.0).topic_name
+'%DLQ%my-group'
 """
 
 from __future__ import annotations
@@ -44,175 +54,53 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from enum import IntFlag
-from typing import Protocol
+from typing import Final, Protocol
 
+from rocketq.broker.configtables import StoredTable, VersionedTable
+from rocketq.clock import ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType
+from rocketq.protocol.topics import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_NUMS_PER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_BENCHMARK_TOPIC,
+    RMQ_SYS_OFFSET_MOVED_EVENT,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_SELF_TEST_TOPIC,
+    RMQ_SYS_TRACE_TOPIC,
+    SCHEDULE_TOPIC_QUEUE_NUM,
+    STATIC_SYSTEM_TOPICS,
+    SYSTEM_TOPIC_PREFIX,
+    Perm,
+    TopicSysFlag,
+    dlq_topic,
+    is_inherited,
+    perm_to_string,
+    reply_topic,
+    retry_topic,
+)
 
 __all__ = [
-    "AUTO_CREATE_TOPIC_KEY_TOPIC",
-    "DLQ_GROUP_TOPIC_PREFIX",
-    "DLQ_NUMS_PER_GROUP",
-    "REPLY_TOPIC_POSTFIX",
-    "RETRY_GROUP_TOPIC_PREFIX",
-    "RMQ_SYS_BENCHMARK_TOPIC",
-    "RMQ_SYS_OFFSET_MOVED_EVENT",
-    "RMQ_SYS_SCHEDULE_TOPIC",
-    "RMQ_SYS_SELF_TEST_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "SCHEDULE_TOPIC_QUEUE_NUM",
-    "SYSTEM_TOPIC_PREFIX",
-    "TOPIC_MAX_LENGTH",
+    "PERM_RW",
     "MemoryTopicTable",
     "PermName",
     "TopicChange",
     "TopicConfigManager",
+    "TopicConfigTable",
     "TopicManagerConfig",
-    "TopicSysFlag",
     "TopicTable",
-    "dlq_topic",
-    "is_inherited",
-    "is_not_allowed_send_topic",
-    "is_readable",
-    "is_writeable",
-    "perm_to_string",
-    "retry_topic",
-    "validate_topic",
 ]
 
 log = logging.getLogger(__name__)
 
-AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
-RMQ_SYS_SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RMQ_SYS_BENCHMARK_TOPIC = "BenchmarkTest"
-RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-RMQ_SYS_SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-RMQ_SYS_OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
-TOPIC_MAX_LENGTH = 127
-SCHEDULE_TOPIC_QUEUE_NUM = 18
-"""Queues of ``SCHEDULE_TOPIC_XXXX``: one per delay level."""
-DLQ_NUMS_PER_GROUP = 1
+PermName = Perm
+"""RocketMQ's class name for :class:`~rocketq.protocol.topics.Perm` (``PermName.PERM_READ`` ...)."""
 
-_STATIC_SYSTEM_TOPICS = frozenset(
-    {
-        AUTO_CREATE_TOPIC_KEY_TOPIC,
-        RMQ_SYS_SCHEDULE_TOPIC,
-        RMQ_SYS_BENCHMARK_TOPIC,
-        RMQ_SYS_TRANS_HALF_TOPIC,
-        RMQ_SYS_TRACE_TOPIC,
-        RMQ_SYS_TRANS_OP_HALF_TOPIC,
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-        RMQ_SYS_SELF_TEST_TOPIC,
-        RMQ_SYS_OFFSET_MOVED_EVENT,
-    }
-)
-_NOT_ALLOWED_SEND_TOPICS = frozenset(
-    {
-        RMQ_SYS_SCHEDULE_TOPIC,
-        RMQ_SYS_TRANS_HALF_TOPIC,
-        RMQ_SYS_TRANS_OP_HALF_TOPIC,
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-        RMQ_SYS_SELF_TEST_TOPIC,
-        RMQ_SYS_OFFSET_MOVED_EVENT,
-    }
-)
-_VALID_TOPIC_CHARS = frozenset("%|-_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
-
-class PermName(IntFlag):
-    """RocketMQ's ``PermName`` bits: a topic's (or broker's) permissions."""
-
-    PERM_INHERIT = 0x1
-    """New topics may be auto-created from this one (``TBW102``)."""
-    PERM_WRITE = 0x2
-    PERM_READ = 0x4
-    PERM_PRIORITY = 0x8
-
-
-class TopicSysFlag(IntFlag):
-    """RocketMQ's ``TopicSysFlag`` bits."""
-
-    FLAG_UNIT = 0x1
-    FLAG_UNIT_SUB = 0x2
-
-
-_RW = int(PermName.PERM_READ | PermName.PERM_WRITE)  # an int, not a flag: JSON must carry a number
-
-
-def perm_to_string(perm: int) -> str:
-    """``PermName.perm2String``: ``R``/``W``/``X`` (inherit) or ``-`` in three places.
-
-    >>> perm_to_string(6), perm_to_string(7), perm_to_string(2)
-    ('RW-', 'RWX', '-W-')
-    """
-    return (
-        ("R" if perm & PermName.PERM_READ else "-")
-        + ("W" if perm & PermName.PERM_WRITE else "-")
-        + ("X" if perm & PermName.PERM_INHERIT else "-")
-    )
-
-
-def retry_topic(group: str) -> str:
-    """``%RETRY%<group>``: where a group's failed messages wait for redelivery."""
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    """``%DLQ%<group>``: where a group's messages go after the maximum number of retries."""
-    return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-def validate_topic(topic: str) -> str | None:
-    """``TopicValidator.validateTopic``: ``None`` if ``topic`` is acceptable, else the error remark
-    RocketMQ answers with (response code SYSTEM_ERROR).
-
-    >>> validate_topic("Topic-A_1%|x") is None
-    True
-    >>> validate_topic("bad topic")
-    'The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$'
-    """
-    if not topic or topic.isspace():
-        return "The specified topic is blank."
-    if not _VALID_TOPIC_CHARS.issuperset(topic):
-        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(topic) > TOPIC_MAX_LENGTH:
-        return "The specified topic is longer than topic max length."
-    return None
-
-
-def is_not_allowed_send_topic(topic: str) -> bool:
-    """Whether clients may not send to ``topic`` (schedule, transaction, self-test, offset-moved)."""
-    return topic in _NOT_ALLOWED_SEND_TOPICS
-
-
-def is_readable(perm: int) -> bool:
-    """``PermName.isReadable``."""
-    return bool(perm & PermName.PERM_READ)
-
-
-def is_writeable(perm: int) -> bool:
-    """``PermName.isWriteable``."""
-    return bool(perm & PermName.PERM_WRITE)
-
-
-def is_inherited(perm: int) -> bool:
-    """``PermName.isInherited``: whether topics may be auto-created from one with this perm."""
-    return bool(perm & PermName.PERM_INHERIT)
-
-
-def _ms(now: float) -> int:
-    return int(now * 1000)
+PERM_RW: Final = int(Perm.READ | Perm.WRITE)
+"""Read and write: the perm of the topics a broker creates itself (retry, DLQ, system topics) - an
+``int``, not a flag, since a topic config's JSON must carry a number."""
+_INHERIT: Final = int(Perm.INHERIT)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,63 +155,48 @@ TopicListener = Callable[[TopicChange], None]
 
 
 class TopicTable(Protocol):
-    """Where the topic configs live: :class:`rocketq.store.configfiles.TopicConfigTable` (persisted
-    to ``config/topics.json``) or :class:`MemoryTopicTable`. Every write advances ``data_version``."""
+    """Where the topic configs live: :class:`TopicConfigTable` (``config/topics.json``, persisted
+    by the store) or :class:`MemoryTopicTable`. Every write advances ``data_version``."""
 
     data_version: DataVersion
 
-    def get(self, topic: str) -> TopicConfig | None: ...
+    def get(self, name: str) -> TopicConfig | None: ...
     def all(self) -> dict[str, TopicConfig]: ...
     def put(self, config: TopicConfig, *, now_ms: int) -> None: ...
     def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None: ...
-    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None: ...
+    def delete(self, name: str, *, now_ms: int) -> TopicConfig | None: ...
     def wrapper(self) -> TopicConfigSerializeWrapper: ...
-    def __contains__(self, topic: object) -> bool: ...
+    def __contains__(self, name: object) -> bool: ...
     def __len__(self) -> int: ...
 
 
-class MemoryTopicTable:
+class MemoryTopicTable(VersionedTable[TopicConfig]):
     """A :class:`TopicTable` that is only kept in memory (tests, brokers without a data dir)."""
 
-    __slots__ = ("_table", "data_version")
+    NAMED = "topic config without a topic name"
 
-    def __init__(self, data_version: DataVersion | None = None) -> None:
-        self._table: dict[str, TopicConfig] = {}
-        self.data_version = data_version or DataVersion()
-
-    def get(self, topic: str) -> TopicConfig | None:
-        return self._table.get(topic)
-
-    def all(self) -> dict[str, TopicConfig]:
-        return dict(self._table)
-
-    def put(self, config: TopicConfig, *, now_ms: int) -> None:
-        self.put_all((config,), now_ms=now_ms)
-
-    def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None:
-        batch = list(configs)
-        for config in batch:
-            if not config.topic_name:
-                raise ConfigError(f"topic config without a topic name: {config!r}")
-        self._table.update((c.topic_name or "", c) for c in batch)
-        self.data_version = self.data_version.next_version(now_ms)
-
-    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None:
-        old = self._table.pop(topic, None)
-        if old is not None:
-            self.data_version = self.data_version.next_version(now_ms)
-        return old
+    @staticmethod
+    def name_of(config: TopicConfig) -> str | None:
+        return config.topic_name
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
-        return TopicConfigSerializeWrapper(
-            topic_config_table=dict(self._table), data_version=self.data_version
-        )
+        """The table and its version as RocketMQ's ``TopicConfigSerializeWrapper`` (the content of
+        ``topics.json`` and the topic part of REGISTER_BROKER)."""
+        with self._lock:
+            return TopicConfigSerializeWrapper(
+                topic_config_table=dict(self._table), data_version=self.data_version
+            )
 
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._table
 
-    def __len__(self) -> int:
-        return len(self._table)
+class TopicConfigTable(MemoryTopicTable, StoredTable[TopicConfig]):
+    """``config/topics.json``: the topic table in a file of the store's, in RocketMQ's format
+    (``TopicConfigSerializeWrapper``); hand it to :meth:`MessageStore.add_config_table
+    <rocketq.store.MessageStore.add_config_table>`, which loads it and writes it when changed."""
+
+    @staticmethod
+    def unwrap(data: bytes) -> tuple[dict[str, TopicConfig], DataVersion]:
+        wrapper = TopicConfigSerializeWrapper.decode(data)
+        return dict(wrapper.topic_config_table), wrapper.data_version
 
 
 class TopicConfigManager:
@@ -341,33 +214,33 @@ class TopicConfigManager:
     ) -> None:
         """Build the table of built-in topics over ``table``.
 
-        Pass the store's ``TopicConfigTable`` *after* its ``load()``: topics read from disk win
+        Pass a :class:`TopicConfigTable` *after* its ``load()``: topics read from disk win
         over the built-in defaults (as RocketMQ's ``decode`` overrides them) and only missing
         built-ins are added. Without ``table`` the configs are kept in memory only.
         """
         self._config = cfg = config or TopicManagerConfig()
         self._listener = on_change
-        self._table: TopicTable = table if table is not None else MemoryTopicTable(DataVersion(_ms(now), 0))
-        self._system_topics: set[str] = set(_STATIC_SYSTEM_TOPICS)
-        inherit = int(PermName.PERM_INHERIT)
+        self._table: TopicTable = table if table is not None else MemoryTopicTable(DataVersion(ms(now), 0))
+        self._system_topics: set[str] = set(STATIC_SYSTEM_TOPICS)
+        inherit, cluster_rw, broker_rw = _INHERIT, cfg.cluster_topic_enable, cfg.broker_topic_enable
         builtins = [TopicConfig(RMQ_SYS_SELF_TEST_TOPIC, 1, 1)]
         if cfg.auto_create_topic_enable:
             n = cfg.default_topic_queue_nums
-            builtins.append(TopicConfig(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, inherit | _RW))
+            builtins.append(TopicConfig(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, inherit | PERM_RW))
         builtins += [
             TopicConfig(RMQ_SYS_BENCHMARK_TOPIC, 1024, 1024),
-            TopicConfig(cfg.broker_cluster_name, 16, 16, inherit | (_RW if cfg.cluster_topic_enable else 0)),
-            TopicConfig(cfg.broker_name, 1, 1, inherit | (_RW if cfg.broker_topic_enable else 0)),
+            TopicConfig(cfg.broker_cluster_name, 16, 16, inherit | (PERM_RW if cluster_rw else 0)),
+            TopicConfig(cfg.broker_name, 1, 1, inherit | (PERM_RW if broker_rw else 0)),
             TopicConfig(RMQ_SYS_OFFSET_MOVED_EVENT, 1, 1),
             TopicConfig(RMQ_SYS_SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM, SCHEDULE_TOPIC_QUEUE_NUM),
         ]
         if cfg.trace_topic_enable:
             builtins.append(TopicConfig(cfg.msg_trace_topic_name, 1, 1))
-        builtins.append(TopicConfig(f"{cfg.broker_cluster_name}_{REPLY_TOPIC_POSTFIX}", 1, 1))
+        builtins.append(TopicConfig(reply_topic(cfg.broker_cluster_name), 1, 1))
         self._system_topics.update(c.topic_name or "" for c in builtins)
         missing = [c for c in builtins if c.topic_name not in self._table]
         if missing:
-            self._table.put_all(missing, now_ms=_ms(now))
+            self._table.put_all(missing, now_ms=ms(now))
 
     # ---------------------------------------------------------------- queries
 
@@ -436,7 +309,7 @@ class TopicConfigManager:
             topic, default_topic, default_topic_queue_nums, sys_flag, now, remote_addr
         )
         if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            config = self.ensure_topic(topic, 1, _RW, sys_flag, now)
+            config = self.ensure_topic(topic, 1, PERM_RW, sys_flag, now)
         return config
 
     def create_in_send(
@@ -468,10 +341,10 @@ class TopicConfigManager:
         if (
             default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC
             and not self._config.auto_create_topic_enable
-            and template.perm != _RW
+            and template.perm != PERM_RW
         ):
             # As RocketMQ, the template itself is stripped of INHERIT (it was loaded from disk).
-            template = replace(template, perm=_RW)
+            template = replace(template, perm=PERM_RW)
             self._put(template, "update", now)
         if not is_inherited(template.perm):
             log.warning(
@@ -487,7 +360,7 @@ class TopicConfigManager:
             topic,
             queue_nums,
             queue_nums,
-            template.perm & ~int(PermName.PERM_INHERIT),
+            template.perm & ~_INHERIT,
             template.topic_filter_type,
             topic_sys_flag,
         )
@@ -516,11 +389,11 @@ class TopicConfigManager:
         """``%RETRY%<group>`` as a heartbeat or a send-back creates it: perm ``RW``, the group's
         ``retryQueueNums`` queues, system flag ``UNIT_SUB`` for unit-mode consumers."""
         sys_flag = TopicSysFlag.FLAG_UNIT_SUB if unit_mode else 0
-        return self.ensure_topic(retry_topic(group), retry_queue_nums, _RW, int(sys_flag), now)
+        return self.ensure_topic(retry_topic(group), retry_queue_nums, PERM_RW, int(sys_flag), now)
 
     def ensure_dlq_topic(self, group: str, now: float) -> TopicConfig:
         """``%DLQ%<group>`` as the first dead letter creates it: 1 queue, perm ``RW``, flag 0."""
-        return self.ensure_topic(dlq_topic(group), DLQ_NUMS_PER_GROUP, _RW, 0, now)
+        return self.ensure_topic(dlq_topic(group), DLQ_NUMS_PER_GROUP, PERM_RW, 0, now)
 
     # ---------------------------------------------------------------- admin
 
@@ -542,7 +415,7 @@ class TopicConfigManager:
 
     def delete(self, topic: str, now: float) -> TopicConfig | None:
         """``deleteTopicConfig``: remove ``topic``; return its config, or ``None`` if unknown."""
-        old = self._table.delete(topic, now_ms=_ms(now))
+        old = self._table.delete(topic, now_ms=ms(now))
         if old is None:
             log.warning("cannot delete topic %s: it does not exist", topic)
             return None
@@ -563,7 +436,7 @@ class TopicConfigManager:
             return False
         for config in changed:
             log.info("topic %s order=%s", config.topic_name, config.order)
-        self._table.put_all(changed, now_ms=_ms(now))
+        self._table.put_all(changed, now_ms=ms(now))
         self._notify("order", "", None)
         return True
 
@@ -597,7 +470,7 @@ class TopicConfigManager:
         if type(config.perm) is not int or type(config.topic_sys_flag) is not int:
             # An IntFlag would be written to JSON by its name: keep plain numbers.
             config = replace(config, perm=int(config.perm), topic_sys_flag=int(config.topic_sys_flag))
-        self._table.put(config, now_ms=_ms(now))
+        self._table.put(config, now_ms=ms(now))
         self._notify(kind, config.topic_name or "", config)
 
     def _notify(self, kind: str, topic: str, config: TopicConfig | None) -> None:

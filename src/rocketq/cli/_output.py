@@ -4,8 +4,7 @@
 * :func:`positive_int`, :func:`positive_float`: argparse ``type=`` checks for counts, rates, seconds;
 * :func:`admin_session`: an :class:`~rocketq.admin.Admin` whose connection failures become one-line
   :class:`~rocketq.cli.main.CliError`\\ s with a hint (``is `rocketq server` running?``);
-* tables through rich (plain text when stdout is not a terminal, never wrapped), JSON lines;
-* :func:`body_text`: a message body as one printable line, shortened in the middle.
+* tables through rich (plain text when stdout is not a terminal, never wrapped), JSON lines.
 """
 
 from __future__ import annotations
@@ -24,30 +23,22 @@ from rich.table import Table
 from rocketq.admin import Admin
 from rocketq.cli.main import CliError
 from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV, resolve_namesrv
-from rocketq.client.producer import check_group, check_topic
+from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
 
 __all__ = [
-    "BODY_LIMIT",
     "add_json_option",
     "add_namesrv_option",
     "admin_session",
-    "body_text",
     "format_ms",
     "group_name",
     "positive_float",
     "positive_int",
     "print_json",
     "print_table",
-    "shorten",
     "topic_name",
     "unreachable_hint",
 ]
-
-BODY_LIMIT = 200
-"""Characters of a body printed at most; longer bodies keep their head and tail around an ellipsis."""
-
-_ESCAPES = str.maketrans({"\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 
 def add_namesrv_option(parser: argparse.ArgumentParser) -> None:
@@ -173,23 +164,3 @@ def format_ms(ms: int) -> str:
         return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     except (ValueError, OverflowError, OSError):  # beyond what a date can hold: the number itself
         return str(ms)
-
-
-def shorten(text: str, limit: int = BODY_LIMIT) -> str:
-    """``text`` if it fits in ``limit`` characters, else its head and tail around ``…``.
-
-    The tail is kept because the sequence number ``rocketq produce`` appends is at the end.
-
-    >>> shorten("abcdefghij", 7)
-    'abcd…ij'
-    """
-    if len(text) <= limit:
-        return text
-    tail = max((limit - 1) // 3, 1)
-    head = limit - 1 - tail
-    return f"{text[:head]}…{text[-tail:]}"
-
-
-def body_text(body: bytes, limit: int = BODY_LIMIT) -> str:
-    """A body as one printable line: UTF-8 with replacement, line breaks and tabs escaped, shortened."""
-    return shorten(body.decode("utf-8", "replace").translate(_ESCAPES), limit)

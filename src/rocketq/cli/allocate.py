@@ -20,16 +20,14 @@ from rich.console import Console
 from rich.table import Table
 
 from rocketq.allocate import (
-    AllocateSticky,
     AllocationStrategy,
     GroupPlan,
     QueueMove,
     get_strategy,
-    moves,
-    plan_group,
     sorted_queues,
     strategy_names,
 )
+from rocketq.allocate.examples import broker_names, client_ids, plan_change
 from rocketq.cli._output import group_name
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
@@ -116,27 +114,6 @@ def register(subparsers: Any) -> None:
 
 
 # -- synthetic inputs ----------------------------------------------------------------------------
-
-
-def broker_names(count: int, rooms: int) -> list[str]:
-    """``broker-a`` ... ``broker-z``, ``broker-aa`` ...; ``roomK@`` prefixed when rooms are used."""
-    names = []
-    for i in range(count):
-        suffix = chr(ord("a") + i) if i < 26 else chr(ord("a") + i // 26 - 1) + chr(ord("a") + i % 26)
-        name = f"broker-{suffix}"
-        names.append(f"room{i % rooms + 1}@{name}" if rooms else name)
-    return names
-
-
-def client_ids(count: int, width: int, rooms: int, duplicates: int = 0) -> list[str]:
-    """Consumer client ids, numbered from 1 and zero-padded to ``width`` digits."""
-    ids = []
-    for i in range(count):
-        instance = f"consumer-{i + 1:0{width}d}"
-        ids.append(f"room{i % rooms + 1}@{instance}" if rooms else f"127.0.0.1@{instance}")
-    if duplicates:
-        ids[-duplicates:] = [ids[0]] * duplicates
-    return ids
 
 
 def _parse_topics(spec: str, queues: int) -> dict[str, int]:
@@ -289,20 +266,14 @@ def run(args: argparse.Namespace) -> int:
     width = max(2, len(str(max(args.consumers, args.from_consumers or 0))))
     cids = client_ids(args.consumers, width, args.rooms, args.duplicate_ids)
 
-    before: GroupPlan | None = None
-    sticky_moves: int | None = None
-    if args.from_consumers is not None:
-        old_cids = client_ids(
-            args.from_consumers, width, args.rooms, min(args.duplicate_ids, args.from_consumers - 1)
-        )
-        before = plan_group(strategy, args.group, topic_queues, old_cids, balance=args.balance)
-        if isinstance(strategy, AllocateSticky):
-            strategy = AllocateSticky(before)
-        else:
-            sticky = plan_group(AllocateSticky(before), args.group, topic_queues, cids, balance=args.balance)
-            sticky_moves = len(moves(before, sticky))
-    after = plan_group(strategy, args.group, topic_queues, cids, balance=args.balance)
-    changes = moves(before, after) if before is not None else None
+    old_cids = (
+        client_ids(args.from_consumers, width, args.rooms, min(args.duplicate_ids, args.from_consumers - 1))
+        if args.from_consumers is not None
+        else None
+    )
+    change = plan_change(strategy, args.group, topic_queues, old_cids, cids, balance=args.balance)
+    after, before, sticky_moves = change.after, change.before, change.sticky_moves
+    changes = change.moves if before is not None else None
 
     if args.json:
         print(json.dumps(_as_json(args, topics, brokers, after, before, changes, sticky_moves), indent=2))

@@ -18,7 +18,7 @@ from rocketq.broker.config import default_data_dir, parse_namesrv_addrs
 from rocketq.cli.main import CliError
 from rocketq.cli.server import (
     add_broker_options,
-    broker_tuning,
+    broker_feature_options,
     check_data_dir,
     check_port,
     run_until_signal,
@@ -53,18 +53,15 @@ def _run(args: argparse.Namespace) -> int:
     check_data_dir(data_dir)
     check_port(args.host, args.broker_port, "broker")
     try:
-        config = broker_tuning(
-            BrokerConfig(
-                host=args.host,
-                port=args.broker_port,
-                broker_name=args.broker_name,
-                broker_cluster_name=args.cluster,
-                flush=args.flush,
-                data_dir=data_dir,
-                namesrv_addrs=parse_namesrv_addrs(args.namesrv),
-                trace_topic_enable=args.trace_topic,
-            ),
-            args,
+        config = BrokerConfig(
+            host=args.host,
+            port=args.broker_port,
+            broker_name=args.broker_name,
+            broker_cluster_name=args.cluster,
+            flush=args.flush,
+            data_dir=data_dir,
+            namesrv_addrs=parse_namesrv_addrs(args.namesrv),
+            **broker_feature_options(args),
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None

@@ -17,6 +17,11 @@ its first message, so the consumer's own consume-from-where would only matter fo
 ``last`` and a time this command therefore commits the group's start offsets first (as ``mqadmin
 updateOffset`` would), and says so on stderr. A group that has offsets resumes from them.
 
+``--tag EXPR`` subscribes with a tag expression, ``--sql EXPR`` with an SQL92 filter over the
+messages' properties (``rocketq produce --property``); the brokers are asked first whether they
+can serve it (a broker without ``--enable-property-filter`` refuses, and the command stops there
+with its reason, having changed nothing).
+
 The consumer runs until SIGINT/SIGTERM, ``--count`` messages or ``--seconds``, then shuts down
 gracefully - in-flight listeners finish, offsets are committed, the client unregisters so the
 group rebalances at once - and exits 0. With ``--count N``, messages delivered after the N-th
@@ -45,7 +50,6 @@ from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
     add_namesrv_option,
-    body_text,
     group_name,
     positive_float,
     positive_int,
@@ -60,13 +64,15 @@ from rocketq.client import (
     ConsumeOrderlyStatus,
     MessageExt,
     MessageModel,
+    MessageSelector,
     PushConsumer,
     RebalanceRecord,
 )
 from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
+from rocketq.lab.lines import body_text
 
-__all__ = ["TRACKED_BODIES", "ConsumeOutput", "client_options", "consumer_options", "register"]
+__all__ = ["TRACKED_BODIES", "ConsumeOutput", "client_options", "consumer_options", "register", "selector_of"]
 
 TRACKED_BODIES = 2_000_000
 """Distinct message ids remembered for counting duplicates (about 140 MB when full); later ones are not."""
@@ -133,8 +139,16 @@ def register(subparsers: Any) -> None:
         help="stop after printing N messages (later deliveries are handed back to the broker for redelivery)",
     )
     parser.add_argument("--seconds", type=positive_float, metavar="S", help="stop after S seconds")
-    parser.add_argument(
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
         "--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' (default *)"
+    )
+    which.add_argument(
+        "--sql",
+        metavar="EXPR",
+        type=_sql,
+        help="SQL92 filter on message properties, e.g. \"region = 'eu' AND amount > 100\" (the broker "
+        "needs --enable-property-filter; it is asked before anything starts)",
     )
     parser.add_argument(
         "--heartbeat-interval",
@@ -168,6 +182,17 @@ def register(subparsers: Any) -> None:
     )
     add_namesrv_option(parser)
     parser.set_defaults(handler=_run)
+
+
+def _sql(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the SQL92 expression is blank")
+    return text
+
+
+def selector_of(args: argparse.Namespace) -> MessageSelector | str:
+    """What ``--sql`` or ``--tag`` subscribe with."""
+    return MessageSelector.by_sql(args.sql) if args.sql is not None else args.tag
 
 
 def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -385,6 +410,8 @@ def _run(args: argparse.Namespace) -> int:
                     flush=True,
                 )
             else:
+                if args.sql is not None:  # a broker that cannot filter says so before anything changes
+                    admin.check_subscription(args.group, args.topic, selector_of(args))
                 _seed_new_group(admin, args)
         client_config = ClientConfig(**client_options(args))
         consumer = PushConsumer(args.group, client_config=client_config, **options)
@@ -404,7 +431,7 @@ def _run(args: argparse.Namespace) -> int:
                 return ConsumeConcurrentlyStatus.RECONSUME_LATER
         return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    consumer.subscribe(args.topic, args.tag)
+    consumer.subscribe(args.topic, selector_of(args))
     consumer.register_listener(listener, orderly=orderly)
     consumer.add_rebalance_listener(output.rebalance)
     stop = _Stop(output)

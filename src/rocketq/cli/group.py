@@ -29,9 +29,9 @@ from rocketq.cli._output import (
     topic_name,
 )
 from rocketq.cli.main import CliError
-from rocketq.client.rebalance import retry_topic
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
+from rocketq.protocol.topics import retry_topic
 
 __all__ = ["queue_ranges", "register"]
 

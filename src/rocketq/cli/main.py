@@ -21,8 +21,8 @@ __all__ = ["CliError", "main"]
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
-    "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group", "lab", "chaos",
-    "demo", "report",
+    "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group", "message", "lab",
+    "chaos", "demo", "report", "dashboard", "exporter",
 )  # fmt: skip
 
 EXIT_USAGE = 2

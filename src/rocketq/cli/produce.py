@@ -11,6 +11,22 @@ A progress bar shows on a terminal for 1,000 messages or more; a summary (sent, 
 ends the run. Exit code 0 when everything was sent, 1 when some sends failed, 130 when
 interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM, as shells report them (128 + the signal
 number), after the summary of what was sent.
+
+``--property NAME=VALUE`` (repeatable) sets user properties, which SQL92 subscriptions filter on
+(``rocketq consume --sql``); RocketMQ's own property names are refused.
+
+``--transaction commit|rollback|unknown`` sends each message in a transaction
+(:class:`~rocketq.client.TransactionProducer`): a half message, then the local transaction's
+answer - the state given - and one ``TX <msg id> <state>`` line per message. ``unknown`` leaves
+the broker to ask: the command then keeps running and answers the broker's checks with
+``--check-answer`` (default ``commit``), printing ``CHECK <msg id> <answer>`` per check, until
+every transaction it left unknown has been answered with commit or rollback (with
+``--check-answer unknown``: until Ctrl-C). The broker checks a half message after
+``transactionTimeOut`` (6 s) every ``transactionCheckInterval`` (60 s by default; ``rocketq
+server --transaction-check-interval``). A check of a transaction that was committed or rolled
+back (its END_TRANSACTION lost) is answered with that state. Transactions go one at a time, in
+producer group ``TX_PRODUCER`` unless ``--group`` says otherwise (the broker asks any producer
+of the group, so transactional producers keep a group of their own); ``--batch`` does not apply.
 """
 
 from __future__ import annotations
@@ -39,10 +55,12 @@ from rocketq.cli._output import (
     unreachable_hint,
 )
 from rocketq.cli.main import CliError
-from rocketq.client import Message, Producer, SendResult
+from rocketq.client import LocalTransactionState, Message, Producer, SendResult, TransactionProducer
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, RocketQError
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SYSTEM_PROPERTY_NAMES
 
-__all__ = ["WINDOW", "TokenBucket", "body_maker", "new_run_id", "register"]
+__all__ = ["TX_GROUP", "WINDOW", "TokenBucket", "body_maker", "new_run_id", "parse_property", "register"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +70,36 @@ server`` process on a 2-core machine: 1 in flight 3.0k msg/s, 16 6.9k, 64 10.7k,
 ``--batch 32`` 48k msg/s."""
 _PROGRESS_MIN = 1000
 _ERRORS_SHOWN = 5
+TX_GROUP = "TX_PRODUCER"
+"""The producer group of ``--transaction`` sends unless ``--group`` names one."""
+_STATES = {
+    "commit": LocalTransactionState.COMMIT_MESSAGE,
+    "rollback": LocalTransactionState.ROLLBACK_MESSAGE,
+    "unknown": LocalTransactionState.UNKNOW,
+}
+
+
+def parse_property(text: str) -> tuple[str, str]:
+    """An argparse ``type=`` for ``--property NAME=VALUE``: a user property RocketMQ accepts
+    (``Message.putUserProperty``: a name and a value, neither blank, the name not one of
+    RocketMQ's own, neither holding the property string's separators).
+
+    >>> parse_property("region=eu"), parse_property("note=a=b")
+    (('region', 'eu'), ('note', 'a=b'))
+    """
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"a property is NAME=VALUE, got {text!r}")
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"property {name} has no value")
+    if name in SYSTEM_PROPERTY_NAMES:
+        raise argparse.ArgumentTypeError(
+            f"property name {name} is RocketMQ's own (use --tag for TAGS, --keys for KEYS); name another"
+        )
+    if any(c in text for c in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR)):
+        raise argparse.ArgumentTypeError(f"property {name} holds a control character (\\x01 or \\x02)")
+    return name, value
 
 
 class TokenBucket:
@@ -127,7 +175,9 @@ def register(subparsers: Any) -> None:
             "Send messages with unique bodies: TEXT-RUN-000000, TEXT-RUN-000001 ... (--body; RUN is "
             "this run's id), or bodies of exactly BYTES bytes starting with the sequence number "
             "(--size). Prints a summary (sent, failed, rate); exit code 1 if any send failed, 130 on "
-            "Ctrl-C, 143 on SIGTERM."
+            "Ctrl-C, 143 on SIGTERM. With --transaction each message is sent in a transaction (a TX "
+            "<msg id> <state> line each); with unknown the command then answers the broker's checks "
+            "(CHECK <msg id> <answer> lines) until they are resolved."
         ),
     )
     parser.add_argument("topic", metavar="TOPIC", type=topic_name)
@@ -151,10 +201,31 @@ def register(subparsers: Any) -> None:
         help="pace sends to this many messages per second",
     )
     parser.add_argument(
+        "--property",
+        dest="properties",
+        action="append",
+        type=parse_property,
+        default=[],
+        metavar="NAME=VALUE",
+        help="a user property of every message (repeatable); SQL92 subscriptions filter on them",
+    )
+    parser.add_argument(
+        "--transaction",
+        choices=tuple(_STATES),
+        help="send each message in a transaction whose local transaction answers this state "
+        "(unknown: the broker asks later; see --check-answer)",
+    )
+    parser.add_argument(
+        "--check-answer",
+        choices=tuple(_STATES),
+        help="how to answer the broker's checks of transactions left unknown (default commit); the "
+        "command waits for them",
+    )
+    parser.add_argument(
         "--group",
-        default="DEFAULT_PRODUCER",
+        default=None,
         type=group_name,
-        help="producer group (default DEFAULT_PRODUCER)",
+        help=f"producer group (default DEFAULT_PRODUCER; {TX_GROUP} with --transaction)",
     )
     parser.add_argument(
         "--run",
@@ -202,19 +273,30 @@ def _batches(first: int, count: int, size: int) -> Iterator[range]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.transaction is None and args.check_answer is not None:
+        raise CliError("--check-answer answers the checks of --transaction sends; add --transaction")
+    if args.transaction is not None and args.batch:
+        raise CliError("--transaction sends one message per transaction; --batch does not apply")
+    group = args.group or (TX_GROUP if args.transaction else "DEFAULT_PRODUCER")
+    checks = _Checks(args.transaction, args.check_answer) if args.transaction else None
     try:
         run = new_run_id() if args.run is None else args.run
         make_body = body_maker(args.count, text=args.body, size=args.size, run=run)
-        producer = Producer(args.group, namesrv=args.namesrv, trace=args.trace)
+        producer: Producer = (
+            Producer(group, namesrv=args.namesrv, trace=args.trace)
+            if checks is None
+            else TransactionProducer(group, namesrv=args.namesrv, trace=args.trace, checker=checks.answer)
+        )
         with Admin(args.namesrv) as admin:  # an unreachable name server is one clear line, not a route error
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+    properties = dict(args.properties)
 
     def message(seq: int) -> Message:
-        return Message(args.topic, make_body(seq), tags=args.tag, keys=args.keys)
+        return Message(args.topic, make_body(seq), tags=args.tag, keys=args.keys, properties=properties)
 
     stop = _Stop()
     sent = failed = sent_bytes = 0
@@ -252,11 +334,27 @@ def _run(args: argparse.Namespace) -> int:
         first = range(min(args.batch or 1, args.count))
         pace(len(first))
         try:
-            _send_unit(producer, [message(s) for s in first])
+            if checks is not None:
+                checks.send(producer, message(0))
+            else:
+                _send_unit(producer, [message(s) for s in first])
         except (RemotingConnectError, RemotingTimeoutError) as exc:
             raise unreachable_hint(exc, args.namesrv) from None
         record(len(first), sum(len(make_body(s)) for s in first), None)
-        if args.batch:
+        if checks is not None:
+            for seq in range(1, args.count):
+                if stop.event.is_set():
+                    break
+                pace(1)
+                msg = message(seq)
+                try:
+                    checks.send(producer, msg)
+                    record(1, len(msg.body), None)
+                except RocketQError as exc:
+                    record(1, 0, exc)
+            if not stop.event.is_set():
+                checks.wait_for_checks(stop.event)
+        elif args.batch:
             for unit in _batches(len(first), args.count, args.batch):
                 if stop.event.is_set():
                     break
@@ -303,13 +401,16 @@ def _run(args: argparse.Namespace) -> int:
         "run": run,
         "errors": errors,
     }
+    if checks is not None:
+        summary["transactions"] = checks.summary()
     if args.json:
         print_json(summary)
     else:
         why = {int(signal.SIGTERM): "SIGTERM", int(signal.SIGINT): "Ctrl-C"}.get(stop.signum or 0, "a signal")
         extra = f", {summary['not_sent']} not sent (stopped by {why})" if interrupted else ""
+        tx = f" in transactions ({checks.line()})" if checks is not None else ""
         print(
-            f"sent {sent} messages to {args.topic}, {failed} failed{extra}, in {elapsed:.2f} s: "
+            f"sent {sent} messages to {args.topic}{tx}, {failed} failed{extra}, in {elapsed:.2f} s: "
             f"{sent / elapsed:.0f} msg/s ({sent_bytes / elapsed / 1e6:.2f} MB/s)",
             flush=True,
         )
@@ -320,6 +421,93 @@ def _run(args: argparse.Namespace) -> int:
     if interrupted:
         return 128 + (stop.signum or signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM
     return 1 if failed else 0
+
+
+class _Checks:
+    """The transactions of a ``--transaction`` run: sends them, answers the broker's checks (on
+    the producer's check thread) and knows when every transaction left unknown is resolved."""
+
+    def __init__(self, transaction: str, check_answer: str | None) -> None:
+        self.state = _STATES[transaction]
+        if check_answer is not None:
+            self.answer_state = _STATES[check_answer]
+        elif self.state is LocalTransactionState.UNKNOW:
+            self.answer_state = LocalTransactionState.COMMIT_MESSAGE
+        else:
+            self.answer_state = self.state
+        self.lock = threading.Lock()
+        self.sent: dict[LocalTransactionState, int] = dict.fromkeys(LocalTransactionState, 0)
+        self.decided: dict[str, LocalTransactionState] = {}  # committed or rolled back by this run
+        self.pending: set[str] = set()  # left unknown, not yet resolved by a check
+        self.answered: dict[LocalTransactionState, int] = dict.fromkeys(LocalTransactionState, 0)
+        self.resolved = threading.Event()
+
+    def send(self, producer: Producer, msg: Message) -> None:
+        assert isinstance(producer, TransactionProducer)
+        result = producer.send_in_transaction(msg, execute=lambda m, arg: self.state)
+        state = result.local_transaction_state
+        with self.lock:
+            self.sent[state] += 1
+            if state is LocalTransactionState.UNKNOW:
+                self.pending.add(result.msg_id)
+            else:
+                self.decided[result.msg_id] = state
+        print(f"TX {result.msg_id} {state}", flush=True)
+
+    def answer(self, msg: MessageExt) -> LocalTransactionState:
+        """The checker: a transaction of this run that was decided keeps its state; the others get
+        ``--check-answer``."""
+        with self.lock:
+            state = self.decided.get(msg.msg_id, self.answer_state)
+            self.answered[state] += 1
+            if state is not LocalTransactionState.UNKNOW:
+                self.pending.discard(msg.msg_id)
+                if not self.pending:
+                    self.resolved.set()
+        print(f"CHECK {msg.msg_id} {state}", flush=True)
+        return state
+
+    def wait_for_checks(self, stop: threading.Event) -> None:
+        """Until every transaction left unknown was resolved by a check, or ``stop``."""
+        with self.lock:
+            waiting = len(self.pending)
+            if not waiting:
+                return
+        how = (
+            "answering UNKNOW until Ctrl-C"
+            if self.answer_state is LocalTransactionState.UNKNOW
+            else f"answering {self.answer_state}"
+        )
+        print(
+            f"rocketq produce: waiting for the broker to check {waiting} transaction(s) left UNKNOW ({how}); "
+            "a broker checks after transactionTimeOut (6 s), every transactionCheckInterval (60 s by "
+            "default); Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
+        while not stop.is_set() and not self.resolved.wait(0.2):
+            pass
+
+    def summary(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "sent": {str(k): v for k, v in self.sent.items()},
+                "checks_answered": {str(k): v for k, v in self.answered.items()},
+                "unresolved": len(self.pending),
+            }
+
+    def line(self) -> str:
+        with self.lock:
+            parts = [f"{n} {s}" for s, n in self.sent.items() if n]
+            checks = sum(self.answered.values())
+            if checks:
+                parts.append(
+                    f"{checks} check(s) answered "
+                    + ", ".join(f"{n} {s}" for s, n in self.answered.items() if n)
+                )
+            if self.pending:
+                parts.append(f"{len(self.pending)} still UNKNOW")
+        return "; ".join(parts) or "none"
 
 
 def _send_unit(producer: Producer, msgs: list[Message]) -> None:

@@ -17,7 +17,6 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Coroutine
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ __all__ = [
     "SERVER_SWITCH_INTERVAL",
     "STORE_DIRS",
     "add_broker_options",
-    "broker_tuning",
+    "broker_feature_options",
     "check_data_dir",
     "check_port",
     "port_number",
@@ -147,6 +146,32 @@ def add_broker_options(
         ),
     )
     parser.add_argument(
+        "--enable-property-filter",
+        action="store_true",
+        help="serve SQL92 subscriptions (RocketMQ's enablePropertyFilter; off by default)",
+    )
+    parser.add_argument(
+        "--transaction-timeout",
+        type=positive_seconds,
+        default=6.0,
+        metavar="SECONDS",
+        help="age before a half message is checked with its producer (transactionTimeOut; default 6)",
+    )
+    parser.add_argument(
+        "--transaction-check-interval",
+        type=positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how often half messages are checked (transactionCheckInterval; default 60)",
+    )
+    parser.add_argument(
+        "--transaction-check-max",
+        type=positive_count,
+        default=15,
+        metavar="N",
+        help="checks of a half message before it is discarded (transactionCheckMax; default 15)",
+    )
+    parser.add_argument(
         "--channel-expired-timeout",
         type=positive_float,
         default=CHANNEL_EXPIRED_TIMEOUT,
@@ -172,14 +197,38 @@ def add_broker_options(
     )
 
 
-def broker_tuning(config: BrokerConfig, args: argparse.Namespace) -> BrokerConfig:
-    """``config`` with the housekeeping settings the options above give."""
-    return replace(
-        config,
-        channel_expired_timeout=args.channel_expired_timeout,
-        client_scan_interval=args.client_scan_interval,
-        rebalance_lock_max_live_time=args.rebalance_lock_max_live_time,
-    )
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`BrokerConfig` settings of :func:`add_broker_options`' feature switches."""
+    return {
+        "trace_topic_enable": args.trace_topic,
+        "enable_property_filter": args.enable_property_filter,
+        "transaction_timeout": args.transaction_timeout,
+        "transaction_check_interval": args.transaction_check_interval,
+        "transaction_check_max": args.transaction_check_max,
+        "channel_expired_timeout": args.channel_expired_timeout,
+        "client_scan_interval": args.client_scan_interval,
+        "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
+    }
 
 
 def register(subparsers: Any) -> None:
@@ -249,7 +298,7 @@ def _run(args: argparse.Namespace) -> int:
             broker_name=args.broker_name,
             cluster=args.cluster,
             flush=args.flush,
-            broker=broker_tuning(BrokerConfig(trace_topic_enable=args.trace_topic), args),
+            broker=BrokerConfig(**broker_feature_options(args)),
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None

@@ -1,20 +1,36 @@
-"""RocketMQ clients: the producer, the push consumer, and the machinery they share.
+"""RocketMQ clients: the producer, the push and lite pull consumers, and the machinery they share.
 
 Usable from plain synchronous code — ``send()`` blocks, listeners are ordinary functions run on a
 thread pool — with asyncio inside: each client instance (one per client id, ``ip@instanceName``)
 runs its I/O on one background event-loop thread.
 
-* :class:`Producer` — sync / async / oneway / batch sends, selectors, retries on another broker;
+* :class:`Producer` — sync / async / oneway / batch sends, selectors, retries on another broker,
+  request-reply (``request``, with :func:`create_reply` for the replying side)
+  (:mod:`rocketq.client.producer`);
+* :class:`TransactionProducer` — transactional messages: ``send_in_transaction`` and the answers
+  to the broker's checks (:mod:`~rocketq.client.producer.transaction`);
 * :class:`PushConsumer` — subscriptions, RocketMQ's rebalance, long polling, concurrent
   consumption, retries through the broker, graceful shutdown, and the structured rebalance log
   (:class:`RebalanceRecord`); orderly consumption with ``register_listener(fn, orderly=True)``
-  (:mod:`~rocketq.client.consume_orderly`) and the clean handoff mode with ``handoff="clean"``
-  (:mod:`~rocketq.client.handoff`: no re-delivery when the group scales gracefully);
+  (:mod:`~rocketq.client.consumer.consume_orderly`) and the clean handoff mode with
+  ``handoff="clean"`` (:mod:`~rocketq.client.consumer.clean_handoff`: no re-delivery when the
+  group scales gracefully);
 * :class:`LitePullConsumer` — ``subscribe`` or ``assign``, ``poll``, ``seek``, auto-commit and
-  ``commit_sync``, ``pause``/``resume`` (:mod:`~rocketq.client.lite_pull`);
+  ``commit_sync``, ``pause``/``resume`` (:mod:`~rocketq.client.consumer.lite_pull`);
+* both consumers subscribe with a tag expression or a :class:`MessageSelector` (SQL92 filters,
+  :mod:`~rocketq.client.consumer.selector`);
 * the parts other consumers build on: :class:`~rocketq.client.instance.ClientInstance`,
-  :class:`~rocketq.client.rebalance.RebalanceImpl` (with :class:`RebalanceHooks`),
+  :class:`~rocketq.client.rebalance.impl.RebalanceImpl` (with :class:`RebalanceHooks`),
   :class:`ProcessQueue`, the offset stores and the consume-service interface.
+
+Where things live (each sub-package's docstring says more): :mod:`rocketq.client.producer`
+(the producer, its send policy and queue selection), :mod:`rocketq.client.consumer` (push and
+lite pull consumers, process queues, consume services, offset stores, where a queue starts),
+:mod:`rocketq.client.rebalance` (the rebalance service, the allocation step, the rebalance log,
+broker leases); beside them the client instance (:mod:`~rocketq.client.instance`), the one client
+API (:mod:`~rocketq.client.api`, async, and :mod:`~rocketq.client.blocking`, its blocking facade),
+the event-loop thread (:mod:`~rocketq.client.loop_thread`), configs, messages, routes, message
+ids, validation and tracing (:mod:`~rocketq.client.trace`).
 
 Everything follows RocketMQ 4.9.4's Java client (``rocketmq-client``): the same requests, header
 fields and bodies on the wire, the same defaults, the same rebalance algorithm.
@@ -31,7 +47,7 @@ Building another consumer on these parts (all state lives on the instance's loop
   ``compute_pull_from_where``, ``dispatch_pull_requests``, ``message_queue_changed``); with
   ``consume_orderly`` it locks new queues (``ClientInstance.lock_queues``) before adding them;
 * push consumers with other consumption rules subclass
-  :class:`~rocketq.client.push_consumer.PushConsumerCore` (``consume_orderly``,
+  :class:`~rocketq.client.consumer.push_core.PushConsumerCore` (``consume_orderly``,
   ``make_consume_service`` returning a :class:`ConsumeService`, the async ``pull_precheck``,
   ``remove_unnecessary_message_queue``, ``compute_pull_from_where``, ``shutdown``) and set
   :attr:`PushConsumer.core_class`.
@@ -40,11 +56,15 @@ Building another consumer on these parts (all state lives on the instance's loop
 from __future__ import annotations
 
 from rocketq.client.config import ClientConfig, ProducerConfig, PushConsumerConfig, ReadOffsetType
-from rocketq.client.consume_concurrently import ConsumeMessageConcurrentlyService, ConsumeService
-from rocketq.client.consume_orderly import ConsumeMessageOrderlyService, OrderlyPushConsumerCore
-from rocketq.client.handoff import CleanHandoffPushCore
+from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore
+from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService, ConsumeService
+from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService, OrderlyPushConsumerCore
+from rocketq.client.consumer.lite_pull import LitePullConsumer, LitePullConsumerConfig, SubscriptionType
+from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from rocketq.client.consumer.process_queue import ProcessQueue
+from rocketq.client.consumer.push import PushConsumer
+from rocketq.client.consumer.selector import MessageSelector
 from rocketq.client.instance import ClientInstance
-from rocketq.client.lite_pull import LitePullConsumer, LitePullConsumerConfig, SubscriptionType
 from rocketq.client.message import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -56,21 +76,23 @@ from rocketq.client.message import (
     SendResult,
     SendStatus,
 )
-from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.producer import Producer, select_by_hash
-from rocketq.client.push_consumer import MessageQueueListener, PushConsumer
-from rocketq.client.rebalance import (
+from rocketq.client.producer.facade import Producer
+from rocketq.client.producer.request import create_reply
+from rocketq.client.producer.selection import select_by_hash
+from rocketq.client.producer.transaction import TransactionProducer
+from rocketq.client.rebalance.impl import (
+    MessageQueueListener,
     PullRequest,
     QueueDiff,
     RebalanceHooks,
     RebalanceImpl,
     allocate_topic,
     diff_queues,
-    retry_topic,
 )
-from rocketq.client.rebalance_log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.models import LocalTransactionState, TransactionSendResult
 from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
+from rocketq.protocol.topics import retry_topic
 
 __all__ = [
     "CleanHandoffPushCore",
@@ -87,10 +109,12 @@ __all__ = [
     "LitePullConsumer",
     "LitePullConsumerConfig",
     "LocalFileOffsetStore",
+    "LocalTransactionState",
     "Message",
     "MessageExt",
     "MessageModel",
     "MessageQueueListener",
+    "MessageSelector",
     "OffsetStore",
     "OrderlyPushConsumerCore",
     "ProcessQueue",
@@ -111,7 +135,10 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "SubscriptionType",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_topic",
+    "create_reply",
     "diff_queues",
     "retry_topic",
     "select_by_hash",

@@ -2,27 +2,36 @@
 :class:`~rocketq.client.PushConsumer`, :class:`~rocketq.client.LitePullConsumer`).
 
 Each is a thin front over a core that lives on a shared :class:`~rocketq.client.instance.ClientInstance`
-(its event loop thread): :class:`SyncFacade` holds the group, the client config and, while started,
+(its event loop thread). :class:`SyncFacade` holds the group, the client config and, while started,
 the instance and the core; it answers ``client_id``, ``core`` (or :class:`~rocketq.errors.ClientStateError`
-when stopped), ``repr`` and the ``with`` protocol. Starting and stopping differ per client and stay
-in each class. :func:`client_config_for` and :func:`with_options` build the configs the
-constructors take.
+when stopped), ``repr`` and the ``with`` protocol, and runs starting and stopping: the instance is
+acquired, the core built and started (``_start_core``), and on the way out stopped (``stop`` given
+to ``_stop``) and the instance released, whatever fails in between. :class:`ConsumerFacade` adds
+what both consumers keep on this side: the rebalance log and the queue listeners.
+:func:`client_config_for` and :func:`with_options` build the configs the constructors take.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from rocketq.client.config import ClientConfig
+from rocketq.client.instance import ClientInstance
+from rocketq.client.rebalance.impl import MessageQueueListener
+from rocketq.client.rebalance.log import RebalanceListener, RebalanceLog, RebalanceRecord
+from rocketq.client.validators import check_group
 from rocketq.errors import ClientStateError, ConfigError
+from rocketq.protocol.bodies import MessageModel
 
-if TYPE_CHECKING:
-    from rocketq.client.instance import ClientInstance
+__all__ = ["ConsumerFacade", "SyncFacade", "client_config_for", "with_options"]
 
-__all__ = ["SyncFacade", "client_config_for", "with_options"]
+logger = logging.getLogger(__name__)
 
 CoreT = TypeVar("CoreT")
 ConfigT = TypeVar("ConfigT")
@@ -55,9 +64,10 @@ def with_options(config: ConfigT, options: dict[str, Any], what: str) -> ConfigT
 class SyncFacade(ABC, Generic[CoreT]):
     """The group, client config, instance and core of a synchronous client, and what follows from them.
 
-    Subclasses set ``group``, ``client_config``, ``_instance = None`` and ``_core = None`` in their
-    constructor and implement :meth:`start` (acquire the instance, build and start the core) and
-    :meth:`shutdown`.
+    Subclasses set ``group``, ``client_config``, ``_instance = None``, ``_core = None`` and
+    ``_lock`` in their constructor, implement :meth:`_start_core` and :meth:`shutdown` (through
+    :meth:`_stop`), and may check more before a start (:meth:`_check_startable`) or do more after
+    one (:meth:`_started`) or after a stop (:meth:`_stopped`).
     """
 
     #: Who is not started, for the :attr:`core` error (``the <role> is not started``).
@@ -67,6 +77,7 @@ class SyncFacade(ABC, Generic[CoreT]):
     client_config: ClientConfig
     _instance: ClientInstance | None
     _core: CoreT | None
+    _lock: threading.Lock
 
     def __repr__(self) -> str:
         state = "running" if self._core is not None else "stopped"
@@ -82,8 +93,54 @@ class SyncFacade(ABC, Generic[CoreT]):
             raise ClientStateError(f"the {self.role} is not started")
         return self._core
 
+    def start(self) -> Self:
+        """Acquire the client instance (made and started on first use), then build and start the
+        core; a started client starts nothing. On failure the instance is released again."""
+        with self._lock:
+            if self._core is not None:
+                return self
+            self._check_startable()
+            instance = ClientInstance.acquire(self.client_config)
+            try:
+                core = self._start_core(instance)
+            except BaseException:
+                instance.release()
+                raise
+            self._instance, self._core = instance, core
+            self._started()
+            return self
+
+    def _check_startable(self) -> None:
+        """Raise :class:`~rocketq.errors.ClientStateError` when the client cannot start yet."""
+
     @abstractmethod
-    def start(self) -> Self: ...
+    def _start_core(self, instance: ClientInstance) -> CoreT:
+        """Build and start the core on ``instance`` (from the caller's thread, through the
+        instance's loop thread); undo what was done before raising."""
+
+    def _started(self) -> None:
+        """Just started (under the lock)."""
+
+    def _stop(self, stop: Callable[[CoreT], Coroutine[Any, Any, object]], timeout: float) -> None:
+        """Stop a started client: ``stop(core)`` on the loop (up to ``timeout`` s; a failure is
+        logged, not raised), then :meth:`_stopped`, then release the instance."""
+        with self._lock:
+            core, instance = self._core, self._instance
+            self._core = None
+            if core is None or instance is None:
+                return
+            try:
+                instance.loop_thread.call(stop(core), timeout=timeout)
+            except Exception as exc:
+                logger.warning("%s %s: shutdown step failed: %s", self.role, self.group, exc)
+            finally:
+                try:
+                    self._stopped(core)
+                finally:
+                    instance.release()
+
+    def _stopped(self, core: CoreT) -> None:
+        """The core has stopped (or failed to); the instance is still held."""
 
     @abstractmethod
     def shutdown(self) -> None: ...
@@ -95,3 +152,47 @@ class SyncFacade(ABC, Generic[CoreT]):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.shutdown()
+
+
+class _ConsumerConfig(Protocol):
+    @property
+    def message_model(self) -> MessageModel: ...
+
+    @property
+    def rebalance_log_size(self) -> int: ...
+
+
+ConsumerConfigT = TypeVar("ConsumerConfigT", bound=_ConsumerConfig)
+
+
+class ConsumerFacade(SyncFacade[CoreT], Generic[CoreT, ConsumerConfigT]):
+    """A synchronous consumer: the group's checks, the client id rule, the rebalance log and the
+    queue listeners both consumers keep on this side of the loop."""
+
+    role = "consumer"
+
+    def __init__(self, group: str, config: ConsumerConfigT, client_config: ClientConfig) -> None:
+        check_group(group)
+        self.group = group
+        self.config = config
+        if config.message_model is MessageModel.CLUSTERING:
+            # a clustering consumer's id carries the pid, as Java's changeInstanceNameToPID
+            client_config = client_config.with_pid_instance_name()
+        self.client_config = client_config
+        self.rebalance_log = RebalanceLog(config.rebalance_log_size)
+        self._queue_listeners: list[MessageQueueListener] = []
+        self._instance = None
+        self._core = None
+        self._lock = threading.Lock()
+
+    def add_rebalance_listener(self, fn: RebalanceListener) -> None:
+        """Call ``fn(record)`` for every rebalance record (on the client's loop thread)."""
+        self.rebalance_log.add_listener(fn)
+
+    def add_queue_listener(self, fn: MessageQueueListener) -> None:
+        """``fn(topic, all queues, my queues)`` whenever a rebalance changed this consumer's queues."""
+        self._queue_listeners.append(fn)
+
+    def rebalance_records(self, topic: str | None = None) -> list[RebalanceRecord]:
+        """The rebalance records kept in memory, oldest first (of one topic when given)."""
+        return self.rebalance_log.records(topic)

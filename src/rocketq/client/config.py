@@ -44,6 +44,7 @@ __all__ = [
     "local_ip",
     "pid_instance_name",
     "resolve_namesrv",
+    "timestamp_ms",
 ]
 
 NAMESRV_ENV = "NAMESRV_ADDR"
@@ -165,6 +166,10 @@ class ClientConfig:
     persist_consumer_offset_initial_delay: float = 10.0
     #: Seconds between periodic rebalances (``rocketmq.client.rebalance.waitInterval`` 20000 ms).
     rebalance_interval: float = 20.0
+    #: Least seconds from the end of one rebalance of the rebalance service to the start of the
+    #: next, however often it is woken (RocketMQ 5.x ``rocketmq.client.rebalance.minInterval``
+    #: 1000 ms; 4.9.4 has none). 0 rebalances on every wake-up.
+    rebalance_min_interval: float = 1.0
     #: Timeout of the client's own requests (``mqClientApiTimeout`` 3000 ms).
     mq_client_api_timeout: float = 3.0
     #: Use uvloop for the client's event loop thread when installed (ours).
@@ -182,6 +187,8 @@ class ClientConfig:
             "mq_client_api_timeout",
         ):
             _positive(name, getattr(self, name))
+        if self.rebalance_min_interval < 0:
+            raise ConfigError(f"rebalance_min_interval must be >= 0, got {self.rebalance_min_interval!r}")
 
     @property
     def namesrv_addrs(self) -> tuple[str, ...]:
@@ -235,9 +242,17 @@ class ProducerConfig:
     trace: bool = False
     #: Topic of those records (``customizedTraceTopic``; ``None``: ``RMQ_SYS_TRACE_TOPIC``).
     trace_topic: str | None = None
+    #: Threads answering the broker's transaction checks, for a ``TransactionProducer``
+    #: (``checkThreadPoolMinSize`` / ``checkThreadPoolMaxSize`` 1).
+    check_thread_pool_size: int = 1
+    #: Checks that may wait for those threads; more are dropped and asked again by the broker
+    #: (``checkRequestHoldMax`` 2000).
+    check_request_hold_max: int = 2000
 
     def __post_init__(self) -> None:
         _positive("send_msg_timeout", self.send_msg_timeout)
+        _positive("check_thread_pool_size", self.check_thread_pool_size)
+        _positive("check_request_hold_max", self.check_request_hold_max)
         _positive("max_message_size", self.max_message_size)
         _positive("default_topic_queue_nums", self.default_topic_queue_nums)
         if not 0 <= self.compress_level <= 9:
@@ -248,6 +263,12 @@ class ProducerConfig:
 
 def _half_hour_ago() -> str:
     return (datetime.now() - timedelta(minutes=30)).strftime("%Y%m%d%H%M%S")
+
+
+def timestamp_ms(text: str) -> int:
+    """A ``yyyyMMddHHmmss`` local time (a consumer's ``consume_timestamp``) as epoch ms, as Java's
+    ``UtilAll.parseDate``."""
+    return int(datetime.strptime(text, "%Y%m%d%H%M%S").timestamp() * 1000)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -337,7 +358,7 @@ class PushConsumerConfig:
     #: How queues change owners (ours): ``"default"`` is RocketMQ (the old and the new owner may
     #: overlap; the dropped queue's offset is committed one-way, so a rebalance can re-deliver);
     #: ``"clean"`` consumes a queue only under a broker lease and hands it over commit-then-unlock
-    #: (see :mod:`rocketq.client.handoff`).
+    #: (see :mod:`rocketq.client.consumer.clean_handoff`).
     handoff: Literal["default", "clean"] = "default"
     #: Clean handoff: seconds the old owner waits for the queue's cached messages to be consumed
     #: and committed before abandoning the rest to the new owner (ours).
@@ -401,4 +422,4 @@ class PushConsumerConfig:
 
     def consume_timestamp_ms(self) -> int:
         """``consume_timestamp`` as epoch ms (local time, as Java's ``UtilAll.parseDate``)."""
-        return int(datetime.strptime(self.consume_timestamp, "%Y%m%d%H%M%S").timestamp() * 1000)
+        return timestamp_ms(self.consume_timestamp)

@@ -3,18 +3,21 @@
 One instance per client id (``ip@instanceName``) per process, made on first use and closed when
 its last producer or consumer shuts down. It owns:
 
-* a background event-loop thread (:class:`~rocketq.client._sync.LoopThread`) where all client
+* a background event-loop thread (:class:`~rocketq.client.loop_thread.LoopThread`) where all client
   I/O and state changes happen, and one :class:`~rocketq.remoting.RemotingClient` (a blocking
   or other-loop send encodes its request in its own thread and hands it to a connection on
   this loop: ``invoke_threadsafe`` / ``invoke_from_loop``);
 * the route table (refreshed every ``poll_name_server_interval``, 30 s) and the broker address
   table built from it;
 * heartbeats to every broker (every 30 s, and at once when a subscription changes), offset
-  persistence (every 5 s after 10 s) and the rebalance service (every 20 s, and **at once** when a
-  broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection);
+  persistence (every 5 s after 10 s) and the rebalance service
+  (:class:`~rocketq.client.rebalance.service.RebalanceService`: every 20 s, and **at once** when a
+  broker sends NOTIFY_CONSUMER_IDS_CHANGED on this client's connection, at most once a second);
 * answers to the requests brokers send clients: NOTIFY_CONSUMER_IDS_CHANGED,
-  GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET and
-  GET_CONSUMER_STATUS_FROM_CLIENT;
+  GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET,
+  GET_CONSUMER_STATUS_FROM_CLIENT, CHECK_TRANSACTION_STATE (handed to the producer of the half
+  message's group, which asks its checker) and PUSH_REPLY_MESSAGE_TO_CLIENT (a reply to one of
+  this client's requests, handed to the request waiting for it: :attr:`ClientInstance.requests`);
 * the internal producer ``CLIENT_INNER_PRODUCER`` consumers use to send back messages when the
   broker cannot take a CONSUMER_SEND_MSG_BACK.
 
@@ -31,14 +34,16 @@ import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol, TypeVar
 
-from rocketq.client._sync import LoopThread
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import ClientConfig, ProducerConfig
-from rocketq.client.rebalance_log import RebalanceTrigger
+from rocketq.client.loop_thread import LoopThread, cancel_and_wait
+from rocketq.client.producer.core import ProducerCore
+from rocketq.client.rebalance.log import RebalanceTrigger
+from rocketq.client.rebalance.service import RebalanceService
 from rocketq.client.routes import broker_addr_table, subscribe_info_from_route
-from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
+from rocketq.errors import BrokerError, ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
@@ -51,29 +56,32 @@ from rocketq.protocol.bodies import (
     MessageModel,
     ProducerData,
     ResetOffsetBody,
+    SubscriptionData,
     TopicRouteData,
 )
 from rocketq.protocol.codes import MASTER_ID, RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
+    ReplyMessageRequestHeader,
     ResetOffsetRequestHeader,
 )
-from rocketq.protocol.message import decode_message
+from rocketq.protocol.message import MessageExt, decode_message, decompress_body
+from rocketq.protocol.message_id import HostPort
+from rocketq.protocol.properties import MessageConst, string_to_properties
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import ClientConfig as RemotingConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
 
-if TYPE_CHECKING:
-    from rocketq.client.producer import ProducerCore
-    from rocketq.protocol.message import MessageExt
-
 __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 
@@ -88,6 +96,10 @@ class ProducerInner(Protocol):
     def is_publish_topic_need_update(self, topic: str) -> bool: ...
 
     def update_topic_publish_info(self, topic: str, route: TopicRouteData) -> None: ...
+
+    def check_transaction_state(
+        self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader
+    ) -> None: ...
 
 
 class ConsumerInner(Protocol):
@@ -139,8 +151,11 @@ class ClientInstance:
         self._closed = False
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._rebalance_wakeup: asyncio.Event | None = None
-        self._rebalance_trigger = RebalanceTrigger.PERIODIC
+        self.rebalance_service = RebalanceService(
+            self.do_rebalance,
+            wait_interval=config.rebalance_interval,
+            min_interval=config.rebalance_min_interval,
+        )
         self._heartbeat_lock: asyncio.Lock | None = None
         self._route_lock: asyncio.Lock | None = None
         #: brokers an urgent heartbeat is on its way to, and those already told about in the log
@@ -152,6 +167,9 @@ class ClientInstance:
         self._bugs_logged: set[str] = set()
         self.inner_producer: ProducerCore | None = None
         self.start_time_ms = int(time.time() * 1000)
+        #: requests of this client waiting for their reply, by correlation id (Java's
+        #: ``RequestFutureHolder``): PUSH_REPLY_MESSAGE_TO_CLIENT completes them
+        self.requests: dict[str, asyncio.Future[MessageExt]] = {}
 
     def __repr__(self) -> str:
         return f"<ClientInstance {self.client_id} producers={list(self.producers)} consumers={list(self.consumers)}>"  # noqa: E501
@@ -202,7 +220,6 @@ class ClientInstance:
             config=RemotingConfig(request_timeout=self.config.mq_client_api_timeout)
         )
         self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)
-        self._rebalance_wakeup = asyncio.Event()
         self._heartbeat_lock = asyncio.Lock()
         self._route_lock = asyncio.Lock()
         r = self.remoting
@@ -212,8 +229,8 @@ class ClientInstance:
         r.register_handler(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
         r.register_handler(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         r.register_handler(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_get_consumer_status)
-        from rocketq.client.producer import ProducerCore  # noqa: PLC0415 (the producer imports this module)
-
+        r.register_handler(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        r.register_handler(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_push_reply_message)
         self.inner_producer = ProducerCore(self, CLIENT_INNER_PRODUCER_GROUP, ProducerConfig())
         self.producers[CLIENT_INNER_PRODUCER_GROUP] = self.inner_producer
         cfg = self.config
@@ -235,16 +252,18 @@ class ClientInstance:
                     "persist offsets",
                 )
             ),
-            loop.create_task(self._rebalance_service()),
         ]
+        self.rebalance_service.start()
 
     async def _close(self) -> None:
         self._closed = True
-        tasks = [*self._tasks, *self._side_tasks]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for future in self.requests.values():
+            if not future.done():
+                future.set_exception(ClientStateError(f"client instance {self.client_id} shut down"))
+        self.requests.clear()
+        await cancel_and_wait([*self._tasks, *self._side_tasks])
         self._tasks = []
+        await self.rebalance_service.close()
         if self.inner_producer is not None:
             await self.inner_producer.unregister()
         if self.remoting is not None:
@@ -270,17 +289,19 @@ class ClientInstance:
     # -------------------------------------------------------------- members
 
     def register_producer(self, group: str, producer: ProducerInner) -> None:
-        if group in self.producers:
-            raise ConfigError(f"producer group {group!r} already has a producer in client {self.client_id}")
-        self.producers[group] = producer
+        self._register(self.producers, "producer", group, producer)
 
     def unregister_producer_local(self, group: str) -> None:
         self.producers.pop(group, None)
 
     def register_consumer(self, group: str, consumer: ConsumerInner) -> None:
-        if group in self.consumers:
-            raise ConfigError(f"consumer group {group!r} already has a consumer in client {self.client_id}")
-        self.consumers[group] = consumer
+        self._register(self.consumers, "consumer", group, consumer)
+
+    def _register(self, table: dict[str, T], kind: str, group: str, member: T) -> None:
+        """One producer or consumer per group and client id, as Java's ``registerProducer/Consumer``."""
+        if group in table:
+            raise ConfigError(f"{kind} group {group!r} already has a {kind} in client {self.client_id}")
+        table[group] = member
 
     def unregister_consumer_local(self, group: str) -> None:
         self.consumers.pop(group, None)
@@ -359,6 +380,19 @@ class ClientInstance:
                     consumer.update_topic_subscribe_info(topic, mqs)
             return True
 
+    def refresh_route_soon(self, topic: str) -> None:
+        """Fetch ``topic``'s route in the background (on the loop): its brokers then learn of this
+        client at once (:meth:`update_topic_route` greets a new broker with a heartbeat)."""
+        if self._closed:
+            return
+
+        async def refresh() -> None:
+            await self.update_topic_route(topic)
+
+        task = asyncio.get_running_loop().create_task(refresh())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
     @staticmethod
     def _needs_subscribe_info(consumer: ConsumerInner, topic: str) -> bool:
         check = getattr(consumer, "is_subscribe_topic_need_update", None)
@@ -402,6 +436,18 @@ class ClientInstance:
             if addr is not None:
                 yield name, addr, qs
 
+    async def locate_pull_address(self, mq: MessageQueue, broker_id: int = MASTER_ID) -> str:
+        """Where to pull ``mq``: broker ``broker_id`` of its broker (else any address of it),
+        refreshing the topic's route once when none is known; :class:`ClientStateError` when the
+        broker stays unknown."""
+        addr = self.find_broker_address_in_subscribe(mq.broker_name, broker_id)
+        if addr is None:
+            await self.update_topic_route(mq.topic)
+            addr = self.find_broker_address_in_subscribe(mq.broker_name)
+        if addr is None:
+            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
     async def locate_master(self, mq: MessageQueue) -> str | None:
         """The master address of ``mq``'s broker, refreshing the topic's route once if unknown."""
         addr = self.find_broker_address_in_publish(mq.broker_name)
@@ -434,6 +480,33 @@ class ClientInstance:
         except RocketQError as exc:
             logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
             return None
+
+    async def check_client_in_broker(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
+        """Ask the brokers whether they can serve ``group``'s subscriptions that are not tag
+        expressions (SQL92), as a Java consumer does at start (``checkClientInBroker``): one
+        CHECK_CLIENT_CONFIG per subscription to every master of its topic's route (Java asks one
+        broker, taking the cluster's configs as equal). A refusal is raised as the broker's
+        :class:`~rocketq.errors.BrokerError` (its remark says what to turn on, or what is wrong
+        with the expression); a topic without a route yet is not checked."""
+        assert self.api is not None
+        for sub in subscriptions:
+            if sub.expression_type in (None, "", "TAG") or sub.topic is None:
+                continue
+            route = self.topic_route_table.get(sub.topic)
+            if route is None:
+                continue
+            for bd in route.broker_datas:
+                addr = bd.broker_addrs.get(MASTER_ID)
+                if addr is None:
+                    continue
+                try:
+                    await self.api.call(addr, calls.check_client_config(group, self.client_id, sub))
+                except BrokerError as exc:
+                    raise BrokerError.for_code(
+                        exc.code,
+                        f"broker {bd.broker_name} ({addr}) cannot serve the {sub.expression_type} "
+                        f"subscription of group {group} to {sub.topic}: {exc.remark}",
+                    ) from None
 
     async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
         """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client."""
@@ -563,30 +636,11 @@ class ClientInstance:
                 logger.exception("persisting offsets of group %s failed", consumer.group)
 
     def rebalance_immediately(self, trigger: RebalanceTrigger = RebalanceTrigger.MANUAL) -> None:
-        """Wake the rebalance service now (thread-safe)."""
-
-        def wake() -> None:
-            self._rebalance_trigger = trigger
-            if self._rebalance_wakeup is not None:
-                self._rebalance_wakeup.set()
-
+        """Wake the rebalance service now (thread-safe; it still keeps its minimum interval)."""
         if self.loop_thread.in_loop_thread:
-            wake()
+            self.rebalance_service.wakeup(trigger)
         elif self.loop_thread.running:
-            self.loop.call_soon_threadsafe(wake)
-
-    async def _rebalance_service(self) -> None:
-        assert self._rebalance_wakeup is not None
-        wakeup = self._rebalance_wakeup
-        while True:
-            try:
-                await asyncio.wait_for(wakeup.wait(), self.config.rebalance_interval)
-                trigger = self._rebalance_trigger
-            except TimeoutError:
-                trigger = RebalanceTrigger.PERIODIC
-            wakeup.clear()
-            self._rebalance_trigger = RebalanceTrigger.PERIODIC
-            await self.do_rebalance(trigger)
+            self.loop.call_soon_threadsafe(self.rebalance_service.wakeup, trigger)
 
     async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
         for consumer in list(self.consumers.values()):
@@ -616,10 +670,7 @@ class ClientInstance:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return self._no_such_consumer(request, header.consumer_group)
         info = consumer.running_info()
         return request.response(ResponseCode.SUCCESS, body=info.encode())
 
@@ -633,12 +684,15 @@ class ClientInstance:
             return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
         consumer = self.consumers.get(header.consumer_group)
         if consumer is None:
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
-            )
+            return self._no_such_consumer(request, header.consumer_group)
         result = await consumer.consume_message_directly(msg, header.broker_name)
         return request.response(ResponseCode.SUCCESS, body=result.encode())
+
+    @staticmethod
+    def _no_such_consumer(request: RemotingCommand, group: str) -> RemotingCommand:
+        return request.response(
+            ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer"
+        )
 
     async def _on_reset_offset(self, conn: RemotingConnection, request: RemotingCommand) -> None:
         try:
@@ -665,6 +719,63 @@ class ClientInstance:
         return request.response(
             ResponseCode.SUCCESS, body=GetConsumerStatusBody(message_queue_table=table).encode()
         )
+
+    def _on_check_transaction_state(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        """CHECK_TRANSACTION_STATE (oneway): the broker asks about a half message; the producer of
+        its group (``PGROUP``) asks its checker and answers with END_TRANSACTION (Java's
+        ``ClientRemotingProcessor.checkTransactionState``)."""
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
+            msg, _ = decode_message(request.body)
+        except RemoteProtocolError as exc:
+            logger.warning("bad CHECK_TRANSACTION_STATE from %s: %s", conn.remote_address, exc)
+            return
+        group = msg.properties.get(MessageConst.PGROUP)
+        if group is None:
+            logger.warning("CHECK_TRANSACTION_STATE from %s names no producer group", conn.remote_address)
+            return
+        producer = self.producers.get(group)
+        if producer is None:
+            logger.debug("CHECK_TRANSACTION_STATE for producer group %s, which is not here", group)
+            return
+        producer.check_transaction_state(conn.remote_address, msg, header)
+
+    def _on_push_reply_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT: a reply to a request of this client, handed to the request
+        waiting for it by its ``CORRELATION_ID`` (Java's ``receiveReplyMessage``); a reply no
+        request waits for (it timed out) is logged and dropped."""
+        arrived = int(time.time() * 1000)
+        try:
+            h = ReplyMessageRequestHeader.from_ext_fields(request.ext_fields)
+            properties = string_to_properties(h.properties or "")
+            properties[MessageConst.ARRIVE_TIME] = str(arrived)
+            reply = MessageExt(
+                h.topic,
+                decompress_body(request.body, h.sys_flag),
+                h.flag,
+                properties,
+                queue_id=h.queue_id,
+                sys_flag=h.sys_flag,
+                born_timestamp=h.born_timestamp,
+                born_host=HostPort.parse(h.born_host),
+                store_timestamp=h.store_timestamp,
+                store_host=HostPort.parse(h.store_host),
+                reconsume_times=h.reconsume_times or 0,
+            )
+        except (RocketQError, ValueError) as exc:
+            logger.warning("bad PUSH_REPLY_MESSAGE_TO_CLIENT from %s: %s", conn.remote_address, exc)
+            return request.response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
+        correlation_id = properties.get(MessageConst.CORRELATION_ID, "")
+        future = self.requests.pop(correlation_id, None)
+        if future is None or future.done():
+            logger.warning(
+                "reply %s from %s matches no waiting request (it may have timed out)",
+                correlation_id,
+                h.born_host,
+            )
+        else:
+            future.set_result(reply)
+        return request.response()
 
     # -------------------------------------------------------------- helpers for the facades
 

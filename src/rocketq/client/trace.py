@@ -19,6 +19,10 @@ tools. What is recorded, and when (RocketMQ 4.9.4's ``SendMessageTraceHookImpl``
 * **SubAfter** after the call: the same request id, msg ids and keys, cost ms per message,
   success (``CONSUME_SUCCESS``), the context code (:class:`ConsumeReturnType`: SUCCESS, TIME_OUT,
   EXCEPTION, RETURNNULL, FAILED) and the group.
+* **EndTransaction** when a transactional producer ends a transaction, after its local
+  transaction or answering the broker's check (``EndTransactionTraceHookImpl``): time, the
+  message's region (``DefaultRegion`` when it names none), group, topic, msg id, tags, keys, the
+  broker, the transaction id, the state sent and whether a check asked for it.
 
 A missing tag or key is written as the text ``null``, as Java's ``StringBuilder`` writes a null.
 
@@ -28,8 +32,9 @@ need more room here; more are dropped and counted); a worker thread wakes every 
 a quarter of the queue fills), takes what waits, and packs the encoded contexts per trace topic
 until the text reaches 118,000 characters or the oldest waited 0.5 s (:class:`TraceBatcher`); each
 pack is one message, keyed by every traced msg id and key (``KEYS``, space-separated, Java
-``HashSet`` order), sent asynchronously by a trace producer of its own: group
-``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>-<n>``, instance name
+``HashSet`` order), sent asynchronously through the ``send`` it was given - for a traced client,
+a trace producer of its own (:func:`rocketq.client.producer.facade.trace_dispatcher` makes both):
+group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>-<n>``, instance name
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<name servers>``, 5 s send timeout. The trace topic needs no
 setup: without a route, the send goes through ``TBW102`` and the broker creates it (4 queues), as
 with Java; a broker started with ``traceTopicEnable`` has it from the start (1 queue).
@@ -72,14 +77,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
+from rocketq.client.ids import next_uniq_id
 from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
-from rocketq.client.rebalance_log import RebalanceRecord
+from rocketq.client.rebalance.log import RebalanceRecord
+from rocketq.clock import now_ms
+from rocketq.models import LocalTransactionState
 from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
-from rocketq.protocol.message_id import UniqIdGenerator
 from rocketq.protocol.properties import KEY_SEPARATOR, MessageConst
 from rocketq.protocol.trace import (
     CONTENT_SPLITOR,
@@ -98,15 +105,14 @@ from rocketq.protocol.trace import (
 )
 
 if TYPE_CHECKING:
-    from rocketq.client.config import ClientConfig
-    from rocketq.client.producer import Producer
-    from rocketq.client.rebalance_log import RebalanceLog
+    from rocketq.client.rebalance.log import RebalanceLog
 
 __all__ = [
     "CLIENT_ID_PROPERTY",
     "REBALANCE_RECORD_VERSION",
     "REBALANCE_TOPIC",
     "TRACE_INSTANCE_NAME",
+    "TRACE_SEND_TIMEOUT",
     "ConsumeTraceHook",
     "ConsumerTracing",
     "ProducerTracing",
@@ -128,20 +134,25 @@ TRACE_INSTANCE_NAME: Final = "PID_CLIENT_INNER_TRACE_PRODUCER"
 """Java's ``TraceConstants.TRACE_INSTANCE_NAME``: the trace producer's instance name prefix."""
 NULL_TEXT: Final = "null"
 """How Java writes a missing tag or key into a trace line."""
+DEFAULT_REGION: Final = "DefaultRegion"
+"""The region of an EndTransaction line whose message names none (``MixAll.DEFAULT_TRACE_REGION_ID``)."""
 
 _QUEUE_SIZE = 16_384  # AsyncTraceDispatcher's traceContextQueue holds 1,024 (see the docstring)
 _POLL = 0.1  # pollingTimeMil
 _WAIT_THRESHOLD = 0.5  # waitTimeThresholdMil
-_TRACE_SEND_TIMEOUT = 5.0
+TRACE_SEND_TIMEOUT: Final = 5.0
+"""Seconds a trace producer's send may take (``AsyncTraceDispatcher``'s producer: 5000 ms)."""
 _counter = itertools.count(1)  # Java's static COUNTER for trace producer group names
 
 _Item = TraceContext | ProtocolMessage | tuple[str, tuple[str, ...]]
-Sender = Callable[[ProtocolMessage], "concurrent.futures.Future[object] | None"]
+Sender = Callable[[ProtocolMessage], "concurrent.futures.Future[Any] | None"]
 """Sends one trace or rebalance message; may return a future that completes with the send."""
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
+def trace_producer_group(group: str, kind: str) -> str:
+    """The group of a traced client's trace producer (``_INNER_TRACE_PRODUCER-<group>-<kind>-<n>``,
+    ``n`` counting in this process, as Java's static counter)."""
+    return f"{TRACE_GROUP_PREFIX}-{group}-{kind}-{next(_counter)}"
 
 
 class TraceBatcher:
@@ -221,9 +232,10 @@ def rebalance_message(record: RebalanceRecord, topic: str = REBALANCE_TOPIC) -> 
 class TraceDispatcher:
     """Queues trace contexts and rebalance records and publishes them (``AsyncTraceDispatcher``).
 
-    ``send`` publishes one message; without it, :meth:`start` makes the trace producer (see the
-    module docstring) from ``client_config`` (the traced client's: its name servers and IP).
-    ``client_id`` is the traced client's id, written as :data:`CLIENT_ID_PROPERTY`.
+    ``send`` publishes one message (a trace producer's ``send_future``; see
+    :func:`rocketq.client.producer.facade.trace_dispatcher`); ``close``, if given, is called once
+    :meth:`shutdown` has waited for the sends. ``client_id`` is the traced client's id, written as
+    :data:`CLIENT_ID_PROPERTY`.
     """
 
     def __init__(
@@ -232,31 +244,28 @@ class TraceDispatcher:
         kind: Literal["PRODUCER", "CONSUMER"],
         *,
         client_id: str,
-        client_config: ClientConfig | None = None,
+        send: Sender,
+        close: Callable[[], object] | None = None,
         trace_topic: str | None = None,
-        send: Sender | None = None,
         max_chars: int = TRACE_MAX_MESSAGE_SIZE,
         wait_threshold: float = _WAIT_THRESHOLD,
         queue_size: int = _QUEUE_SIZE,
     ) -> None:
-        if send is None and client_config is None:
-            raise ValueError("give either send or client_config")
         self.group = group
         self.kind = kind
         self.client_id = client_id
-        self.client_config = client_config
         self.trace_topic = trace_topic or RMQ_SYS_TRACE_TOPIC
         self._send = send
+        self._close = close
         self._batcher = TraceBatcher(max_chars=max_chars, wait_threshold=wait_threshold)
         self._queue: collections.deque[_Item] = collections.deque()
         self._capacity = queue_size
         self._wake_at = max(1, queue_size // 4)  # queue length that wakes the worker early
         self._wakeup = threading.Event()
         self._handling = False  # the worker holds items taken from the queue
-        self._producer: Producer | None = None
         self._worker: threading.Thread | None = None
         self._stopped = threading.Event()
-        self._pending: set[concurrent.futures.Future[object]] = set()
+        self._pending: set[concurrent.futures.Future[Any]] = set()
         self._pending_lock = threading.Lock()
         self.discarded = 0
         self.sent_messages = 0
@@ -267,22 +276,6 @@ class TraceDispatcher:
     def start(self) -> TraceDispatcher:
         if self._worker is not None:
             return self
-        if self._send is None:
-            from rocketq.client.config import ClientConfig, ProducerConfig  # noqa: PLC0415
-            from rocketq.client.producer import Producer  # noqa: PLC0415 (producer imports us lazily)
-
-            assert self.client_config is not None
-            namesrv = ";".join(self.client_config.namesrv_addrs)
-            trace_client = ClientConfig(
-                namesrv=self.client_config.namesrv,
-                client_ip=self.client_config.client_ip,
-                instance_name=f"{TRACE_INSTANCE_NAME}_{namesrv}",
-            )
-            group = f"{TRACE_GROUP_PREFIX}-{self.group}-{self.kind}-{next(_counter)}"
-            # Java caps its trace producer at 118,000 bytes too, yet packs until a message *reaches*
-            # that size, so a full pack is refused; ours keeps the producer's default limit
-            config = ProducerConfig(send_msg_timeout=_TRACE_SEND_TIMEOUT)
-            self._producer = Producer(group, client_config=trace_client, config=config).start()
         self._worker = threading.Thread(
             target=self._run, name=f"rocketq-trace-{self.kind.lower()}-{self.group}", daemon=True
         )
@@ -297,9 +290,9 @@ class TraceDispatcher:
             self._worker.join(timeout)
             self._worker = None
         self._wait_pending(timeout)
-        if self._producer is not None:
-            self._producer.shutdown()
-            self._producer = None
+        close, self._close = self._close, None
+        if close is not None:
+            close()
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until everything appended so far is sent (or ``timeout`` passes); whether it was."""
@@ -374,11 +367,7 @@ class TraceDispatcher:
 
     def _dispatch(self, message: ProtocolMessage) -> None:
         try:
-            if self._send is not None:
-                future = self._send(message)
-            else:
-                assert self._producer is not None
-                future = self._producer.send_future(message)  # type: ignore[assignment]
+            future = self._send(message)
         except Exception as exc:
             self.failed_messages += 1
             logger.warning("sending a %s message failed: %s", message.topic, exc)
@@ -390,7 +379,7 @@ class TraceDispatcher:
             self._pending.add(future)
         future.add_done_callback(self._sent)
 
-    def _sent(self, future: concurrent.futures.Future[object]) -> None:
+    def _sent(self, future: concurrent.futures.Future[Any]) -> None:
         exc = future.exception() if not future.cancelled() else None
         ok = exc is None and not future.cancelled()
         with self._pending_lock:  # callbacks run on the trace producer's loop, the worker elsewhere
@@ -440,7 +429,10 @@ def _msg_type(props: dict[str, str] | None) -> TraceMessageType:
 
 
 class ProducerTracing:
-    """A traced producer's part: builds Pub contexts and owns the producer's dispatcher."""
+    """A traced producer's part: builds Pub contexts and owns the producer's dispatcher.
+
+    The producer calls it as its :class:`~rocketq.client.producer.core.SendTraceHook`.
+    """
 
     def __init__(self, dispatcher: TraceDispatcher) -> None:
         self.dispatcher = dispatcher
@@ -463,7 +455,7 @@ class ProducerTracing:
         if not result.region_id or not result.trace_on:
             return
         props = None if batch else properties
-        cost = _now_ms() - begin_ms
+        cost = now_ms() - begin_ms
         bean = TraceBean(
             topic=topic,
             msg_id=result.msg_id,
@@ -482,11 +474,47 @@ class ProducerTracing:
             group_name=group,
             cost_time=cost,
             success=result.status is SendStatus.SEND_OK,
-            request_id=_request_id(),
+            request_id=next_uniq_id(),
             beans=(bean,),
         )
         raw_keys = props.get(MessageConst.KEYS) if props else None
         self.dispatcher.append_encoded(encode_trace((ctx,)), _trans_keys(((result.msg_id, raw_keys),)))
+
+    def on_end_transaction(
+        self,
+        *,
+        group: str,
+        msg: ProtocolMessage,
+        msg_id: str,
+        broker_addr: str,
+        state: LocalTransactionState,
+        from_check: bool,
+    ) -> None:
+        """Record the end of a transaction, sent after the local transaction or answering the
+        broker's check (``EndTransactionTraceHookImpl``): an EndTransaction line with the
+        message's topic, tags and keys, the broker, the state and whether a check asked."""
+        props = msg.properties
+        bean = TraceBean(
+            topic=msg.topic,
+            msg_id=msg_id,
+            tags=_text(props.get(MessageConst.TAGS)),
+            keys=_text(props.get(MessageConst.KEYS)),
+            store_host=broker_addr,
+            msg_type=TraceMessageType.TRANS_COMMIT,
+            transaction_id=_text(props.get(MessageConst.UNIQ_KEY)),
+            transaction_state=state,
+            from_transaction_check=from_check,
+        )
+        ctx = TraceContext(
+            trace_type=TraceType.END_TRANSACTION,
+            timestamp=now_ms(),
+            region_id=props.get(MessageConst.MSG_REGION) or DEFAULT_REGION,
+            group_name=group,
+            beans=(bean,),
+        )
+        self.dispatcher.append_encoded(
+            encode_trace((ctx,)), _trans_keys(((msg_id, props.get(MessageConst.KEYS)),))
+        )
 
     def shutdown(self) -> None:
         self.dispatcher.shutdown()
@@ -503,26 +531,6 @@ def consume_return_type(status: object, raised: bool, rt: float, timeout: float)
     if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS or getattr(status, "name", "") == "SUCCESS":
         return ConsumeReturnType.SUCCESS
     return ConsumeReturnType.FAILED
-
-
-_request_lock = threading.Lock()
-_request_ids: UniqIdGenerator | None = None
-
-
-def _request_id() -> str:
-    """A fresh request id, made as Java makes one (``MessageClientIDSetter.createUniqID``)."""
-    global _request_ids
-    with _request_lock:
-        if _request_ids is None:
-            import os  # noqa: PLC0415
-
-            from rocketq.client.config import local_ip  # noqa: PLC0415
-
-            try:
-                _request_ids = UniqIdGenerator(ip=local_ip(), pid=os.getpid(), salt=id(_request_lock))
-            except Exception:
-                _request_ids = UniqIdGenerator(ip="127.0.0.1", pid=os.getpid(), salt=id(_request_lock))
-        return _request_ids.next_id(_now_ms())
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,8 +553,8 @@ class ConsumeTraceHook:
         self.dispatcher = dispatcher
         self.group = group
 
-    def before(self, msgs: Sequence[MessageExt], now_ms: int | None = None) -> object:
-        """Before the listener call of ``msgs``; ``now_ms`` is the call's start (the time the
+    def before(self, msgs: Sequence[MessageExt], start_ms: int | None = None) -> object:
+        """Before the listener call of ``msgs``; ``start_ms`` is the call's start (the time the
         consume service also gives the messages as ``CONSUME_START_TIME``), else the clock's now."""
         c, f = CONTENT_SPLITOR, FIELD_SPLITOR
         region: str | None = None
@@ -563,8 +571,8 @@ class ConsumeTraceHook:
             lines.append(f"{msg_id}{c}{msg.reconsume_times}{c}{_text(keys)}{f}")
         if not items:
             return None
-        now = _now_ms() if now_ms is None else now_ms
-        request_id = _request_id()
+        now = now_ms() if start_ms is None else start_ms
+        request_id = next_uniq_id()  # as Java's MessageClientIDSetter.createUniqID
         head = f"{TraceType.SUB_BEFORE.value}{c}{now}{c}{_text(region)}{c}{self.group}{c}{request_id}{c}"
         self.dispatcher.append_encoded(head + head.join(lines), _trans_keys(items))
         return _Before(request_id, now, tuple(items))
@@ -574,7 +582,7 @@ class ConsumeTraceHook:
         if not isinstance(token, _Before) or count <= 0:
             return
         c, f = CONTENT_SPLITOR, FIELD_SPLITOR
-        now = _now_ms()
+        now = now_ms()
         cost = (now - token.begin_ms) // count
         head = f"{TraceType.SUB_AFTER.value}{c}{token.request_id}{c}"
         mid = f"{c}{cost}{c}{'true' if success else 'false'}{c}"
@@ -591,20 +599,6 @@ class ConsumerTracing:
         self.hook = ConsumeTraceHook(dispatcher, dispatcher.group)
         self._log = log
         log.add_listener(dispatcher.publish_rebalance)
-
-    @classmethod
-    def start(
-        cls,
-        group: str,
-        client_id: str,
-        client_config: ClientConfig,
-        log: RebalanceLog,
-        trace_topic: str | None = None,
-    ) -> ConsumerTracing:
-        dispatcher = TraceDispatcher(
-            group, "CONSUMER", client_id=client_id, client_config=client_config, trace_topic=trace_topic
-        ).start()
-        return cls(dispatcher, log)
 
     def shutdown(self) -> None:
         try:

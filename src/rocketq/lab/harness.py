@@ -44,12 +44,12 @@ from typing import IO, Any, cast
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SendResult
-from rocketq.client.rebalance import retry_topic
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.embedded import READY_PREFIX, ServerProcess, parse_ready_line
 from rocketq.errors import RocketQError, UnknownTopicError
 from rocketq.lab.worker import build_strategy, worker_args
 from rocketq.models import MessageQueue
+from rocketq.protocol.topics import retry_topic
 
 __all__ = [
     "LAB_CLIENT_IP",

@@ -44,7 +44,6 @@ from typing import Any
 
 from rocketq.allocate import AllocationStrategy, get_strategy
 from rocketq.allocate.machine_room import AtSignRoomResolver
-from rocketq.cli._output import body_text
 from rocketq.client import (
     ClientConfig,
     ConsumeConcurrentlyStatus,
@@ -56,6 +55,7 @@ from rocketq.client import (
 )
 from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RocketQError
+from rocketq.lab.lines import body_text
 from rocketq.models import MessageQueue
 from rocketq.protocol.properties import MessageConst
 
@@ -175,6 +175,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--handoff", choices=("clean",), default=None)
     p.add_argument("--from", dest="start", choices=("first", "last"), default="first")
     p.add_argument("--persist-interval", type=float, default=1.0)
+    p.add_argument(
+        "--rebalance-min-interval",
+        type=float,
+        default=0.0,
+        help="least seconds between two rebalances (RocketMQ 5.x and the client's default: 1; "
+        "0, as RocketMQ 4.9.4, whose figures the lab compares with)",
+    )
     p.add_argument("--work-ms", type=float, default=0.0, help="time each message takes to consume")
     p.add_argument("--trace", action="store_true", help="publish message traces and the rebalance log")
     return p
@@ -209,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             instance_name=args.instance or DEFAULT_INSTANCE_NAME,
             persist_consumer_offset_interval=args.persist_interval,
             persist_consumer_offset_initial_delay=args.persist_interval,
+            rebalance_min_interval=args.rebalance_min_interval,
         )
         consumer = PushConsumer(args.group, client_config=client_config, **options)
     except (ConfigError, ValueError) as exc:

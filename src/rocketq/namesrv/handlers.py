@@ -30,11 +30,13 @@ import dataclasses
 import logging
 import time
 import zlib
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 
+from rocketq.errors import RemoteProtocolError
 from rocketq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
-from rocketq.namesrv.routes import RouteTable
+from rocketq.namesrv.routes import RegisterBrokerResult, RouteTable
 from rocketq.protocol.bodies import (
+    MAX_INFLATED_REGISTER_BODY,
     DataVersion,
     KVTable,
     RegisterBrokerBody,
@@ -62,13 +64,21 @@ from rocketq.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
+from rocketq.remoting import RemotingConnection
 
 __all__ = ["FAQ_SUFFIX", "NamesrvHandler", "NamesrvProcessor", "topic_not_exist_remark"]
 
 log = logging.getLogger(__name__)
 
-#: ``handler(connection, request) -> response``; the connection is only used as an identity.
-NamesrvHandler = Callable[[Hashable, RemotingCommand], RemotingCommand | None]
+#: ``handler(connection, request) -> response``; the connection is only used as an identity (and,
+#: when it is a :class:`~rocketq.remoting.RemotingConnection`, to decode a large body off the
+#: event loop: the response is then an awaitable).
+NamesrvHandler = Callable[[Hashable, RemotingCommand], RemotingCommand | Awaitable[RemotingCommand] | None]
+
+#: Topics of a large registration written between two looks at the clock (about 10 µs each).
+_TOPIC_PART = 256
+#: How many times its size a deflated body may inflate to (zlib's best is about 1,030).
+_INFLATION = 1024
 
 FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 """What RocketMQ appends to a ``TOPIC_NOT_EXIST`` remark (``FAQUrl.suggestTodo(APPLY_TOPIC_URL)``)."""
@@ -90,6 +100,9 @@ class NamesrvProcessor:
     ``clock`` gives the ``now`` the route table works with (float seconds, monotonic);
     ``order_message_enable`` is RocketMQ's ``NamesrvConfig.orderMessageEnable`` (default off):
     when on, a route carries the topic's ``ORDER_TOPIC_CONFIG`` KV value as ``orderTopicConf``.
+    ``max_nonstandard_json``, ``max_register_topics`` and ``max_register_inflated`` bound what a
+    request body may cost to decode (see :class:`~rocketq.namesrv.server.NamesrvConfig`; ``None``:
+    unbounded).
     """
 
     def __init__(
@@ -99,8 +112,14 @@ class NamesrvProcessor:
         *,
         clock: Callable[[], float] = time.monotonic,
         order_message_enable: bool = False,
+        max_nonstandard_json: int | None = None,
+        max_register_topics: int | None = None,
+        max_register_inflated: int = MAX_INFLATED_REGISTER_BODY,
     ) -> None:
         self.routes = routes
+        self._max_nonstandard = max_nonstandard_json
+        self._max_topics = max_register_topics
+        self._max_inflated = max_register_inflated
         self.kv_config = kv_config
         self._clock = clock
         self._order_message_enable = order_message_enable
@@ -131,9 +150,19 @@ class NamesrvProcessor:
         return self._handlers
 
     def process(self, conn: Hashable, request: RemotingCommand) -> RemotingCommand | None:
-        """Handle one request (``None`` for a code the name server does not serve)."""
+        """Handle one request (``None`` for a code the name server does not serve) from ``conn``,
+        an identity that is not a :class:`~rocketq.remoting.RemotingConnection`: it is answered
+        at once, whatever the size of its body."""
+        if isinstance(conn, RemotingConnection):
+            raise TypeError(
+                "process() answers plain identities; a RemotingConnection's handler may answer later"
+            )
         handler = self._handlers.get(request.code)
-        return handler(conn, request) if handler is not None else None
+        if handler is None:
+            return None
+        answer = handler(conn, request)
+        assert answer is None or isinstance(answer, RemotingCommand)  # only a connection offloads
+        return answer
 
     # ------------------------------------------------------------------ KV config
 
@@ -169,25 +198,19 @@ class NamesrvProcessor:
 
     # ------------------------------------------------------------------ brokers
 
-    def register_broker(self, conn: Hashable, request: RemotingCommand) -> RemotingCommand:
+    def register_broker(
+        self, conn: Hashable, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
         body = request.body
         if header.body_crc32 != 0 and _crc32(body) != header.body_crc32:
             log.warning("REGISTER_BROKER from %s (%s): body CRC32 does not match", header.broker_addr, conn)
             return request.response(code=ResponseCode.SYSTEM_ERROR, remark="crc32 not match", ext_fields={})
-        # Without a body Java registers an empty table at version 0 (time 0): our defaults.
-        filter_servers: tuple[str, ...] | None
-        if request.version >= MQVersion.V3_0_11:
-            registration = (
-                RegisterBrokerBody.decode(body, compressed=header.compressed)
-                if body
-                else RegisterBrokerBody()
-            )
-            wrapper = registration.topic_config_serialize_wrapper
-            filter_servers = registration.filter_server_list
-        else:
-            wrapper = TopicConfigSerializeWrapper.decode(body) if body else TopicConfigSerializeWrapper()
-            filter_servers = None
+        # a compressed body's cost is its inflated size, up to ~1,000 times its own
+        cost = len(body) * (_INFLATION if header.compressed else 1)
+        if isinstance(conn, RemotingConnection) and conn.offloads(cost):
+            return conn.large_request(request, lambda: self._large_registration(conn, request, header))
+        wrapper, filter_servers = self._registration(request, header)
         result = self.routes.register_broker(
             cluster_name=header.cluster_name,
             broker_addr=header.broker_addr,
@@ -200,6 +223,82 @@ class NamesrvProcessor:
             conn=conn,
             now=self._clock(),
         )
+        return self._registered(request, result)
+
+    async def _large_registration(
+        self, conn: RemotingConnection, request: RemotingCommand, header: RegisterBrokerRequestHeader
+    ) -> RemotingCommand:
+        """A registration over the offload threshold (a broker of thousands of topics): decoded on
+        the worker thread, then registered without its topics, which enter the route table a
+        slice at a time (a route asked for meanwhile may lack some of them, as with RocketMQ 5's
+        split registrations)."""
+        wrapper, filter_servers = await conn.off_loop(self._registration, request, header, chunked=True)
+        publish = self.routes.publishes_topics(
+            broker_addr=header.broker_addr,
+            broker_name=header.broker_name,
+            broker_id=header.broker_id,
+            data_version=wrapper.data_version,
+        )
+        result = self.routes.register_broker(
+            cluster_name=header.cluster_name,
+            broker_addr=header.broker_addr,
+            broker_name=header.broker_name,
+            broker_id=header.broker_id,
+            ha_server_addr=header.ha_server_addr,
+            data_version=wrapper.data_version,
+            topic_configs=None,
+            filter_servers=filter_servers,
+            conn=conn,
+            now=self._clock(),
+        )
+        if publish:
+            configs = tuple(wrapper.topic_config_table.values())
+            ticks = conn.time_slice()
+            for start in range(0, len(configs), _TOPIC_PART):
+                part = configs[start : start + _TOPIC_PART]
+                if not self.routes.put_topic_configs(header.broker_name, part):
+                    break
+                await ticks.tick()
+        return self._registered(request, result)
+
+    def _registration(
+        self, request: RemotingCommand, header: RegisterBrokerRequestHeader, *, chunked: bool = False
+    ) -> tuple[TopicConfigSerializeWrapper, tuple[str, ...] | None]:
+        """The topics and filter servers a REGISTER_BROKER body carries (pure: thread-safe);
+        ``chunked`` as for :func:`~rocketq.protocol.fastjson.loads`."""
+        body = request.body
+        # Without a body Java registers an empty table at version 0 (time 0): our defaults.
+        filter_servers: tuple[str, ...] | None
+        if request.version >= MQVersion.V3_0_11:
+            registration = (
+                RegisterBrokerBody.decode(
+                    body,
+                    compressed=header.compressed,
+                    max_fallback=self._max_nonstandard,
+                    max_inflated=self._max_inflated,
+                    max_topics=self._max_topics,
+                    chunked=chunked,
+                )
+                if body
+                else RegisterBrokerBody()
+            )
+            wrapper = registration.topic_config_serialize_wrapper
+            filter_servers = registration.filter_server_list
+        else:
+            wrapper = (
+                TopicConfigSerializeWrapper.decode(body, max_fallback=self._max_nonstandard, chunked=chunked)
+                if body
+                else TopicConfigSerializeWrapper()
+            )
+            filter_servers = None
+        topics = len(wrapper.topic_config_table)
+        if self._max_topics is not None and topics > self._max_topics:
+            raise RemoteProtocolError(
+                f"REGISTER_BROKER: {topics} topics, over this name server's limit of {self._max_topics}"
+            )
+        return wrapper, filter_servers
+
+    def _registered(self, request: RemotingCommand, result: RegisterBrokerResult) -> RemotingCommand:
         response_header = RegisterBrokerResponseHeader(
             ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
         )
@@ -219,14 +318,29 @@ class NamesrvProcessor:
         )
         return request.response()
 
-    def query_data_version(self, conn: Hashable, request: RemotingCommand) -> RemotingCommand:
+    def query_data_version(
+        self, conn: Hashable, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         header = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
-        version = DataVersion.decode(request.body)
-        changed, ours = self.routes.query_data_version(header.broker_addr, version, self._clock())
-        return request.response(
-            ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext_fields(),
-            body=ours.encode() if ours is not None else b"",
-        )
+
+        def answer(version: DataVersion) -> RemotingCommand:
+            changed, ours = self.routes.query_data_version(header.broker_addr, version, self._clock())
+            return request.response(
+                ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext_fields(),
+                body=ours.encode() if ours is not None else b"",
+            )
+
+        decode = DataVersion.decode
+        if not (isinstance(conn, RemotingConnection) and conn.offloads(len(request.body))):
+            return answer(decode(request.body, max_fallback=self._max_nonstandard))
+
+        async def large() -> RemotingCommand:  # a DataVersion is tiny: only a hostile peer gets here
+            version = await conn.off_loop(
+                decode, request.body, max_fallback=self._max_nonstandard, chunked=True
+            )
+            return answer(version)
+
+        return conn.large_request(request, large)
 
     def wipe_write_perm_of_broker(self, conn: Hashable, request: RemotingCommand) -> RemotingCommand:
         header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)

@@ -35,6 +35,7 @@ from rocketq.errors import ClientStateError, ConfigError
 from rocketq.namesrv.handlers import NamesrvProcessor
 from rocketq.namesrv.kvconfig import KVConfig
 from rocketq.namesrv.routes import BROKER_CHANNEL_EXPIRED_TIME, RouteTable
+from rocketq.protocol.bodies import MAX_INFLATED_REGISTER_BODY
 from rocketq.remoting import ConnectionListener, RemotingConnection, RemotingServer, ServerConfig
 
 __all__ = ["DEFAULT_PORT", "NameServer", "NamesrvConfig", "serve_namesrv"]
@@ -64,12 +65,24 @@ class NamesrvConfig:
     order_message_enable: bool = False
     #: Where the KV config is persisted (RocketMQ: ``~/namesrv/kvConfig.json``; ours: nowhere, in memory).
     kv_config_path: Path | None = None
-    #: Transport settings (idle time, frame size, back-pressure); RocketMQ's defaults.
+    #: Transport settings (idle time, frame size, back-pressure, request limits); RocketMQ's
+    #: defaults where it has them (docs/limits.md).
     remoting: ServerConfig = field(default_factory=ServerConfig)
+    #: Most topics one REGISTER_BROKER may carry (RocketMQ: no bound but the frame, about 110,000
+    #: topics in JSON): ``None``, none. A large registration is decoded off the event loop and
+    #: its topics enter the route table in slices, so other peers are not stalled by it.
+    max_register_topics: int | None = None
+    #: Largest size a compressed REGISTER_BROKER body may inflate to (ours; RocketMQ has no
+    #: bound): 16 MiB, some 300,000 topics in its binary layout; a deflate bomb stops there.
+    max_register_inflated: int = MAX_INFLATED_REGISTER_BODY
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0..65535, got {self.port}")
+        if (
+            self.max_register_topics is not None and self.max_register_topics < 1
+        ) or self.max_register_inflated < 1:
+            raise ConfigError("max_register_topics and max_register_inflated must be positive")
         for name in ("broker_expiry", "scan_interval"):
             value = getattr(self, name)
             if not value > 0:
@@ -109,6 +122,9 @@ class NameServer:
             self.kv_config,
             clock=clock,
             order_message_enable=self.config.order_message_enable,
+            max_nonstandard_json=self.config.remoting.max_nonstandard_json,
+            max_register_topics=self.config.max_register_topics,
+            max_register_inflated=self.config.max_register_inflated,
         )
         self.remoting = RemotingServer(
             self.config.host,

@@ -37,16 +37,23 @@ from typing import Final, Generic, TypeVar
 from rocketq.errors import BrokerError, RemoteProtocolError
 from rocketq.models import DuplicateClientId, MessageQueue, PullResult, PullStatus
 from rocketq.protocol.bodies import (
+    CheckClientRequestBody,
     ClusterInfo,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
     ConsumerRunningInfo,
     ConsumeStats,
     GetConsumerListByGroupResponseBody,
+    GroupList,
     HeartbeatData,
+    KVTable,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    ProducerConnection,
     ResetOffsetBody,
+    SubscriptionData,
+    SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
     TopicStatsTable,
@@ -60,6 +67,7 @@ from rocketq.protocol.headers import (
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
+    EndTransactionRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -70,6 +78,7 @@ from rocketq.protocol.headers import (
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
+    GetProducerConnectionListRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
@@ -77,6 +86,8 @@ from rocketq.protocol.headers import (
     PutKVConfigRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
+    QueryMessageRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
@@ -84,7 +95,9 @@ from rocketq.protocol.headers import (
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
 )
+from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 __all__ = [
@@ -92,14 +105,19 @@ __all__ = [
     "Call",
     "SendResponse",
     "check",
+    "check_client_config",
     "consumer_send_msg_back",
     "create_topic",
     "delete_kv_config",
     "delete_topic_in_broker",
     "delete_topic_in_namesrv",
+    "end_transaction",
     "get_all_consumer_offset",
+    "get_all_subscription_group_config",
+    "get_all_topic_config",
     "get_all_topic_list",
     "get_broker_cluster_info",
+    "get_broker_runtime_info",
     "get_consume_stats",
     "get_consumer_connection_list",
     "get_consumer_list_by_group",
@@ -107,6 +125,7 @@ __all__ = [
     "get_kv_config",
     "get_max_offset",
     "get_min_offset",
+    "get_producer_connection_list",
     "get_route_info",
     "get_topic_stats_info",
     "invoke_broker_to_reset_offset",
@@ -117,13 +136,17 @@ __all__ = [
     "put_kv_config",
     "query_consumer_offset",
     "query_duplicate_client_ids",
+    "query_message",
+    "query_topic_consume_by_who",
     "search_offset",
+    "send_code",
     "send_heartbeat",
     "send_message",
     "send_message_request",
     "unlock_batch_mq",
     "unregister_client",
     "update_consumer_offset",
+    "view_message_by_id",
 ]
 
 T_co = TypeVar("T_co", covariant=True)
@@ -280,11 +303,26 @@ _SEND_OK_CODES: Final = (
 )
 
 
+def send_code(*, batch: bool = False, reply: bool = False) -> RequestCode:
+    """The request code of a send: SEND_BATCH_MESSAGE for a batch, SEND_REPLY_MESSAGE_V2 for a
+    reply to a request (a message whose ``MSG_TYPE`` is ``reply``, as Java's ``MQClientAPIImpl``
+    picks it), else SEND_MESSAGE_V2."""
+    if batch:
+        return RequestCode.SEND_BATCH_MESSAGE
+    return RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2
+
+
 def send_message_request(
-    header: SendMessageRequestHeaderV2, body: bytes, *, batch: bool = False, oneway: bool = False
+    header: SendMessageRequestHeaderV2,
+    body: bytes,
+    *,
+    batch: bool = False,
+    oneway: bool = False,
+    reply: bool = False,
 ) -> RemotingCommand:
-    """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request for ``header`` and ``body``."""
-    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    """The SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2) request for ``header`` and
+    ``body`` (see :func:`send_code`)."""
+    code = send_code(batch=batch, reply=reply)
     return RemotingCommand.request(code, header.to_ext_fields(), body, oneway=oneway)
 
 
@@ -306,13 +344,35 @@ def parse_send_response(response: RemotingCommand) -> SendResponse:
 
 
 def send_message(
-    header: SendMessageRequestHeaderV2, body: bytes, *, batch: bool = False, oneway: bool = False
+    header: SendMessageRequestHeaderV2,
+    body: bytes,
+    *,
+    batch: bool = False,
+    oneway: bool = False,
+    reply: bool = False,
 ) -> Call[SendResponse]:
-    """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE of ``body`` (one message, or an encoded batch)."""
-    what = f"send of {'a batch' if batch else 'a message'} to {header.topic} queue {header.queue_id}"
+    """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2 of ``body`` (one message, an
+    encoded batch, or a reply to a request)."""
+    kind = "a batch" if batch else "a reply" if reply else "a message"
+    what = f"send of {kind} to {header.topic} queue {header.queue_id}"
     if header.default_topic != AUTO_CREATE_TOPIC_KEY_TOPIC:  # pragma: no cover - rocketq always sends TBW102
         what += f" (default topic {header.default_topic})"
-    return Call(send_message_request(header, body, batch=batch, oneway=oneway), parse_send_response, what)
+    return Call(
+        send_message_request(header, body, batch=batch, oneway=oneway, reply=reply),
+        parse_send_response,
+        what,
+    )
+
+
+def end_transaction(header: EndTransactionRequestHeader, *, remark: str | None = None) -> Call[None]:
+    """END_TRANSACTION, oneway as Java's producer sends it (``endTransactionOneway``): commit (8),
+    roll back (12) or "unknown" (0) the half message the header names; ``remark`` says why a
+    local transaction failed (Java writes the exception there)."""
+    state = {8: "commit", 12: "rollback"}.get(header.commit_or_rollback, "unknown state")
+    request = RemotingCommand.request(
+        RequestCode.END_TRANSACTION, header.to_ext_fields(), remark=remark, oneway=True
+    )
+    return Call(request, _oneway_none, f"{state} of transaction {header.msg_id}")
 
 
 # ------------------------------------------------------------------------------------ consuming
@@ -364,6 +424,19 @@ def send_heartbeat(heartbeat: HeartbeatData) -> Call[int]:
         _request(RequestCode.HEART_BEAT, body=heartbeat.encode()),
         _parse_version,
         f"heartbeat of {heartbeat.client_id}",
+    )
+
+
+def check_client_config(group: str, client_id: str, subscription: SubscriptionData) -> Call[None]:
+    """CHECK_CLIENT_CONFIG: may the broker serve this subscription? Java consumers ask it at start
+    for every subscription that is not a tag expression (``checkClientInBroker``); a broker
+    without ``enablePropertyFilter`` refuses an SQL92 one (SYSTEM_ERROR), a bad expression gets
+    SUBSCRIPTION_PARSE_FAILED with the problem in the remark."""
+    body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
+    return Call(
+        _request(RequestCode.CHECK_CLIENT_CONFIG, body=body.encode()),
+        _none,
+        f"check of the {subscription.expression_type} subscription of group {group} to {subscription.topic}",
     )
 
 
@@ -665,4 +738,137 @@ def query_duplicate_client_ids(addr: str, group: str | None = None) -> Call[list
         ),
         _duplicates_parser(addr),
         "duplicate client ids",
+    )
+
+
+# ------------------------------------------------------------------------------------ monitoring
+# What the dashboard and the exporter read (RocketMQ Dashboard's and rocketmq-exporter's calls).
+
+
+def _parse_kv_table(response: RemotingCommand) -> dict[str, str]:
+    body = check(response).body
+    return dict(KVTable.decode(body).table) if body else {}
+
+
+def get_broker_runtime_info() -> Call[dict[str, str]]:
+    """GET_BROKER_RUNTIME_INFO (``mqadmin brokerStatus``): the broker's runtime table, name to
+    text (``putTps``, ``getTransferedTps``, ``commitLogDiskRatio``, ``brokerVersionDesc``, ...).
+    RocketMQ writes rates as three numbers, over 10 s, 60 s and 600 s (``"12.0 11.5 9.8"``)."""
+    return Call(_request(RequestCode.GET_BROKER_RUNTIME_INFO), _parse_kv_table, "broker runtime info")
+
+
+def _parse_topic_configs(response: RemotingCommand) -> TopicConfigSerializeWrapper:
+    body = check(response).body
+    return TopicConfigSerializeWrapper.decode(body) if body else TopicConfigSerializeWrapper()
+
+
+def get_all_topic_config() -> Call[TopicConfigSerializeWrapper]:
+    """GET_ALL_TOPIC_CONFIG: every topic the broker holds with its queue counts and permissions
+    (one request for all topics, where routes would take one per topic)."""
+    return Call(_request(RequestCode.GET_ALL_TOPIC_CONFIG), _parse_topic_configs, "topic configs")
+
+
+def _parse_group_configs(response: RemotingCommand) -> SubscriptionGroupWrapper:
+    body = check(response).body
+    return SubscriptionGroupWrapper.decode(body) if body else SubscriptionGroupWrapper()
+
+
+def get_all_subscription_group_config() -> Call[SubscriptionGroupWrapper]:
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: every consumer group the broker has a config for (a
+    broker creates one when a group first connects)."""
+    return Call(
+        _request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG), _parse_group_configs, "consumer group configs"
+    )
+
+
+def _parse_group_list(response: RemotingCommand) -> list[str]:
+    body = check(response).body
+    return sorted(GroupList.decode(body).group_list) if body else []
+
+
+def query_topic_consume_by_who(topic: str) -> Call[list[str]]:
+    """QUERY_TOPIC_CONSUME_BY_WHO: the consumer groups the broker sees consuming ``topic`` (online,
+    or with committed offsets), sorted."""
+    header = QueryTopicConsumeByWhoRequestHeader(topic=topic)
+    return Call(
+        _request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header.to_ext_fields()),
+        _parse_group_list,
+        f"groups consuming {topic}",
+    )
+
+
+def _parse_producer_connection(response: RemotingCommand) -> ProducerConnection | None:
+    if response.code == ResponseCode.SYSTEM_ERROR and "not exist" in (response.remark or ""):
+        return None  # RocketMQ's answer for a group with no live producer on this broker
+    return ProducerConnection.decode(check(response).body)
+
+
+def get_producer_connection_list(group: str) -> Call[ProducerConnection | None]:
+    """GET_PRODUCER_CONNECTION_LIST: the producer group's live connections; ``None`` when the
+    broker has none (RocketMQ answers SYSTEM_ERROR "the producer group[...] not exist")."""
+    header = GetProducerConnectionListRequestHeader(producer_group=group)
+    return Call(
+        _request(RequestCode.GET_PRODUCER_CONNECTION_LIST, header.to_ext_fields()),
+        _parse_producer_connection,
+        f"connections of producer group {group}",
+    )
+
+
+def _parse_one_message(response: RemotingCommand) -> MessageExt:
+    found = decode_messages(check(response).body)
+    if len(found) != 1:
+        raise RemoteProtocolError(f"VIEW_MESSAGE_BY_ID answered {len(found)} messages, expected 1")
+    return found[0]
+
+
+def view_message_by_id(commit_log_offset: int) -> Call[MessageExt]:
+    """VIEW_MESSAGE_BY_ID: the stored message at ``commit_log_offset`` of the broker asked (the
+    offset an offset message id carries, with the broker's address)."""
+    header = ViewMessageRequestHeader(offset=commit_log_offset)
+    return Call(
+        _request(RequestCode.VIEW_MESSAGE_BY_ID, header.to_ext_fields()),
+        _parse_one_message,
+        f"message at commit-log offset {commit_log_offset}",
+    )
+
+
+_UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
+_JAVA_LONG_MAX: Final = (1 << 63) - 1
+
+
+def _query_parser(topic: str, key: str, unique: bool) -> Callable[[RemotingCommand], list[MessageExt]]:
+    def parse(response: RemotingCommand) -> list[MessageExt]:
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        found = decode_messages(check(response).body)
+        # a RocketMQ broker answers every entry of the key's hash slot: keep the real matches,
+        # as Java's MQAdminImpl.queryMessage does (rocketq's broker sends only those)
+        if unique:
+            return [m for m in found if m.msg_id == key]
+        return [m for m in found if m.topic == topic and key in m.key_list]
+
+    return parse
+
+
+def query_message(
+    topic: str,
+    key: str,
+    *,
+    unique: bool = False,
+    max_num: int = 32,
+    begin_ms: int = 0,
+    end_ms: int = _JAVA_LONG_MAX,
+) -> Call[list[MessageExt]]:
+    """QUERY_MESSAGE: ``topic``'s messages stored between ``begin_ms`` and ``end_ms`` whose key
+    is ``key`` (``unique``: whose unique id, the ``UNIQ_KEY`` a producer returns as msg id, is
+    ``key``), at most ``max_num``; none is an empty list (QUERY_NOT_FOUND). Entries that only
+    share the key's hash slot, which a RocketMQ broker returns too, are dropped."""
+    header = QueryMessageRequestHeader(
+        topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end_ms
+    )
+    flag = {_UNIQUE_KEY_QUERY: "true" if unique else "false"}
+    return Call(
+        _request(RequestCode.QUERY_MESSAGE, header.to_ext_fields(extra=flag)),
+        _query_parser(topic, key, unique),
+        f"messages of {topic} with {'id' if unique else 'key'} {key}",
     )

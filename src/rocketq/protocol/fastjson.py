@@ -48,12 +48,17 @@ from decimal import Decimal
 from typing import Any, cast, overload
 
 from rocketq.errors import RemoteProtocolError
+from rocketq.protocol._text import has_surrogate_escape, java_utf8_text
 
 __all__ = ["Bean", "FrozenObject", "dumps", "dumps_bytes", "freeze", "java_double_str", "loads"]
 
 #: Deepest nesting the fallback parser accepts (RocketMQ's bodies nest at most six deep); deeper
 #: input is rejected well before Python's recursion limit.
 MAX_DEPTH = 128
+
+#: Longest integer literal read (Python's own int-string limit; Java's ``long`` has 19 digits, and
+#: fastjson reads anything longer as a ``BigInteger`` no RocketMQ field takes).
+MAX_INTEGER_DIGITS = 4300
 
 
 class FrozenObject(tuple[tuple[Any, Any], ...]):
@@ -164,11 +169,31 @@ _LITERALS = {"true": True, "false": False, "null": None, "undefined": None}
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
+#: ``loads(chunked=True)``: the longest container handed to the C scanner at once (about 0.3 ms of
+#: it); texts up to this size are parsed by the C parser whole.
+CHUNK_WINDOW = 64 * 1024
+_FIRST_WINDOW = 512
+
+
 @overload
-def loads(data: bytes | bytearray | memoryview) -> Any: ...
+def loads(
+    data: bytes | bytearray | memoryview,
+    *,
+    max_fallback: int | None = None,
+    chunked: bool = False,
+    chunk_window: int = ...,
+) -> Any: ...
 @overload
-def loads(data: str) -> Any: ...
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
+def loads(
+    data: str, *, max_fallback: int | None = None, chunked: bool = False, chunk_window: int = ...
+) -> Any: ...
+def loads(
+    data: bytes | bytearray | memoryview | str,
+    *,
+    max_fallback: int | None = None,
+    chunked: bool = False,
+    chunk_window: int = CHUNK_WINDOW,
+) -> Any:
     """Parse a RocketMQ (fastjson) JSON text, from UTF-8 bytes or a str.
 
     fastjson's back-references (``{"$ref":"$.brokerDatas[0]"}``, written when one Java object
@@ -176,7 +201,17 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     circular ones cannot be represented and are rejected.
 
     Raises :class:`~rocketq.errors.RemoteProtocolError` with the offset and a short excerpt when
-    the text is neither JSON nor something fastjson would accept.
+    the text is neither JSON nor something fastjson would accept. ``max_fallback`` bounds the text
+    the pure-Python parser takes (several times slower than the C parser per value): a server
+    reading what real clients send, which is always standard JSON, may pass a small bound so that
+    non-standard text cannot cost it more than a few milliseconds.
+
+    ``chunked=True`` is for a worker thread decoding beside an event loop: the C parser holds the
+    GIL for the whole of one call (150-300 ms for 16 MiB), so a text longer than ``chunk_window``
+    characters (:data:`CHUNK_WINDOW` by default; and within ``max_fallback``) is parsed by the
+    pure-Python parser, which gives the C scanner only containers that close within that many
+    characters. The result is the same; it takes a few times longer, in steps of well under a
+    millisecond each.
     """
     if isinstance(data, str):
         text = data
@@ -185,19 +220,57 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RemoteProtocolError(f"JSON body is not valid UTF-8 at byte {exc.start}") from None
+    if chunked and len(text) > chunk_window and (max_fallback is None or len(text) <= max_fallback):
+        try:
+            value = _Parser(text, window=chunk_window).document()
+        except RecursionError:
+            raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
+        return _finish(value, text)
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
+        if max_fallback is not None and len(text) > max_fallback:
+            raise RemoteProtocolError(
+                f"invalid JSON body: not standard JSON, and fastjson's extensions are read here only in "
+                f"bodies of at most {max_fallback} characters (this one has {len(text)})"
+            ) from None
         try:
             value = _Parser(text).document()
         except RecursionError:  # only reachable when the caller is already deep in its own stack
             raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
-    if "$ref" in text:
-        value = _resolve_refs(value, value, ())
+    return _finish(value, text)
+
+
+def _finish(value: Any, text: str) -> Any:
+    """``value`` parsed from ``text``, with Java's strings and fastjson's references."""
+    try:
+        if has_surrogate_escape(text):
+            value = _java_strings(value)
+        if "$ref" in text:
+            value = _resolve_refs(value, value, ())
+    except RecursionError:  # the C parser nests deeper than Python code can walk
+        raise RemoteProtocolError("invalid JSON body: nested too deeply") from None
     return value
 
 
-_REF_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+def _java_strings(value: Any) -> Any:
+    """``value`` with every string (keys too) as a Java peer would encode it: lone surrogates
+    become ``?`` (see :func:`rocketq.protocol._text.java_utf8_text`)."""
+    kind = type(value)
+    if kind is str:
+        return java_utf8_text(value)
+    if kind is dict:
+        return {_java_strings(k): _java_strings(v) for k, v in value.items()}
+    if kind is list:
+        return [_java_strings(v) for v in value]
+    if kind is FrozenObject:
+        return FrozenObject((_java_strings(k), _java_strings(v)) for k, v in tuple.__iter__(value))
+    if kind is tuple:
+        return tuple(_java_strings(v) for v in value)
+    return value
+
+
+_REF_STEP = re.compile(r"\.([^.\[]+)|\[([0-9]{1,9})\]")
 
 
 def _ref_target(root: Any, ref: str, here: tuple[Any, ...]) -> Any:
@@ -251,11 +324,59 @@ def _loads_fallback(text: str) -> Any:
 class _Parser:
     """Recursive-descent parser for fastjson's dialect, delegating standard subtrees to C."""
 
-    __slots__ = ("depth", "text")
+    __slots__ = ("depth", "failed_at", "failures", "text", "window")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, window: int | None = None) -> None:
         self.text = text
+        self.window = window  # chunked: the longest container the C scanner gets at once
         self.depth = 0
+        self.failed_at = -1  # where the C scanner last gave up, and how often it gave up there
+        self.failures = 0
+
+    def scan_window(self, pos: int, window: int) -> tuple[Any, int] | None:
+        """The container at ``pos`` through the C scanner if it closes within ``window``
+        characters (tried in growing windows), else ``None``: then it is parsed here, member by
+        member. A container cut short by the window cannot scan, so a result is always the whole
+        container."""
+        text = self.text
+        size = min(_FIRST_WINDOW, window)
+        while True:
+            end = pos + size
+            try:
+                value, stop = _scan_once(text[pos:end], 0)
+            except (StopIteration, ValueError, RecursionError):
+                if end >= len(text) or size >= window:
+                    return None
+                size = min(size * 4, window)
+                continue
+            return value, pos + stop
+
+    def scan(self, pos: int) -> tuple[Any, int] | None:
+        """The container at ``pos`` through the C scanner, or ``None`` if it is not standard JSON.
+
+        Every container enclosing a non-standard token fails in C at that token, each after
+        scanning up to it; once two of them have, the containers that start before it are parsed
+        here instead, so a document nested deep around one such token costs a bounded number of
+        scans, not one per level.
+        """
+        if self.window is not None:
+            return self.scan_window(pos, self.window)
+        if pos < self.failed_at and self.failures >= 2:
+            return None
+        try:
+            return _scan_once(self.text, pos)
+        except StopIteration as exc:
+            at = exc.value if isinstance(exc.value, int) else pos
+        except ValueError as exc:
+            at = getattr(exc, "pos", pos)
+        except RecursionError:
+            at = len(self.text)
+        if at == self.failed_at:
+            self.failures += 1
+        else:
+            self.failed_at = at
+            self.failures = 1
+        return None
 
     def fail(self, pos: int, what: str) -> RemoteProtocolError:
         text = self.text
@@ -290,16 +411,15 @@ class _Parser:
             assert m is not None  # the pattern matches any "{"
             # Give the object to the C scanner unless its first key already shows fastjson syntax.
             if m.group(1) is None and text.startswith('"', m.end()):
-                try:
-                    return _scan_once(text, pos)
-                except (StopIteration, ValueError, RecursionError):
-                    pass
+                scanned = self.scan(pos)
+                if scanned is not None:
+                    return scanned
             return self.object(m)
         if ch == "[":
-            try:
-                return _scan_once(text, pos)
-            except (StopIteration, ValueError, RecursionError):
-                return self.array(pos)
+            scanned = self.scan(pos)
+            if scanned is not None:
+                return scanned
+            return self.array(pos)
         if ch == "'":
             return self.string(pos)
         m = _NUMBER.match(text, pos)
@@ -310,14 +430,15 @@ class _Parser:
             return _LITERALS[m.group()], m.end()
         raise self.fail(pos, "expected a value")
 
-    @staticmethod
-    def number(m: re.Match[str]) -> tuple[Any, int]:
+    def number(self, m: re.Match[str]) -> tuple[Any, int]:
         token = m.group()
         suffix = m.group(1)
         if suffix:
             token = token[:-1]
         if suffix in ("F", "D") or "." in token or "e" in token or "E" in token:
-            return float(token), m.end()
+            return float(token), m.end()  # float() takes any length (huge values become inf)
+        if len(token) > MAX_INTEGER_DIGITS:
+            raise self.fail(m.start(), f"an integer of more than {MAX_INTEGER_DIGITS} digits")
         return int(token), m.end()
 
     def object(self, opened: re.Match[str]) -> tuple[dict[Any, Any], int]:

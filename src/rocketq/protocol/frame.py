@@ -52,11 +52,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final, NoReturn
 
 from rocketq.errors import ConfigError, RemoteProtocolError
+from rocketq.protocol._text import excerpt, has_surrogate_escape, java_utf8_text
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 
 __all__ = [
+    "DEFAULT_MAX_EXT_FIELDS",
     "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_MAX_HEADER_SIZE",
     "FrameDecoder",
     "decode_frame",
     "encode_frame",
@@ -67,6 +70,24 @@ __all__ = [
 
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 """RocketMQ's default ``frameMaxLength`` (16 MiB): the largest frame, its 4 length bytes included."""
+
+DEFAULT_MAX_HEADER_SIZE: Final = DEFAULT_MAX_FRAME_SIZE
+"""The largest header: RocketMQ bounds a header only by the frame, and so do we by default. Most
+headers are a few hundred bytes (the 1,216 captured 4.9.4 frames: at most 742), but the answer to
+a SEND_BATCH_MESSAGE carries the id of every message of the batch in ``msgId`` (33 bytes each):
+a 4 MiB batch of small messages answers with a header of over 2 MiB. What makes a header costly
+is its number of fields, bounded apart (:data:`DEFAULT_MAX_EXT_FIELDS`)."""
+
+DEFAULT_MAX_EXT_FIELDS: Final = 1024
+"""Ours (RocketMQ has no bound): the most ext fields a header may carry. RocketMQ's own headers
+have at most 14 (a send with every optional field), plus a few from an RPC hook (ACL). A JSON
+header over :data:`_COUNT_FIELDS_FROM` bytes is refused before parsing when its colons alone
+show it holds more (a 16 MiB header of 1.5 million fields took over a second to parse)."""
+
+#: Headers above this size have their colons counted before parsing. A send's header stays below
+#: it whatever its properties hold (at most 32,767 bytes, which JSON escapes can grow at most
+#: 6-fold); above it only a batch answer's ``msgId`` list goes, and it has no colon.
+_COUNT_FIELDS_FROM: Final = 256 * 1024
 
 _MIN_LENGTH: Final = 4  # the header-length word alone
 _MAX_HEADER_LENGTH: Final = 0xFFFFFF
@@ -294,9 +315,11 @@ def _to_int(header: dict[str, Any], key: str, default: int) -> int:
         try:
             result = int(value.strip())
         except ValueError:
-            raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {value!r}") from None
+            raise RemoteProtocolError(
+                f"JSON header field {key!r} is not an integer: {excerpt(value)}"
+            ) from None
     else:
-        raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {value!r}")
+        raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {excerpt(value)}")
     if not _INT32_MIN <= result <= _INT32_MAX:
         raise RemoteProtocolError(f"JSON header field {key!r} is out of range: {result}")
     return result
@@ -309,7 +332,10 @@ def _java_text(value: Any) -> str:
     if value is False:
         return "false"
     if isinstance(value, (dict, list)):
-        return _json_object(value)
+        try:
+            return _json_object(value)
+        except RecursionError:
+            raise RemoteProtocolError("JSON header ext field value is nested too deeply") from None
     return str(value)
 
 
@@ -320,10 +346,15 @@ def _json_language(value: Any) -> LanguageCode:
         return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
     if type(value) is int:
         return _LANGUAGE_BY_CODE.get(value, LanguageCode.OTHER)
-    raise RemoteProtocolError(f"JSON header field 'language' is not a language: {value!r}")
+    raise RemoteProtocolError(f"JSON header field 'language' is not a language: {excerpt(value)}")
 
 
-def _decode_json_header(header: Any) -> RemotingCommand:
+def _decode_json_header(header: Any, size: int, max_ext_fields: int) -> RemotingCommand:
+    """The command of a JSON header of ``size`` bytes (``header``, a buffer slice)."""
+    # Every member of a JSON object has a colon; a large header with many more colons than
+    # allowed fields (plus the command's own 8) cannot be valid, so it is not parsed at all.
+    if size > _COUNT_FIELDS_FROM and bytes(header).count(b":") > max_ext_fields + 8:
+        raise RemoteProtocolError(f"header has more than {max_ext_fields} ext fields")
     try:
         text = str(header, "utf-8")
         try:
@@ -365,6 +396,7 @@ def _decode_json_header(header: Any) -> RemotingCommand:
         remark = _java_text(remark)
     ext = get("extFields")
     write_empty = False
+    values_ascii = True
     if ext is None:
         ext_fields: dict[str, str] = {}
     elif type(ext) is dict:
@@ -373,17 +405,53 @@ def _decode_json_header(header: Any) -> RemotingCommand:
             write_empty = True
         else:
             try:
-                "".join(ext.values())  # all strings (checked in C)?
+                # all strings (checked in C)? and isascii() is O(1), a flag of the str
+                values_ascii = "".join(ext.values()).isascii()
             except TypeError:
                 ext_fields = {k: _java_text(v) for k, v in ext.items() if v is not None}
+                values_ascii = False
+            if len(ext_fields) > max_ext_fields:
+                raise RemoteProtocolError(
+                    f"header has {len(ext_fields)} ext fields, over the limit of {max_ext_fields}"
+                )
     else:
-        raise RemoteProtocolError(f"JSON header field 'extFields' is not an object: {ext!r}")
+        raise RemoteProtocolError(f"JSON header field 'extFields' is not an object: {excerpt(ext)}")
+    # A lone surrogate (text a Java peer would send as "?") can only come from a "\ud800"
+    # escape, so from a text with a backslash, and is not ASCII: the text is searched only when a
+    # backslash and a value or remark that is not ASCII show there may be one. (Keys are not
+    # looked at for this - joining them costs 0.2 µs a frame - and are made Java's only along with
+    # the values: a key with a lone surrogate names no header field, and every encoder writes it
+    # with "?" anyway.)
+    if (
+        "\\" in text
+        and not (values_ascii and (remark is None or remark.isascii()))
+        and has_surrogate_escape(text)
+    ):
+        ext_fields = {java_utf8_text(k): java_utf8_text(v) for k, v in ext_fields.items()}
+        remark = None if remark is None else java_utf8_text(remark)
     return RemotingCommand(
         code, language, version, opaque, flag, remark, ext_fields, b"", SerializeType.JSON, write_empty
     )
 
 
-def _decode_rocketmq_header(buf: Any, start: int, end: int) -> RemotingCommand:
+def _check_entry_count(data: bytes, pos: int, end: int, max_ext_fields: int) -> None:
+    """Raise if the ROCKETMQ ext-field entries from ``pos`` are more than ``max_ext_fields``
+    (walking their lengths only; a length out of bounds is left for the decoder to report)."""
+    entries = 0
+    while pos <= end - 6:
+        entries += 1
+        if entries > max_ext_fields:
+            raise RemoteProtocolError(f"header has more than {max_ext_fields} ext fields")
+        (key_length,) = _unpack_i16(data, pos)
+        if key_length < 0 or pos + 6 + key_length > end:
+            return
+        (value_length,) = _unpack_i32(data, pos + 2 + key_length)
+        if value_length < 0:
+            return
+        pos += 6 + key_length + value_length
+
+
+def _decode_rocketmq_header(buf: Any, start: int, end: int, max_ext_fields: int) -> RemotingCommand:
     if end - start < _RMQ_MIN_HEADER:
         raise RemoteProtocolError(f"ROCKETMQ header of {end - start} bytes is shorter than {_RMQ_MIN_HEADER}")
     # One copy of the (small) header; when it is all ASCII, as headers nearly always are, one
@@ -410,6 +478,8 @@ def _decode_rocketmq_header(buf: Any, start: int, end: int) -> RemotingCommand:
                 f"ROCKETMQ header ext fields length {ext_length} does not match the {end - pos} bytes left"
             )
         ext_fields: dict[str, str] = {}
+        if end - pos > 6 * max_ext_fields:  # room for more entries than allowed (6 bytes at least)
+            _check_entry_count(data, pos, end, max_ext_fields)
         while pos < end:
             if end - pos < 6:
                 raise RemoteProtocolError("ROCKETMQ header ext field entry is truncated")
@@ -438,7 +508,9 @@ def _decode_rocketmq_header(buf: Any, start: int, end: int) -> RemotingCommand:
     )
 
 
-def _decode_frame_body(buf: Any, start: int, length: int) -> RemotingCommand:
+def _decode_frame_body(
+    buf: Any, start: int, length: int, max_header_size: int, max_ext_fields: int
+) -> RemotingCommand:
     """Decode the frame whose length word (``length``) ends at ``start`` and fills ``length`` bytes."""
     (word,) = _unpack_word(buf, start)
     header_length = word & _MAX_HEADER_LENGTH
@@ -446,13 +518,15 @@ def _decode_frame_body(buf: Any, start: int, length: int) -> RemotingCommand:
         raise RemoteProtocolError(
             f"header length {header_length} exceeds the frame's {length - 4} bytes after the header word"
         )
+    if header_length > max_header_size:
+        raise RemoteProtocolError(f"header of {header_length} bytes exceeds the maximum of {max_header_size}")
     header_start = start + 4
     header_end = header_start + header_length
     serialize_type = word >> 24
     if serialize_type == 0:
-        cmd = _decode_json_header(buf[header_start:header_end])
+        cmd = _decode_json_header(buf[header_start:header_end], header_length, max_ext_fields)
     elif serialize_type == 1:
-        cmd = _decode_rocketmq_header(buf, header_start, header_end)
+        cmd = _decode_rocketmq_header(buf, header_start, header_end, max_ext_fields)
     else:
         raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
     end = start + length
@@ -468,7 +542,11 @@ def _length_error(length: int, max_frame_size: int) -> RemoteProtocolError:
 
 
 def decode_frame(
-    frame: bytes | bytearray | memoryview, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    frame: bytes | bytearray | memoryview,
+    *,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+    max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
 ) -> RemotingCommand:
     """Decode exactly one whole frame (its 4 length bytes included); anything else raises."""
     size = len(frame)
@@ -480,16 +558,17 @@ def decode_frame(
     if length + 4 != size:
         raise RemoteProtocolError(f"frame length {length} does not match the {size - 4} bytes given")
     with memoryview(frame) as view:
-        return _decode_frame_body(view, 4, length)
+        return _decode_frame_body(view, 4, length, max_header_size, max_ext_fields)
 
 
 class FrameDecoder:
     """Incremental frame decoder: bytes in (:meth:`receive_data`), commands out (:meth:`next_command`).
 
     ``max_frame_size`` bounds a whole frame including its 4 length bytes, as RocketMQ's
-    ``frameMaxLength`` does (16 MiB by default). The decoder holds only what it was given and has
-    not yet returned; a caller that stops calling :meth:`next_command` stops reading too (that is
-    the transport's back-pressure).
+    ``frameMaxLength`` does (16 MiB by default); ``max_header_size`` and ``max_ext_fields`` bound
+    its header (:data:`DEFAULT_MAX_HEADER_SIZE`, :data:`DEFAULT_MAX_EXT_FIELDS`). The decoder
+    holds only what it was given and has not yet returned; a caller that stops calling
+    :meth:`next_command` stops reading too (that is the transport's back-pressure).
 
     Frames are decoded in place from one buffer and an offset; when everything received so far
     has been returned, the next chunk is kept as it is, without copying (the usual case: a read
@@ -505,16 +584,37 @@ class FrameDecoder:
     b'{}'
     """
 
-    __slots__ = ("_buffer", "_error", "_max_length", "_pos", "max_frame_size")
+    __slots__ = (
+        "_buffer",
+        "_error",
+        "_max_length",
+        "_pos",
+        "max_ext_fields",
+        "max_frame_size",
+        "max_header_size",
+    )
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(
+        self,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        *,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
+    ) -> None:
         if max_frame_size < 8:
             raise ConfigError(f"max_frame_size {max_frame_size} is below the 8-byte frame prefix")
+        if max_header_size < _RMQ_MIN_HEADER or max_ext_fields < 0:
+            raise ConfigError(
+                f"max_header_size must be at least {_RMQ_MIN_HEADER} and max_ext_fields not negative, "
+                f"got {max_header_size} and {max_ext_fields}"
+            )
         self.max_frame_size = max_frame_size
+        self.max_header_size = max_header_size
+        self.max_ext_fields = max_ext_fields
         self._max_length = max_frame_size - 4  # the largest value of the length word
         self._buffer: bytes | bytearray = b""
         self._pos = 0
-        self._error: RemoteProtocolError | None = None
+        self._error: str | None = None  # why the stream failed: raised again by every call
 
     @property
     def buffered(self) -> int:
@@ -524,7 +624,7 @@ class FrameDecoder:
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the peer; a bad length word at the front raises at once."""
         if self._error is not None:
-            raise self._error
+            raise RemoteProtocolError(self._error)
         if not data:
             return
         buffer = self._buffer
@@ -548,16 +648,19 @@ class FrameDecoder:
                 self._fail(_length_error(length, self.max_frame_size))
 
     def _fail(self, exc: RemoteProtocolError) -> NoReturn:
-        self._error = exc
+        # Only the text is kept, and a new exception raised: ``exc``'s traceback holds the frames
+        # that decoded the bad frame, with its bytes (16 MiB, and a copy as text), and kept here
+        # it would hold them in a reference cycle until a garbage collection.
+        self._error = message = str(exc)
         # Drop the bytes by replacing the buffer: views of it may live on in the traceback.
         self._buffer = b""
         self._pos = 0
-        raise exc
+        raise RemoteProtocolError(message) from None
 
     def next_command(self) -> RemotingCommand | None:
         """The next whole command, or ``None`` when more bytes are needed."""
         if self._error is not None:
-            raise self._error
+            raise RemoteProtocolError(self._error)
         buffer = self._buffer
         pos = self._pos
         available = len(buffer) - pos
@@ -570,7 +673,7 @@ class FrameDecoder:
             return None
         try:
             with memoryview(buffer) as view:
-                cmd = _decode_frame_body(view, pos + 4, length)
+                cmd = _decode_frame_body(view, pos + 4, length, self.max_header_size, self.max_ext_fields)
         except RemoteProtocolError as exc:
             self._fail(exc)
         # The next frame's length is checked by the next call, so this command is never lost.

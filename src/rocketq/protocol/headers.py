@@ -23,7 +23,10 @@ send response, pull request and response) write their fields in declaration orde
 
 Everything about a class is worked out once, when it is defined: its field table, its ``HashMap``
 orders, and a straight-line reader and writer compiled from them (as ``dataclasses`` compiles
-``__init__``), so converting a header does no reflection and no per-field dispatch.
+``__init__``), so converting a header does no reflection and no per-field dispatch. The reader
+is the class's ``from_ext_fields`` itself and the broker's parser of every send and pull: it
+takes the text of small numbers from a table and builds the frozen header without its
+``__init__`` (the broker keeps no parser of its own).
 
 >>> header = QueryConsumerOffsetRequestHeader(consumer_group="g", topic="T", queue_id=1)
 >>> header.to_ext_fields()
@@ -35,13 +38,13 @@ QueryConsumerOffsetRequestHeader(consumer_group='g', topic='T', queue_id=1)
 from __future__ import annotations
 
 import dataclasses
-import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Final, NoReturn, Self, TypeVar
 
 from rocketq.errors import ConfigError, RemoteProtocolError
+from rocketq.protocol._text import excerpt, parse_java_integer
 from rocketq.protocol.codes import RequestCode, SerializeType
 from rocketq.protocol.javahash import hashmap_capacity, java_hash_order, string_bucket
 
@@ -124,7 +127,6 @@ Long = Annotated[int, _LONG_MARK]
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
-_JAVA_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
 
 _H = TypeVar("_H", bound="CommandHeader")
 
@@ -160,19 +162,12 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
 # Field conversion
 
 
-def _parse_java_integer(raw: str, low: int, high: int) -> int | None:
-    if not (raw.isascii() and raw.isdigit()) and _JAVA_INTEGER_TEXT.fullmatch(raw) is None:
-        return None
-    value = int(raw)
-    return value if low <= value <= high else None
-
-
 def _read_int(raw: str) -> int | None:
-    return _parse_java_integer(raw, *_INT32)
+    return parse_java_integer(raw, *_INT32)
 
 
 def _read_long(raw: str) -> int | None:
-    return _parse_java_integer(raw, *_INT64)
+    return parse_java_integer(raw, *_INT64)
 
 
 def _read_bool(raw: str) -> bool:
@@ -239,7 +234,9 @@ def _missing(cls: type, wire: str) -> NoReturn:
 def _read_slow(cls: type, wire: str, kind: str, raw: str) -> Any:
     value = _READERS[kind](raw)
     if value is None:
-        raise RemoteProtocolError(f"{cls.__name__}: field {wire!r} is not {_KIND_NAMES[kind]}: {raw!r}")
+        raise RemoteProtocolError(
+            f"{cls.__name__}: field {wire!r} is not {_KIND_NAMES[kind]}: {excerpt(raw)}"
+        )
     return value
 
 
@@ -248,7 +245,9 @@ def _bad_value(header: object, attr: str, kind: str, value: object) -> NoReturn:
 
 
 # The longest decimal texts that always fit: 9 digits for a Java Integer, 18 for a Long.
-_FAST_DIGITS: Final = {"int": 9, "long": 18}
+# The decimal texts of small numbers (queue ids, flags, counts): one dict look-up instead of
+# checking and converting the text, on the fields a send or a pull carries on every request.
+_SMALL_INTS: Final = {str(i): i for i in range(1024)}
 
 
 def _compile(name: str, source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
@@ -258,33 +257,74 @@ def _compile(name: str, source: str, namespace: dict[str, Any]) -> Callable[...,
     return function
 
 
+def _builder_of(cls: type) -> type:
+    """A subclass of the frozen header ``cls`` that adds nothing but plain attribute assignment.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (its own
+    ``__setattr__`` refuses), which costs about as much as parsing the field. The reader builds
+    the header as this class instead, with plain stores into the same slots, then makes it a
+    ``cls`` by assigning ``__class__`` (the layouts are the same): a true, frozen instance of
+    ``cls``, equal to one built by ``cls(...)``, in a sixth of the time for a send's 13 fields.
+    """
+    namespace = {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__}
+    return type(f"_{cls.__name__}Builder", (cls,), namespace)
+
+
 def _compile_reader(cls: type, fields: tuple[_Field, ...], defaults: dict[str, Any]) -> Callable[..., Any]:
-    """A function ``read(ext_fields) -> header`` with one straight-line block per field."""
-    lines = ["def read(ext):", "    get = ext.get"]
-    args = []
-    namespace: dict[str, Any] = {"cls": cls, "_missing": _missing, "_read_slow": _read_slow}
+    """A function ``read(ext_fields) -> header`` with one straight-line block per field.
+
+    It is the fast path of every request the broker serves (a send's 13 fields, a pull's 11), so
+    it does no more than the fields need: required keys are read by subscript (a missing one
+    is found in the ``KeyError`` handler, in declaration order), small numbers come from a table,
+    and the header is built without the frozen ``__init__`` (:func:`_builder_of`). What it
+    accepts and the errors it raises are those of :meth:`CommandHeader.from_ext_fields`.
+    """
+    namespace: dict[str, Any] = {
+        "cls": cls,
+        "builder": _builder_of(cls),
+        "new": object.__new__,
+        "small": _SMALL_INTS,
+        "required": tuple(f.wire for f in fields if f.required),
+        "_missing": _missing,
+        "_read_slow": _read_slow,
+    }
+    lines = ["def from_ext_fields(ext):", "    get = ext.get", "    try:"]
     for i, f in enumerate(fields):
-        var = f"a{i}"
-        args.append(f"{f.attr}={var}")
-        lines.append(f"    r = get({f.wire!r})")
+        var, key, ind = f"a{i}", repr(f.wire), "        "
         if f.required:
-            lines.append(f"    if r is None: _missing(cls, {f.wire!r})")
-            indent = "    "
+            value = f"ext[{key}]"
         else:
             namespace[f"d{i}"] = defaults[f.attr]
-            lines.append(f"    if r is None: {var} = d{i}")
-            lines.append("    else:")
-            indent = "        "
+            value = f"get({key})"
         if f.kind == "str":
-            lines.append(f"{indent}{var} = r")
-        elif f.kind == "bool":
-            lines.append(f"{indent}{var} = r.lower() == 'true'")  # Java's Boolean.parseBoolean
-        else:
-            limit = _FAST_DIGITS[f.kind]
-            lines.append(f"{indent}if r.isascii() and r.isdigit() and len(r) <= {limit}: {var} = int(r)")
-            lines.append(f"{indent}else: {var} = _read_slow(cls, {f.wire!r}, {f.kind!r}, r)")
-    lines.append(f"    return cls({', '.join(args)})")
-    return _compile("read", "\n".join(lines), namespace)
+            lines.append(f"{ind}{var} = {value}" if f.required else f"{ind}{var} = get({key}, d{i})")
+            continue
+        lines.append(f"{ind}r = {value}")
+        if not f.required:
+            lines.append(f"{ind}if r is None: {var} = d{i}")
+            lines.append(f"{ind}else:")
+            ind += "    "
+        if f.kind == "bool":
+            lines.append(f"{ind}{var} = r.lower() == 'true'")  # Java's Boolean.parseBoolean
+        elif f.kind == "int":  # mostly small: queue ids, flags, counts
+            lines.append(f"{ind}{var} = small.get(r)")
+            lines.append(f"{ind}if {var} is None:")
+            lines.append(f"{ind}    if r.isascii() and r.isdigit() and len(r) <= 9: {var} = int(r)")
+            lines.append(f"{ind}    else: {var} = _read_slow(cls, {key}, 'int', r)")
+        else:  # a Long: mostly large (offsets, time stamps)
+            lines.append(f"{ind}if r.isdigit() and r.isascii() and len(r) <= 18: {var} = int(r)")
+            lines.append(f"{ind}else: {var} = _read_slow(cls, {key}, 'long', r)")
+    if not fields:
+        lines.append("        pass")
+    lines.append("    except KeyError:")
+    lines.append("        for wire in required:")
+    lines.append("            if wire not in ext: _missing(cls, wire)")
+    lines.append("        raise")
+    lines.append("    h = new(builder)")
+    lines.extend(f"    h.{f.attr} = a{i}" for i, f in enumerate(fields))
+    lines.append("    h.__class__ = cls")  # the builder's plain __setattr__ makes this a cheap store
+    lines.append("    return h")
+    return _compile("from_ext_fields", "\n".join(lines), namespace)
 
 
 def _compile_writer(fields: tuple[_Field, ...]) -> Callable[..., dict[str, str]]:
@@ -336,7 +376,6 @@ class CommandHeader:
     FAST_CODES: ClassVar[bool] = False
     _FIELDS: ClassVar[tuple[_Field, ...]] = ()
     _ORDERS: ClassVar[dict[int, tuple[_Field, ...]]] = {}
-    _READ: ClassVar[Callable[..., Any]]
     _WRITE_HASHED: ClassVar[Callable[..., dict[str, str]] | None] = None
     _WRITE_DECLARED: ClassVar[Callable[..., dict[str, str]] | None] = None
 
@@ -364,7 +403,11 @@ class CommandHeader:
             if capacity not in cls._ORDERS:
                 buckets = {f.wire: string_bucket(f.wire, capacity) for f in fields}
                 cls._ORDERS[capacity] = tuple(sorted(fields, key=lambda f: buckets[f.wire]))
-        cls._READ = _compile_reader(cls, cls._FIELDS, defaults)
+        # the compiled reader is the class's from_ext_fields itself: one call less per request
+        reader = _compile_reader(cls, cls._FIELDS, defaults)
+        reader.__doc__ = CommandHeader.from_ext_fields.__doc__
+        reader.__qualname__ = f"{cls.__qualname__}.from_ext_fields"
+        setattr(cls, "from_ext_fields", staticmethod(reader))  # noqa: B010 - set on the class, not typed
         cls._WRITE_DECLARED = _compile_writer(cls._FIELDS)
         if len(cls._ORDERS) == 1:  # one table size whatever is set: one fixed order
             cls._WRITE_HASHED = _compile_writer(cls._ORDERS[16])
@@ -390,9 +433,13 @@ class CommandHeader:
 
         Raises :class:`~rocketq.errors.RemoteProtocolError` when a required key is missing or a
         value does not parse as its field's type.
+
+        Each header class replaces this with its compiled reader (see :func:`header_class`),
+        the parser of every request the broker serves: it has no per-field dispatch, takes the
+        text of small numbers from a table and builds the frozen header without running its
+        ``__init__``.
         """
-        header: Self = cls._READ(ext_fields)
-        return header
+        raise TypeError(f"{cls.__name__} was not prepared by @header_class")
 
     def to_ext_fields(
         self,

@@ -1,9 +1,10 @@
 """Topic names and permission bits every RocketMQ peer agrees on, defined once.
 
 The system topics (``TopicValidator`` and ``MixAll`` of RocketMQ 4.9.4), the per-group retry and
-dead-letter topics, topic-name validation as a broker applies it, and the ``PermName`` bits a
-topic's route carries. Wire facts, like the codes in :mod:`rocketq.protocol.codes`: the broker,
-the clients, the admin tools and the Spark source all take them from here.
+dead-letter topics, topic-name validation as a broker applies it, and the ``PermName`` and
+``TopicSysFlag`` bits a topic's config and route carry. Wire facts, like the codes in
+:mod:`rocketq.protocol.codes`: the broker, the name server, the clients, the admin tools and the
+Spark source all take them from here.
 
 >>> retry_topic("my-group"), dlq_topic("my-group"), is_system_topic("%RETRY%my-group")
 ('%RETRY%my-group', '%DLQ%my-group', True)
@@ -32,9 +33,11 @@ __all__ = [
     "RMQ_SYS_TRANS_HALF_TOPIC",
     "RMQ_SYS_TRANS_OP_HALF_TOPIC",
     "SCHEDULE_TOPIC_QUEUE_NUM",
+    "STATIC_SYSTEM_TOPICS",
     "SYSTEM_TOPIC_PREFIX",
     "TOPIC_MAX_LENGTH",
     "Perm",
+    "TopicSysFlag",
     "dlq_topic",
     "is_inherited",
     "is_not_allowed_send_topic",
@@ -69,7 +72,7 @@ SCHEDULE_TOPIC_QUEUE_NUM: Final = 18
 """Queues of ``SCHEDULE_TOPIC_XXXX``: one per delay level."""
 DLQ_NUMS_PER_GROUP: Final = 1
 
-_STATIC_SYSTEM_TOPICS: Final = frozenset(
+STATIC_SYSTEM_TOPICS: Final = frozenset(
     {
         AUTO_CREATE_TOPIC_KEY_TOPIC,
         RMQ_SYS_SCHEDULE_TOPIC,
@@ -82,6 +85,7 @@ _STATIC_SYSTEM_TOPICS: Final = frozenset(
         RMQ_SYS_OFFSET_MOVED_EVENT,
     }
 )
+"""``TopicValidator``'s system topics: the ones every broker knows by name."""
 _NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
     {
         RMQ_SYS_SCHEDULE_TOPIC,
@@ -96,7 +100,11 @@ _VALID_TOPIC_CHARS: Final = frozenset("%|-_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZa
 
 
 class Perm(IntFlag):
-    """RocketMQ's ``PermName`` bits: what a topic (or a broker) allows."""
+    """RocketMQ's ``PermName`` bits: what a topic (or a broker) allows.
+
+    The members also answer to their Java names (``Perm.PERM_READ is Perm.READ``), so code
+    written after RocketMQ's ``PermName`` reads the same.
+    """
 
     INHERIT = 0x1
     """New topics may be auto-created from this one (``TBW102``)."""
@@ -105,6 +113,19 @@ class Perm(IntFlag):
     READ = 0x4
     """Consumers may pull."""
     PRIORITY = 0x8
+    PERM_INHERIT = INHERIT
+    PERM_WRITE = WRITE
+    PERM_READ = READ
+    PERM_PRIORITY = PRIORITY
+
+
+class TopicSysFlag(IntFlag):
+    """RocketMQ's ``TopicSysFlag`` bits of a topic's ``topicSysFlag``."""
+
+    FLAG_UNIT = 0x1
+    """A unit topic."""
+    FLAG_UNIT_SUB = 0x2
+    """A topic with unit subscriptions (a unit-mode consumer's retry topic)."""
 
 
 def retry_topic(group: str) -> str:
@@ -131,7 +152,7 @@ def is_system_topic(topic: str) -> bool:
     """Whether ``topic`` is RocketMQ's own: a static system topic, ``rmq_sys_*``, a retry or
     dead-letter topic, or a reply topic (what ``rocketq topic list`` hides without ``--all``)."""
     return (
-        topic in _STATIC_SYSTEM_TOPICS
+        topic in STATIC_SYSTEM_TOPICS
         or topic.startswith(SYSTEM_TOPIC_PREFIX)
         or is_retry_or_dlq_topic(topic)
         or topic.endswith("_" + REPLY_TOPIC_POSTFIX)

@@ -53,8 +53,10 @@ from enum import IntEnum, StrEnum
 from typing import Final
 
 from rocketq.errors import RemoteProtocolError
+from rocketq.models import LocalTransactionState
 from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.properties import KEY_SEPARATOR
+from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 
 __all__ = [
     "CONTENT_SPLITOR",
@@ -75,8 +77,6 @@ __all__ = [
     "trace_keys",
 ]
 
-RMQ_SYS_TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
-"""The default trace topic (RocketMQ's ``TopicValidator.RMQ_SYS_TRACE_TOPIC``)."""
 CONTENT_SPLITOR: Final = "\x01"
 """Between two fields of a trace line (``TraceConstants.CONTENT_SPLITOR``, char 1)."""
 FIELD_SPLITOR: Final = "\x02"
@@ -104,14 +104,6 @@ class TraceMessageType(IntEnum):
     TRANS_HALF = 1
     TRANS_COMMIT = 2
     DELAY = 3
-
-
-class LocalTransactionState(StrEnum):
-    """A transaction's outcome (RocketMQ's ``LocalTransactionState``), written by name."""
-
-    COMMIT_MESSAGE = "COMMIT_MESSAGE"
-    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
-    UNKNOW = "UNKNOW"  # sic: RocketMQ's spelling
 
 
 class ConsumeReturnType(IntEnum):

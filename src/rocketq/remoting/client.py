@@ -37,6 +37,7 @@ from rocketq.remoting.connection import (
     RemotingConnection,
     RPCHook,
 )
+from rocketq.remoting.guard import PeerLog
 
 __all__ = ["RemotingClient", "add_call_note", "parse_address"]
 
@@ -85,6 +86,8 @@ class RemotingClient:
         self.handlers = HandlerTable()
         self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
         self._opaques = OpaqueSequence()
+        #: warnings about the servers' behaviour (responses matching nothing ...), once per peer
+        self.peer_log = PeerLog(logging.getLogger("rocketq.remoting.connection"))
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Task[RemotingConnection]] = {}
         self._closed = False
@@ -215,6 +218,9 @@ class RemotingClient:
                 on_open=self._connection_opened,
                 on_close=self._connection_closed,
                 on_idle=self._connection_idle,
+                max_header_size=cfg.max_header_size,
+                max_ext_fields=cfg.max_ext_fields,
+                peer_log=self.peer_log,
             )
 
         try:

@@ -7,10 +7,12 @@ say why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from rocketq.errors import ConfigError
-from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE
+from rocketq.protocol.frame import DEFAULT_MAX_EXT_FIELDS, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
+from rocketq.remoting.guard import DEFAULT_REQUEST_LIMITS, RequestLimit
 
 __all__ = ["ClientConfig", "ServerConfig"]
 
@@ -67,8 +69,67 @@ class ServerConfig:
     #: (and the peer at work on them) while the rest are made. On two cores this doubled sends/s.
     write_batch_frames: int = 8
 
+    # -- hostile peers (docs/limits.md): bounds of ours where RocketMQ has none
+
+    #: Largest frame header (RocketMQ bounds it by the frame only): see
+    #: :data:`~rocketq.protocol.frame.DEFAULT_MAX_HEADER_SIZE` (the frame's 16 MiB).
+    max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    #: Most ext fields in one header (ours; RocketMQ's headers have at most 14): 1024.
+    max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
+    #: Body limits by request code, checked before decoding (see
+    #: :data:`~rocketq.remoting.guard.DEFAULT_REQUEST_LIMITS`: the frame's size, and JSON no denser
+    #: than RocketMQ writes it): a request over its limit is answered SYSTEM_ERROR. Codes not
+    #: listed are bounded by ``max_frame_size`` alone.
+    request_limits: Mapping[int, RequestLimit] = field(default_factory=lambda: DEFAULT_REQUEST_LIMITS)
+    #: Longest JSON body the handlers read through fastjson's non-standard syntax (unquoted keys,
+    #: single quotes ...), which RocketMQ's fastjson accepts too: the frame's size. Real clients
+    #: send standard JSON (every captured 4.9.4 body is); the pure-Python parser that takes the
+    #: rest does about 4 MiB/s, on the worker thread for bodies over ``offload_threshold``.
+    max_nonstandard_json: int = DEFAULT_MAX_FRAME_SIZE
+    #: Request bodies of more bytes are decoded on the server's worker thread, one request per
+    #: code at a time, with the connection's reading held meanwhile, and what they change is
+    #: applied in slices of ``read_time_slice`` (ours; :mod:`rocketq.remoting.offload`). The
+    #: costliest 16 KiB body decodes inline in about 5 ms (fastjson's non-standard syntax; 1 ms
+    #: as standard JSON), a 16 MiB heartbeat in seconds. ``None``: always inline.
+    offload_threshold: int | None = 16 * 1024
+    #: Pause CPython's automatic garbage collection while a large request is in progress (ours):
+    #: a full collection over the objects a large body decodes to holds the GIL, and so every
+    #: peer, for 0.1-0.4 s; they are freed by reference counting when the request ends. The
+    #: switch is process-wide: an application embedding a server that must never defer its
+    #: collections turns this off.
+    pause_gc_for_large_requests: bool = True
+    #: Seconds a frame may take to arrive whole once its first byte has (ours; RocketMQ has only the
+    #: 120 s idle timeout). RocketMQ's clients give up on a request after 3 s (6 s for a broker's
+    #: registration), so a frame still arriving after 15 s has no one waiting for it; a peer
+    #: holding half a frame is closed then. ``None`` disables the check.
+    frame_read_timeout: float | None = 15.0
+    #: Bytes all connections together may hold undecoded (ours): the connection whose data takes
+    #: the total past it is closed. One connection holds at most one frame (``max_frame_size``)
+    #: and one socket read.
+    max_buffered_total: int = 256 * 1024 * 1024
+    #: Connections open at once (ours; RocketMQ has no bound but the process's file limit): one
+    #: more is closed as soon as it is accepted.
+    max_connections: int = 4096
+    #: Seconds one connection may spend handling the requests of one read before it yields the
+    #: event loop to the other connections (ours): a peer pipelining costly requests delays the
+    #: others by about this plus one request, not by all of its requests. Also the loop time a
+    #: large request's effects take before yielding (``offload_threshold``).
+    read_time_slice: float | None = 0.005
+    #: Seconds between two warnings about the same peer host and kind of misbehaviour (ours);
+    #: the ones between are logged at DEBUG and counted in the next warning.
+    peer_log_window: float = 60.0
+
     def __post_init__(self) -> None:
         _check_positive("max_frame_size", self.max_frame_size)
+        _check_positive("max_header_size", self.max_header_size)
+        _check_positive("max_ext_fields", self.max_ext_fields)
+        _check_positive("max_nonstandard_json", self.max_nonstandard_json)
+        _check_positive("offload_threshold", self.offload_threshold, allow_none=True)
+        _check_positive("frame_read_timeout", self.frame_read_timeout, allow_none=True)
+        _check_positive("max_buffered_total", self.max_buffered_total)
+        _check_positive("max_connections", self.max_connections)
+        _check_positive("read_time_slice", self.read_time_slice, allow_none=True)
+        _check_positive("peer_log_window", self.peer_log_window)
         _check_positive("idle_timeout", self.idle_timeout, allow_none=True)
         _check_positive("max_in_flight", self.max_in_flight)
         _check_positive("backlog", self.backlog)
@@ -105,6 +166,10 @@ class ClientConfig:
     #: loop iteration (ours): the first requests leave while the rest are encoded, so the server
     #: works on them in parallel instead of receiving one burst.
     write_batch_frames: int = 8
+    #: Largest frame header accepted (ours): as :attr:`ServerConfig.max_header_size`.
+    max_header_size: int = DEFAULT_MAX_HEADER_SIZE
+    #: Most ext fields in one header (ours): as :attr:`ServerConfig.max_ext_fields`.
+    max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
 
     def __post_init__(self) -> None:
         _check_positive("connect_timeout", self.connect_timeout)

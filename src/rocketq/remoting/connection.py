@@ -21,9 +21,23 @@ each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` an
 * :class:`RPCHook` objects run around every request sent and handled (RocketMQ's ACL hook point);
 * an unknown code is answered ``REQUEST_CODE_NOT_SUPPORTED`` with RocketMQ's remark
   ``" request type N not supported"``; a handler that raises a :class:`~rocketq.errors.BrokerError`
-  answers with that error's code and remark, any other exception answers ``SYSTEM_ERROR`` with the
-  exception's text (and is logged) — the connection lives on; oneway requests are never answered;
-* bytes that are not a frame close this connection only, logged once;
+  answers with that error's code and remark, a :class:`~rocketq.errors.RemoteProtocolError` (the
+  request does not decode) answers ``SYSTEM_ERROR`` with its text, which names the field, and any
+  other exception ``SYSTEM_ERROR`` with a remark that says no more than "internal error" (the log
+  has the traceback; no Python exception text reaches a peer) — the connection lives on; oneway
+  requests are never answered;
+* a request whose body is over its code's :class:`~rocketq.remoting.guard.RequestLimit` is
+  answered ``SYSTEM_ERROR`` before anything decodes it (a large body is counted on the server's
+  worker thread);
+* a handler decodes a large body (:meth:`RemotingConnection.offloads`) off the event loop:
+  it returns :meth:`RemotingConnection.large_request`, decodes with
+  :meth:`RemotingConnection.off_loop` and applies in :meth:`RemotingConnection.time_slice`
+  parts, with this connection's reading held meanwhile (:mod:`rocketq.remoting.offload`);
+* bytes that are not a frame close this connection only; warnings about a peer's behaviour go
+  through a :class:`~rocketq.remoting.guard.PeerLog`, once per peer and kind per minute;
+* a server connection holds its share of the server's :class:`~rocketq.remoting.guard.InputBudget`
+  and, after ``read_time_slice`` seconds of handling one read's requests, yields the loop to the
+  other connections before taking the next;
 * when the connection is lost, every request waiting on it fails at once with
   :class:`~rocketq.errors.RemotingClosedError` naming the peer and the request code;
 * callers outside the connection's loop - plain threads (:meth:`RemotingConnection.invoke_threadsafe`)
@@ -51,19 +65,26 @@ import asyncio
 import inspect
 import itertools
 import logging
-import os
 import socket
 import threading
+import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import TypeAlias, cast
+from collections.abc import Awaitable, Callable, Mapping
+from typing import ParamSpec, TypeAlias, TypeVar, cast
 
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
-from rocketq.protocol.codes import ResponseCode
+from rocketq.protocol.codes import ResponseCode, code_name
 from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
 from rocketq.protocol.correlation import Correlator
-from rocketq.protocol.frame import FrameDecoder, encode_frame_parts
+from rocketq.protocol.frame import (
+    DEFAULT_MAX_EXT_FIELDS,
+    DEFAULT_MAX_HEADER_SIZE,
+    FrameDecoder,
+    encode_frame_parts,
+)
+from rocketq.remoting.guard import InputBudget, PeerLog, RequestLimit, limits_check_from
 from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
+from rocketq.remoting.offload import Offloader, TimeSlice
 
 __all__ = [
     "ConnectionListener",
@@ -89,6 +110,15 @@ Handler: TypeAlias = Callable[
 ]
 
 _connection_ids = itertools.count(1)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Seconds of loop time a large request's parts take before yielding, when the owner sets none.
+_DEFAULT_SLICE = 0.005
+
+#: Warnings about peers from connections whose owner gives no log of its own (clients).
+_PEER_LOG = PeerLog(logger)
 
 
 def _timeout_error(peer: str, code: int, opaque: int, timeout: float) -> RemotingTimeoutError:
@@ -147,6 +177,10 @@ class HandlerTable:
     def __contains__(self, code: object) -> bool:
         return code in self._by_code
 
+    def codes(self) -> list[int]:
+        """The request codes with a handler of their own, in ascending order."""
+        return sorted(self._by_code)
+
 
 class ConnectionListener:
     """Connection events for the layers above, as RocketMQ's ``ChannelEventListener``.
@@ -167,19 +201,17 @@ class ConnectionListener:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """The remark of a ``SYSTEM_ERROR`` response: the exception and where it was raised.
+    """The remark of the ``SYSTEM_ERROR`` answer to a request whose handler raised ``exc``.
 
-    Like RocketMQ's ``RemotingHelper.exceptionSimpleDesc`` (the exception, then its innermost
-    frame), in Python's terms: ``"ValueError: bad queue id, at handle_pull (broker.py:88)"``.
+    A :class:`~rocketq.errors.RemoteProtocolError` (the request's header or body does not decode)
+    gives its own text, which names the offending field. Anything else is a fault of ours, and the
+    peer learns only that: RocketMQ sends the exception's text and innermost frame
+    (``RemotingHelper.exceptionSimpleDesc``), but no Python exception text, class or function name
+    leaves rocketq; the server's log has them, with the traceback.
     """
-    text = f"{type(exc).__name__}: {exc}"
-    tb = exc.__traceback__
-    if tb is None:
-        return text
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    code = tb.tb_frame.f_code
-    return f"{text}, at {code.co_name} ({os.path.basename(code.co_filename)}:{tb.tb_lineno})"
+    if isinstance(exc, RemoteProtocolError):
+        return str(exc)
+    return "the server failed to process this request (an internal error; its log has the details)"
 
 
 def format_address(sockaddr: object) -> str:
@@ -217,6 +249,13 @@ class RemotingConnection(asyncio.Protocol):
         on_open: Callable[[RemotingConnection], None] | None = None,
         on_close: Callable[[RemotingConnection], None] | None = None,
         on_idle: Callable[[RemotingConnection], None] | None = None,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS,
+        request_limits: Mapping[int, RequestLimit] | None = None,
+        input_budget: InputBudget | None = None,
+        read_time_slice: float | None = None,
+        peer_log: PeerLog | None = None,
+        offloader: Offloader | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.remote_address = remote_address or "?"
@@ -225,7 +264,20 @@ class RemotingConnection(asyncio.Protocol):
         self.close_reason: str | None = None
         self._loop = asyncio.get_running_loop()
         self._handlers = handlers
-        self._decoder = FrameDecoder(max_frame_size=max_frame_size)
+        self._decoder = FrameDecoder(
+            max_frame_size, max_header_size=max_header_size, max_ext_fields=max_ext_fields
+        )
+        self._request_limits = request_limits or {}
+        self._limits_from = limits_check_from(self._request_limits)
+        self._input_budget = input_budget
+        self._counted = 0  # bytes of this connection's undecoded input counted in the budget
+        self._read_time_slice = read_time_slice
+        self._yielded = False  # reading paused to let other connections run (read_time_slice)
+        self._offloader = offloader
+        self._holds = 0  # large requests holding this connection's reading (hold_reading)
+        self._peer_log = peer_log if peer_log is not None else _PEER_LOG
+        #: loop time the frame now arriving (incomplete in the decoder) began, else None
+        self.frame_started: float | None = None
         self._max_in_flight = max_in_flight
         self._write_buffer_high = write_buffer_high
         self._write_buffer_low = write_buffer_low
@@ -293,9 +345,60 @@ class RemotingConnection(asyncio.Protocol):
         return 0 if transport is None or transport.is_closing() else transport.get_write_buffer_size()
 
     @property
+    def buffered_input(self) -> int:
+        """Bytes received and not yet decoded into commands (at most one frame and one read)."""
+        return self._decoder.buffered
+
+    @property
     def reading_paused(self) -> bool:
         """True while reading is paused for back-pressure or the in-flight bound."""
         return self._reading_paused
+
+    # ------------------------------------------------------------------ large requests
+
+    def offloads(self, size: int) -> bool:
+        """Whether a request body of ``size`` bytes is large for this connection's server: its
+        handler should decode it with :meth:`large_request` (never on a client's connection)."""
+        offloader = self._offloader
+        return offloader is not None and size > offloader.threshold
+
+    def large_request(
+        self, request: RemotingCommand, work: Callable[[], Awaitable[T]], *, in_turn: bool = True
+    ) -> Awaitable[T]:
+        """What a handler returns for a large request (:meth:`offloads`): ``work()`` awaited in
+        the request code's turn, with this connection's reading held until it ends (see
+        :class:`~rocketq.remoting.offload.Offloader`); ``work`` decodes with :meth:`off_loop`
+        and applies in :meth:`time_slice` parts; ``in_turn=False`` skips the code's turn (see
+        :meth:`~rocketq.remoting.offload.Offloader.admit`). Raises ``SYSTEM_BUSY`` at once if the
+        server's input budget has no room for the body."""
+        offloader = self._offloader
+        if offloader is None:
+            return work()
+        return offloader.admit(self, request.code, len(request.body), work, in_turn=in_turn)
+
+    async def off_loop(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)`` on the server's worker thread (inline on a client's
+        connection); raises ``SYSTEM_ERROR`` instead of returning if the connection closed
+        meanwhile, so nothing is applied for a peer that is gone."""
+        offloader = self._offloader
+        result = fn(*args, **kwargs) if offloader is None else await offloader.run(fn, *args, **kwargs)
+        if self._closed:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, "the connection closed")
+        return result
+
+    def time_slice(self) -> TimeSlice:
+        """A :class:`~rocketq.remoting.offload.TimeSlice` of this server's ``read_time_slice``."""
+        return TimeSlice(self._read_time_slice or _DEFAULT_SLICE)
+
+    def hold_reading(self) -> None:
+        """Stop taking requests from this connection until as many :meth:`release_reading`."""
+        self._holds += 1
+        self._pause_reading()
+
+    def release_reading(self) -> None:
+        self._holds -= 1
+        if not self._holds:
+            self._maybe_resume_reading()
 
     async def wait_closed(self) -> None:
         """Return once the connection is closed."""
@@ -335,6 +438,8 @@ class RemotingConnection(asyncio.Protocol):
             return
         if not self._reading_paused and not self._processing:
             self._process()
+        elif self._input_budget is not None:
+            self._account()
 
     def eof_received(self) -> bool | None:
         self._set_reason(f"{self.remote_address} closed the connection")
@@ -346,6 +451,9 @@ class RemotingConnection(asyncio.Protocol):
         else:
             self._set_reason(f"connection to {self.remote_address} closed")
         self._mark_closed()
+        if self._input_budget is not None:
+            self._input_budget.used -= self._counted
+            self._counted = 0
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
@@ -371,9 +479,12 @@ class RemotingConnection(asyncio.Protocol):
     # ------------------------------------------------------------------ reading and dispatch
 
     def _process(self) -> None:
-        """Take every complete command out of the decoder (until reading has to pause)."""
+        """Take every complete command out of the decoder (until reading has to pause, or this
+        connection has had its ``read_time_slice`` of the loop: then it yields to the others)."""
         decoder = self._decoder
         self._processing = True
+        time_slice = self._read_time_slice
+        deadline = None  # the slice starts after the first request: no clock read for a lone one
         try:
             while not self._reading_paused and not self._closed:
                 try:
@@ -383,14 +494,60 @@ class RemotingConnection(asyncio.Protocol):
                     return
                 if cmd is None:
                     return
+                self.frame_started = None
                 if cmd.flag & _RESPONSE:
                     self._on_response(cmd)
                 else:
                     self._on_request(cmd)
+                if time_slice is not None and decoder.buffered:
+                    now = time.monotonic()
+                    if deadline is None:
+                        deadline = now + time_slice
+                    elif now > deadline:
+                        self._yield_turn()
         finally:
             self._processing = False
             if self._outbox:
                 self._flush()
+            held = decoder.buffered
+            if held or self._counted:  # the usual read leaves nothing behind: nothing to do
+                if self._input_budget is not None:
+                    self._account()
+                if held and self.frame_started is None:
+                    self.frame_started = self._loop.time()
+
+    def _yield_turn(self) -> None:
+        """Pause reading until the loop has run the other ready connections once."""
+        self._yielded = True
+        self._pause_reading()
+        self._loop.call_soon(self._end_turn)
+
+    def _end_turn(self) -> None:
+        self._yielded = False
+        self._maybe_resume_reading()
+
+    def _account(self) -> None:
+        """Bring this connection's undecoded bytes up to date in the server's budget; the
+        connection that takes the total past it is closed."""
+        budget = self._input_budget
+        assert budget is not None
+        held = self._decoder.buffered
+        budget.used += held - self._counted
+        self._counted = held
+        if budget.used > budget.limit and held and not self._closed:
+            self._peer_log.report(
+                self.remote_address,
+                "input-budget",
+                self._loop.time(),
+                "%r: closing the connection: the server holds %d bytes of undecoded input, over its "
+                "bound of %d (this connection %d)",
+                self,
+                budget.used,
+                budget.limit,
+                held,
+            )
+            self._set_reason(f"the server's input buffers are full ({budget.used} of {budget.limit} bytes)")
+            self.abort()
 
     def _on_response(self, cmd: RemotingCommand) -> None:
         entry = self._inflight.complete(cmd.opaque)
@@ -403,7 +560,10 @@ class RemotingConnection(asyncio.Protocol):
                     cmd.opaque,
                 )
                 return
-            logger.warning(
+            self._peer_log.report(
+                self.remote_address,
+                "unmatched-response",
+                self._loop.time(),
                 "%r: response (code %d) to opaque %d matches no request sent on this connection - dropped",
                 self,
                 cmd.code,
@@ -414,12 +574,24 @@ class RemotingConnection(asyncio.Protocol):
         if not future.done():
             future.set_result(cmd)
 
-    def _on_request(self, request: RemotingCommand) -> None:
+    def _on_request(self, request: RemotingCommand, checked: bool = False) -> None:
         handlers = self._handlers
         handler = handlers.get(request.code)
         if handler is None:
             self._not_supported(request)
             return
+        size = len(request.body)
+        if size >= self._limits_from and not checked:  # one comparison for the usual small body
+            limit = self._request_limits.get(request.code)
+            if limit is not None:
+                offloader = self._offloader
+                if offloader is not None and size > offloader.threshold:
+                    self._check_off_loop(request, limit, offloader)
+                    return
+                refusal = limit.refusal(request.code, request.body)
+                if refusal is not None:
+                    self._refuse(request, refusal)
+                    return
         try:
             if handlers.hooks:
                 for hook in handlers.hooks:
@@ -442,6 +614,27 @@ class RemotingConnection(asyncio.Protocol):
                 "not a RemotingCommand, None or an awaitable"
             )
             self._handler_failed(request, error)
+
+    def _check_off_loop(self, request: RemotingCommand, limit: RequestLimit, offloader: Offloader) -> None:
+        """A large body's limit is checked on the worker thread (counting 16 MiB takes ~15 ms),
+        with this connection's reading held, then the request is handled as usual."""
+
+        async def check() -> None:
+            try:
+                refusal = await offloader.run(limit.refusal, request.code, request.body)
+                if refusal is not None:
+                    self._refuse(request, refusal)
+                elif not self._closed:
+                    self._on_request(request, checked=True)  # its own hold is taken before ours ends
+            except Exception as exc:  # the worker is closed (the server is shutting down)
+                self._handler_failed(request, exc)
+            finally:
+                self.release_reading()
+
+        self.hold_reading()
+        task = self._loop.create_task(check())
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
 
     async def _finish_handler(self, request: RemotingCommand, result: Awaitable[HandlerResult]) -> None:
         try:
@@ -507,22 +700,42 @@ class RemotingConnection(asyncio.Protocol):
             logger.error("%r: response to request code %d cannot be encoded: %s", self, request.code, exc)
             if response.code == ResponseCode.SYSTEM_ERROR and not response.ext_fields and not response.body:
                 return  # even the bare error response failed; nothing more to try
-            remark = f"response not encodable: {exc}"
+            remark = "the server could not encode its response (its log has the details)"
             fallback = request.response(code=ResponseCode.SYSTEM_ERROR, remark=remark)
             head, body = encode_frame_parts(fallback)
         self._send(head, body)
 
     def _not_supported(self, request: RemotingCommand) -> None:
         remark = f" request type {request.code} not supported"
-        logger.warning("%r:%s", self, remark)
+        self._peer_log.report(self.remote_address, "not-supported", self._loop.time(), "%r:%s", self, remark)
         if not request.flag & _ONEWAY:
             response = request.response(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=remark)
             self._reply(request, response)
+
+    def _refuse(self, request: RemotingCommand, remark: str) -> None:
+        """Answer a request over its code's limit SYSTEM_ERROR, before decoding any of it."""
+        self._peer_log.report(
+            self.remote_address, "over-limit", self._loop.time(), "%r: refused: %s", self, remark
+        )
+        self._reply(request, request.response(code=ResponseCode.SYSTEM_ERROR, remark=remark))
 
     def _handler_failed(self, request: RemotingCommand, exc: Exception) -> None:
         if isinstance(exc, BrokerError):
             logger.debug("%r: request code %d answered %d: %s", self, request.code, exc.code, exc.remark)
             code, remark = exc.code, exc.remark
+        elif isinstance(exc, RemoteProtocolError):
+            # the request's header or body does not decode: the peer's fault, answered as RocketMQ
+            # answers its decoding exceptions (SYSTEM_ERROR with the reason); no traceback
+            self._peer_log.report(
+                self.remote_address,
+                "undecodable",
+                self._loop.time(),
+                "%r: %s request could not be decoded: %s",
+                self,
+                code_name(request.code, response=False),
+                exc,
+            )
+            code, remark = ResponseCode.SYSTEM_ERROR, describe_exception(exc)
         else:
             logger.error(
                 "%r: handler for request code %d (opaque %d) failed",
@@ -538,13 +751,17 @@ class RemotingConnection(asyncio.Protocol):
         """The peer's bytes cannot be decoded: close this connection (the stream cannot resynchronise)."""
         if self._closed:
             return
-        # anything but RemoteProtocolError is a decoder bug: keep its traceback
-        logger.warning(
-            "%r: closing the connection, its peer sent bytes that are not a frame: %s",
-            self,
-            exc,
-            exc_info=None if isinstance(exc, RemoteProtocolError) else exc,
-        )
+        if isinstance(exc, RemoteProtocolError):
+            self._peer_log.report(
+                self.remote_address,
+                "not-a-frame",
+                self._loop.time(),
+                "%r: closing the connection, its peer sent bytes that are not a frame: %s",
+                self,
+                exc,
+            )
+        else:  # a decoder bug: keep its traceback
+            logger.error("%r: closing the connection, the frame decoder failed", self, exc_info=exc)
         self._set_reason(f"protocol error from {self.remote_address}: {exc}")
         self.close()
 
@@ -562,7 +779,7 @@ class RemotingConnection(asyncio.Protocol):
         self._pause_reading()
 
     def _maybe_resume_reading(self) -> None:
-        if not self._reading_paused or self._closed or self._reading_stopped:
+        if not self._reading_paused or self._closed or self._reading_stopped or self._yielded or self._holds:
             return
         if len(self._tasks) >= self._max_in_flight:
             return

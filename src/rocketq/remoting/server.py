@@ -26,6 +26,8 @@ from rocketq.remoting.connection import (
     RemotingConnection,
     RPCHook,
 )
+from rocketq.remoting.guard import InputBudget, PeerLog
+from rocketq.remoting.offload import Offloader
 
 __all__ = ["RemotingServer"]
 
@@ -66,6 +68,23 @@ class RemotingServer:
         self._port: int | None = None
         self._closing = False
         self._closed = asyncio.Event()
+        self._budget = InputBudget(self.config.max_buffered_total)
+        #: warnings about peers' behaviour, once per peer host and kind per ``peer_log_window``
+        self.peer_log = PeerLog(
+            logging.getLogger("rocketq.remoting.connection"), window=self.config.peer_log_window
+        )
+        self._sweeper: asyncio.TimerHandle | None = None
+        threshold = self.config.offload_threshold
+        #: decodes large request bodies off the loop (``config.offload_threshold``), if set
+        self.offloader = (
+            None
+            if threshold is None
+            else Offloader(
+                threshold=threshold,
+                budget=self._budget,
+                pause_gc=self.config.pause_gc_for_large_requests,
+            )
+        )
 
     def __repr__(self) -> str:
         if self._port is None:
@@ -136,6 +155,8 @@ class RemotingServer:
             raise RemotingError(f"cannot listen on {self.host}:{self._requested_port}: {exc}") from exc
         self._port = self._server.sockets[0].getsockname()[1]
         logger.info("remoting server listening on %s", self.address)
+        if self.config.frame_read_timeout is not None:
+            self._schedule_sweep()
 
     async def serve_forever(self) -> None:
         """Start if not started, then return only once :meth:`close` has finished."""
@@ -152,6 +173,9 @@ class RemotingServer:
         if self._closing:
             return
         self._closing = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -169,6 +193,8 @@ class RemotingServer:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(*(conn.shutdown("server closed") for conn in connections))
+        if self.offloader is not None:
+            self.offloader.close()
         if server is not None:
             await server.wait_closed()
         self._closed.set()
@@ -194,6 +220,13 @@ class RemotingServer:
             handlers=self.handlers,
             opaques=self._opaques,
             max_frame_size=cfg.max_frame_size,
+            max_header_size=cfg.max_header_size,
+            max_ext_fields=cfg.max_ext_fields,
+            request_limits=cfg.request_limits,
+            input_budget=self._budget,
+            read_time_slice=cfg.read_time_slice,
+            peer_log=self.peer_log,
+            offloader=self.offloader,
             max_in_flight=cfg.max_in_flight,
             write_buffer_high=cfg.write_buffer_high,
             write_batch_frames=cfg.write_batch_frames,
@@ -211,6 +244,18 @@ class RemotingServer:
         if self._closing:
             conn.close("server closing")
             return
+        limit = self.config.max_connections
+        if len(self._connections) >= limit:
+            self.peer_log.report(
+                conn.remote_address,
+                "max-connections",
+                asyncio.get_running_loop().time(),
+                "refusing a connection from %s: %d connections are open, the most this server takes",
+                conn.remote_address,
+                limit,
+            )
+            conn.abort(f"refused: {limit} connections already open")
+            return
         self._connections.add(conn)
         logger.debug("%r: accepted", conn)
         for listener in tuple(self._listeners):
@@ -223,6 +268,52 @@ class RemotingServer:
         logger.debug("%r: %s", conn, conn.close_reason)
         for listener in tuple(self._listeners):
             conn._call_event(listener.on_close, "on_close")
+
+    @property
+    def buffered_input(self) -> int:
+        """Bytes all connections hold undecoded now (bounded by ``config.max_buffered_total``)."""
+        return self._budget.used
+
+    def sweep(self, now: float) -> list[RemotingConnection]:
+        """Close every connection whose incomplete frame began more than ``config.frame_read_timeout``
+        seconds before ``now`` (loop time); returns them. Runs every second on its own; tests
+        call it with the time they want."""
+        timeout = self.config.frame_read_timeout
+        if timeout is None:
+            return []
+        late: list[RemotingConnection] = []
+        for conn in list(self._connections):
+            started = conn.frame_started
+            if started is None or conn.is_closed:
+                continue
+            if conn.reading_paused:
+                # frames wait for us (back-pressure), not for the peer: its time starts again
+                conn.frame_started = now
+                continue
+            if now - started > timeout:
+                self.peer_log.report(
+                    conn.remote_address,
+                    "slow-frame",
+                    now,
+                    "%r: closing the connection: a frame begun %.1fs ago is still incomplete (%d bytes held)",
+                    conn,
+                    now - started,
+                    conn.buffered_input,
+                )
+                conn.abort(f"a frame from {conn.remote_address} took longer than {timeout:g}s to arrive")
+                late.append(conn)
+        return late
+
+    def _schedule_sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._sweeper = loop.call_later(1.0, self._run_sweep)
+
+    def _run_sweep(self) -> None:
+        self._sweeper = None
+        if self._closing:
+            return
+        self.sweep(asyncio.get_running_loop().time())
+        self._schedule_sweep()
 
     def _connection_idle(self, conn: RemotingConnection) -> None:
         for listener in tuple(self._listeners):

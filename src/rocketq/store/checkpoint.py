@@ -3,7 +3,8 @@
 ``checkpoint`` (one 4096-byte page, as RocketMQ's ``StoreCheckpoint``) holds three big-endian
 int64 millisecond timestamps: at byte 0 the store time of the last commit-log message known to
 be flushed, at 8 that of the last message whose consume-queue entry is flushed, at 16 that of
-the last indexed message (rocketq keeps no message index, so it stays 0). After a crash,
+the last message whose index entries are flushed (kept for RocketMQ's tools; rocketq's own index
+recovery reads each index file's header, see :mod:`rocketq.store.index`). After a crash,
 recovery restarts from the last commit-log segment whose first message is older than
 ``min(physic, logics) - 3 s``: everything before that is known to be on disk everywhere.
 

@@ -116,14 +116,19 @@ class CommitLog:
         """Offset of the first byte kept (0 when the log is empty)."""
         return self.files.min_offset
 
+    def _locate(self, offset: int) -> tuple[Segment, int] | None:
+        """The segment holding ``offset`` and the position in it; ``None`` if it is not stored."""
+        if not self.files.min_offset <= offset < self.max_offset:
+            return None
+        seg = self.files.find(offset)
+        return None if seg is None else (seg, offset - seg.start)
+
     def record_size(self, offset: int) -> int:
         """Size of the message record at ``offset``, or -1 if none is there (blank, out of range)."""
-        if not self.files.min_offset <= offset < self.max_offset:
+        located = self._locate(offset)
+        if located is None:
             return -1
-        seg = self.files.find(offset)
-        if seg is None:
-            return -1
-        pos = offset - seg.start
+        seg, pos = located
         if pos + 8 > seg.size:
             return -1
         try:
@@ -151,12 +156,10 @@ class CommitLog:
     def store_timestamp(self, offset: int, size: int = 0) -> int:
         """Store timestamp (ms) of the record at ``offset``, -1 if it is gone
         (RocketMQ's ``pickupStoreTimestamp``)."""
-        if not self.files.min_offset <= offset < self.max_offset:
+        located = self._locate(offset)
+        if located is None:
             return -1
-        seg = self.files.find(offset)
-        if seg is None:
-            return -1
-        pos = offset - seg.start
+        seg, pos = located
         try:
             (sys_flag,) = _I32.unpack_from(seg.view, pos + SYS_FLAG_POSITION)
             (timestamp,) = _I64.unpack_from(seg.view, pos + store_timestamp_position(sys_flag))

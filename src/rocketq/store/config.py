@@ -75,6 +75,16 @@ class StoreConfig:
     max_transfer_bytes: int = 256 * 1024
     #: Most messages one pull returns (``maxTransferCountOnMessageInMemory`` 32).
     max_transfer_count: int = 32
+    #: Index message keys and unique ids for QUERY_MESSAGE (``messageIndexEnable`` true).
+    message_index_enable: bool = True
+    #: Hash slots per index file (``maxHashSlotNum`` 5,000,000).
+    max_hash_slot_num: int = 5_000_000
+    #: Entries per index file (``maxIndexNum`` 20,000,000; a file holds one less key).
+    max_index_num: int = 20_000_000
+    #: Most messages one QUERY_MESSAGE returns (``maxMsgsNumBatch`` 64).
+    max_msgs_num_batch: int = 64
+    #: Messages a query by unique key returns (``defaultQueryMaxNum`` 32).
+    default_query_max_num: int = 32
 
     def __post_init__(self) -> None:
         if self.flush not in ("async", "sync"):
@@ -94,6 +104,10 @@ class StoreConfig:
             raise ConfigError("disk_clean_forcibly_ratio and disk_full_ratio are fractions in (0, 1]")
         if self.max_transfer_count < 1 or self.max_transfer_bytes < 1:
             raise ConfigError("max_transfer_count and max_transfer_bytes must be positive")
+        if self.max_hash_slot_num < 1 or self.max_index_num < 2:
+            raise ConfigError("max_hash_slot_num must be positive and max_index_num at least 2")
+        if self.max_msgs_num_batch < 1 or self.default_query_max_num < 1:
+            raise ConfigError("max_msgs_num_batch and default_query_max_num must be positive")
         self.delete_hours()  # validates delete_when
 
     @property

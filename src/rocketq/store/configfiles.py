@@ -1,9 +1,10 @@
-"""Broker tables persisted as JSON files, written atomically with a backup.
+"""Tables persisted as JSON files in the store's ``config/`` directory, written atomically with a backup.
 
-``config/topics.json``, ``config/subscriptionGroup.json`` and ``config/consumerOffset.json``
-(:mod:`rocketq.store.offsets`) hold fastjson text in RocketMQ's own shapes
-(:class:`~rocketq.protocol.bodies.TopicConfigSerializeWrapper` and friends), so a data directory
-can be read by RocketMQ's tools and the other way round.
+``config/consumerOffset.json`` (:mod:`rocketq.store.offsets`, the store's own) and the broker's
+``config/topics.json`` and ``config/subscriptionGroup.json`` (its tables, which it hands to
+:meth:`~rocketq.store.MessageStore.add_config_table`) hold fastjson text in RocketMQ's own shapes,
+so a data directory can be read by RocketMQ's tools and the other way round. A :class:`ConfigTable`
+says how its content becomes bytes and back; the store only loads, writes and keeps the backups.
 
 Writing (:func:`write_atomically`) is safer than RocketMQ's ``MixAll.string2File``: the new text
 goes to ``<file>.tmp``, is fsynced, the previous content is kept as ``<file>.bak`` (as RocketMQ
@@ -23,27 +24,14 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from rocketq.errors import RocketQError, StoreCorruptError
-from rocketq.protocol.bodies import (
-    DataVersion,
-    SubscriptionGroupConfig,
-    SubscriptionGroupWrapper,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-)
 from rocketq.store.segments import fsync_dir
 
-__all__ = [
-    "ConfigTable",
-    "SubscriptionGroupTable",
-    "TopicConfigTable",
-    "read_with_backup",
-    "write_atomically",
-]
+__all__ = ["ConfigTable", "read_with_backup", "write_atomically"]
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +102,26 @@ class ConfigTable(ABC):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        #: one write at a time: the periodic flush (the store's thread) and a change's immediate
+        #: persist (the event loop) would otherwise share the temp and backup file names
+        self._write_lock = threading.Lock()
         self._dirty = False
 
     @abstractmethod
     def encode(self) -> bytes:
         """The file content for the current table (called with the lock held)."""
+
+    def snapshot(self) -> object:
+        """What :meth:`persist` takes under the lock; :meth:`serialize` turns it into the file's
+        content with the lock released. By default the content itself (:meth:`encode`); a large
+        table returns a cheap copy instead, so that the writer thread does not hold the lock -
+        and the event loop changing the table - while it serializes."""
+        return self.encode()
+
+    def serialize(self, snapshot: object) -> bytes:
+        """The file content for a :meth:`snapshot` (called without the lock)."""
+        assert isinstance(snapshot, bytes)
+        return snapshot
 
     @abstractmethod
     def decode(self, data: bytes) -> None:
@@ -131,16 +134,22 @@ class ConfigTable(ABC):
             self._dirty = False
 
     def persist(self) -> None:
-        """Write the table now (atomically, keeping a backup)."""
-        with self._lock:
-            data = self.encode()
-            self._dirty = False
-        try:
-            write_atomically(self.path, data)
-        except OSError:
+        """Write the table now (atomically, keeping a backup); safe from any thread."""
+        with self._write_lock:
             with self._lock:
-                self._dirty = True
-            raise
+                snapshot = self.snapshot()
+                self._dirty = False
+            try:
+                write_atomically(self.path, self.serialize(snapshot))
+            except OSError:
+                with self._lock:
+                    self._dirty = True
+                raise
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the table changed since its last write."""
+        return self._dirty
 
     def persist_if_dirty(self) -> bool:
         """Write the table if it changed since the last write; returns whether it wrote."""
@@ -151,123 +160,6 @@ class ConfigTable(ABC):
 
     def _changed(self) -> None:
         self._dirty = True
-
-
-class TopicConfigTable(ConfigTable):
-    """``config/topics.json``: topic name → :class:`TopicConfig`, with a data version."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self._table: dict[str, TopicConfig] = {}
-        self.data_version = DataVersion()
-
-    def encode(self) -> bytes:
-        return TopicConfigSerializeWrapper(
-            topic_config_table=dict(self._table), data_version=self.data_version
-        ).encode()
-
-    def decode(self, data: bytes) -> None:
-        wrapper = TopicConfigSerializeWrapper.decode(data)
-        self._table = dict(wrapper.topic_config_table)
-        self.data_version = wrapper.data_version
-
-    def get(self, topic: str) -> TopicConfig | None:
-        return self._table.get(topic)
-
-    def all(self) -> dict[str, TopicConfig]:
-        """A snapshot of the whole table."""
-        with self._lock:
-            return dict(self._table)
-
-    def put(self, config: TopicConfig, *, now_ms: int) -> None:
-        """Add or replace a topic's config and bump the data version."""
-        if not config.topic_name:
-            raise ValueError("a topic config needs a topic name")
-        with self._lock:
-            self._table[config.topic_name] = config
-            self.data_version = self.data_version.next_version(now_ms)
-            self._changed()
-
-    def put_all(self, configs: Iterable[TopicConfig], *, now_ms: int) -> None:
-        """Add or replace several configs with one version bump."""
-        with self._lock:
-            for config in configs:
-                if not config.topic_name:
-                    raise ValueError("a topic config needs a topic name")
-                self._table[config.topic_name] = config
-            self.data_version = self.data_version.next_version(now_ms)
-            self._changed()
-
-    def delete(self, topic: str, *, now_ms: int) -> TopicConfig | None:
-        """Remove a topic's config; returns it (``None`` if there was none)."""
-        with self._lock:
-            old = self._table.pop(topic, None)
-            if old is not None:
-                self.data_version = self.data_version.next_version(now_ms)
-                self._changed()
-            return old
-
-    def wrapper(self) -> TopicConfigSerializeWrapper:
-        """The table as the broker registers it with name servers."""
-        with self._lock:
-            return TopicConfigSerializeWrapper(
-                topic_config_table=dict(self._table), data_version=self.data_version
-            )
-
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._table
-
-    def __len__(self) -> int:
-        return len(self._table)
-
-
-class SubscriptionGroupTable(ConfigTable):
-    """``config/subscriptionGroup.json``: group name → :class:`SubscriptionGroupConfig`."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self._table: dict[str, SubscriptionGroupConfig] = {}
-        self.data_version = DataVersion()
-
-    def encode(self) -> bytes:
-        return SubscriptionGroupWrapper(
-            subscription_group_table=dict(self._table), data_version=self.data_version
-        ).encode()
-
-    def decode(self, data: bytes) -> None:
-        wrapper = SubscriptionGroupWrapper.decode(data)
-        self._table = dict(wrapper.subscription_group_table)
-        self.data_version = wrapper.data_version
-
-    def get(self, group: str) -> SubscriptionGroupConfig | None:
-        return self._table.get(group)
-
-    def all(self) -> dict[str, SubscriptionGroupConfig]:
-        with self._lock:
-            return dict(self._table)
-
-    def put(self, config: SubscriptionGroupConfig, *, now_ms: int) -> None:
-        """Add or replace a group's settings and bump the data version."""
-        if not config.group_name:
-            raise ValueError("a subscription group config needs a group name")
-        with self._lock:
-            self._table[config.group_name] = config
-            self.data_version = self.data_version.next_version(now_ms)
-            self._changed()
-
-    def delete(self, group: str, *, now_ms: int) -> SubscriptionGroupConfig | None:
-        with self._lock:
-            old = self._table.pop(group, None)
-            if old is not None:
-                self.data_version = self.data_version.next_version(now_ms)
-                self._changed()
-            return old
-
-    def __contains__(self, group: object) -> bool:
-        return group in self._table
-
-    def __len__(self) -> int:
-        return len(self._table)
 
 
 def remove_stale_temp_files(directory: Path) -> None:

@@ -4,10 +4,12 @@ Layout of a data directory (RocketMQ's, so its tools recognise it)::
 
     <root>/commitlog/00000000000000000000            segments of every message
     <root>/consumequeue/<topic>/<queueId>/0000...   20-byte entries per queue
+    <root>/index/20260101120000000                  message keys -> commit-log offsets
     <root>/checkpoint                               flushed-message timestamps
     <root>/abort                                    present while the store is open
     <root>/lock                                     flock: one store per directory
-    <root>/config/consumerOffset.json, topics.json, subscriptionGroup.json
+    <root>/config/consumerOffset.json               committed consumer offsets
+    <root>/config/topics.json ...                   the broker's tables (add_config_table)
 
 **Appending.** :meth:`MessageStore.put_messages` takes records already encoded by
 :func:`rocketq.protocol.message.encode_message` (outside any lock) and, under one lock
@@ -40,6 +42,10 @@ space returns) writes over the failed attempt. If an fsync fails the store stops
 appends (the kernel may have dropped the unwritten pages; only a restart's recovery can tell what
 is on disk).
 
+**Indexing.** Each appended record's unique id and keys go into the message index
+(:mod:`rocketq.store.index`) under the same lock; :meth:`MessageStore.query_message` looks them
+up. A failure there never fails the append: the next start indexes the record again.
+
 **Reading.** :meth:`MessageStore.get_messages` walks consume-queue entries with
 ``struct.iter_unpack`` over a slice of the mapped file and returns the stored records as they are
 in the commit log, joined once into one ``bytes``: no message is decoded.
@@ -59,13 +65,14 @@ import shutil
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketq.errors import ConfigError, StoreError, StoreFullError
+from rocketq.clock import ms
+from rocketq.errors import ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.protocol.message import (
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
@@ -74,15 +81,17 @@ from rocketq.protocol.message import (
     SYS_FLAG_POSITION,
     MessageExt,
     decode_message,
+    decode_messages,
     store_timestamp_position,
 )
-from rocketq.protocol.properties import MessageConst, tags_code
+from rocketq.protocol.properties import MessageConst, string_to_properties, tags_code
 from rocketq.store.checkpoint import AbortMarker, Checkpoint
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import CQ_ENTRY_SIZE, StoreConfig
-from rocketq.store.configfiles import SubscriptionGroupTable, TopicConfigTable, remove_stale_temp_files
+from rocketq.store.configfiles import ConfigTable, remove_stale_temp_files
 from rocketq.store.consumequeue import CQ_ENTRY, ConsumeQueue
 from rocketq.store.flush import GroupCommitService, PeriodicService
+from rocketq.store.index import IndexService, message_keys
 from rocketq.store.offsets import ConsumerOffsetTable
 from rocketq.store.recovery import StoredRecord, find_valid_end, iter_records, pick_abnormal_start
 from rocketq.store.segments import FileIO, Segment
@@ -92,9 +101,13 @@ __all__ = [
     "GetMessageResult",
     "GetMessageStatus",
     "MessageStore",
+    "PropertyFilter",
     "PutResult",
+    "QueryMessageResult",
+    "RecordProperties",
     "TagsCodeFunction",
     "default_tags_code",
+    "record_properties",
 ]
 
 log = logging.getLogger(__name__)
@@ -109,8 +122,12 @@ _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 #: is ``max(16000, maxMsgNums * 20)``, compared against a byte position).
 _MAX_FILTER_BYTES = 16000
 
-#: ``(topic, queue_id, max_offset)`` after messages were appended to that queue.
-ArrivalListener = Callable[[str, int, int], None]
+#: A pull's filter on a message's properties (SQL92): true to deliver it.
+PropertyFilter = Callable[[Mapping[str, str]], bool]
+#: ``(topic, queue_id, max_offset, tag_code, properties)`` after messages were appended to that
+#: queue: its new max offset and, when one message arrived, its consume-queue tag code and the
+#: properties its writer passed (``None`` when unknown; a batch passes ``None`` for both).
+ArrivalListener = Callable[[str, int, int, int | None, Mapping[str, str] | None], None]
 #: ``(topic, properties, store_timestamp_ms) -> tag code`` used when recovery re-dispatches.
 TagsCodeFunction = Callable[[str, Mapping[str, str], int], int]
 
@@ -164,9 +181,22 @@ class PutResult:
     durable: Future[None] | None = None
 
 
-def _check_record(buf: bytearray, pos: int, size: int, topic: bytes, magic: int, queue_id: int) -> int:
+@dataclass(frozen=True, slots=True)
+class QueryMessageResult:
+    """A look-up by key (QUERY_MESSAGE): the stored records found, in commit-log order, and where
+    the index stood (RocketMQ's ``indexLastUpdateTimestamp`` / ``indexLastUpdatePhyoffset``)."""
+
+    messages: tuple[bytes, ...]
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+def _check_record(
+    buf: bytearray, pos: int, size: int, topic: bytes, magic: int, queue_id: int
+) -> tuple[int, int, int]:
     """Check that the record at ``pos`` is for ``topic``, stamp ``queue_id`` into it (as RocketMQ
-    writes the queue id under its lock) and return its store-timestamp position (relative)."""
+    writes the queue id under its lock) and return its store-timestamp position (relative), the
+    absolute position of its property string and its sys flag."""
     (sys_flag,) = _I32.unpack_from(buf, pos + SYS_FLAG_POSITION)
     fixed = 88 + (12 if sys_flag & 0x10 else 0) + (12 if sys_flag & 0x20 else 0)
     (body_len,) = _I32.unpack_from(buf, pos + fixed - 4)
@@ -179,8 +209,69 @@ def _check_record(buf: bytearray, pos: int, size: int, topic: bytes, magic: int,
         start, length = at + 2, (buf[at] << 8) | buf[at + 1]
     if buf[start : start + length] != topic:
         raise ConfigError(f"a record for topic {topic.decode(errors='replace')!r} holds another topic")
+    if start + length + 2 > pos + size:
+        raise ConfigError("the record's topic overruns it")
     _I32.pack_into(buf, pos + _QUEUE_ID_POSITION, queue_id)
-    return store_timestamp_position(sys_flag)
+    return store_timestamp_position(sys_flag), start + length, sys_flag
+
+
+class RecordProperties(Mapping[str, str]):
+    """A stored record's property string, read as a map on demand: :meth:`get` finds one pair
+    without splitting the others (a filter usually names one or two of a message's properties),
+    with RocketMQ's decoding rules - the last pair with a name wins, empty values are no pair."""
+
+    __slots__ = ("_all", "_raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self._raw = raw
+        self._all: dict[str, str] | None = None
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        raw = self._raw
+        key = name.encode() + b"\x01"
+        i = raw.rfind(key)
+        while i >= 0:
+            if i == 0 or raw[i - 1] == 2:
+                start = i + len(key)
+                stop = raw.find(b"\x02", start)
+                value = raw[start:] if stop < 0 else raw[start:stop]
+                if value:
+                    return value.decode("utf-8", "replace")
+            i = raw.rfind(key, 0, i)
+        return default
+
+    def _parsed(self) -> dict[str, str]:
+        if self._all is None:
+            self._all = string_to_properties(self._raw.decode("utf-8", "replace"))
+        return self._all
+
+    def __getitem__(self, name: str) -> str:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parsed())
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+
+def record_properties(view: memoryview | bytes, pos: int) -> RecordProperties:
+    """The properties of the stored record at ``pos`` of ``view``, read without decoding the
+    rest of it (for property filters at pull time)."""
+    (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POSITION)
+    fixed = 88 + (12 if sys_flag & 0x10 else 0) + (12 if sys_flag & 0x20 else 0)
+    (body_len,) = _I32.unpack_from(view, pos + fixed - 4)
+    at = pos + fixed + body_len
+    (magic,) = _I32.unpack_from(view, pos + 4)
+    if magic == MESSAGE_MAGIC_CODE:
+        at += 1 + view[at]
+    else:
+        at += 2 + ((view[at] << 8) | view[at + 1])
+    length = (view[at] << 8) | view[at + 1]
+    return RecordProperties(bytes(view[at + 2 : at + 2 + length]))
 
 
 def _check_name(topic: str) -> None:
@@ -231,7 +322,10 @@ class MessageStore:
         self._last_cq_min_physic = 0
         self._disk_full = False
         self._misordered: set[tuple[str, int]] = set()
-        self._started_ms = int(clock() * 1000)
+        self._started_ms = ms(clock())
+        self._index_failed = False
+        #: The message index (``None`` with ``message_index_enable`` off).
+        self.index: IndexService | None = None
         #: Messages and bytes appended since the store opened.
         self.put_message_count = 0
         self.put_message_bytes = 0
@@ -251,15 +345,21 @@ class MessageStore:
                 self.root / "commitlog", self.config.commit_log_segment_size, self._io
             )
             self.checkpoint = Checkpoint(self.root / "checkpoint")
+            if self.config.message_index_enable:
+                self.index = IndexService(
+                    self.root / "index",
+                    slots=self.config.max_hash_slot_num,
+                    entries=self.config.max_index_num,
+                    clock=clock,
+                )
             self._abort = AbortMarker(self.root / "abort")
-            config_dir = self.root / "config"
-            config_dir.mkdir(exist_ok=True)
-            remove_stale_temp_files(config_dir)
-            self.consumer_offsets = ConsumerOffsetTable(config_dir / "consumerOffset.json")
-            self.topic_configs = TopicConfigTable(config_dir / "topics.json")
-            self.subscription_groups = SubscriptionGroupTable(config_dir / "subscriptionGroup.json")
-            for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
-                table.load()
+            # the config files: the consumer offsets, and the tables of add_config_table
+            self.config_dir = self.root / "config"
+            self.config_dir.mkdir(exist_ok=True)
+            remove_stale_temp_files(self.config_dir)
+            self.consumer_offsets = ConsumerOffsetTable(self.config_dir / "consumerOffset.json")
+            self.consumer_offsets.load()
+            self._config_tables: tuple[ConfigTable, ...] = (self.consumer_offsets,)
             crashed = self._abort.exists()
             self._recover(crashed)
             self._abort.create()
@@ -320,6 +420,8 @@ class MessageStore:
         for queues in list(self._queues.values()):
             for cq in queues.values():
                 cq.close()
+        if self.index is not None:
+            self.index.close()
         if hasattr(self, "commit_log"):
             self.commit_log.close()
         if hasattr(self, "checkpoint"):
@@ -350,6 +452,9 @@ class MessageStore:
                     for cq in queues.values():
                         cq.destroy()
             self._queues.clear()
+            if self.index is not None:
+                self.index.load(crashed=crashed, log_min=0, log_end=0)
+                self.index.recovered()
             return
         if crashed:
             start = pick_abnormal_start(self.commit_log, self.checkpoint.min_timestamp)
@@ -373,8 +478,12 @@ class MessageStore:
         else:
             ends = [cq.max_physic_offset for qs in self._queues.values() for cq in qs.values()]
             begin = max([self.commit_log.min_offset, *ends])
-        dispatched = 0
-        if begin < end:
+        index = self.index
+        resume = end
+        if index is not None:
+            resume = index.load(crashed=crashed, log_min=self.commit_log.min_offset, log_end=end)
+        dispatched = indexed = 0
+        if min(begin, resume) < end:
             known: dict[tuple[bytes, int], ConsumeQueue | None] = {}
 
             def reached(topic: bytes, queue_id: int) -> int:
@@ -385,12 +494,28 @@ class MessageStore:
                     queue = known[key] = self._queues.get(topic.decode(errors="replace"), {}).get(queue_id)
                 return queue.max_physic_offset if queue is not None else -1
 
-            for record in iter_records(self.commit_log, begin, end, reached):
-                if self._redispatch(record):
+            for record in iter_records(self.commit_log, min(begin, resume), end, reached, keep_from=resume):
+                if index is not None and record.offset >= resume:
+                    index.add(
+                        record.topic.encode(),
+                        record.properties_raw,
+                        0,
+                        len(record.properties_raw),
+                        record.offset,
+                        record.store_timestamp,
+                        record.sys_flag,
+                        dedupe=record.offset == resume,
+                    )
+                    indexed += 1
+                if record.offset >= begin and self._redispatch(record):
                     dispatched += 1
                     known.pop((record.topic.encode(), record.queue_id), None)
         if dispatched:
             log.warning("rebuilt %s consume-queue entries of %s from the commit log", dispatched, self.root)
+        if indexed > 1 or (indexed and crashed):
+            log.warning("indexed %s messages of %s again from the commit log", indexed, self.root)
+        if index is not None:
+            self.checkpoint.index_msg_timestamp = index.recovered()
         min_physic = self.commit_log.min_offset
         for queues in self._queues.values():
             for cq in queues.values():
@@ -475,7 +600,9 @@ class MessageStore:
     # -- appending ------------------------------------------------------------------------------
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
-        """Call ``listener(topic, queue_id, max_offset)`` after every append to a queue.
+        """Call ``listener(topic, queue_id, max_offset, tag_code, properties)`` after every
+        append to a queue (see :data:`ArrivalListener`): RocketMQ's ``MessageArrivingListener``,
+        which lets a held pull whose filter refuses the message stay held.
 
         It runs in the appending thread right after the store lock is released: keep it short
         and thread-safe (an asyncio broker hands over with ``loop.call_soon_threadsafe``).
@@ -487,9 +614,17 @@ class MessageStore:
             self._listeners.remove(listener)
 
     def put_message(
-        self, topic: str, queue_id: int, record: bytes | bytearray, tags_code: int = 0
+        self,
+        topic: str,
+        queue_id: int,
+        record: bytes | bytearray,
+        tags_code: int = 0,
+        properties: Mapping[str, str] | None = None,
     ) -> PutResult:
-        """Append one record: :meth:`put_messages` for a batch of one, on a shorter path."""
+        """Append one record: :meth:`put_messages` for a batch of one, on a shorter path.
+
+        The arrival listeners get ``tags_code`` and ``properties`` (the record's properties, if
+        the caller has them parsed: an SQL92 filter of a held pull is tried on them)."""
         buf = bytearray(record)
         total = len(buf)
         limit = self.config.effective_max_message_size
@@ -500,7 +635,8 @@ class MessageStore:
         size, magic = _HEAD.unpack_from(buf, 0)
         if magic not in _MAGICS or size != total:
             raise ConfigError("the record is not a stored message")
-        ts_pos = _check_record(buf, 0, total, topic.encode(), magic, queue_id)
+        topic_bytes = topic.encode()
+        ts_pos, props_pos, sys_flag = _check_record(buf, 0, total, topic_bytes, magic, queue_id)
         queues = self._queues.get(topic)
         cq = queues.get(queue_id) if queues is not None else None
         if cq is None:
@@ -514,7 +650,7 @@ class MessageStore:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
-            now_ms = int(self._clock() * 1000)
+            now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
             try:
                 if cq.max_index >= cq.capacity:
                     cq.prepare(1)
@@ -541,9 +677,15 @@ class MessageStore:
             self._last_dispatch_timestamp = now_ms
             self.put_message_count += 1
             self.put_message_bytes += total
+            index = self.index
+            if index is not None:
+                try:
+                    index.add(topic_bytes, buf, props_pos + 2, total, phys, now_ms, sys_flag)
+                except (OSError, ValueError) as exc:
+                    self._index_failure(phys, exc)
         for listener in self._listeners:
             try:
-                listener(topic, queue_id, queue_offset + 1)
+                listener(topic, queue_id, queue_offset + 1, tags_code, properties)
             except Exception:
                 log.exception("arrival listener %r failed", listener)
         durable = self._group_commit.request() if self._group_commit is not None else None
@@ -585,6 +727,8 @@ class MessageStore:
         starts: list[int] = []
         sizes: list[int] = []
         ts_positions: list[int] = []
+        props_positions: list[int] = []
+        sys_flags: list[int] = []
         pos = 0
         topic_bytes = topic.encode()
         for _ in range(count):
@@ -595,7 +739,10 @@ class MessageStore:
                 raise ConfigError(f"record {len(starts)} of the batch is not a stored message")
             starts.append(pos)
             sizes.append(size)
-            ts_positions.append(pos + _check_record(buf, pos, size, topic_bytes, magic, queue_id))
+            ts_rel, props_pos, sys_flag = _check_record(buf, pos, size, topic_bytes, magic, queue_id)
+            ts_positions.append(pos + ts_rel)
+            props_positions.append(props_pos)
+            sys_flags.append(sys_flag)
             pos += size
         if pos != total:
             raise ConfigError("the records' sizes do not add up to their length")
@@ -611,7 +758,7 @@ class MessageStore:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
                 cq = self._new_queue(topic, queue_id)
-            now_ms = int(self._clock() * 1000)
+            now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
             try:
                 cq.prepare(count)
                 seg, phys = commit_log.reserve(total)
@@ -645,13 +792,37 @@ class MessageStore:
             self.put_message_count += count
             self.put_message_bytes += total
             max_offset = cq.max_index
+            index = self.index
+            if index is not None:
+                for i in range(count):
+                    try:
+                        index.add(
+                            topic_bytes,
+                            buf,
+                            props_positions[i] + 2,
+                            starts[i] + sizes[i],
+                            phys + starts[i],
+                            now_ms,
+                            sys_flags[i],
+                        )
+                    except (OSError, ValueError) as exc:
+                        self._index_failure(phys + starts[i], exc)
         for listener in self._listeners:
             try:
-                listener(topic, queue_id, max_offset)
+                listener(topic, queue_id, max_offset, None, None)
             except Exception:
                 log.exception("arrival listener %r failed", listener)
         durable = self._group_commit.request() if self._group_commit is not None else None
         return PutResult(phys, queue_offset, count, total, now_ms, offsets, durable)
+
+    def _index_failure(self, phys: int, exc: Exception) -> None:
+        """Indexing a record just appended failed: it costs the index (until the next start
+        indexes the record again), never the append."""
+        assert self.index is not None
+        if not self._index_failed:
+            log.error("indexing the message at %s failed: %s (the next start indexes it again)", phys, exc)
+        self._index_failed = True
+        self.index.mark_unindexed(phys)
 
     def _write_error(self, exc: OSError) -> StoreError:
         if exc.errno in _NO_SPACE:
@@ -684,13 +855,31 @@ class MessageStore:
         for queues in list(self._queues.values()):
             for cq in list(queues.values()):
                 cq.flush()
+        if self.index is not None:
+            try:
+                self.checkpoint.index_msg_timestamp = self.index.flush()
+            except (OSError, ValueError) as exc:
+                log.error("flushing the message index of %s failed: %s", self.root, exc)
         self.checkpoint.logics_msg_timestamp = logics_timestamp
         self.checkpoint.physic_msg_timestamp = self.commit_log.flushed_timestamp
         self.checkpoint.flush()
 
+    def add_config_table(self, table: ConfigTable) -> None:
+        """Load ``table`` from its file (or the file's backup; nothing if neither exists) and
+        write it from now on as the store writes its own config: when it changed, every
+        ``config_flush_interval``, and at :meth:`close`.
+
+        The broker keeps its topic and subscription group tables in :attr:`config_dir` this way;
+        the store does not know what they hold. Raises
+        :class:`~rocketq.errors.StoreCorruptError` when the file and its backup are both unreadable.
+        """
+        table.load()
+        self._config_tables = (*self._config_tables, table)
+
     def persist_config(self, *, force: bool = False) -> None:
-        """Write the consumer offsets, topic configs and subscription groups that changed."""
-        for table in (self.consumer_offsets, self.topic_configs, self.subscription_groups):
+        """Write the consumer offsets, and the tables of :meth:`add_config_table`, that changed
+        (all of them with ``force``)."""
+        for table in self._config_tables:
             if force:
                 table.persist()
             else:
@@ -713,10 +902,13 @@ class MessageStore:
         max_bytes: int | None = None,
         *,
         group: str | None = None,
+        property_filter: PropertyFilter | None = None,
     ) -> GetMessageResult:
         """Up to ``max_count`` stored records of a queue from queue offset ``offset``.
 
-        Only messages whose tag code is in ``tags_codes`` are returned (``None``: all). At most
+        Only messages whose tag code is in ``tags_codes`` are returned (``None``: all), and
+        with ``property_filter`` only those for whose properties it returns true (RocketMQ's
+        ``isMatchedByCommitLog``: the record's properties are read for that). At most
         ``max_transfer_count`` messages and about ``max_bytes`` (default
         ``max_transfer_bytes``) are returned, but always at least one. ``next_begin_offset``
         follows the last entry examined (RocketMQ's rules, including the suggested offsets for
@@ -772,6 +964,8 @@ class MessageStore:
                     continue
                 seg = segs[index]
                 start = phys - seg.start
+                if property_filter is not None and not property_filter(record_properties(seg.view, start)):
+                    continue
                 if seg is run_seg and start == run_end:
                     run_end = start + size
                 else:
@@ -861,6 +1055,45 @@ class MessageStore:
         if size < 0:
             return None
         return self.commit_log.read(commit_log_offset, size)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_timestamp: int, end_timestamp: int
+    ) -> QueryMessageResult:
+        """The messages of ``topic`` whose unique id or one of whose keys is ``key``, stored within
+        ``[begin_timestamp, end_timestamp]`` (ms), through the message index (RocketMQ's
+        ``queryMessage``): at most ``max_num`` (capped by ``max_msgs_num_batch``), the newest
+        ones, returned in commit-log order.
+
+        RocketMQ returns whatever shares the key's hash and lets the client drop the others;
+        here each candidate's topic and keys are checked, so every message returned matches.
+        The index stores times to the second (as RocketMQ's does), so the range is that coarse.
+        """
+        index = self.index
+        if index is None:
+            return QueryMessageResult((), 0, 0)
+        last_ts, last_phys = index.last_update
+        limit = max(1, min(max_num, self.config.max_msgs_num_batch))
+        wanted = key.encode()
+        found: dict[int, bytes] = {}
+        for phys in index.query(topic, key, begin_timestamp, end_timestamp):
+            if phys in found:
+                continue
+            data = self.read_message_bytes(phys)
+            if data is None:
+                continue
+            try:
+                msg = decode_messages(data, read_body=False)[0]
+            except RemoteProtocolError:
+                continue
+            if msg.topic != topic:
+                continue
+            props = msg.stored_properties.encode()
+            if wanted not in message_keys(props):
+                continue
+            found[phys] = data
+            if len(found) >= limit:
+                break
+        return QueryMessageResult(tuple(found[p] for p in sorted(found)), last_ts, last_phys)
 
     def look_message(self, commit_log_offset: int) -> MessageExt | None:
         """The decoded message at a commit-log offset (RocketMQ's ``lookMessageByOffset``)."""
@@ -966,6 +1199,9 @@ class MessageStore:
         min_physic = self.commit_log.min_offset
         if min_physic > self._last_cq_min_physic:
             self._last_cq_min_physic = min_physic
+            if self.index is not None:
+                with self._lock:
+                    self.index.delete_expired(min_physic)
             for queues in list(self._queues.values()):
                 for cq in list(queues.values()):
                     with self._lock:  # the writer may be creating this queue's next file

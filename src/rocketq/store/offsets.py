@@ -1,13 +1,19 @@
 """Committed consumer offsets (the broker's ``ConsumerOffsetManager``), in
 ``config/consumerOffset.json``: ``{"offsetTable":{"topic@group":{0:12,1:7}}}`` with the queue
-ids as bare integers, exactly as fastjson writes RocketMQ's ``ConcurrentMap<Integer, Long>``.
+ids as bare integers, exactly as fastjson writes RocketMQ's ``ConcurrentMap<Integer, Long>``
+(the shape of the protocol's ``ConsumerOffsetSerializeWrapper``, which GET_ALL_CONSUMER_OFFSET
+answers with; the file is written and read here with the protocol's JSON dialect,
+:mod:`rocketq.protocol.fastjson`, so the store needs no body of the protocol).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from rocketq.protocol.bodies import ConsumerOffsetSerializeWrapper
+from rocketq.errors import RemoteProtocolError
+from rocketq.protocol.fastjson import dumps_bytes, loads
 from rocketq.store.configfiles import ConfigTable
 
 __all__ = ["TOPIC_GROUP_SEPARATOR", "ConsumerOffsetTable"]
@@ -25,11 +31,10 @@ class ConsumerOffsetTable(ConfigTable):
 
     def encode(self) -> bytes:
         snapshot = {key: dict(queues) for key, queues in self._table.items()}
-        return ConsumerOffsetSerializeWrapper(offset_table=snapshot).encode()
+        return dumps_bytes({"offsetTable": snapshot})
 
     def decode(self, data: bytes) -> None:
-        wrapper = ConsumerOffsetSerializeWrapper.decode(data)
-        self._table = {key: dict(queues) for key, queues in wrapper.offset_table.items()}
+        self._table = _read_offset_table(loads(data))
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Record ``offset`` as the group's next offset to consume in ``topic``/``queue_id``."""
@@ -60,39 +65,33 @@ class ConsumerOffsetTable(ConfigTable):
 
     def topics_of_group(self, group: str) -> set[str]:
         """Topics in which ``group`` committed offsets (``whichTopicByConsumer``)."""
-        with self._lock:
-            keys = list(self._table)
-        out: set[str] = set()
-        for key in keys:
-            topic, sep, grp = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if sep and grp == group:
-                out.add(topic)
-        return out
+        return {topic for topic, grp in self._pairs() if grp == group}
 
     def groups_of_topic(self, topic: str) -> set[str]:
         """Groups that committed offsets in ``topic`` (``whichGroupByTopic``)."""
-        with self._lock:
-            keys = list(self._table)
-        out: set[str] = set()
-        for key in keys:
-            tpc, sep, grp = key.rpartition(TOPIC_GROUP_SEPARATOR)
-            if sep and tpc == topic:
-                out.add(grp)
-        return out
+        return {grp for tpc, grp in self._pairs() if tpc == topic}
 
     def remove_group(self, group: str) -> None:
         """Forget every offset of ``group`` (``removeOffset``)."""
-        with self._lock:
-            for key in [k for k in self._table if k.rpartition(TOPIC_GROUP_SEPARATOR)[2] == group]:
-                del self._table[key]
-                self._changed()
+        self._remove(lambda topic, grp: grp == group)
 
     def remove_topic(self, topic: str) -> None:
         """Forget every group's offsets in ``topic`` (``cleanOffsetByTopic``)."""
+        self._remove(lambda tpc, grp: tpc == topic)
+
+    def _pairs(self) -> list[tuple[str, str]]:
+        """``(topic, group)`` of every key."""
         with self._lock:
-            for key in [k for k in self._table if k.rpartition(TOPIC_GROUP_SEPARATOR)[0] == topic]:
-                del self._table[key]
-                self._changed()
+            keys = list(self._table)
+        return [(t, g) for t, sep, g in (k.rpartition(TOPIC_GROUP_SEPARATOR) for k in keys) if sep]
+
+    def _remove(self, which: Callable[[str, str], bool]) -> None:
+        with self._lock:
+            for key in list(self._table):
+                topic, sep, group = key.rpartition(TOPIC_GROUP_SEPARATOR)
+                if sep and which(topic, group):
+                    del self._table[key]
+                    self._changed()
 
     def clone_offsets(self, src_group: str, dest_group: str, topic: str) -> None:
         """Copy ``src_group``'s offsets in ``topic`` to ``dest_group`` (``cloneOffset``)."""
@@ -101,3 +100,25 @@ class ConsumerOffsetTable(ConfigTable):
             if queues is not None:
                 self._table[f"{topic}{TOPIC_GROUP_SEPARATOR}{dest_group}"] = dict(queues)
                 self._changed()
+
+
+def _read_offset_table(doc: Any) -> dict[str, dict[int, int]]:
+    """``offsetTable`` of a parsed ``consumerOffset.json``: ``topic@group`` to queue id to offset
+    (keys bare or quoted, values numbers or numeric strings, as fastjson reads them)."""
+    table = doc.get("offsetTable", {}) if isinstance(doc, dict) else None
+    if not isinstance(table, dict):
+        raise RemoteProtocolError("consumerOffset.json: no offsetTable object")
+    out: dict[str, dict[int, int]] = {}
+    for key, queues in table.items():
+        if not isinstance(key, str) or not isinstance(queues, dict):
+            raise RemoteProtocolError(f"consumerOffset.json: bad entry {key!r}")
+        out[key] = {_integer(qid, key): _integer(offset, key) for qid, offset in queues.items()}
+    return out
+
+
+def _integer(raw: Any, key: str) -> int:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.lstrip("-").isdigit():
+        return int(raw)
+    raise RemoteProtocolError(f"consumerOffset.json: {key}: not an integer: {raw!r}")

@@ -11,7 +11,8 @@ catch-up).
    the log is cut there and later segments deleted.
 3. Consume-queue entries pointing at or past the cut are removed.
 4. Records after the point every queue has reached are dispatched again: each queue gets the
-   entries it is missing (duplicates are recognised by commit-log offset and skipped).
+   entries it is missing (duplicates are recognised by commit-log offset and skipped); records
+   after the last one the message index holds are indexed again (:mod:`rocketq.store.index`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class StoredRecord:
     queue_offset: int
     store_timestamp: int
     properties_raw: bytes
+    sys_flag: int = 0
 
     def properties(self) -> dict[str, str]:
         """The record's properties (parsed on demand: only re-dispatched records need them)."""
@@ -107,14 +109,20 @@ def find_valid_end(commitlog: CommitLog, start_index: int, check_crc: bool) -> i
 
 
 def iter_records(
-    commitlog: CommitLog, begin: int, end: int, reached: Callable[[bytes, int], int] | None = None
+    commitlog: CommitLog,
+    begin: int,
+    end: int,
+    reached: Callable[[bytes, int], int] | None = None,
+    *,
+    keep_from: int | None = None,
 ) -> Iterator[StoredRecord]:
     """The records in ``[begin, end)``, which must start at a record boundary and have been
     validated by :func:`find_valid_end`; blank records move on to the next segment.
 
     ``reached(topic_utf8, queue_id)`` may name how far (commit-log offset) a queue's entries
     already go; records ending at or before that are skipped without building anything, which
-    is most of them when a crash left the consume queues intact.
+    is most of them when a crash left the consume queues intact - unless they start at or after
+    ``keep_from`` (the message index wants those whatever the queues hold).
     """
     pos = begin
     v4 = _V4_FIXED.unpack_from
@@ -148,7 +156,11 @@ def iter_records(
             topic = bytes(view[topic_start:topic_end])
             offset = seg.start + rel
             rel += size
-            if reached is not None and offset + size <= reached(topic, queue_id):
+            if (
+                reached is not None
+                and (keep_from is None or offset < keep_from)
+                and offset + size <= reached(topic, queue_id)
+            ):
                 continue
             (props_len,) = _I16.unpack_from(view, topic_end)
             yield StoredRecord(
@@ -159,5 +171,6 @@ def iter_records(
                 queue_offset,
                 timestamp,
                 bytes(view[topic_end + 2 : topic_end + 2 + props_len]),
+                sys_flag,
             )
         pos = seg.end

@@ -15,25 +15,26 @@ Deviations, on purpose:
   group resumes from them) and answers SUCCESS with them. Online groups are handled as RocketMQ
   does: the broker sends RESET_CONSUMER_CLIENT_OFFSET (oneway) to each member, which resets and
   commits.
-* :data:`QUERY_DUPLICATE_CLIENT_IDS` (code 10901, not a RocketMQ code) answers which client ids
-  are registered by more than one live connection in a group - something RocketMQ lets happen
-  silently (both clients then take the same queues). Header ``consumerGroup`` (optional: all
-  groups); body ``{"duplicates":[{"group":...,"clientId":...,"addresses":[...]}]}``. The same
-  facts show in GET_CONSUMER_CONNECTION_LIST, whose connection set lists one entry per
-  connection, so a duplicated id appears twice there with two addresses.
+* ``QUERY_DUPLICATE_CLIENT_IDS`` (10901, a :class:`~rocketq.protocol.codes.RocketQRequestCode`,
+  not a RocketMQ code) answers which client ids are registered by more than one live connection
+  in a group - something RocketMQ lets happen silently (both clients then take the same queues).
+  Header ``consumerGroup`` (optional: all groups); body
+  ``{"duplicates":[{"group":...,"clientId":...,"addresses":[...]}]}``. The same facts show in
+  GET_CONSUMER_CONNECTION_LIST, whose connection set lists one entry per connection, so a
+  duplicated id appears twice there with two addresses.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
+from rocketq.broker.context import AdminContext
 from rocketq.broker.schedule import encode_delay_offsets
-from rocketq.broker.topics import validate_topic
-from rocketq.errors import BrokerError, RemotingError
+from rocketq.errors import BrokerError, RemotingError, RemotingTimeoutError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import (
     Connection,
@@ -52,7 +53,7 @@ from rocketq.protocol.bodies import (
     TopicStatsTable,
     java_hash_order,
 )
-from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode
+from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode, RocketQRequestCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
@@ -66,17 +67,14 @@ from rocketq.protocol.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
+from rocketq.protocol.topics import validate_topic
 from rocketq.remoting import RemotingConnection
 
-from .common import parse_body, parse_header, system_error
+from .common import parse_header, system_error, with_body
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
+__all__ = ["AdminProcessor"]
 
-__all__ = ["QUERY_DUPLICATE_CLIENT_IDS", "AdminProcessor"]
-
-QUERY_DUPLICATE_CLIENT_IDS = 10901
-"""rocketq's own request code: list duplicated client ids (see the module docstring)."""
+log = logging.getLogger(__name__)
 
 _NOT_SET = "not set any response code"
 V = TypeVar("V")  # Java's default remark, kept where RocketMQ leaves it
@@ -85,7 +83,7 @@ V = TypeVar("V")  # Java's default remark, kept where RocketMQ leaves it
 class AdminProcessor:
     """Topic, group, connection and offset administration."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: AdminContext) -> None:
         self._b = broker
 
     def handlers(self) -> dict[int, object]:
@@ -107,7 +105,7 @@ class AdminProcessor:
             RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
             RequestCode.GET_BROKER_CONFIG: self.broker_config,
             RequestCode.GET_ALL_DELAY_OFFSET: self.all_delay_offsets,
-            QUERY_DUPLICATE_CLIENT_IDS: self.duplicate_client_ids,
+            RocketQRequestCode.QUERY_DUPLICATE_CLIENT_IDS: self.duplicate_client_ids,
         }
 
     # ------------------------------------------------------------------ topics
@@ -166,13 +164,25 @@ class AdminProcessor:
 
     # ------------------------------------------------------------------ groups
 
-    def update_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    def update_group(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         b = self._b
-        config = parse_body(SubscriptionGroupConfig.decode, request, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP")
-        if not config.group_name:
-            raise system_error("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the config has no groupName")
-        b.groups.update(config, b.wall())
-        return request.response()
+
+        def update(config: SubscriptionGroupConfig) -> RemotingCommand:
+            if not config.group_name:
+                raise system_error("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: the config has no groupName")
+            b.groups.update(config, b.wall())
+            return request.response()
+
+        return with_body(
+            conn,
+            request,
+            SubscriptionGroupConfig,
+            "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+            b.config.remoting.max_nonstandard_json,
+            update,
+        )
 
     def delete_group(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
@@ -290,8 +300,14 @@ class AdminProcessor:
         try:
             answer = await channel.conn.invoke(relay, b.config.client_call_timeout)
         except RemotingError as exc:
+            log.info("GET_CONSUMER_RUNNING_INFO relay to %s failed: %s", h.client_id, exc)
+            why = (
+                "no answer in time"
+                if isinstance(exc, RemotingTimeoutError)
+                else "the consumer's connection failed"
+            )
             raise system_error(
-                f"invoke consumer <{h.consumer_group}> <{h.client_id}> Exception: {exc}"
+                f"invoke consumer <{h.consumer_group}> <{h.client_id}> Exception: {why}"
             ) from None
         return request.response(
             code=answer.code, remark=answer.remark, ext_fields=dict(answer.ext_fields), body=answer.body
@@ -397,7 +413,7 @@ class AdminProcessor:
         b = self._b
         store = b.store
         stats = b.stats
-        now_ms = int(time.time() * 1000)
+        now_ms = b.wall_ms()
         table = {
             "brokerVersionDesc": "V4_9_4",
             "brokerVersion": str(int(MQVersion.V4_9_4)),

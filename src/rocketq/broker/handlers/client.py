@@ -9,12 +9,17 @@ connection; as in RocketMQ the notices go out before the heartbeat's own respons
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+import inspect
+import logging
+from collections.abc import Awaitable, Iterator
+from dataclasses import replace
+from typing import TypeVar
 
-from rocketq.broker.consumers import Changes, apply_heartbeat, apply_unregister_client
-from rocketq.errors import RemoteProtocolError
+from rocketq.broker.consumers import Changes, apply_heartbeat, apply_unregister_client, check_heartbeat
+from rocketq.broker.context import ClientContext
+from rocketq.broker.filter import Sql92Error, is_tag_type
+from rocketq.errors import BrokerError, RemoteProtocolError
+from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import (
     CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
@@ -23,25 +28,25 @@ from rocketq.protocol.bodies import (
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
-from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from rocketq.remoting import RemotingConnection
 
-from .common import parse_body, parse_header, system_error
-from .pull import _SQL92_REMARK
-
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
+from .common import parse_body, parse_header, system_error, with_body
+from .pull import property_filter_disabled_remark, selector_of
 
 __all__ = ["ClientProcessor"]
+
+log = logging.getLogger(__name__)
 
 
 class ClientProcessor:
     """Heartbeats, unregistrations, group membership queries and queue locks."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ClientContext) -> None:
         self._b = broker
+        self._max_json = broker.config.remoting.max_nonstandard_json
 
     def handlers(self) -> dict[int, object]:
         return {
@@ -68,8 +73,15 @@ class ClientProcessor:
     def heartbeat(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        if conn.offloads(len(request.body)):
+            return conn.large_request(request, lambda: self._large_heartbeat(conn, request))
+        data = parse_body(HeartbeatData, request, "HEART_BEAT", self._max_json)
+        return self._answer_after(self._apply(conn, request, data), request.response())
+
+    def _apply(
+        self, conn: RemotingConnection, request: RemotingCommand, data: HeartbeatData
+    ) -> Changes[RemotingConnection]:
         b = self._b
-        data = parse_body(HeartbeatData.decode, request, "HEART_BEAT")
         try:
             changes = apply_heartbeat(
                 data,
@@ -85,7 +97,43 @@ class ClientProcessor:
             )
         except RemoteProtocolError as exc:
             raise system_error(f"HEART_BEAT: {exc}") from None
-        return self._answer_after(changes, request.response())
+        for consumer in data.consumer_data_set:
+            for sub in consumer.subscription_data_set:
+                if not is_tag_type(sub.expression_type):
+                    # RocketMQ answers SUCCESS and registers no filter: the group's pulls then
+                    # get FILTER_DATA_NOT_EXIST (CHECK_CLIENT_CONFIG is where a client learns why)
+                    try:
+                        selector_of(sub.expression_type, sub.sub_string)
+                    except Sql92Error as exc:
+                        log.warning(
+                            "group %s subscribes to %s with a bad expression: %s",
+                            consumer.group_name,
+                            sub.topic,
+                            exc,
+                        )
+        return changes
+
+    def _checked_heartbeat(self, request: RemotingCommand) -> HeartbeatData:
+        """The heartbeat of ``request``, decoded in steps and checked whole (on the worker thread)."""
+        data = parse_body(HeartbeatData, request, "HEART_BEAT", self._max_json, chunked=True)
+        try:
+            check_heartbeat(data)
+        except RemoteProtocolError as exc:
+            raise system_error(f"HEART_BEAT: {exc}") from None
+        return data
+
+    async def _large_heartbeat(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """A heartbeat over the offload threshold: decoded on the worker thread, then applied a
+        few groups at a time (each group whole, as RocketMQ registers them one by one), yielding
+        the loop between slices; checked whole first, so a malformed one changes nothing."""
+        data = await conn.off_loop(self._checked_heartbeat, request)
+        changes: Changes[RemotingConnection] = Changes()
+        ticks = conn.time_slice()
+        for part in _heartbeat_parts(data):
+            changes += self._apply(conn, request, part)
+            await ticks.tick()
+        answer = self._answer_after(changes, request.response())
+        return await answer if inspect.isawaitable(answer) else answer
 
     def unregister(
         self, conn: RemotingConnection, request: RemotingCommand
@@ -112,26 +160,112 @@ class ClientProcessor:
         body = GetConsumerListByGroupResponseBody(consumer_id_list=tuple(ids)).encode()
         return request.response(ext_fields={}, body=body)
 
-    def check_client_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        """Tag filters are always evaluable; SQL92 is refused as by a broker without
-        ``enablePropertyFilter`` (RocketMQ's default)."""
-        body = parse_body(CheckClientRequestBody.decode, request, "CHECK_CLIENT_CONFIG")
-        sub = body.subscription_data
-        if sub is not None and (sub.expression_type or "TAG") != "TAG":
-            raise system_error(_SQL92_REMARK)
+    def check_client_config(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """A Java consumer asks before it starts whether its subscription can be served
+        (``ClientManageProcessor.checkClientConfig``): tag filters always; SQL92 when
+        ``enablePropertyFilter`` is on (else SYSTEM_ERROR) and the expression compiles (else
+        SUBSCRIPTION_PARSE_FAILED, the remark saying where it went wrong)."""
+
+        def check(body: CheckClientRequestBody) -> RemotingCommand:
+            sub = body.subscription_data
+            if sub is None or is_tag_type(sub.expression_type):
+                return request.response()
+            if not self._b.config.enable_property_filter:
+                raise system_error(property_filter_disabled_remark(sub.expression_type))
+            try:
+                selector_of(sub.expression_type, sub.sub_string)
+            except Sql92Error as exc:
+                log.warning(
+                    "client %s of group %s subscribes with a bad expression: %s",
+                    body.client_id,
+                    body.group,
+                    exc,
+                )
+                raise BrokerError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+            return request.response()
+
+        return with_body(conn, request, CheckClientRequestBody, "CHECK_CLIENT_CONFIG", self._max_json, check)
+
+    def lock_batch(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        if conn.offloads(len(request.body)):
+            return conn.large_request(request, lambda: self._large_lock_batch(conn, request))
+        body = parse_body(LockBatchRequestBody, request, "LOCK_BATCH_MQ", self._max_json)
+        group, client_id = _lock_owner(body, "LOCK_BATCH_MQ")
+        locked = self._b.locks.try_lock_batch(group, body.mq_set, client_id, self._b.wall())
+        return request.response(body=_locked_answer(body.mq_set, locked))
+
+    async def _large_lock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """A lock batch over the offload threshold: decoded and answered on the worker thread,
+        its queues locked a slice at a time (each queue's lock is its own, as in RocketMQ)."""
+        body = await conn.off_loop(
+            parse_body, LockBatchRequestBody, request, "LOCK_BATCH_MQ", self._max_json, chunked=True
+        )
+        group, client_id = _lock_owner(body, "LOCK_BATCH_MQ")
+        locked: set[MessageQueue] = set()
+        now = self._b.wall()
+        ticks = conn.time_slice()
+        for part in _parts(body.mq_set, _LOCK_PART):
+            locked |= self._b.locks.try_lock_batch(group, part, client_id, now)
+            await ticks.tick()
+        return request.response(body=await conn.off_loop(_locked_answer, body.mq_set, locked))
+
+    def unlock_batch(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        if conn.offloads(len(request.body)):
+            return conn.large_request(request, lambda: self._large_unlock_batch(conn, request))
+        body = parse_body(UnlockBatchRequestBody, request, "UNLOCK_BATCH_MQ", self._max_json)
+        group, client_id = _lock_owner(body, "UNLOCK_BATCH_MQ")
+        self._b.locks.unlock_batch(group, body.mq_set, client_id)
         return request.response()
 
-    def lock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        body = parse_body(LockBatchRequestBody.decode, request, "LOCK_BATCH_MQ")
-        if not body.consumer_group or not body.client_id:
-            raise system_error("LOCK_BATCH_MQ: consumerGroup and clientId are required")
-        locked = self._b.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id, time.time())
-        ok = tuple(mq for mq in body.mq_set if mq in locked)
-        return request.response(body=LockBatchResponseBody(lock_ok_mq_set=ok).encode())
-
-    def unlock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        body = parse_body(UnlockBatchRequestBody.decode, request, "UNLOCK_BATCH_MQ")
-        if not body.consumer_group or not body.client_id:
-            raise system_error("UNLOCK_BATCH_MQ: consumerGroup and clientId are required")
-        self._b.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+    async def _large_unlock_batch(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        body = await conn.off_loop(
+            parse_body, UnlockBatchRequestBody, request, "UNLOCK_BATCH_MQ", self._max_json
+        )
+        group, client_id = _lock_owner(body, "UNLOCK_BATCH_MQ")
+        ticks = conn.time_slice()
+        for part in _parts(body.mq_set, _LOCK_PART):
+            self._b.locks.unlock_batch(group, part, client_id)
+            await ticks.tick()
         return request.response()
+
+
+#: Consumer groups and producer groups of a large heartbeat applied between two looks at the clock
+#: (a new consumer group costs about 70 µs: its subscription group config and retry topic).
+_GROUP_PART = 8
+_PRODUCER_PART = 256
+#: Queues of a large lock batch locked between two looks at the clock (a few µs each).
+_LOCK_PART = 1024
+
+P = TypeVar("P")
+
+
+def _parts(items: tuple[P, ...], size: int) -> Iterator[tuple[P, ...]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _heartbeat_parts(data: HeartbeatData) -> Iterator[HeartbeatData]:
+    """``data`` as heartbeats of a few consumer groups each, then of the producer groups."""
+    for groups in _parts(data.consumer_data_set, _GROUP_PART):
+        yield replace(data, consumer_data_set=groups, producer_data_set=())
+    for producers in _parts(data.producer_data_set, _PRODUCER_PART):
+        yield replace(data, consumer_data_set=(), producer_data_set=producers)
+
+
+def _lock_owner(body: LockBatchRequestBody | UnlockBatchRequestBody, what: str) -> tuple[str, str]:
+    if not body.consumer_group or not body.client_id:
+        raise system_error(f"{what}: consumerGroup and clientId are required")
+    return body.consumer_group, body.client_id
+
+
+def _locked_answer(asked: tuple[MessageQueue, ...], locked: set[MessageQueue]) -> bytes:
+    """The LOCK_BATCH_MQ answer's body: the queues locked, in the order asked."""
+    return LockBatchResponseBody(lock_ok_mq_set=tuple(mq for mq in asked if mq in locked)).encode()

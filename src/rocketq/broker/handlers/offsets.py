@@ -7,19 +7,20 @@ queue still starts at offset 0 and its first message is "in memory" (it always i
 reads through the page cache), else QUERY_NOT_FOUND so the client applies its
 consume-from-where. rocketq does the same with "still starts at 0" as the whole test.
 
-QUERY_MESSAGE (by key, or by unique key with ``_UNIQUE_KEY_QUERY=true``): RocketMQ looks keys up
-in its hash index files; rocketq keeps no index yet and scans the topic's queues instead, from
-the first message stored at ``beginTimestamp`` on, reading properties only, at most
-:data:`QUERY_SCAN_LIMIT` messages per query - cheap for the admin tools' occasional look-ups,
-not meant for high rates. Matches are returned as stored records, as RocketMQ does, up to
-``maxNum`` (32 for a unique key); none answers QUERY_NOT_FOUND with RocketMQ's remark.
+QUERY_MESSAGE (by key, or by unique key with ``_UNIQUE_KEY_QUERY=true``) goes through the store's
+message index (:mod:`rocketq.store.index`): RocketMQ's ``QueryMessageProcessor``. A unique-key
+query returns up to ``defaultQueryMaxNum`` (32) messages, a key query up to ``maxNum``; both at
+most ``maxMsgsNumBatch`` (64). Found messages are returned as stored records in commit-log order
+with the index's last update (time stamp and commit-log offset) in the header; none answers
+QUERY_NOT_FOUND with RocketMQ's remark and both fields 0, as Java does. VIEW_MESSAGE_BY_ID reads
+the record at the offset of an offset message id.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
+from rocketq.broker.context import OffsetContext
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
@@ -33,28 +34,19 @@ from rocketq.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
-from rocketq.protocol.message import decode_messages
-from rocketq.protocol.properties import KEY_SEPARATOR, MessageConst
 from rocketq.remoting import RemotingConnection
 
 from .common import parse_header, system_error
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
+__all__ = ["OffsetProcessor"]
 
-__all__ = ["QUERY_SCAN_LIMIT", "OffsetProcessor"]
-
-QUERY_SCAN_LIMIT = 100_000
-"""Most messages one QUERY_MESSAGE reads (rocketq scans instead of keeping an index)."""
 _UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"  # MixAll.UNIQUE_MSG_QUERY_FLAG
-_UNIQUE_MAX_NUM = 32  # defaultQueryMaxNum
-_MAX_MSGS_NUM_BATCH = 64  # maxMsgsNumBatch
 
 
 class OffsetProcessor:
     """Consumer offsets and queue bounds."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: OffsetContext) -> None:
         self._b = broker
 
     def handlers(self) -> dict[int, object]:
@@ -107,54 +99,30 @@ class OffsetProcessor:
         return request.response(ext_fields={"timestamp": str(ts)})
 
     async def query_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        """The scan runs in a worker thread (the store is thread-safe): the loop keeps serving."""
+        """The look-up runs in a worker thread (it reads the index and the records it names from
+        mapped files, which may fault pages in): the loop keeps serving."""
         h = parse_header(QueryMessageRequestHeader, request)
-        unique = request.ext_fields.get(_UNIQUE_KEY_QUERY) == "true"
-        max_num = _UNIQUE_MAX_NUM if unique else min(max(h.max_num, 1), _MAX_MSGS_NUM_BATCH)
-        found = await asyncio.to_thread(self._scan, h, unique, max_num)
         store = self._b.store
-        ext = QueryMessageResponseHeader(
-            index_last_update_timestamp=max(self._b.stats.last_put_ms, 0),
-            index_last_update_phyoffset=store.commit_log_max_offset,
-        ).to_ext_fields()
-        if not found:
+        max_num = h.max_num
+        if request.ext_fields.get(_UNIQUE_KEY_QUERY) == "true":
+            max_num = store.config.default_query_max_num
+        result = await asyncio.to_thread(
+            store.query_message, h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp
+        )
+        if not result.messages:
+            ext = QueryMessageResponseHeader(
+                index_last_update_timestamp=0, index_last_update_phyoffset=0
+            ).to_ext_fields()
             return request.response(
                 code=ResponseCode.QUERY_NOT_FOUND,
                 remark="can not find message, maybe time range not correct",
                 ext_fields=ext,
             )
-        return request.response(ext_fields=ext, body=b"".join(found))
-
-    def _scan(self, h: QueryMessageRequestHeader, unique: bool, max_num: int) -> list[bytes]:
-        store = self._b.store
-        found: list[bytes] = []
-        scanned = 0
-        for queue_id in store.queue_ids(h.topic):
-            offset = (
-                store.offset_by_time(h.topic, queue_id, h.begin_timestamp) if h.begin_timestamp > 0 else 0
-            )
-            offset = max(offset, store.min_offset(h.topic, queue_id))
-            end = store.max_offset(h.topic, queue_id)
-            while offset < end and len(found) < max_num and scanned < QUERY_SCAN_LIMIT:
-                result = store.get_messages(h.topic, queue_id, offset, 32)
-                if not result.message_count:
-                    break
-                for msg in decode_messages(result.data, read_body=False):
-                    scanned += 1
-                    if not h.begin_timestamp <= msg.store_timestamp <= h.end_timestamp:
-                        continue
-                    props = msg.properties
-                    hit = (
-                        props.get(MessageConst.UNIQ_KEY) == h.key
-                        if unique
-                        else h.key in (props.get(MessageConst.KEYS) or "").split(KEY_SEPARATOR)
-                    )
-                    if hit and len(found) < max_num:
-                        data = store.read_message_bytes(msg.commit_log_offset)
-                        if data is not None:
-                            found.append(data)
-                offset = result.next_begin_offset
-        return found
+        ext = QueryMessageResponseHeader(
+            index_last_update_timestamp=result.index_last_update_timestamp,
+            index_last_update_phyoffset=result.index_last_update_phyoffset,
+        ).to_ext_fields()
+        return request.response(ext_fields=ext, body=b"".join(result.messages))
 
     def view_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = parse_header(ViewMessageRequestHeader, request)

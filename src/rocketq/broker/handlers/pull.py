@@ -7,6 +7,20 @@ request when the subscription flag (4) is set, else the group's registered subsc
 must exist and be at least as new as the request's ``subVersion``. The store returns the stored
 records as one ``bytes`` - the response body as is: nothing is decoded on this path.
 
+**SQL92.** A subscription of expression type ``SQL92`` (:mod:`rocketq.broker.filter.sql92`) is
+compiled once (cached) and evaluated against each candidate message's properties as the store
+reads the queue, and against an arriving message's properties before a held pull wakes (as
+RocketMQ's ``ExpressionMessageFilter`` and its arriving listener). Refusals are RocketMQ's: the
+broker without ``enablePropertyFilter`` answers SYSTEM_ERROR (its remark says what to turn on);
+a registered subscription whose expression does not compile FILTER_DATA_NOT_EXIST (the heartbeat
+that brought it was answered SUCCESS, as Java's is); an expression in the request that does not
+compile SUBSCRIPTION_PARSE_FAILED (RocketMQ 4.9 would deliver every message). Each remark ends
+with where the expression went wrong. A queue with no matching message answers
+PULL_RETRY_IMMEDIATELY with ``NO_MATCHED_MESSAGE``, its next offset past what was examined.
+
+A PULL_OFFSET_MOVED answer also stores an event in ``OFFSET_MOVED_EVENT`` (group, queue, the
+offset asked for and the new one), as RocketMQ's ``generateOffsetMovedEvent`` does.
+
 Status mapping (the remark is the store's status name, as Java sends it):
 
 ===========================  ============================================================
@@ -36,47 +50,84 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Final
 
 from rocketq.broker.consumers import tag_filter
+from rocketq.broker.context import PullContext
+from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter, compile_sql92, is_tag_type
 from rocketq.broker.longpoll import PullHoldTable
-from rocketq.errors import BrokerError
-from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from rocketq.errors import BrokerError, RocketQError
+from rocketq.protocol import fastjson
+from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
-from rocketq.protocol.properties import java_string_hash
+from rocketq.protocol.message import encode_message
+from rocketq.protocol.properties import MessageConst, java_string_hash, tags_code
+from rocketq.protocol.topics import RMQ_SYS_OFFSET_MOVED_EVENT, Perm
 from rocketq.remoting import RemotingConnection, describe_exception
 from rocketq.store import GetMessageStatus
 
 from .common import parse_header, system_error
-from .send import topic_not_exist_remark
+from .send import java_properties_string, topic_not_exist_remark
 
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
-
-__all__ = ["PullProcessor", "tag_codes_of_expression"]
+__all__ = ["PullProcessor", "property_filter_disabled_remark", "selector_of", "tag_codes_of_expression"]
 
 log = logging.getLogger(__name__)
 
-_PERM_READ = 0x4  # PermName.PERM_READ as a plain int (IntFlag arithmetic is slow)
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
-FLAG_CLASS_FILTER = 0x8
+# plain ints: IntFlag arithmetic costs a call per operation on this path
+_READ = int(Perm.READ)
+_COMMIT_OFFSET = int(PullSysFlag.COMMIT_OFFSET)
+_SUSPEND = int(PullSysFlag.SUSPEND)
+_SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
 
-_SQL92_REMARK = "The broker does not support consumer to filter message by SQL92"
+_PARSE_FAILED = "parse the consumer's subscription failed"
+_FILTER_DATA_NOT_EXIST = "The broker's consumer filter data is not exist!Your expression may be wrong!"
 
+
+def property_filter_disabled_remark(expression_type: str | None) -> str:
+    """RocketMQ's remark for an SQL92 subscription on a broker without ``enablePropertyFilter``,
+    and what to turn on."""
+    return (
+        f"The broker does not support consumer to filter message by {expression_type} "
+        "(enablePropertyFilter is off: start the broker with --enable-property-filter, "
+        "or BrokerConfig(enable_property_filter=True))"
+    )
+
+
+def selector_of(expression_type: str | None, expression: str | None) -> Sql92Filter:
+    """The compiled (cached) filter of a non-tag subscription; raises :class:`Sql92Error`."""
+    if expression_type != EXPRESSION_TYPE_SQL92:
+        raise Sql92Error(
+            expression or "", f"expression type {expression_type!r} is not supported (only SQL92)"
+        )
+    return compile_sql92(expression or "")
+
+
+# Codes and statuses as module constants: looking an enum member up (``ResponseCode.SUCCESS``),
+# hashing one or reading its ``.value`` are Python-level calls, a few of which every pull made.
+_SUCCESS: Final = int(ResponseCode.SUCCESS)
+_PULL_NOT_FOUND: Final = int(ResponseCode.PULL_NOT_FOUND)
+_PULL_OFFSET_MOVED: Final = int(ResponseCode.PULL_OFFSET_MOVED)
+_ROCKETMQ: Final = SerializeType.ROCKETMQ
+_FOUND: Final = GetMessageStatus.FOUND
 _S = GetMessageStatus
-_STATUS = {
-    _S.FOUND: ResponseCode.SUCCESS,
-    _S.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    _S.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
-    _S.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
-    _S.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
-    _S.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
-    _S.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+#: What a pull answers for a store status: the response code and the remark (the status's name,
+#: as Java sends it). An empty or unknown queue (NO_MESSAGE_IN_QUEUE, NO_MATCHED_LOGIC_QUEUE)
+#: answers by the offset asked for instead.
+_ANSWERS: Final = {
+    status: (int(code), status.value)
+    for status, code in (
+        (_S.FOUND, ResponseCode.SUCCESS),
+        (_S.MESSAGE_WAS_REMOVING, ResponseCode.PULL_RETRY_IMMEDIATELY),
+        (_S.NO_MATCHED_MESSAGE, ResponseCode.PULL_RETRY_IMMEDIATELY),
+        (_S.OFFSET_FOUND_NULL, ResponseCode.PULL_NOT_FOUND),
+        (_S.OFFSET_OVERFLOW_BADLY, ResponseCode.PULL_OFFSET_MOVED),
+        (_S.OFFSET_OVERFLOW_ONE, ResponseCode.PULL_NOT_FOUND),
+        (_S.OFFSET_TOO_SMALL, ResponseCode.PULL_OFFSET_MOVED),
+    )
 }
-_EMPTY_QUEUE = (_S.NO_MATCHED_LOGIC_QUEUE, _S.NO_MESSAGE_IN_QUEUE)
+_FOUND_ANSWER: Final = _ANSWERS[_FOUND]
 
 Held = tuple[RemotingConnection, RemotingCommand]
 
@@ -97,70 +148,10 @@ def tag_codes_of_expression(expression: str | None) -> frozenset[int] | None:
     return frozenset(java_string_hash(t) for t in tags if t)
 
 
-class _Pull:
-    __slots__ = (
-        "commit_offset",
-        "expression_type",
-        "group",
-        "max_msg_nums",
-        "queue_id",
-        "queue_offset",
-        "sub_version",
-        "subscription",
-        "suspend_timeout_millis",
-        "sys_flag",
-        "topic",
-    )
-
-    group: str
-    topic: str
-    queue_id: int
-    queue_offset: int
-    max_msg_nums: int
-    sys_flag: int
-    commit_offset: int
-    suspend_timeout_millis: int
-    subscription: str | None
-    sub_version: int
-    expression_type: str | None
-
-
-def _fast_parse(ext: dict[str, str]) -> _Pull | None:
-    try:
-        p = _Pull()
-        p.group = ext["consumerGroup"]
-        p.topic = ext["topic"]
-        p.queue_id = int(ext["queueId"])
-        p.queue_offset = int(ext["queueOffset"])
-        p.max_msg_nums = int(ext["maxMsgNums"])
-        p.sys_flag = int(ext["sysFlag"])
-        p.commit_offset = int(ext["commitOffset"])
-        p.suspend_timeout_millis = int(ext["suspendTimeoutMillis"])
-        p.subscription = ext.get("subscription")
-        p.sub_version = int(ext["subVersion"])
-        p.expression_type = ext.get("expressionType")
-    except (KeyError, ValueError):
-        return None
-    return p
-
-
-def _parse(request: RemotingCommand) -> _Pull:
-    fast = _fast_parse(request.ext_fields)
-    if fast is not None:
-        return fast
-    h = parse_header(PullMessageRequestHeader, request)
-    p = _Pull()
-    p.group, p.topic, p.queue_id, p.queue_offset = h.consumer_group, h.topic, h.queue_id, h.queue_offset
-    p.max_msg_nums, p.sys_flag, p.commit_offset = h.max_msg_nums, h.sys_flag, h.commit_offset
-    p.suspend_timeout_millis, p.subscription = h.suspend_timeout_millis, h.subscription
-    p.sub_version, p.expression_type = h.sub_version, h.expression_type
-    return p
-
-
 class PullProcessor:
-    """The pull handler and the held pulls of one :class:`~rocketq.broker.server.Broker`."""
+    """The pull handler and the held pulls, over a :class:`~rocketq.broker.context.PullContext`."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: PullContext) -> None:
         self._b = broker
         self.holds: PullHoldTable[Held] = PullHoldTable()
         self._loop = asyncio.get_running_loop()
@@ -170,6 +161,7 @@ class PullProcessor:
         self._long_polling = cfg.long_polling_enable
         self._short = cfg.short_polling_time
         self._max_hold = cfg.broker_suspend_max_time
+        self._property_filter = cfg.enable_property_filter
 
     def handlers(self) -> dict[int, object]:
         return {RequestCode.PULL_MESSAGE: self.pull}
@@ -184,8 +176,8 @@ class PullProcessor:
         self, conn: RemotingConnection, request: RemotingCommand, allow_suspend: bool
     ) -> RemotingCommand | None:
         b = self._b
-        p = _parse(request)
-        group = p.group
+        p = parse_header(PullMessageRequestHeader, request)
+        group = p.consumer_group
         topic = p.topic
         now = b.wall()
         group_config = b.groups.find(group, now)
@@ -198,7 +190,7 @@ class PullProcessor:
         config = b.topics.select(topic)
         if config is None:
             raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic, pull=True))
-        if not config.perm & _PERM_READ:
+        if not config.perm & _READ:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         queue_id = p.queue_id
         if queue_id < 0 or queue_id >= config.read_queue_nums:
@@ -207,10 +199,21 @@ class PullProcessor:
                 f"[{config.read_queue_nums}] consumer:[{conn.remote_address}]"
             )
         sys_flag = p.sys_flag
-        if sys_flag & FLAG_SUBSCRIPTION:
-            if p.expression_type not in (None, "TAG"):
-                raise system_error(_SQL92_REMARK)
-            codes = tag_codes_of_expression(p.subscription)
+        selector: Sql92Filter | None = None
+        expression_type = p.expression_type
+        if sys_flag & _SUBSCRIPTION:
+            if is_tag_type(expression_type):
+                codes = tag_codes_of_expression(p.subscription)
+            else:
+                # RocketMQ 4.9 builds the filter here and, its assertion disabled, serves an
+                # expression that does not compile as "everything"; refuse it, with its code.
+                codes = None
+                try:
+                    selector = selector_of(expression_type, p.subscription)
+                except Sql92Error as exc:
+                    raise BrokerError(
+                        ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"{_PARSE_FAILED}: {exc}"
+                    ) from None
         else:
             sub = b.consumers.find_subscription(group, topic)
             if sub is None:
@@ -236,27 +239,50 @@ class PullProcessor:
                 raise BrokerError(
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
-            if (sub.expression_type or "TAG") != "TAG":
-                raise system_error(_SQL92_REMARK)
-            codes = tag_filter(sub)
+            expression_type = sub.expression_type
+            if is_tag_type(expression_type):
+                codes = tag_filter(sub)
+            else:  # the filter the heartbeat registered (ConsumerFilterManager), compiled once
+                codes = None
+                try:
+                    selector = selector_of(expression_type, sub.sub_string)
+                except Sql92Error as exc:
+                    raise BrokerError(
+                        ResponseCode.FILTER_DATA_NOT_EXIST, f"{_FILTER_DATA_NOT_EXIST} ({exc})"
+                    ) from None
+        if selector is not None and not self._property_filter:
+            raise system_error(property_filter_disabled_remark(expression_type))
+        matches = selector.matches if selector is not None else None
         offset = p.queue_offset
-        result = b.store.get_messages(topic, queue_id, offset, p.max_msg_nums, codes, group=group)
+        result = b.store.get_messages(
+            topic, queue_id, offset, p.max_msg_nums, codes, group=group, property_filter=matches
+        )
         status = result.status
-        code = _STATUS.get(status)
-        if code is None:  # an empty or unknown queue
-            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
-        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
+        answer = _FOUND_ANSWER if status is _FOUND else _ANSWERS.get(status)
+        if answer is None:  # an empty or unknown queue
+            answer = (_PULL_OFFSET_MOVED if offset != 0 else _PULL_NOT_FOUND), status.value
+        code, remark = answer
+        if allow_suspend and sys_flag & _COMMIT_OFFSET:
             b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
+        if code == _PULL_NOT_FOUND and allow_suspend and sys_flag & _SUSPEND:
             hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short
             hold = min(max(hold, 0.0), self._max_hold)
             deadline = self._loop.time() + hold
-            self.holds.hold((topic, queue_id), (conn, request), deadline, offset=offset, tag_codes=codes)
+            self.holds.hold(
+                (topic, queue_id),
+                (conn, request),
+                deadline,
+                offset=offset,
+                tag_codes=codes,
+                property_filter=matches,
+            )
             self._arm(deadline)
             return None
-        if code == ResponseCode.SUCCESS:
+        if code == _SUCCESS:
             b.stats.on_get(group, result.message_count, len(result.data))
-        if request.serialize_type == SerializeType.ROCKETMQ:
+        elif code == _PULL_OFFSET_MOVED:
+            self._offset_moved_event(group, topic, queue_id, offset, result.next_begin_offset)
+        if request.serialize_type == _ROCKETMQ:
             ext = {
                 "suggestWhichBrokerId": "0",
                 "nextBeginOffset": str(result.next_begin_offset),
@@ -270,18 +296,54 @@ class PullProcessor:
                 "maxOffset": str(result.max_offset),
                 "minOffset": str(result.min_offset),
             }
-        return request.response(code=code, remark=status.value, ext_fields=ext, body=result.data)
+        return request.response(code=code, remark=remark, ext_fields=ext, body=result.data)
+
+    def _offset_moved_event(self, group: str, topic: str, queue_id: int, requested: int, new: int) -> None:
+        """RocketMQ's ``generateOffsetMovedEvent``: a pull told its offset moved leaves a record
+        in ``OFFSET_MOVED_EVENT`` (tag and key: the group; body: the event as JSON), for tools."""
+        b = self._b
+        event = {
+            "consumerGroup": group,
+            "messageQueue": {"brokerName": b.config.broker_name, "queueId": queue_id, "topic": topic},
+            "offsetNew": new,
+            "offsetRequest": requested,
+        }
+        # setTags, setDelayTimeLevel(0), setKeys: the map's string in Java HashMap order
+        props = {MessageConst.TAGS: group, MessageConst.DELAY: "0", MessageConst.KEYS: group}
+        host = b.store_host
+        try:
+            record = encode_message(
+                topic=RMQ_SYS_OFFSET_MOVED_EVENT,
+                body=fastjson.dumps_bytes(event),
+                properties=java_properties_string(props, len(props)),
+                born_timestamp=b.wall_ms(),
+                born_host=host,
+                store_host=host,
+            )
+            b.store.put_message(RMQ_SYS_OFFSET_MOVED_EVENT, 0, record, tags_code(group))
+        except (RocketQError, OSError) as exc:  # RocketMQ only logs it too
+            log.warning(
+                "could not store the offset-moved event of %s on %s-%d: %s", group, topic, queue_id, exc
+            )
 
     # ------------------------------------------------------------------ held pulls
 
-    def on_arrival(self, topic: str, queue_id: int, max_offset: int, tag_code: int | None = None) -> None:
+    def on_arrival(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tag_code: int | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
         """The store appended to (topic, queue_id): answer the pulls this wakes (event loop only).
 
-        ``tag_code`` is the arrived message's, when known: pulls whose filter refuses it stay held."""
+        ``tag_code`` and ``properties`` are the arrived message's, when known: pulls whose
+        filter refuses it stay held."""
         holds = self.holds
         if not len(holds):
             return
-        ready = holds.on_arrival(topic, queue_id, max_offset, self._loop.time(), tag_code)
+        ready = holds.on_arrival(topic, queue_id, max_offset, self._loop.time(), tag_code, properties)
         if ready:
             self._answer(ready)
 

@@ -25,9 +25,11 @@ store's synchronous append:
 Store failures are answers, not crashes: an oversized message MESSAGE_ILLEGAL, a full disk or a
 store that stopped accepting writes SERVICE_NOT_AVAILABLE, another write error SYSTEM_ERROR.
 
-Transaction (half) messages are refused with NO_PERMISSION, as a 4.9.4 broker with
-``rejectTransactionMessage=true`` does: rocketq has no transaction service yet, and storing them
-as plain messages would deliver uncommitted data.
+A transaction's half message (``TRAN_MSG=true``) goes to ``RMQ_SYS_TRANS_HALF_TOPIC`` with its
+real topic and queue in ``REAL_TOPIC`` / ``REAL_QID`` (:mod:`rocketq.broker.transactions`); the
+answer names the half queue's offset, which the producer's END_TRANSACTION quotes back. With
+``reject_transaction_message`` (RocketMQ's ``rejectTransactionMessage``) it is refused with
+NO_PERMISSION instead.
 """
 
 from __future__ import annotations
@@ -35,18 +37,12 @@ from __future__ import annotations
 import functools
 import logging
 import random
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Final
 
-from rocketq.broker.topics import (
-    DLQ_NUMS_PER_GROUP,
-    RETRY_GROUP_TOPIC_PREFIX,
-    RMQ_SYS_SCHEDULE_TOPIC,
-    dlq_topic,
-    is_not_allowed_send_topic,
-    is_writeable,
-    retry_topic,
-    validate_topic,
-)
+from rocketq.broker.context import SendContext
+from rocketq.broker.topics import PERM_RW
+from rocketq.broker.transactions import TRANSACTION_TYPE_MASK, half_message_properties, is_half_message
 from rocketq.errors import BrokerError, ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.protocol.bodies import TopicConfig, TopicFilterType
 from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode, SerializeType
@@ -58,6 +54,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.protocol.message import (
     MessageSysFlag,
+    batch_record_count,
     decode_batch,
     decode_message,
     encode_message,
@@ -70,13 +67,23 @@ from rocketq.protocol.properties import (
     string_to_properties,
     tags_code,
 )
+from rocketq.protocol.topics import (
+    DLQ_NUMS_PER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    Perm,
+    TopicSysFlag,
+    dlq_topic,
+    is_not_allowed_send_topic,
+    is_writeable,
+    retry_topic,
+    validate_topic,
+)
 from rocketq.remoting import RemotingConnection
 from rocketq.store import PutResult
 
 from .common import parse_header, system_error
-
-if TYPE_CHECKING:
-    from rocketq.broker.server import Broker
 
 __all__ = ["SendProcessor", "java_properties_string", "topic_not_exist_remark"]
 
@@ -85,12 +92,21 @@ log = logging.getLogger(__name__)
 _CLUSTER = MessageConst.CLUSTER
 _WAIT = MessageConst.WAIT
 _DELAY = MessageConst.DELAY
-_TRAN_MSG = MessageConst.TRAN_MSG
 _MULTI_TAGS = int(MessageSysFlag.MULTI_TAGS)
-_TRANSACTION_BITS = 0xC
 _V3_4_9 = int(MQVersion.V3_4_9)
 _FAQ_HINT = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."  # FAQUrl.suggestTodo
-_PERM_WRITE = 0x2  # PermName.PERM_WRITE as a plain int: IntFlag arithmetic is slow on this path
+#: The smallest stored record (a one-byte topic, no body, no properties, IPv4 hosts): what bounds
+#: the messages a batch of ``maxMessageSize`` stored bytes can hold (RocketMQ's only batch bound).
+_MIN_STORED_RECORD = 92
+#: Records of a batch handled inline whatever its size (at most ~5 ms of the event loop).
+_INLINE_RECORDS = 400
+# Flags and codes as module constants: IntFlag arithmetic and enum member look-ups
+# (``RequestCode.SEND_MESSAGE``) are Python-level calls, and every send made several.
+_WRITE: Final = int(Perm.WRITE)
+_V1_CODES: Final = frozenset({int(RequestCode.SEND_MESSAGE), int(RequestCode.SEND_REPLY_MESSAGE)})
+_SEND_BATCH: Final = int(RequestCode.SEND_BATCH_MESSAGE)
+_MULTI_TAG: Final = TopicFilterType.MULTI_TAG
+_ROCKETMQ: Final = SerializeType.ROCKETMQ
 
 
 @functools.lru_cache(maxsize=4096)
@@ -107,67 +123,15 @@ def java_properties_string(properties: dict[str, str], max_entries: int = 0) -> 
     return "\x02".join([f"{k}\x01{properties[k]}" for k in order])
 
 
-class _Send:
-    """The fields of a send request the broker uses (parsed once, by hand on the hot path)."""
-
-    __slots__ = (
-        "batch",
-        "born_timestamp",
-        "default_topic",
-        "default_topic_queue_nums",
-        "flag",
-        "max_reconsume_times",
-        "properties",
-        "queue_id",
-        "reconsume_times",
-        "sys_flag",
-        "topic",
-        "unit_mode",
-    )
-
-    def __init__(self, h: SendMessageRequestHeader | SendMessageRequestHeaderV2) -> None:
-        self.topic = h.topic
-        self.default_topic = h.default_topic
-        self.default_topic_queue_nums = h.default_topic_queue_nums
-        self.queue_id = h.queue_id
-        self.sys_flag = h.sys_flag
-        self.born_timestamp = h.born_timestamp
-        self.flag = h.flag
-        self.properties = h.properties or ""
-        self.reconsume_times = h.reconsume_times or 0
-        self.unit_mode = h.unit_mode
-        self.max_reconsume_times = h.max_reconsume_times
-        self.batch = h.batch
-
-
-def _fast_v2(ext: dict[str, str]) -> _Send | None:
-    """Parse a V2 header without the generic machinery; ``None`` if anything is unusual (the
-    typed parser then produces the exact error)."""
-    try:
-        s = _Send.__new__(_Send)
-        s.topic = ext["b"]
-        s.default_topic = ext["c"]
-        s.default_topic_queue_nums = int(ext["d"])
-        s.queue_id = int(ext["e"])
-        s.sys_flag = int(ext["f"])
-        s.born_timestamp = int(ext["g"])
-        s.flag = int(ext["h"])
-        s.properties = ext.get("i") or ""
-        j = ext.get("j")
-        s.reconsume_times = int(j) if j else 0
-        s.unit_mode = ext.get("k", "").lower() == "true"
-        ml = ext.get("l")
-        s.max_reconsume_times = int(ml) if ml else None
-        s.batch = ext.get("m", "").lower() == "true"
-    except (KeyError, ValueError):
-        return None
-    return s
+#: A send request's header: SEND_MESSAGE's long keys or SEND_MESSAGE_V2's single letters, parsed
+#: by the header's compiled reader (:meth:`~rocketq.protocol.headers.CommandHeader.from_ext_fields`).
+SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 
 
 class SendProcessor:
-    """The send handlers of one :class:`~rocketq.broker.server.Broker`."""
+    """The send handlers, over a :class:`~rocketq.broker.context.SendContext` (the broker)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: SendContext) -> None:
         self._b = broker
         cfg = broker.config
         self._cluster = cfg.broker_cluster_name
@@ -178,6 +142,8 @@ class SendProcessor:
         self._delays_ms = [int(d * 1000) for d in broker.delay_levels]
         self._valid_topics: set[str] = set()
         self._hosts: dict[RemotingConnection, HostPort] = {}
+        self._reject_transactions = cfg.reject_transaction_message
+        self._max_size = broker.config.max_message_size
 
     def handlers(self) -> dict[int, object]:
         return {
@@ -209,18 +175,24 @@ class SendProcessor:
             prefix = self._id_prefix = self._b.store_host.packed.hex().upper()
         return f"{prefix}{commit_log_offset:016X}"
 
-    def _parse(self, request: RemotingCommand) -> _Send:
-        if request.code == RequestCode.SEND_MESSAGE:
-            return _Send(parse_header(SendMessageRequestHeader, request))
-        fast = _fast_v2(request.ext_fields)
-        if fast is not None:
-            return fast
-        return _Send(parse_header(SendMessageRequestHeaderV2, request))
+    @staticmethod
+    def _parse(request: RemotingCommand) -> SendHeader:
+        if request.code in _V1_CODES:
+            return parse_header(SendMessageRequestHeader, request)
+        return parse_header(SendMessageRequestHeaderV2, request)
 
-    def _check_topic(self, s: _Send, conn: RemotingConnection) -> TopicConfig:
-        """``msgCheck``: name, permission, config (auto-created) and queue id."""
+    def parse_and_check(self, conn: RemotingConnection, request: RemotingCommand) -> tuple[SendHeader, int]:
+        """A send-shaped request's header (V1 or V2, by its code) and queue id, checked as a send
+        is (``msgCheck``: topic name, permission, config - auto-created - and queue id, a negative
+        one replaced by a random write queue). For the reply handler."""
+        h = self._parse(request)
+        return h, self._check_topic(h, conn)[1]
+
+    def _check_topic(self, h: SendHeader, conn: RemotingConnection) -> tuple[TopicConfig, int]:
+        """``msgCheck``: name, permission, config (auto-created) and queue id; returns the config
+        and the queue to store in (a negative queue id picks a random write queue)."""
         b = self._b
-        topic = s.topic
+        topic = h.topic
         if topic not in self._valid_topics:
             problem = validate_topic(topic)
             if problem is not None:
@@ -235,53 +207,72 @@ class SendProcessor:
         if config is None:
             config = b.topics.resolve_for_send(
                 topic,
-                s.default_topic,
-                s.default_topic_queue_nums,
+                h.default_topic,
+                h.default_topic_queue_nums,
                 b.wall(),
-                unit_mode=s.unit_mode,
+                unit_mode=h.unit_mode,
                 remote_addr=conn.remote_address,
             )
             if config is None:
                 raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic))
-        if not config.perm & _PERM_WRITE:
+        if not config.perm & _WRITE:
             raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
-        queue_id = s.queue_id
+        queue_id = h.queue_id
         valid = max(config.write_queue_nums, config.read_queue_nums)
         if queue_id >= valid:
             raise system_error(
                 f"request queueId[{queue_id}] is illegal, {_describe(config)} Producer: {conn.remote_address}"
             )
         if queue_id < 0:
-            s.queue_id = random.randrange(max(config.write_queue_nums, 1))
-        return config
+            queue_id = random.randrange(max(config.write_queue_nums, 1))
+        return config, queue_id
 
     # ------------------------------------------------------------------ sends
 
-    def send(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
-        """Every producer send; returns the response, or an awaitable of it under sync flush."""
-        s = self._parse(request)
-        config = self._check_topic(s, conn)
-        if s.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
-            return self._send_batch(conn, request, s)
-        topic = s.topic
-        props = string_to_properties(s.properties) if s.properties else {}
+    def send(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        """Every producer send; returns the response, or ``None`` when it is answered later
+        (after the flush, under sync flush), or an awaitable of either (a large batch)."""
+        h = self._parse(request)
+        config, queue_id = self._check_topic(h, conn)
+        if h.batch or request.code == _SEND_BATCH:
+            return self._send_batch(conn, request, h, queue_id)
+        topic = h.topic
+        props = string_to_properties(h.properties) if h.properties else {}
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic = self._retry_or_dlq(request, s)
-        sys_flag = s.sys_flag
-        if config.topic_filter_type == TopicFilterType.MULTI_TAG:
+            topic, queue_id = self._retry_or_dlq(request, h, queue_id)
+        sys_flag = h.sys_flag
+        if config.topic_filter_type == _MULTI_TAG:
             sys_flag |= _MULTI_TAGS
-        if props.get(_TRAN_MSG, "").lower() == "true" or sys_flag & _TRANSACTION_BITS:
+        half = is_half_message(props, sys_flag)
+        if not half and sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_TYPE_MASK:
+            # RocketMQ would store it where no consumer ever reads it
+            remark = "the message is illegal: a rolled back transaction cannot be sent"
+            raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, remark)
+        if half and self._reject_transactions:
             raise BrokerError(
                 ResponseCode.NO_PERMISSION,
-                f"the broker[{self._b.config.advertised_ip}] sending transaction message is forbidden "
-                "(rocketq has no transaction service)",
+                f"the broker[{self._b.config.advertised_ip}] sending transaction message is forbidden",
             )
         max_entries = len(props) + (0 if _CLUSTER in props else 1)
         props[_CLUSTER] = self._cluster
         wait = props.get(_WAIT)
-        queue_id = s.queue_id
-        level = self._delay_level(props) if _DELAY in props else 0
-        if level:
+        store_topic, store_queue = topic, queue_id
+        level = self._delay_level(props) if _DELAY in props and not half else 0
+        if half:
+            # TransactionalMessageBridge.parseHalfMessageInner: to the half topic, the real
+            # place in the properties, the transaction bits cleared; the property string is
+            # rebuilt from the whole map (WAIT included), as for a delayed message
+            if wait is not None:
+                del props[_WAIT]
+                props[_WAIT] = wait
+            half_message_properties(props, topic, queue_id)
+            stored = java_properties_string(props, max_entries + 2)
+            code = tags_code(props.get(MessageConst.TAGS))
+            store_topic, store_queue = RMQ_SYS_TRANS_HALF_TOPIC, 0
+            sys_flag &= ~TRANSACTION_TYPE_MASK
+        elif level:
             # CommitLog.asyncPutMessage: to the schedule topic, the real place in properties;
             # the property string is rebuilt from the whole map (WAIT included).
             if wait is not None:
@@ -291,20 +282,22 @@ class SendProcessor:
             props[MessageConst.REAL_QID] = str(queue_id)
             stored = java_properties_string(props, max_entries + 2)
             code = self._b.wall_ms() + self._delays_ms[level - 1]
-            topic, queue_id = RMQ_SYS_SCHEDULE_TOPIC, level - 1
+            store_topic, store_queue = RMQ_SYS_SCHEDULE_TOPIC, level - 1
         else:
             if wait is not None:
                 del props[_WAIT]
             stored = java_properties_string(props, max_entries)
             code = tags_code(props.get(MessageConst.TAGS))
-        record = self._encode(conn, s, topic, queue_id, sys_flag, stored, request.body)
-        put = self._put(topic, queue_id, record, code)
+        if len(request.body) > self._max_size:
+            raise _too_big("message body", len(request.body), self._max_size)
+        record = self._encode(conn, h, store_topic, store_queue, sys_flag, stored, request.body)
+        put = self._put(store_topic, store_queue, record, code, props)
         if level:
             self._b.schedule_kick()
         # As Java: the request's queue id, but the offset where the message went (the schedule
         # queue's for a delayed message).
         msg_id = self.msg_id(put.commit_log_offset)
-        return self._respond(conn, request, put, s.queue_id, msg_id, wait != "false")
+        return self._respond(conn, request, put, queue_id, msg_id, wait != "false")
 
     def _delay_level(self, props: dict[str, str]) -> int:
         try:
@@ -313,28 +306,28 @@ class SendProcessor:
             return 0
         return min(level, self._max_level) if level > 0 else 0
 
-    def _retry_or_dlq(self, request: RemotingCommand, s: _Send) -> str:
-        """``handleRetryAndDLQ``: a retry message past its maximum goes to the group's DLQ."""
+    def _retry_or_dlq(self, request: RemotingCommand, h: SendHeader, queue_id: int) -> tuple[str, int]:
+        """``handleRetryAndDLQ``: a retry message past its maximum goes to the group's DLQ (a
+        random queue of it); returns where the message goes."""
         b = self._b
-        group = s.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group = h.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         config = b.groups.find(group, b.wall())
         if config is None:
             raise BrokerError(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}"
             )
         max_times = config.retry_max_times
-        if request.version >= _V3_4_9 and s.max_reconsume_times is not None:
-            max_times = s.max_reconsume_times
-        if s.reconsume_times >= max_times:
+        if request.version >= _V3_4_9 and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        if (h.reconsume_times or 0) >= max_times:
             b.topics.ensure_dlq_topic(group, b.wall())
-            s.queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
-            return dlq_topic(group)
-        return s.topic
+            return dlq_topic(group), random.randrange(DLQ_NUMS_PER_GROUP)
+        return h.topic, queue_id
 
     def _encode(
         self,
         conn: RemotingConnection,
-        s: _Send,
+        h: SendHeader,
         topic: str,
         queue_id: int,
         sys_flag: int,
@@ -347,17 +340,26 @@ class SendProcessor:
                 body=body,
                 properties=properties,
                 queue_id=queue_id,
-                flag=s.flag,
+                flag=h.flag,
                 sys_flag=sys_flag,
-                born_timestamp=s.born_timestamp,
+                born_timestamp=h.born_timestamp,
                 born_host=self.born_host(conn),
                 store_host=self._b.store_host,
-                reconsume_times=s.reconsume_times,
+                reconsume_times=h.reconsume_times or 0,
             )
         except ConfigError as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}") from None
 
-    def _put(self, topic: str, queue_id: int, record: bytes, code: int) -> PutResult:
+    def put_record(
+        self, topic: str, queue_id: int, record: bytes, code: int, props: Mapping[str, str] | None = None
+    ) -> PutResult:
+        """Append a record made by another part of the broker (transactions, replies) as a send
+        is appended: size limit, statistics, held pulls woken by its tag and properties."""
+        return self._put(topic, queue_id, record, code, props)
+
+    def _put(
+        self, topic: str, queue_id: int, record: bytes, code: int, props: Mapping[str, str] | None = None
+    ) -> PutResult:
         b = self._b
         limit = b.config.max_message_size
         if len(record) > limit:
@@ -366,54 +368,109 @@ class SendProcessor:
                 f"the message is illegal: {len(record)} bytes stored, over the broker's maxMessageSize "
                 f"of {limit} bytes",
             )
-        b.arrival_tag = (topic, queue_id, code)  # lets held pulls filter by the arriving tag
         try:
-            put = b.store.put_message(topic, queue_id, record, code)
+            # the tag code and properties reach the held pulls of the queue (their filters decide)
+            put = b.store.put_message(topic, queue_id, record, code, props)
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
-        finally:
-            b.arrival_tag = None
         b.stats.on_put(topic, 1, put.wrote_bytes, put.store_timestamp)
         return put
 
     def _send_batch(
-        self, conn: RemotingConnection, request: RemotingCommand, s: _Send
-    ) -> RemotingCommand | None:
-        topic = s.topic
+        self, conn: RemotingConnection, request: RemotingCommand, h: SendHeader, queue_id: int
+    ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        topic = h.topic
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise BrokerError(
                 ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}"
             )
         if len(topic.encode()) > 127:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "message topic length too long")
-        header_props = string_to_properties(s.properties) if s.properties else {}
+        header_props = string_to_properties(h.properties) if h.properties else {}
         if header_props.get(_DELAY, "0") not in ("", "0"):
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be delayed")
-        if s.sys_flag & _TRANSACTION_BITS:
+        if h.sys_flag & TRANSACTION_TYPE_MASK:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "a batch of messages cannot be a transaction")
         max_entries = len(header_props) + (0 if _CLUSTER in header_props else 1)
         header_props[_CLUSTER] = self._cluster
         batch_props = java_properties_string(header_props, max_entries)
-        body = request.body
+        wait = header_props.get(_WAIT) != "false"
+        store = functools.partial(
+            self._store_batch,
+            request.body,
+            topic,
+            queue_id,
+            h.sys_flag,
+            h.born_timestamp,
+            self.born_host(conn),
+            batch_props,
+        )
+        # a batch costs by its records (about 12 µs each to decode, encode and append): a few
+        # hundred are cheaper inline than handed to the worker thread, however large their bodies
+        if (
+            conn.offloads(len(request.body))
+            and batch_record_count(request.body, _INLINE_RECORDS) > _INLINE_RECORDS
+        ):
+            # no turn: the batches of many producers are appended side by side, as small ones are
+            return conn.large_request(
+                request, lambda: self._large_batch(conn, request, topic, queue_id, store, wait), in_turn=False
+            )
+        put, ids = store()
+        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
+        return self._respond(conn, request, put, queue_id, ids, wait)
+
+    async def _large_batch(
+        self,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        topic: str,
+        queue_id: int,
+        store: Callable[[], tuple[PutResult, str]],
+        wait: bool,
+    ) -> RemotingCommand | None:
+        """A batch over the offload threshold: decoded, encoded and appended on the worker thread
+        (the store may be called from any thread), answered on the loop."""
+        put, ids = await conn.off_loop(store)
+        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
+        return self._respond(conn, request, put, queue_id, ids, wait)
+
+    def _store_batch(
+        self,
+        body: bytes,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: HostPort,
+        batch_props: str,
+    ) -> tuple[PutResult, str]:
+        """Decode a batch, encode its stored records, append them; the put and the ids of its
+        messages. Thread-safe: touches only the store (thread-safe) and this call's values."""
+        limit = self._b.config.max_message_size
+        if len(body) > limit:  # refused before any record is decoded
+            raise _too_big("batch body", len(body), limit)
+        # every stored record takes at least _MIN_STORED_RECORD bytes: a batch of more records
+        # cannot pass the stored-size check below, so it is refused before any is decoded
+        most = limit // _MIN_STORED_RECORD
         try:
-            messages = decode_batch(body, topic)
+            messages = decode_batch(body, topic, max_messages=most)
             records = encode_stored_batch(
                 body,
                 topic=topic,
-                queue_id=s.queue_id,
-                sys_flag=s.sys_flag,
-                born_timestamp=s.born_timestamp,
-                born_host=self.born_host(conn),
+                queue_id=queue_id,
+                sys_flag=sys_flag,
+                born_timestamp=born_timestamp,
+                born_host=born_host,
                 store_timestamp=0,
                 store_host=self._b.store_host,
                 batch_properties=batch_props,
+                max_messages=most,
             )
         except (RemoteProtocolError, ConfigError) as exc:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the batch is illegal: {exc}") from None
         if not records:
             raise BrokerError(ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
         total = sum(len(r) for r in records)
-        limit = self._b.config.max_message_size
         if total > limit:
             raise BrokerError(
                 ResponseCode.MESSAGE_ILLEGAL,
@@ -422,12 +479,10 @@ class SendProcessor:
             )
         codes = [tags_code(m.properties.get(MessageConst.TAGS)) for m in messages]
         try:
-            put = self._b.store.put_messages(topic, s.queue_id, records, codes)
+            put = self._b.store.put_messages(topic, queue_id, records, codes)
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
-        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
-        ids = ",".join([self.msg_id(o) for o in put.commit_log_offsets])
-        return self._respond(conn, request, put, s.queue_id, ids, header_props.get(_WAIT) != "false")
+        return put, ",".join([self.msg_id(o) for o in put.commit_log_offsets])
 
     def _respond(
         self,
@@ -438,7 +493,7 @@ class SendProcessor:
         msg_id: str,
         wait: bool,
     ) -> RemotingCommand | None:
-        if request.serialize_type == SerializeType.ROCKETMQ:
+        if request.serialize_type == _ROCKETMQ:
             ext = {
                 "msgId": msg_id,
                 "queueId": str(queue_id),
@@ -466,7 +521,7 @@ class SendProcessor:
         """Answer once the group commit's fsync covers the message (``None``: answered later).
 
         No task and no callback per send: the sends of one fsync round wait in one list that the
-        round's completion answers (see :meth:`~rocketq.broker.server.Broker.answer_when_durable`)."""
+        round's completion answers (:meth:`~rocketq.broker.context.SendContext.answer_when_durable`)."""
         assert put.durable is not None
         self._b.answer_when_durable(put.durable, conn, request, response)
 
@@ -488,8 +543,10 @@ class SendProcessor:
             return request.response()
         new_topic = retry_topic(h.group)
         queue_id = random.randrange(99_999_999) % group_config.retry_queue_nums
-        sys_flag_topic = 2 if h.unit_mode else 0
-        topic_config = b.topics.ensure_topic(new_topic, group_config.retry_queue_nums, 6, sys_flag_topic, now)
+        sys_flag_topic = int(TopicSysFlag.FLAG_UNIT_SUB) if h.unit_mode else 0
+        topic_config = b.topics.ensure_topic(
+            new_topic, group_config.retry_queue_nums, PERM_RW, sys_flag_topic, now
+        )
         if not is_writeable(topic_config.perm):
             raise BrokerError(
                 ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
@@ -580,15 +637,31 @@ def _describe(config: TopicConfig) -> str:
     )
 
 
+def _too_big(what: str, size: int, limit: int) -> BrokerError:
+    """MESSAGE_ILLEGAL for a body over ``maxMessageSize``, as RocketMQ refuses one."""
+    return BrokerError(
+        ResponseCode.MESSAGE_ILLEGAL,
+        f"the message is illegal: the {what} is {size} bytes, over the broker's maxMessageSize of "
+        f"{limit} bytes",
+    )
+
+
 def _store_failure(exc: Exception) -> BrokerError:
+    """The answer to a failed append. The store's and the OS's error texts (paths, errno text)
+    go to the log, not to the peer."""
     if isinstance(exc, ConfigError):
         return BrokerError(ResponseCode.MESSAGE_ILLEGAL, f"the message is illegal: {exc}")
     if isinstance(exc, StoreFullError):
+        log.warning("store append refused: %s", exc)
         return BrokerError(
-            ResponseCode.SERVICE_NOT_AVAILABLE,
-            f"service not available now: the broker's disk is full ({exc})",
+            ResponseCode.SERVICE_NOT_AVAILABLE, "service not available now: the broker's disk is full"
         )
     if isinstance(exc, StoreError) and ("closed" in str(exc) or "accepting" in str(exc)):
-        return BrokerError(ResponseCode.SERVICE_NOT_AVAILABLE, f"service not available now: {exc}")
+        return BrokerError(
+            ResponseCode.SERVICE_NOT_AVAILABLE,
+            "service not available now: the broker's store is not accepting messages",
+        )
     log.error("store append failed: %s", exc)
-    return BrokerError(ResponseCode.SYSTEM_ERROR, f"the message could not be stored: {exc}")
+    return BrokerError(
+        ResponseCode.SYSTEM_ERROR, "the message could not be stored (the broker's log has the details)"
+    )

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from rocketq.errors import RemoteProtocolError
 from rocketq.models import MessageQueue
+from rocketq.protocol._text import excerpt, parse_java_integer
 from rocketq.protocol.fastjson import Bean, FrozenObject, dumps, dumps_bytes, loads
 
 __all__ = ["JsonBody"]
@@ -23,6 +24,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 E = TypeVar("E", bound=enum.Enum)
 B = TypeVar("B", bound="JsonBody")
+
+_LONG_MIN = -(2**63)
+_LONG_MAX = 2**63 - 1
 
 
 def _kind(raw: object) -> str:
@@ -58,9 +62,7 @@ def _render(path: _Path) -> str:
 
 
 def _bad(path: _Path, expected: str, raw: object) -> RemoteProtocolError:
-    shown = repr(raw)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
+    shown = excerpt(raw, 60)
     return RemoteProtocolError(f"{_render(path)}: expected {expected}, got {_kind(raw)} {shown}")
 
 
@@ -100,10 +102,9 @@ class _Int(_Codec[int]):
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
         if isinstance(raw, str):
-            try:
-                return int(raw)
-            except ValueError:
-                pass
+            value = parse_java_integer(raw.strip(), _LONG_MIN, _LONG_MAX)
+            if value is not None:
+                return value
         raise _bad(path, "an integer", raw)
 
 
@@ -112,13 +113,13 @@ class _Float(_Codec[float]):
     exact = float
 
     def load(self, raw: Any, path: _Path) -> float:
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            return float(raw)
-        if isinstance(raw, str):
-            try:
+        try:
+            if isinstance(raw, (int, float)) and not isinstance(raw, bool):
                 return float(raw)
-            except ValueError:
-                pass
+            if isinstance(raw, str):
+                return float(raw)
+        except (ValueError, OverflowError):  # not a number, or an integer beyond a double
+            pass
         raise _bad(path, "a number", raw)
 
     def dump(self, value: float) -> Any:
@@ -212,8 +213,10 @@ class _LongKey(_Codec[int]):
     def load(self, raw: Any, path: _Path) -> int:
         if isinstance(raw, int) and not isinstance(raw, bool):
             return raw
-        if isinstance(raw, str) and raw.lstrip("-").isdigit():
-            return int(raw)
+        if isinstance(raw, str):
+            value = parse_java_integer(raw, _LONG_MIN, _LONG_MAX)
+            if value is not None:
+                return value
         raise _bad(path, "an integer", raw)
 
 
@@ -345,12 +348,19 @@ class JsonBody:
         return dumps(self.to_json(), pretty=pretty)
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        """Parse a body written by fastjson (or by anything writing standard JSON)."""
+    def decode(
+        cls,
+        data: bytes | bytearray | memoryview | str,
+        *,
+        max_fallback: int | None = None,
+        chunked: bool = False,
+    ) -> Self:
+        """Parse a body written by fastjson (or by anything writing standard JSON); ``max_fallback``
+        and ``chunked`` as for :func:`~rocketq.protocol.fastjson.loads`."""
         if not data:
             raise RemoteProtocolError(f"{cls.__name__}: empty body")
         try:
-            raw = loads(data)
+            raw = loads(data, max_fallback=max_fallback, chunked=chunked)
         except RemoteProtocolError as exc:
             raise RemoteProtocolError(f"{cls.__name__}: {exc}") from None
         return cls._from_json(raw, cls.__name__)

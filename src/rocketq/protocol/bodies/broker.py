@@ -128,9 +128,12 @@ class TopicConfigSerializeWrapper(JsonBody):
 _INT32 = struct.Struct(">i")
 
 
-#: Largest inflated size accepted for a compressed ``REGISTER_BROKER`` body (a guard against
-#: deflate bombs; a broker's topic table takes about 40 bytes per topic in this layout).
-MAX_INFLATED_REGISTER_BODY = 64 * 1024 * 1024
+#: Largest inflated size accepted for a compressed ``REGISTER_BROKER`` body by default, a guard
+#: against deflate bombs (ours: RocketMQ inflates without a bound). A topic takes about 50 bytes
+#: in this layout, so 16 MiB hold some 300,000 topics: three times what a JSON registration can
+#: carry in a 16 MiB frame (about 110,000; RocketMQ's brokers send JSON unless
+#: ``compressedRegister`` is on).
+MAX_INFLATED_REGISTER_BODY = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,28 +182,46 @@ class RegisterBrokerBody(JsonBody):
         return zlib.compress(b"".join(parts), 9)
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str, *, compressed: bool = False) -> Self:
-        """Parse the JSON form, or with ``compressed=True`` the deflated binary form."""
+    def decode(
+        cls,
+        data: bytes | bytearray | memoryview | str,
+        *,
+        compressed: bool = False,
+        max_fallback: int | None = None,
+        max_inflated: int = MAX_INFLATED_REGISTER_BODY,
+        max_topics: int | None = None,
+        chunked: bool = False,
+    ) -> Self:
+        """Parse the JSON form, or with ``compressed=True`` the deflated binary form.
+
+        The binary form inflates to at most ``max_inflated`` bytes and, with ``max_topics``, may
+        name at most that many topics (checked before any is decoded); ``max_fallback`` and
+        ``chunked`` (the JSON form) as for :func:`~rocketq.protocol.fastjson.loads`.
+        """
         if not compressed:
-            return super(RegisterBrokerBody, cls).decode(data)
+            return super(RegisterBrokerBody, cls).decode(data, max_fallback=max_fallback, chunked=chunked)
         if isinstance(data, str):
             raise RemoteProtocolError("RegisterBrokerBody: a compressed body must be bytes")
         inflater = zlib.decompressobj()
         try:
-            raw = inflater.decompress(bytes(data), MAX_INFLATED_REGISTER_BODY + 1)
-        except zlib.error as exc:
-            raise RemoteProtocolError(f"RegisterBrokerBody: bad compressed body ({exc})") from None
-        if len(raw) > MAX_INFLATED_REGISTER_BODY:
+            raw = inflater.decompress(bytes(data), max_inflated + 1)
+        except zlib.error:
+            raise RemoteProtocolError("RegisterBrokerBody: the compressed body does not inflate") from None
+        if len(raw) > max_inflated:
             raise RemoteProtocolError(
-                f"RegisterBrokerBody: compressed body inflates past {MAX_INFLATED_REGISTER_BODY} bytes"
+                f"RegisterBrokerBody: compressed body inflates past {max_inflated} bytes"
             )
         if not inflater.eof:
             raise RemoteProtocolError("RegisterBrokerBody: compressed body is truncated")
         reader = _Reader(raw, "RegisterBrokerBody (compressed)")
-        version = DataVersion.decode(reader.chunk())
+        version = DataVersion.decode(reader.chunk(), max_fallback=max_fallback)
         count = reader.int32()
         if count < 0:
             raise RemoteProtocolError(f"RegisterBrokerBody (compressed): negative topic count {count}")
+        if max_topics is not None and count > max_topics:
+            raise RemoteProtocolError(
+                f"RegisterBrokerBody (compressed): {count} topics, over this server's limit of {max_topics}"
+            )
         table: dict[str, TopicConfig] = {}
         for _ in range(count):
             try:
@@ -211,7 +232,9 @@ class RegisterBrokerBody(JsonBody):
                 ) from None
             config = TopicConfig.from_compact(text)
             table[config.topic_name or ""] = config
-        servers = _list(_STR).load(loads(reader.chunk()), "RegisterBrokerBody.filterServerList")
+        servers = _list(_STR).load(
+            loads(reader.chunk(), max_fallback=max_fallback), "RegisterBrokerBody.filterServerList"
+        )
         if not reader.at_end():
             raise RemoteProtocolError(
                 "RegisterBrokerBody (compressed): trailing bytes after the filter servers"

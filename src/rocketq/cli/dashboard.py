@@ -1,0 +1,105 @@
+"""``rocketq dashboard``: the web dashboard (and ``/metrics``) for a cluster, until Ctrl-C.
+
+A thin wrapper over :mod:`rocketq.dashboard`: parse the options, bind the port (a port in use is
+one line and exit code 2), print ``rocketq dashboard ready: http://HOST:PORT/ namesrv=...``, serve.
+``rocketq exporter`` (:mod:`rocketq.cli.exporter`) shares the options below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rocketq.cli._output import add_namesrv_option, positive_float
+from rocketq.cli.main import CliError
+from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
+from rocketq.errors import ConfigError
+
+__all__ = ["add_watch_options", "register", "run_server"]
+
+READY_PREFIX = "rocketq dashboard ready:"
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
+    return value
+
+
+def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
+    """``--namesrv``, ``--host``, ``--port`` and how often groups are polled."""
+    add_namesrv_option(parser)
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
+    parser.add_argument(
+        "--port", type=_port, default=port, help=f"port to listen on, 0 for any (default {port})"
+    )
+    parser.add_argument(
+        "--metrics-interval",
+        type=positive_float,
+        default=5.0,
+        metavar="SECONDS",
+        help="poll every consumer group this often for the rocketq_ metrics (default 5)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dashboard",
+        help="web dashboard: who owns which queue, live; topics, groups, messages, /metrics",
+        description=(
+            "Serve a web dashboard for a RocketMQ (or rocketq) cluster, read through the admin "
+            "protocol: the cluster's brokers and topics, each consumer group's live queue-ownership "
+            "map with its timeline, changes and what each cost, lag over time, duplicated client ids, "
+            "offset resets, message look-ups, an allocation planner, and Prometheus metrics at "
+            "/metrics. Listens on 127.0.0.1 unless --host says otherwise; Ctrl-C stops it."
+        ),
+    )
+    add_watch_options(parser, port=DEFAULT_DASHBOARD_PORT)
+    parser.add_argument(
+        "--poll",
+        type=positive_float,
+        default=1.0,
+        metavar="SECONDS",
+        help="poll a group someone is looking at this often (default 1)",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
+    """Bind, print the ready line, serve until SIGINT/SIGTERM (shared with ``rocketq exporter``)."""
+    from rocketq.dashboard import create_app, create_exporter_app  # noqa: PLC0415 - web parts when run
+    from rocketq.dashboard.server import bind, serve, url_of  # noqa: PLC0415
+
+    try:
+        config = DashboardConfig(
+            namesrv=args.namesrv,
+            host=args.host,
+            port=args.port,
+            poll_interval=getattr(args, "poll", 1.0),
+            metrics_interval=args.metrics_interval,
+        )
+        app = create_exporter_app(config) if exporter else create_app(config)
+        sock = bind(config.host, config.port)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    name = "exporter" if exporter else "dashboard"
+    url = url_of(sock) + ("metrics" if exporter else "")
+    namesrv = ";".join(app.state.monitor.admin.namesrv_addrs)
+    print(f"rocketq {name} ready: {url} namesrv={namesrv}", flush=True)
+    try:
+        serve(app, sock)
+    finally:
+        sock.close()
+    print(f"rocketq {name} stopped", file=sys.stderr)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run_server(args, exporter=False)

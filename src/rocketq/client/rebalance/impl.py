@@ -1,0 +1,531 @@
+"""Rebalance: which queues this consumer owns, and the process-queue table that follows it.
+
+RocketMQ's ``RebalanceImpl`` in two layers:
+
+* pure functions — :func:`allocate_topic` (sort queues and client ids as Java does, run the
+  strategy, optionally balance across topics) and :func:`diff_queues` (what to drop, what to add,
+  which queues expired) — that tests drive without I/O;
+* :class:`RebalanceImpl`, which applies a diff to the consumer's process-queue table through
+  :class:`RebalanceHooks` (what differs between push, lite pull and orderly consumers) and
+  publishes one :class:`~rocketq.client.rebalance.log.RebalanceRecord` per topic.
+
+For a clustering group and each subscribed topic (the automatic ``%RETRY%<group>`` topic
+included) a rebalance: reads the topic's readable queues from the client's route table, asks one
+broker for the group's client ids, sorts both, runs the strategy, then updates the table —
+queues no longer allocated are marked dropped, their offset persisted and they are removed;
+queues whose pull went idle past ``pull_max_idle`` are dropped the same way (push consumers);
+new queues get their dirty in-memory offset removed, a starting offset computed (a queue whose
+offset cannot be read is skipped until the next rebalance) and a pull dispatched. Broadcasting
+consumers own every queue. Queues of topics no longer subscribed are dropped at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from rocketq.allocate import AllocationStrategy, allocate_group, java_sorted, sorted_queues
+from rocketq.client.consumer.offset_store import OffsetStore
+from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
+from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+from rocketq.clock import now_ms
+from rocketq.errors import RocketQError
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
+
+__all__ = [
+    "MessageQueueListener",
+    "PullRequest",
+    "QueueDiff",
+    "RebalanceContext",
+    "RebalanceHooks",
+    "RebalanceImpl",
+    "allocate_topic",
+    "diff_queues",
+]
+
+logger = logging.getLogger(__name__)
+
+MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[MessageQueue]], object]
+"""``fn(topic, all queues, my queues)`` after a rebalance changed a consumer's queues
+(``MessageQueueListener``; called from :meth:`RebalanceHooks.message_queue_changed`)."""
+
+
+# ------------------------------------------------------------------------------------ pure parts
+
+
+def allocate_topic(
+    strategy: AllocationStrategy,
+    group: str,
+    client_id: str,
+    topic: str,
+    queues: Iterable[MessageQueue],
+    client_ids: Iterable[str],
+    *,
+    balance: str = "topic",
+    other_topics: Mapping[str, Iterable[MessageQueue]] | None = None,
+) -> tuple[list[MessageQueue], list[MessageQueue], list[str]]:
+    """``(my queues, all queues sorted, client ids sorted)`` for one topic.
+
+    ``balance="topic"`` is RocketMQ: the strategy sees this topic's sorted queues and the sorted
+    ids. ``balance="group"`` hands the strategy the id list rotated by the queues of the
+    subscribed topics before this one (``other_topics``), so totals across topics stay even.
+
+    >>> from rocketq.allocate import get_strategy
+    >>> qs = [MessageQueue("T", "b", i) for i in range(5)]
+    >>> mine, _, ids = allocate_topic(get_strategy("AVG"), "g", "c2", "T", qs, ["c2", "c1"])
+    >>> [q.queue_id for q in mine], ids
+    ([3, 4], ['c1', 'c2'])
+    """
+    mq_all = sorted_queues(dict.fromkeys(queues))
+    cid_all = java_sorted(client_ids)
+    if not mq_all or not cid_all:
+        return [], mq_all, cid_all
+    if balance == "group":
+        topic_queues: dict[str, Iterable[MessageQueue]] = dict(other_topics or {})
+        topic_queues[topic] = mq_all
+        mine = allocate_group(strategy, group, client_id, topic_queues, cid_all, balance="group")[topic]
+    else:
+        mine = strategy.allocate(group, client_id, mq_all, cid_all)
+    return list(mine), mq_all, cid_all
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDiff:
+    """What a rebalance changes in one topic's process-queue table."""
+
+    removed: tuple[MessageQueue, ...]
+    expired: tuple[MessageQueue, ...]
+    added: tuple[MessageQueue, ...]
+    kept: tuple[MessageQueue, ...]
+
+
+def diff_queues(
+    owned: Mapping[MessageQueue, ProcessQueue],
+    topic: str,
+    allocated: Iterable[MessageQueue],
+    *,
+    now: float,
+    pull_max_idle: float | None,
+) -> QueueDiff:
+    """Compare the owned queues of ``topic`` with its new allocation (``updateProcessQueueTableInRebalance``).
+
+    ``expired``: queues still allocated whose last pull is older than ``pull_max_idle`` seconds
+    (``None``: never, as for pull consumers); they are dropped now and re-added by a later rebalance.
+
+    >>> qs = [MessageQueue("T", "b", i) for i in range(3)]
+    >>> owned = {qs[0]: ProcessQueue(now=0.0), qs[1]: ProcessQueue(now=100.0)}
+    >>> d = diff_queues(owned, "T", [qs[0], qs[1], qs[2]], now=130.0, pull_max_idle=120.0)
+    >>> [q.queue_id for q in d.expired], [q.queue_id for q in d.added], [q.queue_id for q in d.kept]
+    ([0], [2], [1])
+    """
+    target = set(allocated)
+    removed: list[MessageQueue] = []
+    expired: list[MessageQueue] = []
+    kept: list[MessageQueue] = []
+    for mq, pq in owned.items():
+        if mq.topic != topic:
+            continue
+        if mq not in target:
+            removed.append(mq)
+        elif pull_max_idle is not None and pq.is_pull_expired(now, pull_max_idle):
+            expired.append(mq)
+        else:
+            kept.append(mq)
+    added = [mq for mq in target if mq not in owned]
+    return QueueDiff(
+        tuple(sorted(removed)), tuple(sorted(expired)), tuple(sorted_queues(added)), tuple(sorted(kept))
+    )
+
+
+# ------------------------------------------------------------------------------------ the machine
+
+
+@dataclass(slots=True)
+class PullRequest:
+    """One queue's pull cursor (RocketMQ's ``PullRequest``): where the next pull starts."""
+
+    group: str
+    mq: MessageQueue
+    pq: ProcessQueue
+    next_offset: int
+    previously_locked: bool = False
+
+
+_TableUpdate = tuple[
+    bool,  # changed
+    dict[MessageQueue, int],  # added, with the offset each starts at
+    list[MessageQueue],  # removed
+    list[MessageQueue],  # expired
+    dict[MessageQueue, int],  # committed offsets of the dropped queues
+    list[PullRequest],  # pulls to dispatch
+]
+
+
+class RebalanceContext(Protocol):
+    """What a rebalance needs from the client instance."""
+
+    @property
+    def client_id(self) -> str: ...
+
+    async def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None: ...
+
+    async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]: ...
+
+    async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None: ...
+
+
+class RebalanceHooks(Protocol):
+    """What differs between consumers (RocketMQ's abstract methods of ``RebalanceImpl``)."""
+
+    consume_type: ConsumeType
+
+    @property
+    def consume_orderly(self) -> bool: ...
+
+    @property
+    def lock_new_queues(self) -> bool:
+        """Lock new queues on the broker before adding them (orderly, clean handoff); a queue
+        another client holds is skipped this time."""
+        ...
+
+    @property
+    def drains_removed_queues(self) -> bool:
+        """The hooks drop a removed queue themselves, after draining it (clean handoff); otherwise
+        (and for hooks without this attribute) the rebalance drops it before
+        :meth:`remove_unnecessary_message_queue`."""
+        ...
+
+    async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """Release a removed queue (persist its offset...); ``False`` keeps it in the table."""
+        ...
+
+    def remove_dirty_offset(self, mq: MessageQueue) -> None: ...
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """The offset a newly owned queue starts at; < 0 or an exception skips it this time."""
+        ...
+
+    def dispatch_pull_requests(self, requests: Sequence[PullRequest]) -> None: ...
+
+    async def message_queue_changed(
+        self, topic: str, mq_all: frozenset[MessageQueue], mq_divided: frozenset[MessageQueue]
+    ) -> None:
+        """The consumer's queues of ``topic`` changed (runs before the new queues' first pulls)."""
+        ...
+
+
+class RebalanceImpl:
+    """One consumer group's subscriptions, process-queue table and rebalance procedure.
+
+    Runs on the client's event loop; one rebalance at a time per consumer. The table
+    (``process_queue_table``) is what pull and consume services and GET_CONSUMER_RUNNING_INFO read.
+    """
+
+    def __init__(
+        self,
+        *,
+        group: str,
+        message_model: MessageModel,
+        strategy: AllocationStrategy,
+        context: RebalanceContext,
+        hooks: RebalanceHooks,
+        log: RebalanceLog,
+        offset_store: OffsetStore | None = None,
+        balance: str = "topic",
+        pull_max_idle: float = 120.0,
+    ) -> None:
+        self.group = group
+        self.message_model = message_model
+        self.strategy = strategy
+        self.context = context
+        self.hooks = hooks
+        self.log = log
+        self.offset_store = offset_store
+        self.balance = balance
+        self.pull_max_idle = pull_max_idle
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.topic_subscribe_info: dict[str, frozenset[MessageQueue]] = {}
+        self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        #: each topic's queues the last rebalance gave this consumer (owned or still to acquire)
+        self.allocated: dict[str, frozenset[MessageQueue]] = {}
+        self._lock = asyncio.Lock()
+
+    # -------------------------------------------------------------- subscriptions
+
+    def set_subscription(self, sub: SubscriptionData) -> None:
+        assert sub.topic is not None
+        self.subscriptions[sub.topic] = sub
+
+    def bump_sub_version(self, topic: str) -> None:
+        sub = self.subscriptions.get(topic)
+        if sub is not None:
+            self.subscriptions[topic] = replace(sub, sub_version=now_ms())
+
+    # -------------------------------------------------------------- rebalance
+
+    async def do_rebalance(self, trigger: RebalanceTrigger) -> list[RebalanceRecord]:
+        """Rebalance every subscribed topic; returns the records published."""
+        async with self._lock:
+            records = []
+            for topic in list(self.subscriptions):
+                try:
+                    record = await self._rebalance_topic(topic, trigger)
+                except Exception:
+                    logger.exception("rebalance of %s for group %s failed", topic, self.group)
+                    continue
+                if record is not None:
+                    records.append(record)
+            await self._truncate_not_my_topics()
+            return records
+
+    async def _rebalance_topic(self, topic: str, trigger: RebalanceTrigger) -> RebalanceRecord | None:
+        start = now_ms()
+        mq_set = self.topic_subscribe_info.get(topic)
+        if mq_set is None:
+            if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                logger.warning("rebalance of %s for group %s: no route for the topic yet", topic, self.group)
+            return self._publish(trigger, topic, start, error="no route for the topic")
+        all_sorted = tuple(sorted_queues(mq_set))
+        if self.message_model is MessageModel.BROADCASTING:
+            mine: list[MessageQueue] = list(all_sorted)
+            cid_all: list[str] = []
+        else:
+            ids = await self.context.find_consumer_id_list(topic, self.group)
+            if not ids:
+                logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
+                error = "no consumer ids from the brokers"
+                return self._publish(trigger, topic, start, all_queues=all_sorted, error=error)
+            others = {t: qs for t, qs in self.topic_subscribe_info.items() if t in self.subscriptions}
+            try:
+                mine, _, cid_all = allocate_topic(
+                    self.strategy,
+                    self.group,
+                    self.context.client_id,
+                    topic,
+                    mq_set,
+                    ids,
+                    balance=self.balance,
+                    other_topics=others,
+                )
+            except RocketQError as exc:
+                logger.error("allocation of %s for group %s failed: %s", topic, self.group, exc)
+                return self._publish(
+                    trigger, topic, start, client_ids=tuple(java_sorted(ids)), all_queues=all_sorted,
+                    error=f"allocation failed: {exc}",
+                )  # fmt: skip
+        self.allocated[topic] = frozenset(mine)
+        changed, added, removed, expired, committed, requests = await self._update_table(topic, mine)
+        await self._announce(topic, frozenset(mq_set), frozenset(mine), changed, requests)
+        return self._publish(
+            trigger, topic, start, client_ids=tuple(cid_all), all_queues=all_sorted, added=added,
+            removed=tuple(sorted(removed + expired)), expired=tuple(sorted(expired)), committed=committed,
+        )  # fmt: skip
+
+    async def _announce(
+        self,
+        topic: str,
+        mq_all: frozenset[MessageQueue],
+        mine: frozenset[MessageQueue],
+        changed: bool,
+        requests: Sequence[PullRequest],
+    ) -> None:
+        """Tell the hooks the consumer's queues of ``topic`` changed, then dispatch the new pulls."""
+        if changed:
+            # before the first pulls: it bumps the subscription version and heartbeats it, and a
+            # pull carrying a version the broker has not seen yet is refused (Java races here)
+            await self.hooks.message_queue_changed(topic, mq_all, mine)
+        if requests:
+            self.hooks.dispatch_pull_requests(requests)
+
+    def _publish(
+        self,
+        trigger: RebalanceTrigger,
+        topic: str,
+        start_ms: int,
+        *,
+        client_ids: tuple[str, ...] = (),
+        all_queues: tuple[MessageQueue, ...] = (),
+        added: Mapping[MessageQueue, int] | None = None,
+        removed: tuple[MessageQueue, ...] = (),
+        expired: tuple[MessageQueue, ...] = (),
+        committed: dict[MessageQueue, int] | None = None,
+        error: str | None = None,
+    ) -> RebalanceRecord:
+        """Record and publish one topic's rebalance that began at ``start_ms``: what the consumer
+        owns now, ``added`` queues with the offsets they start at, and the rest as given."""
+        added = added or {}
+        record = RebalanceRecord(
+            seq=self.log.next_seq(),
+            trigger=trigger,
+            group=self.group,
+            client_id=self.context.client_id,
+            topic=topic,
+            message_model=str(self.message_model),
+            strategy=self.strategy.name,
+            client_ids=client_ids,
+            all_queues=all_queues,
+            owned=tuple(sorted(mq for mq in self.process_queue_table if mq.topic == topic)),
+            added=tuple(sorted(added)),
+            removed=removed,
+            expired=expired,
+            pull_from=dict(sorted(added.items())),
+            committed=committed or {},
+            start_ms=start_ms,
+            end_ms=now_ms(),
+            error=error,
+        )
+        self.log.publish(record)
+        return record
+
+    async def _drop(self, mq: MessageQueue, committed: dict[MessageQueue, int], reason: DropReason) -> bool:
+        pq = self.process_queue_table[mq]
+        if not getattr(self.hooks, "drains_removed_queues", False):
+            pq.drop(reason)
+        if self.offset_store is not None:
+            offset = self.offset_store.memory_offset(mq)
+            if offset >= 0:
+                committed[mq] = offset
+        if await self.hooks.remove_unnecessary_message_queue(mq, pq):
+            self.process_queue_table.pop(mq, None)
+            return True
+        return False
+
+    async def _update_table(self, topic: str, allocated: Sequence[MessageQueue]) -> _TableUpdate:
+        passive = self.hooks.consume_type is ConsumeType.CONSUME_PASSIVELY
+        idle = self.pull_max_idle if passive else None
+        diff = diff_queues(self.process_queue_table, topic, allocated, now=time.time(), pull_max_idle=idle)
+        changed = False
+        committed: dict[MessageQueue, int] = {}
+        removed: list[MessageQueue] = []
+        expired: list[MessageQueue] = []
+        for mq in diff.removed:
+            if await self._drop(mq, committed, DropReason.REBALANCED):
+                removed.append(mq)
+                changed = True
+        for mq in diff.expired:
+            logger.warning("%s: pull expired (idle > %.0fs), dropping it until the next rebalance", mq,
+                           self.pull_max_idle)  # fmt: skip
+            if await self._drop(mq, committed, DropReason.PULL_EXPIRED):
+                expired.append(mq)
+                changed = True
+        to_add = list(diff.added)
+        # hooks written before ``lock_new_queues`` existed lock exactly when orderly
+        lock_first = bool(getattr(self.hooks, "lock_new_queues", self.hooks.consume_orderly))
+        if to_add and lock_first:
+            locked = await self.context.lock_queues(self.group, to_add)
+            skipped = [mq for mq in to_add if mq not in locked]
+            if skipped:
+                logger.info("not adding %s this time: locked by another consumer", [q.short for q in skipped])
+            to_add = [mq for mq in to_add if mq in locked]
+        added, changed_add, requests = await self._add_queues(to_add, locked=lock_first)
+        return changed or changed_add, added, removed, expired, committed, requests
+
+    async def _add_queues(
+        self, mqs: Sequence[MessageQueue], *, locked: bool
+    ) -> tuple[dict[MessageQueue, int], bool, list[PullRequest]]:
+        """Make process queues for ``mqs`` (their starting offsets computed) and their pull requests."""
+        requests: list[PullRequest] = []
+        added: dict[MessageQueue, int] = {}
+        changed = False
+        for mq in mqs:
+            self.hooks.remove_dirty_offset(mq)
+            pq = ProcessQueue(now=time.time())
+            if locked:
+                pq.lock_confirmed(time.time())
+            try:
+                next_offset = await self.hooks.compute_pull_from_where(mq)
+            except Exception as exc:
+                logger.warning("cannot compute where %s starts: %s; retrying at the next rebalance", mq, exc)
+                continue
+            if next_offset < 0:
+                logger.warning("no start offset for %s; retrying at the next rebalance", mq)
+                continue
+            if mq in self.process_queue_table:
+                continue
+            self.process_queue_table[mq] = pq
+            requests.append(PullRequest(self.group, mq, pq, next_offset, locked))
+            added[mq] = next_offset
+            changed = True
+        return added, changed, requests
+
+    async def adopt(
+        self, topic: str, mqs: Iterable[MessageQueue], trigger: RebalanceTrigger
+    ) -> RebalanceRecord | None:
+        """Add queues of ``topic`` whose broker lock this consumer acquired after the rebalance
+        that allocated them (a clean handoff's new owner): the ones still allocated and not owned
+        get a process queue, a starting offset read now — after the lock — and a pull.
+
+        Returns the record published (with ``trigger``, the rebalance that allocated them), or
+        ``None`` when nothing was added."""
+        async with self._lock:
+            start = now_ms()
+            target = self.allocated.get(topic, frozenset())
+            todo = [
+                mq for mq in sorted_queues(set(mqs)) if mq in target and mq not in self.process_queue_table
+            ]
+            if not todo:
+                return None
+            added, changed, requests = await self._add_queues(todo, locked=True)
+            if not changed:
+                return None
+            mq_all = self.topic_subscribe_info.get(topic, frozenset())
+            await self._announce(topic, frozenset(mq_all), target, True, requests)
+            return self._publish(trigger, topic, start, all_queues=tuple(sorted_queues(mq_all)), added=added)
+
+    def pending(self) -> dict[str, list[MessageQueue]]:
+        """Per topic, the allocated queues not owned yet (their lock is held elsewhere)."""
+        out: dict[str, list[MessageQueue]] = {}
+        for topic, target in self.allocated.items():
+            if topic not in self.subscriptions:
+                continue
+            missing = [mq for mq in target if mq not in self.process_queue_table]
+            if missing:
+                out[topic] = sorted_queues(missing)
+        return out
+
+    async def _truncate_not_my_topics(self) -> None:
+        for mq in [mq for mq in self.process_queue_table if mq.topic not in self.subscriptions]:
+            pq = self.process_queue_table.pop(mq)
+            pq.drop(DropReason.UNSUBSCRIBED)
+            logger.info("%s dropped: topic %s is no longer subscribed", mq, mq.topic)
+
+    def remove_process_queue(self, mq: MessageQueue, reason: DropReason) -> None:
+        """Drop a queue now (offset illegal, offset reset); the next rebalance adds it again."""
+        pq = self.process_queue_table.pop(mq, None)
+        if pq is not None:
+            pq.drop(reason)
+
+    async def release_all(
+        self, trigger: RebalanceTrigger = RebalanceTrigger.SHUTDOWN
+    ) -> list[RebalanceRecord]:
+        """Drop every queue (shutdown); one record per topic that owned queues."""
+        async with self._lock:
+            by_topic: dict[str, list[MessageQueue]] = {}
+            for mq in self.process_queue_table:
+                by_topic.setdefault(mq.topic, []).append(mq)
+            records = []
+            for topic, mqs in sorted(by_topic.items()):
+                start = now_ms()
+                committed: dict[MessageQueue, int] = {}
+                removed = []
+                for mq in sorted(mqs):
+                    if await self._drop(mq, committed, DropReason.SHUTDOWN):
+                        removed.append(mq)
+                all_queues = tuple(sorted_queues(self.topic_subscribe_info.get(topic, ())))
+                records.append(
+                    self._publish(
+                        trigger,
+                        topic,
+                        start,
+                        all_queues=all_queues,
+                        removed=tuple(removed),
+                        committed=committed,
+                    )
+                )
+            return records

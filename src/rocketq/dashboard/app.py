@@ -1,0 +1,364 @@
+"""The web application: Starlette routes over the views, Jinja2 pages, JSON for the live parts.
+
+=====================  ======================================================================
+``/``                  cluster: name servers, brokers (version, TPS in/out, disk), topics
+``/topics``            every topic with queue counts; create (POST)
+``/topics/{topic}``    queues per broker with min/max offsets, consuming groups; update (POST)
+``/groups``            consumer groups: online connections, lag, TPS
+``/groups/{group}``    the live ownership map, timeline, lag, members, duplicates; reset (POST)
+``/api/groups/{g}``    the group page's live state as JSON (polled by the page every second)
+``/messages``          look-up by message id, key, or queue and offset
+``/planner``           ``rocketq allocate`` in the browser
+``/metrics``           Prometheus exposition (see :mod:`rocketq.dashboard.metrics`)
+=====================  ======================================================================
+
+Every asset (templates, CSS, JavaScript) ships in the package; nothing is fetched from
+elsewhere. A failure to reach a name server or broker, an unknown topic or group, or a bad form
+value is the page's banner (with HTTP 502, 404 or 400), never a stack trace; anything unexpected
+is logged and shown as one line. Forms that change something carry a per-process token (a page
+of another site cannot post them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from rocketq import __version__
+from rocketq.admin import parse_reset_target
+from rocketq.dashboard import metrics, views
+from rocketq.dashboard.config import DashboardConfig
+from rocketq.dashboard.monitor import Monitor, describe_error
+from rocketq.errors import (
+    ConfigError,
+    RemotingError,
+    RocketQError,
+    UnknownGroupError,
+    UnknownTopicError,
+)
+
+__all__ = ["create_app", "create_exporter_app"]
+
+logger = logging.getLogger(__name__)
+
+_FORM_LIMIT = 64 * 1024  # bytes of a posted form
+
+_NAV = (
+    ("/", "Cluster"),
+    ("/topics", "Topics"),
+    ("/groups", "Groups"),
+    ("/messages", "Messages"),
+    ("/planner", "Planner"),
+    ("/metrics", "Metrics"),
+)
+
+
+def _status_of(exc: RocketQError) -> int:
+    if isinstance(exc, UnknownGroupError | UnknownTopicError):
+        return 404
+    if isinstance(exc, ConfigError):
+        return 400
+    if isinstance(exc, RemotingError):
+        return 502
+    return 502
+
+
+class _Pages:
+    """The handlers, sharing the monitor, the templates and the form token."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.monitor = monitor
+        self.token = secrets.token_urlsafe(24)
+        self.collector = metrics.MetricsCollector(monitor)
+        self.env = Environment(
+            loader=PackageLoader("rocketq.dashboard", "templates"),
+            autoescape=select_autoescape(["html"]),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["urlpart"] = lambda s: quote(str(s), safe="")
+        self.env.filters["num"] = _num
+        self.env.filters["pct"] = lambda v: "-" if v is None else f"{v * 100:.1f}%"
+
+    # ------------------------------------------------------------------ rendering
+
+    def render(
+        self,
+        request: Request,
+        template: str,
+        *,
+        status: int = 200,
+        error: str | None = None,
+        **context: Any,
+    ) -> HTMLResponse:
+        base = {
+            "nav": _NAV,
+            "path": request.url.path,
+            "version": __version__,
+            "namesrv": ";".join(self.monitor.admin.namesrv_addrs),
+            "token": self.token,
+            "error": error or request.query_params.get("error"),
+            "notice": request.query_params.get("notice"),
+        }
+        page = self.env.get_template(template).render({**base, **context})
+        return HTMLResponse(page, status_code=status)
+
+    async def guarded(
+        self, request: Request, template: str, make: Callable[[], Awaitable[Mapping[str, Any]]], **extra: Any
+    ) -> HTMLResponse:
+        """Render ``template`` with ``make()``'s data, or with the error as its banner."""
+        try:
+            data = await make()
+        except RocketQError as exc:
+            return self.render(request, template, status=_status_of(exc), error=describe_error(exc), **extra)
+        except Exception:
+            logger.exception("dashboard page %s failed", request.url.path)
+            return self.render(
+                request,
+                template,
+                status=500,
+                error="internal error: the dashboard's log has the details",
+                **extra,
+            )
+        return self.render(request, template, **{**extra, **data})
+
+    async def _checked_form(self, request: Request) -> dict[str, str]:
+        # the forms post application/x-www-form-urlencoded: the standard library reads that
+        body = await request.body()
+        if len(body) > _FORM_LIMIT:
+            raise ConfigError(f"the form is too large ({len(body)} bytes)")
+        values = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        if not secrets.compare_digest(values.get("token", ""), self.token):
+            raise ConfigError(
+                "the form has expired (the dashboard was restarted): reload the page and try again"
+            )
+        return values
+
+    # ------------------------------------------------------------------ pages
+
+    async def cluster(self, request: Request) -> Response:
+        return await self.guarded(request, "cluster.html", lambda: views.cluster_view(self.monitor))
+
+    async def topics(self, request: Request) -> Response:
+        return await self.guarded(request, "topics.html", lambda: views.topics_view(self.monitor))
+
+    async def topic(self, request: Request) -> Response:
+        topic = request.path_params["topic"]
+        return await self.guarded(
+            request, "topic.html", lambda: views.topic_view(self.monitor, topic), topic=topic
+        )
+
+    async def create_topic(self, request: Request) -> Response:
+        try:
+            form = await self._checked_form(request)
+            topic = form.get("topic", "").strip()
+            queues = _queue_count(form.get("queues", ""), "queues")
+            perm = _perm(form.get("perm", "6"))
+            await self.monitor.admin.create_topic(
+                topic, queues=queues, perm=perm, order=form.get("order") == "on"
+            )
+        except RocketQError as exc:
+            return await self.guarded(
+                request,
+                "topics.html",
+                lambda: views.topics_view(self.monitor),
+                form_error=describe_error(exc),
+            )
+        return _redirect(f"/topics/{quote(topic, safe='')}", f"topic {topic} created with {queues} queues")
+
+    async def update_topic(self, request: Request) -> Response:
+        topic = request.path_params["topic"]
+        try:
+            form = await self._checked_form(request)
+            read = _queue_count(form.get("read_queues", ""), "read queues", optional=True)
+            write = _queue_count(form.get("write_queues", ""), "write queues", optional=True)
+            perm = _perm(form["perm"]) if form.get("perm") else None
+            await self.monitor.admin.update_topic(topic, read_queues=read, write_queues=write, perm=perm)
+        except RocketQError as exc:
+            return await self.guarded(
+                request,
+                "topic.html",
+                lambda: views.topic_view(self.monitor, topic),
+                topic=topic,
+                form_error=describe_error(exc),
+            )
+        return _redirect(f"/topics/{quote(topic, safe='')}", f"topic {topic} updated")
+
+    async def groups(self, request: Request) -> Response:
+        show_all = request.query_params.get("all") == "1"
+        return await self.guarded(
+            request, "groups.html", lambda: views.groups_view(self.monitor, show_all=show_all)
+        )
+
+    async def group(self, request: Request) -> Response:
+        group = request.path_params["group"]
+        watch = self.monitor.watch(group)
+        if not watch.polled_ms:
+            await self.monitor.poll_now(group)
+        state = views.group_state(self.monitor, watch)
+        if watch.unknown:
+            self.monitor.forget(group)  # a typo is not polled on; the page says so
+        status = 404 if watch.unknown else 502 if watch.error and not watch.polled_ms else 200
+        # a failed poll is shown (and cleared) by the page's script; an unknown group has no script
+        error = watch.error if watch.unknown else None
+        return self.render(request, "group.html", status=status, error=error, group=group, state=state)
+
+    async def group_api(self, request: Request) -> Response:
+        group = request.path_params["group"]
+        watch = self.monitor.watch(group)
+        if not watch.polled_ms and not watch.error:
+            await self.monitor.poll_now(group)
+        return JSONResponse(views.group_state(self.monitor, watch))
+
+    async def reset(self, request: Request) -> Response:
+        group = request.path_params["group"]
+        back = f"/groups/{quote(group, safe='')}"
+        try:
+            form = await self._checked_form(request)
+            topic = form.get("topic", "").strip()
+            target = form.get("to", "").strip()
+            if not topic:
+                raise ConfigError("say which topic's offsets to reset")
+            if form.get("confirm", "").strip() != group:
+                raise ConfigError(f"type the group's name ({group}) to confirm the reset")
+            result = await self.monitor.admin.reset_offsets(group, topic, parse_reset_target(target))
+        except RocketQError as exc:
+            return _redirect(back, None, error=describe_error(exc))
+        return _redirect(
+            back, f"offsets of {group} on {topic} reset to {target}: {len(result.offsets)} queues"
+        )
+
+    async def messages(self, request: Request) -> Response:
+        params = dict(request.query_params)
+        return await self.guarded(
+            request, "messages.html", lambda: views.message_view(self.monitor, params), form=params
+        )
+
+    async def planner(self, request: Request) -> Response:
+        params = dict(request.query_params)
+
+        async def make() -> Mapping[str, Any]:
+            return views.planner_view(params)
+
+        return await self.guarded(
+            request, "planner.html", make, form=params, strategies=views.PLANNER_STRATEGIES
+        )
+
+    async def metrics(self, request: Request) -> Response:
+        try:
+            snapshot = await self.collector.collect()
+        except Exception:  # the endpoint answers whatever happens; the log has the details
+            logger.exception("metrics collection failed")
+            snapshot = metrics.Snapshot()
+        return Response(metrics.exposition(snapshot), media_type=metrics.CONTENT_TYPE)
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _queue_count(text: str, what: str, *, optional: bool = False) -> int | None:
+    text = text.strip()
+    if not text and optional:
+        return None
+    if not text.isdigit() or not 0 <= int(text) <= 1024:
+        raise ConfigError(f"{what} must be a queue count 0..1024, got {text!r}")
+    return int(text)
+
+
+def _perm(text: str) -> int:
+    if text not in ("2", "4", "6"):
+        raise ConfigError(f"perm must be 2 (write only), 4 (read only) or 6 (both), got {text!r}")
+    return int(text)
+
+
+def _redirect(url: str, notice: str | None, *, error: str | None = None) -> RedirectResponse:
+    query = {k: v for k, v in (("notice", notice), ("error", error)) if v}
+    return RedirectResponse(f"{url}?{urlencode(query)}" if query else url, status_code=303)
+
+
+def _static_dir() -> str:
+    return str(resources.files("rocketq.dashboard") / "static")
+
+
+def create_app(config: DashboardConfig | None = None, *, monitor: Monitor | None = None) -> Starlette:
+    """The dashboard as an ASGI application; its monitor starts and stops with the app."""
+    monitor = monitor or Monitor(config or DashboardConfig())
+    pages = _Pages(monitor)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await monitor.start()
+        try:
+            yield
+        finally:
+            await monitor.close()
+
+    routes = [
+        Route("/", pages.cluster),
+        Route("/topics", pages.topics, methods=["GET"]),
+        Route("/topics", pages.create_topic, methods=["POST"]),
+        Route("/topics/{topic:path}", pages.topic, methods=["GET"]),
+        Route("/topics/{topic:path}", pages.update_topic, methods=["POST"]),
+        Route("/groups", pages.groups),
+        Route("/groups/{group:path}/reset", pages.reset, methods=["POST"]),
+        Route("/groups/{group:path}", pages.group),
+        Route("/api/groups/{group:path}", pages.group_api),
+        Route("/messages", pages.messages),
+        Route("/planner", pages.planner),
+        Route("/metrics", pages.metrics),
+        Mount("/static", StaticFiles(directory=_static_dir()), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found})
+    app.state.monitor = monitor
+    return app
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return PlainTextResponse(f"no page at {request.url.path}", status_code=404)
+
+
+def create_exporter_app(
+    config: DashboardConfig | None = None, *, monitor: Monitor | None = None
+) -> Starlette:
+    """Only ``/metrics`` (``rocketq exporter``): every group is watched from the start."""
+    monitor = monitor or Monitor(config or DashboardConfig())
+    pages = _Pages(monitor)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        monitor.watch_all()
+        await monitor.start()
+        try:
+            yield
+        finally:
+            await monitor.close()
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse('<p>rocketq exporter: metrics at <a href="/metrics">/metrics</a></p>')
+
+    app = Starlette(
+        routes=[Route("/", index), Route("/metrics", pages.metrics)],
+        lifespan=lifespan,
+        exception_handlers={404: _not_found},
+    )
+    app.state.monitor = monitor
+    return app

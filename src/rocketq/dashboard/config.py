@@ -1,0 +1,50 @@
+"""Settings of ``rocketq dashboard`` and ``rocketq exporter``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rocketq.errors import ConfigError
+
+__all__ = ["DEFAULT_DASHBOARD_PORT", "DEFAULT_EXPORTER_PORT", "DashboardConfig"]
+
+DEFAULT_DASHBOARD_PORT = 8080
+"""RocketMQ Dashboard's port (``server.port``)."""
+DEFAULT_EXPORTER_PORT = 5557
+"""rocketmq-exporter's port (``server.port``), so existing Prometheus scrape configs fit."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardConfig:
+    """How the dashboard (and the exporter, which is the dashboard's ``/metrics`` alone) watches
+    a cluster. Durations are float seconds."""
+
+    namesrv: str | None = None
+    """Name servers, ``HOST:PORT[;HOST:PORT]`` (else ``$NAMESRV_ADDR``, else 127.0.0.1:9876)."""
+    host: str = "127.0.0.1"
+    """Address to listen on: loopback unless told otherwise."""
+    port: int = DEFAULT_DASHBOARD_PORT
+    """Port to listen on (0 picks a free one)."""
+    poll_interval: float = 1.0
+    """How often a group someone is looking at is polled (members, owners, lag)."""
+    metrics_interval: float = 5.0
+    """How often every group is polled once ``/metrics`` has been asked for (the ``rocketq_``
+    counters count what these polls see). rocketmq-exporter collects every 15 s by default."""
+    history: float = 600.0
+    """How much of the past a group's ownership timeline and lag history keep."""
+    idle: float = 300.0
+    """A group nobody has looked at for this long is no longer polled (unless for metrics)."""
+    request_timeout: float = 3.0
+    """Wait for one admin request (``mqadmin``'s is 5 s; a page should not hang that long)."""
+    concurrency: int = 16
+    """Admin requests in flight at once when a page asks about many topics or groups."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be 0..65535, got {self.port}")
+        for name in ("poll_interval", "metrics_interval", "history", "idle", "request_timeout"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ConfigError(f"{name} must be positive, got {value}")
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}")

@@ -1,0 +1,324 @@
+"""The dashboard's live state: one admin connection, the groups being watched, their timelines.
+
+A :class:`Monitor` owns one :class:`~rocketq.admin.AsyncAdmin` and a background task that polls
+each watched group on its own interval: a group someone has open in the browser every
+``poll_interval`` (1 s), every other group every ``metrics_interval`` (5 s) once ``/metrics`` has
+been asked for (:meth:`Monitor.watch_all`). Each poll of a group is its members with the queues
+each owns (``group_members``: the clients' own running info), its progress (lag per queue), and,
+when its consumers trace, the new rebalance records on ``RQ_SYS_REBALANCE_TOPIC`` for it; all go
+into the group's :class:`~rocketq.dashboard.timeline.GroupTimeline`. A failed poll keeps the last
+good state and records the error, which the page shows in its banner.
+
+Nothing here raises at a page: name servers and brokers that do not answer become error text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from rocketq.admin import AsyncAdmin, GroupMembers, GroupProgress, QueueRead
+from rocketq.client.trace import REBALANCE_TOPIC
+from rocketq.dashboard.config import DashboardConfig
+from rocketq.dashboard.timeline import GroupTimeline, RebalanceNote
+from rocketq.errors import RocketQError, UnknownGroupError, UnknownTopicError
+from rocketq.models import MessageQueue
+
+__all__ = ["BROKER_GROUPS", "GroupWatch", "Monitor", "describe_error", "is_user_group"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+BROKER_GROUPS = frozenset(
+    {
+        "TOOLS_CONSUMER",
+        "FILTERSRV_CONSUMER",
+        "SELF_TEST_C_GROUP",
+        "CID_ONS-HTTP-PROXY",
+        "CID_ONSAPI_PULL",
+        "CID_ONSAPI_PERMISSION",
+        "CID_ONSAPI_OWNER",
+    }
+)
+"""Groups a broker makes for itself at start (RocketMQ's ``MixAll`` names; the broker's own list
+is ``rocketq.broker.subscriptions.BUILTIN_SUBSCRIPTION_GROUPS``, not imported so that the dashboard
+does not load the broker)."""
+_REBALANCE_TAIL = 512  # records read back from each rebalance-topic queue when a watch starts
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for a person: what failed and, for a server that did not answer, what to check."""
+    text = str(exc) or type(exc).__name__
+    if "name server" in text and ("reach" in text or "timed out" in text.lower()):
+        return f"{text} (is the name server running? rocketq dashboard --namesrv HOST:PORT)"
+    return text
+
+
+def is_user_group(group: str) -> bool:
+    """Not one of the groups a broker makes for itself (``TOOLS_CONSUMER``, ``CID_RMQ_SYS_*``, ...)."""
+    return group not in BROKER_GROUPS and not group.startswith("CID_RMQ_SYS_")
+
+
+@dataclass(slots=True)
+class GroupWatch:
+    """What the monitor knows about one group (see the module docstring)."""
+
+    group: str
+    timeline: GroupTimeline
+    members: GroupMembers | None = None
+    progress: GroupProgress | None = None
+    error: str | None = None
+    unknown: bool = False
+    polled_ms: int = 0
+    viewed: float = 0.0  # monotonic time of the last page view; 0: only watched for metrics
+    owner_counts: dict[MessageQueue, int] = field(default_factory=dict)
+    colours: dict[str, str] = field(default_factory=dict)
+    _due: float = 0.0
+    _tail: dict[MessageQueue, int] = field(default_factory=dict)
+    _polling: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class Monitor:
+    """Watches groups for the dashboard and the exporter (see the module docstring).
+
+    ``clock`` is wall-clock seconds (the timelines' ``now``); ``monotonic`` drives the intervals.
+    """
+
+    def __init__(
+        self,
+        config: DashboardConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.admin = AsyncAdmin(config.namesrv, timeout=config.request_timeout)
+        self.watches: dict[str, GroupWatch] = {}
+        self.all_groups = False
+        self._clock = clock
+        self._monotonic = monotonic
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._limit = asyncio.Semaphore(config.concurrency)
+        self._cache: dict[str, tuple[float, Any]] = {}
+        self._groups_checked = 0.0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="rocketq-dashboard-monitor")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.admin.close()
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # ------------------------------------------------------------------ helpers for views
+
+    async def limited(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Run one admin call under the monitor's concurrency limit."""
+        async with self._limit:
+            return await make()
+
+    async def gather_settled(
+        self, items: Iterable[str], make: Callable[[str], Awaitable[T]]
+    ) -> dict[str, T | RocketQError]:
+        """``make(item)`` for every item, at most ``concurrency`` at once; failures as values."""
+
+        async def one(item: str) -> T | RocketQError:
+            try:
+                return await self.limited(lambda: make(item))
+            except RocketQError as exc:
+                return exc
+
+        keys = list(items)
+        answers = await asyncio.gather(*(one(k) for k in keys))
+        return dict(zip(keys, answers, strict=True))
+
+    async def cached(self, key: str, ttl: float, make: Callable[[], Awaitable[T]]) -> T:
+        """``make()``'s value, reused for ``ttl`` seconds (errors are not cached)."""
+        now = self._monotonic()
+        hit = self._cache.get(key)
+        if hit is not None and now - hit[0] < ttl:
+            value: T = hit[1]
+            return value
+        value = await make()
+        self._cache[key] = (now, value)
+        return value
+
+    # ------------------------------------------------------------------ watching
+
+    def watch(self, group: str, *, viewer: bool = True) -> GroupWatch:
+        """The group's watch, started if new; ``viewer`` marks it as looked at now (polled every
+        ``poll_interval`` while someone looks)."""
+        w = self.watches.get(group)
+        if w is None:
+            ms = int(self.config.history * 1000)
+            w = GroupWatch(group, GroupTimeline(group, history_ms=ms))
+            self.watches[group] = w
+            self._wake.set()
+        if viewer:
+            w.viewed = self._monotonic()
+        return w
+
+    def forget(self, group: str) -> None:
+        """Stop watching ``group`` (a name nobody knows, for instance)."""
+        self.watches.pop(group, None)
+
+    def watch_all(self) -> None:
+        """Watch every group the brokers know, for the metrics (from now on)."""
+        if not self.all_groups:
+            self.all_groups = True
+            self._groups_checked = 0.0
+            self._wake.set()
+
+    async def poll_now(self, group: str) -> GroupWatch:
+        """Poll ``group`` at once (a page's first view waits for it rather than showing nothing)."""
+        w = self.watch(group)
+        await self._poll(w)
+        return w
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._cycle()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never let one bad poll stop the watching
+                logger.exception("dashboard monitor cycle failed")
+            self._wake.clear()
+            delay = self._next_delay()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    def _interval(self, w: GroupWatch) -> float | None:
+        """How often ``w`` is polled now; ``None``: not any more."""
+        now = self._monotonic()
+        if w.viewed and now - w.viewed < self.config.idle:
+            return self.config.poll_interval
+        if self.all_groups:
+            return self.config.metrics_interval
+        return None
+
+    def _next_delay(self) -> float:
+        now = self._monotonic()
+        dues = [w._due - now for w in self.watches.values()]
+        if self.all_groups:
+            dues.append(self._groups_checked + self.config.metrics_interval - now)
+        return max(min(dues, default=self.config.metrics_interval), 0.05)
+
+    async def _cycle(self) -> None:
+        now = self._monotonic()
+        if self.all_groups and now - self._groups_checked >= self.config.metrics_interval:
+            self._groups_checked = now
+            try:
+                groups = await self.cached(
+                    "groups", self.config.metrics_interval / 2, self.admin.consumer_groups
+                )
+            except RocketQError as exc:
+                logger.debug("listing groups failed: %s", exc)
+                groups = []
+            for g in groups:
+                if is_user_group(g):
+                    self.watch(g, viewer=False)
+        due: list[GroupWatch] = []
+        for name, w in list(self.watches.items()):
+            interval = self._interval(w)
+            if interval is None:
+                del self.watches[name]
+                continue
+            if w._due <= now:
+                w._due = now + interval
+                due.append(w)
+        if due:
+            await asyncio.gather(*(self._poll(w) for w in due))
+
+    async def _poll(self, w: GroupWatch) -> None:
+        if w._polling.locked():  # a page asked while the loop polls it: wait for that poll
+            async with w._polling:
+                return
+        async with w._polling:
+            try:
+                members = await self.limited(lambda: self.admin.group_members(w.group))
+                progress = await self.limited(lambda: self.admin.group_progress(w.group, members=members))
+            except UnknownGroupError as exc:
+                w.unknown, w.error = True, describe_error(exc)
+                return
+            except RocketQError as exc:
+                w.error = describe_error(exc)
+                return
+            now_ms = self.now_ms()
+            w.members, w.progress, w.error, w.unknown, w.polled_ms = members, progress, None, False, now_ms
+            ownership = {m.client_id: m.queues for m in members.members}
+            counts = dict.fromkeys((q.queue for q in progress.queues), 0)
+            for m in members.members:
+                for mq in m.queues:
+                    counts[mq] = counts.get(mq, 0) + max(len(m.addresses), 1)
+            w.owner_counts = dict(sorted(counts.items()))
+            lag = {q.queue: q.lag for q in progress.queues}
+            w.timeline.observe(now_ms, ownership, lag, members=[m.client_id for m in members.members])
+            await self._tail_records(w)
+
+    async def _tail_records(self, w: GroupWatch) -> None:
+        """Feed the group's new rebalance records (tracing on) to its timeline."""
+        try:
+            route = await self.cached(
+                f"route:{REBALANCE_TOPIC}", 10.0, lambda: self.admin.topic_route(REBALANCE_TOPIC)
+            )
+        except UnknownTopicError:
+            return  # nobody traces in this cluster
+        except RocketQError as exc:
+            logger.debug("rebalance topic route: %s", exc)
+            return
+        queues = [
+            MessageQueue(REBALANCE_TOPIC, qd.broker_name, i)
+            for qd in route.queue_datas
+            if qd.broker_name is not None
+            for i in range(qd.read_queue_nums)
+        ]
+        for mq in queues:
+            try:
+                start = w._tail.get(mq)
+                if start is None:
+                    probe = await self._read(mq, 0, 1)
+                    start = max(probe.min_offset, probe.max_offset - _REBALANCE_TAIL)
+                for _ in range(64):  # bounded: at most 64 reads of 32 records per poll and queue
+                    read = await self._read(mq, start, 32)
+                    for msg in read.messages:
+                        if msg.tags == w.group:
+                            self._note(w, msg.body)
+                    following = read.next_offset if read.in_range else max(read.min_offset, read.next_offset)
+                    done = following == start or not read.messages
+                    start = following
+                    if done:
+                        break
+                w._tail[mq] = start
+            except RocketQError as exc:
+                logger.debug("reading %s: %s", mq, exc)
+
+    async def _read(self, mq: MessageQueue, offset: int, count: int) -> QueueRead:
+        async with self._limit:
+            return await self.admin.read_queue(mq, offset, count)
+
+    def _note(self, w: GroupWatch, body: bytes) -> None:
+        try:
+            note = RebalanceNote.from_dict(json.loads(body))
+        except (ValueError, KeyError, TypeError) as exc:
+            logger.debug("unreadable rebalance record for %s: %s", w.group, exc)
+            return
+        if note.end_ms >= self.now_ms() - int(self.config.history * 1000):
+            w.timeline.record(note)

@@ -1,0 +1,111 @@
+"""Serving the dashboard (or the exporter) with uvicorn, on a socket bound before it starts.
+
+:func:`bind` opens the listening socket first, so the address is known at once - port 0 picks a
+free one - and a port in use is a one-line :class:`~rocketq.errors.ConfigError`, not a uvicorn
+log. :func:`serve` runs until SIGINT/SIGTERM (uvicorn's own handling: open requests finish).
+:class:`BackgroundServer` runs one on a thread of its own, for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+from rocketq.errors import ConfigError
+
+__all__ = ["BackgroundServer", "bind", "serve", "url_of"]
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv4 or IPv6 by the host's form)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """``http://host:port/`` of a bound socket."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def _server(app: Any) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+    )
+    return uvicorn.Server(config)
+
+
+def serve(app: Any, sock: socket.socket) -> int | None:
+    """Serve ``app`` on ``sock`` until SIGINT/SIGTERM; returns the signal that stopped it.
+
+    uvicorn finishes open requests, then re-raises the signal to the handler that was there
+    before it: ours, which only notes it, so the process ends normally (exit code 0)."""
+    seen: list[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        seen.append(signum)
+
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, note) for sig in stops}
+    try:
+        _server(app).run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return seen[0] if seen else None
+
+
+class BackgroundServer:
+    """``app`` served on its own thread and event loop; :meth:`stop` ends it (by its flag)."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.sock = bind(host, port)
+        self.url = url_of(self.sock)
+        self._server = _server(app)
+        self._thread = threading.Thread(target=self._run, name="rocketq-dashboard-server", daemon=True)
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._server.serve(sockets=[self.sock]))
+        except BaseException as exc:  # reported by start()/stop()
+            self._error = exc
+
+    def start(self, timeout: float = 30.0) -> BackgroundServer:
+        """Start serving; returns once the server listens (uvicorn's ``started`` flag)."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)  # uvicorn offers a flag, not an event
+        if not self._server.started:
+            self._server.should_exit = True
+            raise RuntimeError(f"the dashboard did not start: {self._error!r}")
+        return self
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        self.sock.close()
+        if self._thread.is_alive():
+            raise RuntimeError("the dashboard server did not stop")
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

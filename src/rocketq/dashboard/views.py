@@ -1,0 +1,526 @@
+"""What each page shows, as plain data: gathered through the admin calls, errors as text.
+
+Every function takes the :class:`~rocketq.dashboard.monitor.Monitor` and returns a dict the
+templates render (and the JSON endpoints return). A broker that does not answer becomes an
+``error`` on its row, not a failed page; a name server that does not answer raises the admin's
+:class:`~rocketq.errors.RocketQError`, which the app shows as the page's banner.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from rocketq.admin import BrokerRuntime, GroupMembers, TraceEvent
+from rocketq.allocate import AllocationStrategy, Balance, get_strategy, strategy_names
+from rocketq.allocate.examples import broker_names, client_ids, plan_change
+from rocketq.dashboard.monitor import GroupWatch, Monitor, is_user_group
+from rocketq.errors import ConfigError, RocketQError
+from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import TopicConfig
+from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.message import MessageExt
+from rocketq.protocol.topics import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    is_system_topic,
+    perm_to_string,
+)
+
+__all__ = [
+    "PALETTE",
+    "cluster_view",
+    "colour_of",
+    "group_state",
+    "groups_view",
+    "message_view",
+    "planner_view",
+    "queue_key",
+    "topic_kind",
+    "topic_view",
+    "topics_view",
+]
+
+PALETTE = (
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948",
+    "#ff9da7", "#9c755f", "#e15759", "#86bcb6", "#8cd17d", "#d4a6c8",
+)  # fmt: skip
+"""Owner colours (Tableau 10 and friends): one per consumer, kept while a group is watched."""
+
+_LAG_POINTS = 120  # per-queue lag history sent to the browser (the total keeps the whole history)
+
+
+def queue_key(mq: MessageQueue) -> str:
+    """``topic@broker:id``, the queue's label everywhere in the dashboard."""
+    return f"{mq.topic}@{mq.broker_name}:{mq.queue_id}"
+
+
+def colour_of(cid: str, taken: dict[str, str]) -> str:
+    """A stable colour for ``cid`` within one watch (``taken`` remembers the ones given)."""
+    colour = taken.get(cid)
+    if colour is None:
+        used = set(taken.values())
+        free = [c for c in PALETTE if c not in used]
+        colour = free[0] if free else PALETTE[zlib.crc32(cid.encode()) % len(PALETTE)]
+        taken[cid] = colour
+    return colour
+
+
+def topic_kind(topic: str) -> str:
+    """``retry``, ``dlq``, ``system`` or ``normal``."""
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return "retry"
+    if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+        return "dlq"
+    if is_system_topic(topic) or topic.startswith("RQ_SYS_"):
+        return "system"
+    return "normal"
+
+
+def _fmt_ms(ms: int | None) -> str:
+    if not ms or ms <= 0:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+# ------------------------------------------------------------------------------------ cluster
+
+
+async def _brokers(m: Monitor) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Every broker (masters and slaves) with its runtime figures; ``{name: master address}``."""
+    info = await m.cached("cluster", 2.0, m.admin.cluster_info)
+    cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
+    addrs = {
+        addr: (name, bid)
+        for name, bd in sorted(info.broker_addr_table.items())
+        for bid, addr in sorted(bd.broker_addrs.items())
+    }
+    runtimes = await m.gather_settled(addrs, m.admin.broker_runtime)
+    rows = []
+    masters: dict[str, str] = {}
+    for addr, (name, bid) in addrs.items():
+        rt = runtimes[addr]
+        row: dict[str, Any] = {
+            "cluster": cluster_of.get(name, "?"),
+            "name": name,
+            "id": bid,
+            "role": "master" if bid == MASTER_ID else f"slave {bid}",
+            "addr": addr,
+        }
+        if isinstance(rt, BrokerRuntime):
+            row.update(rt.to_dict())
+            row["table"] = dict(sorted(rt.table.items()))
+            row["error"] = None
+        else:
+            row["error"] = str(rt)
+        rows.append(row)
+        if bid == MASTER_ID:
+            masters[name] = addr
+    return rows, masters
+
+
+async def _topic_table(
+    m: Monitor, masters: Mapping[str, str]
+) -> tuple[dict[str, dict[str, TopicConfig]], dict[str, str]]:
+    """``topic → {broker name: config}`` from every master's topic configs, and per-broker errors."""
+    answers = await m.gather_settled(
+        masters,
+        lambda name: m.cached(f"topics:{masters[name]}", 2.0, lambda: m.admin.topic_configs(masters[name])),
+    )
+    table: dict[str, dict[str, TopicConfig]] = {}
+    errors: dict[str, str] = {}
+    for name, answer in answers.items():
+        if isinstance(answer, RocketQError):
+            errors[name] = str(answer)
+            continue
+        for topic, config in answer.items():
+            table.setdefault(topic, {})[name] = config
+    return dict(sorted(table.items())), errors
+
+
+def _topic_rows(table: Mapping[str, Mapping[str, TopicConfig]], reserved: set[str]) -> list[dict[str, Any]]:
+    """Rows of the topic tables; ``reserved``: cluster and broker names (topics a broker makes)."""
+    return [
+        {
+            "topic": topic,
+            "kind": "system" if topic in reserved else topic_kind(topic),
+            "brokers": len(per),
+            "read_queues": sum(c.read_queue_nums for c in per.values()),
+            "write_queues": sum(c.write_queue_nums for c in per.values()),
+            "perm": ", ".join(sorted({perm_to_string(c.perm) for c in per.values()})),
+            "order": any(c.order for c in per.values()),
+        }
+        for topic, per in table.items()
+    ]
+
+
+async def cluster_view(m: Monitor) -> dict[str, Any]:
+    """Name servers, brokers (address, version, TPS in and out, disk use), topics with queues."""
+    brokers, masters = await _brokers(m)
+    table, errors = await _topic_table(m, masters)
+    topics = _topic_rows(table, _reserved(brokers))
+    return {
+        "namesrv_addrs": list(m.admin.namesrv_addrs),
+        "brokers": brokers,
+        "topics": [t for t in topics if t["kind"] == "normal"],
+        "other_topics": len([t for t in topics if t["kind"] != "normal"]),
+        "errors": errors,
+    }
+
+
+async def topics_view(m: Monitor) -> dict[str, Any]:
+    """Every topic with its queue counts, kind and permission."""
+    brokers, masters = await _brokers(m)
+    table, errors = await _topic_table(m, masters)
+    return {"topics": _topic_rows(table, _reserved(brokers)), "errors": errors, "brokers": sorted(masters)}
+
+
+def _reserved(brokers: Sequence[Mapping[str, Any]]) -> set[str]:
+    return {str(b["cluster"]) for b in brokers} | {str(b["name"]) for b in brokers}
+
+
+async def topic_view(m: Monitor, topic: str) -> dict[str, Any]:
+    """A topic's queues per broker with their offsets, and the groups consuming it."""
+    route = await m.admin.topic_route(topic)
+    stats = await m.admin.topic_stats(topic)
+    try:
+        groups = await m.admin.topic_consumers(topic)
+        groups_error = None
+    except RocketQError as exc:
+        groups, groups_error = [], str(exc)
+    order = await m.admin.order_conf(topic)
+    per_broker = []
+    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
+        queues = [
+            {
+                "queue_id": q.queue.queue_id,
+                "min_offset": q.min_offset,
+                "max_offset": q.max_offset,
+                "messages": q.messages,
+                "last_update": _fmt_ms(q.last_update_ms),
+            }
+            for q in stats.queues
+            if q.queue.broker_name == qd.broker_name
+        ]
+        per_broker.append(
+            {
+                "broker": qd.broker_name,
+                "read_queues": qd.read_queue_nums,
+                "write_queues": qd.write_queue_nums,
+                "perm": qd.perm,
+                "perm_text": perm_to_string(qd.perm),
+                "queues": queues,
+                "messages": sum(q.messages for q in stats.queues if q.queue.broker_name == qd.broker_name),
+            }
+        )
+    return {
+        "topic": topic,
+        "kind": topic_kind(topic),
+        "order": order,
+        "brokers": per_broker,
+        "total_messages": stats.total_messages,
+        "groups": groups,
+        "groups_error": groups_error,
+    }
+
+
+# ------------------------------------------------------------------------------------ groups
+
+
+async def groups_view(m: Monitor, *, show_all: bool = False) -> dict[str, Any]:
+    """Every consumer group the brokers know: online connections and total lag."""
+    names = await m.cached("groups", 2.0, m.admin.consumer_groups)
+    shown = [g for g in names if show_all or is_user_group(g)]
+    conns = await m.gather_settled(shown, m.admin.consumer_connection)
+    progress = await m.gather_settled(shown, lambda g: m.admin.group_progress(g, members=GroupMembers(g, ())))
+    rows = []
+    for g in shown:
+        c = conns[g]
+        p = progress[g]
+        online = sum(len(cc.connection_set) for cc in c.values()) if isinstance(c, dict) else None
+        rows.append(
+            {
+                "group": g,
+                "online": online,
+                "model": next((str(cc.message_model) for cc in c.values() if cc.message_model), "-")
+                if isinstance(c, dict)
+                else "-",
+                "topics": sorted({q.queue.topic for q in p.queues})
+                if not isinstance(p, RocketQError)
+                else [],
+                "lag": p.total_lag if not isinstance(p, RocketQError) else None,
+                "tps": p.consume_tps if not isinstance(p, RocketQError) else None,
+                "error": str(c) if isinstance(c, RocketQError) else None,
+                "watched": g in m.watches,
+            }
+        )
+    return {"groups": rows, "hidden": len(names) - len(shown), "show_all": show_all}
+
+
+def group_state(m: Monitor, w: GroupWatch) -> dict[str, Any]:
+    """The live state of a watched group, for its page and ``/api/groups/{group}``."""
+    now_ms = m.now_ms()
+    t = w.timeline
+    colours = w.colours
+    members = w.members.members if w.members is not None else ()
+    for cid in sorted({*(mb.client_id for mb in members), *(c for cs in t.owners.values() for c in cs)}):
+        colour_of(cid, colours)
+    all_stretches = t.stretches(now_ms)
+    for ss in all_stretches.values():  # consumers that left keep the colour they had
+        for s in ss:
+            colour_of(s.owner, colours)
+    progress = {q.queue: q for q in w.progress.queues} if w.progress is not None else {}
+    all_queues = sorted({*progress, *t.owners}, key=lambda q: (q.topic.startswith("%"), q))
+    lag_points = list(t.lag)[-_LAG_POINTS:]
+    queues = []
+    for mq in all_queues:
+        p = progress.get(mq)
+        owners = list(t.owners.get(mq, ()))
+        queues.append(
+            {
+                "key": queue_key(mq),
+                "topic": mq.topic,
+                "broker": mq.broker_name,
+                "queue_id": mq.queue_id,
+                "owners": owners,
+                "owner_count": w.owner_counts.get(mq, len(owners)),
+                "colour": colours[owners[0]] if owners else None,
+                "broker_offset": p.broker_offset if p else None,
+                "consumer_offset": p.consumer_offset if p else None,
+                "lag": p.lag if p else None,
+                "lag_history": [pt.per_queue.get(mq, 0) for pt in lag_points],
+            }
+        )
+    stretches = {
+        queue_key(mq): [
+            {"owner": s.owner, "from_ms": s.from_ms, "to_ms": s.to_ms, "colour": colours.get(s.owner, "#999")}
+            for s in ss
+        ]
+        for mq, ss in all_stretches.items()
+    }
+    dups = w.members.duplicates if w.members is not None else ()
+    return {
+        "group": w.group,
+        "now_ms": now_ms,
+        "polled_ms": w.polled_ms,
+        "history_ms": t.history_ms,
+        "error": w.error,
+        "unknown": w.unknown,
+        "message_model": w.members.message_model if w.members else None,
+        "consume_type": w.members.consume_type if w.members else None,
+        "subscriptions": dict(w.members.subscriptions) if w.members else {},
+        "members": [
+            {
+                "client_id": mb.client_id,
+                "addresses": list(mb.addresses),
+                "language": mb.language,
+                "version": mb.version_name,
+                "strategy": mb.strategy,
+                "queues_source": mb.queues_source,
+                "queue_count": len(mb.queues),
+                "duplicate": mb.duplicate,
+                "error": mb.error,
+                "colour": colours.get(mb.client_id),
+            }
+            for mb in members
+        ],
+        "duplicates": [
+            {"client_id": d.client_id, "addresses": list(d.addresses), "broker": d.broker_addr} for d in dups
+        ],
+        "queues": queues,
+        "total_lag": sum(q["lag"] or 0 for q in queues),
+        "consume_tps": w.progress.consume_tps if w.progress else None,
+        "lag": [{"at_ms": pt.at_ms, "total": pt.total} for pt in t.lag],
+        "lag_times": [pt.at_ms for pt in lag_points],
+        "changes": [c.to_dict() for c in reversed(t.changes)],
+        "stretches": stretches,
+        "rebalances": t.rebalances,
+        "queues_moved": t.queues_moved,
+        "traced": bool(t.notes),
+    }
+
+
+# ------------------------------------------------------------------------------------ messages
+
+
+def _message_row(msg: MessageExt) -> dict[str, Any]:
+    body = msg.body.decode("utf-8", "replace")
+    return {
+        "msg_id": msg.msg_id,
+        "offset_msg_id": msg.offset_msg_id,
+        "topic": msg.topic,
+        "queue": f"{msg.queue_id}",
+        "queue_offset": msg.queue_offset,
+        "tags": msg.tags or "",
+        "keys": msg.keys or "",
+        "born": _fmt_ms(msg.born_timestamp),
+        "stored": _fmt_ms(msg.store_timestamp),
+        "born_host": str(msg.born_host),
+        "store_host": str(msg.store_host),
+        "reconsume_times": msg.reconsume_times,
+        "size": len(msg.body),
+        "body": body if len(body) <= 4096 else body[:4096] + "…",
+        "properties": dict(sorted(msg.properties.items())),
+    }
+
+
+def _parse_queue(text: str, topic: str) -> MessageQueue:
+    broker, sep, qid = text.strip().rpartition(":")
+    if not sep or not broker or not qid.isdigit():
+        raise ConfigError(f"queue must look like broker-a:3, got {text!r}")
+    return MessageQueue(topic, broker, int(qid))
+
+
+def _trace_row(e: TraceEvent) -> dict[str, Any]:
+    return {
+        "kind": e.kind,
+        "time": _fmt_ms(e.timestamp),
+        "group": e.group,
+        "client": e.client,
+        "host": e.host,
+        "cost": "" if e.cost_ms is None else f"{e.cost_ms} ms",
+        "status": e.status,
+        "ok": e.success is not False,
+        "retry": e.retry_times,
+    }
+
+
+async def message_view(m: Monitor, params: Mapping[str, str]) -> dict[str, Any]:
+    """Look-ups by message id (in a topic, or an offset id alone), by key, or by queue and offset;
+    a message's trace (``trace=<msg id>``: its trace records, as RocketMQ's dashboard shows them)."""
+    topic = (params.get("topic") or "").strip()
+    msg_id = (params.get("id") or "").strip()
+    key = (params.get("key") or "").strip()
+    queue = (params.get("queue") or "").strip()
+    offset = (params.get("offset") or "").strip()
+    traced = (params.get("trace") or "").strip()
+    out: dict[str, Any] = {"form": dict(params), "messages": None, "asked": None, "trace": None}
+    if traced:
+        trace = await m.admin.message_trace(traced, topic=topic or None)
+        out["asked"] = trace.msg_id
+        out["trace"] = [_trace_row(e) for e in trace.events]
+        out["messages"] = [_message_row(trace.message)] if trace.message is not None else []
+        return out
+    if msg_id:
+        out["asked"] = f"message id {msg_id}" + (f" in {topic}" if topic else "")
+        found = await m.admin.view_message(msg_id, topic=topic or None)
+    elif key:
+        if not topic:
+            raise ConfigError("a look-up by key needs the topic")
+        out["asked"] = f"key {key} in {topic}"
+        found = await m.admin.query_message(topic, key)
+    elif queue or offset:
+        if not (topic and queue and offset):
+            raise ConfigError(
+                "a look-up by queue and offset needs the topic, the queue (broker-a:3) and the offset"
+            )
+        if not offset.isdigit():
+            raise ConfigError(f"offset must be a number, got {offset!r}")
+        mq = _parse_queue(queue, topic)
+        out["asked"] = f"offset {offset} of {queue_key(mq)}"
+        one = await m.admin.message_at(mq, int(offset))
+        found = [one] if one is not None else []
+    else:
+        return out
+    out["messages"] = [_message_row(x) for x in found]
+    return out
+
+
+# ------------------------------------------------------------------------------------ planner
+
+PLANNER_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "STICKY")
+"""Strategies the planner offers: those that need no room or queue list (the rest: ``rocketq
+allocate --rooms`` / ``--config-queues``)."""
+
+
+def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    text = (params.get(name) or "").strip()
+    if not text:
+        return default
+    if not text.lstrip("-").isdigit():
+        raise ConfigError(f"{name} must be a whole number, got {text!r}")
+    value = int(text)
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be between {low} and {high:,}, not {value}")
+    return value
+
+
+def planner_view(params: Mapping[str, str]) -> dict[str, Any]:
+    """``rocketq allocate`` in the browser: a strategy, queues and a member change → the table
+    after the change and the queues that move (the same planning code as the command)."""
+    name = (params.get("strategy") or "AVG").upper()
+    if name not in strategy_names() or name not in PLANNER_STRATEGIES:
+        raise ConfigError(f"unknown strategy {name!r}; the planner offers {', '.join(PLANNER_STRATEGIES)}")
+    queues = _int(params, "queues", 16, 1, 4096)
+    brokers = _int(params, "brokers", 1, 1, 26)
+    before_n = _int(params, "before", 2, 0, 256)
+    after_n = _int(params, "after", 3, 1, 256)
+    dups = _int(params, "duplicates", 0, 0, after_n - 1)
+    balance: Balance = "group" if params.get("balance") == "group" else "topic"
+    topics = [t.strip() for t in (params.get("topics") or "TopicTest").split(",") if t.strip()] or [
+        "TopicTest"
+    ]
+    strategy: AllocationStrategy = get_strategy(name)
+    names = broker_names(brokers, 0)
+    topic_queues = {t: [MessageQueue(t, b, q) for b in names for q in range(queues)] for t in topics}
+    width = max(2, len(str(max(before_n, after_n))))
+    before_ids = client_ids(before_n, width, 0, min(dups, max(before_n - 1, 0))) if before_n else None
+    after_ids = client_ids(after_n, width, 0, dups)
+    change = plan_change(strategy, "planner", topic_queues, before_ids, after_ids, balance=balance)
+    colours: dict[str, str] = {}
+    owners = change.after.owners
+    before_owners = change.before.owners if change.before is not None else {}
+    moved = {m.queue for m in change.moves}
+    rows = [
+        {
+            "key": queue_key(mq),
+            "before": list(before_owners.get(mq, ())),
+            "after": list(owners.get(mq, ())),
+            "moved": mq in moved,
+            "colour": colour_of(owners[mq][0], colours) if owners.get(mq) else None,
+        }
+        for mq in change.after.queues
+    ]
+    counts = change.after.counts
+    consumers = [
+        {
+            "client_id": cid,
+            "count": counts[cid],
+            "colour": colour_of(cid, colours),
+            "new": change.before is not None and cid not in change.before,
+            "duplicate": change.after.duplicate_ids.get(cid, 0),
+        }
+        for cid in change.after
+    ]
+    return {
+        "form": {
+            "strategy": name,
+            "queues": queues,
+            "brokers": brokers,
+            "before": before_n,
+            "after": after_n,
+            "duplicates": dups,
+            "balance": balance,
+            "topics": ",".join(topics),
+        },
+        "strategies": PLANNER_STRATEGIES,
+        "queues": rows,
+        "consumers": consumers,
+        "moves": len(change.moves),
+        "sticky_moves": change.sticky_moves,
+        "total": len(change.after.queues),
+        "spread": change.after.spread,
+        "unowned": [queue_key(q) for q in change.after.unowned],
+        "shared": [queue_key(q) for q in change.after.shared],
+        "has_before": change.before is not None,
+    }
+
+
+def plan_summary(view: Mapping[str, Any]) -> str:
+    """One line: ``3 of 16 queues move (STICKY would move 2)``."""
+    text = f"{view['moves']} of {view['total']} queues move"
+    if view.get("sticky_moves") is not None:
+        text += f" (STICKY would move {view['sticky_moves']})"
+    return text

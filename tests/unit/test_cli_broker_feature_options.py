@@ -1,0 +1,58 @@
+"""The broker feature switches of ``rocketq server`` / ``rocketq broker``: SQL92 filters and the
+transaction checks reach :class:`BrokerConfig`; bad values are one line and exit code 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketq.broker import BrokerConfig
+from rocketq.cli.main import build_parser, main
+from rocketq.cli.server import broker_feature_options
+
+
+@pytest.mark.parametrize("command", [["server"], ["broker", "--namesrv", "127.0.0.1:9876"]])
+def test_switches_reach_the_broker_config(command: list[str]) -> None:
+    args = build_parser().parse_args(
+        [
+            *command,
+            "--enable-property-filter",
+            "--transaction-timeout",
+            "2.5",
+            "--transaction-check-interval",
+            "0.5",
+            "--transaction-check-max",
+            "3",
+        ]
+    )
+    config = BrokerConfig(**broker_feature_options(args))
+    assert config.enable_property_filter
+    assert (config.transaction_timeout, config.transaction_check_interval) == (2.5, 0.5)
+    assert config.transaction_check_max == 3
+
+
+def test_defaults_are_rocketmqs() -> None:
+    config = BrokerConfig(**broker_feature_options(build_parser().parse_args(["server"])))
+    assert not config.enable_property_filter
+    assert (config.transaction_timeout, config.transaction_check_interval) == (6.0, 60.0)
+    assert config.transaction_check_max == 15
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--transaction-timeout", "0", "must be a positive number of seconds"),
+        ("--transaction-check-interval", "soon", "not a number of seconds"),
+        ("--transaction-timeout", "inf", "must be a positive number of seconds"),
+        ("--transaction-check-max", "0", "must be at least 1"),
+    ],
+)
+def test_bad_values_are_one_line_and_exit_2(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["server", option, value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert message in err[0]
+    assert "Traceback" not in err[0]
