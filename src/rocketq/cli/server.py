@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
-from rocketq.cli._output import positive_float
+from rocketq.cli._output import non_negative_float, positive_float
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
@@ -195,6 +195,15 @@ def add_broker_options(
         help=f"seconds a queue lock lives without renewal (default {REBALANCE_LOCK_MAX_LIVE_TIME:g}, "
         "RocketMQ's rocketmq.broker.rebalance.lockMaxLiveTime)",
     )
+    parser.add_argument(
+        "--notify-coalesce-window",
+        type=non_negative_float,
+        default=0.0,
+        metavar="S",
+        help="gather a consumer group's member changes for S seconds into one notification per member, "
+        "sent to the members it has then (default 0: RocketMQ's one notification per change; "
+        "0.2-0.5 tames a rolling deploy's notification storm)",
+    )
 
 
 def positive_seconds(text: str) -> float:
@@ -228,6 +237,7 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "channel_expired_timeout": args.channel_expired_timeout,
         "client_scan_interval": args.client_scan_interval,
         "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
+        "notify_coalesce_window": args.notify_coalesce_window,
     }
 
 
