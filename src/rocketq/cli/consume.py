@@ -131,6 +131,13 @@ def register(subparsers: Any) -> None:
         help="clean: a queue is consumed only under a broker lease, and changes owner only after the "
         "old owner committed it (no duplicates when consumers join or leave gracefully)",
     )
+    parser.add_argument(
+        "--consistent-views",
+        action="store_true",
+        help="rebalance only on a member list every broker of the topic agrees on (asked each "
+        "rebalance; after 2 s of disagreement, on the members all of them hold) instead of one "
+        "random broker's",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     parser.add_argument(
         "--count",
@@ -225,6 +232,8 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
         options["handoff"] = args.handoff
     if args.trace:
         options["trace"] = True
+    if getattr(args, "consistent_views", False):
+        options["consistent_views"] = True
     return options
 
 

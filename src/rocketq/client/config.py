@@ -367,6 +367,12 @@ class PushConsumerConfig:
     #: another consumer still holds (ours; the delay grows 1.5x per failed attempt).
     lease_retry_min: float = 0.05
     lease_retry_max: float = 1.0
+    #: Consistent views (ours): a rebalance asks every broker of the topic for the group's members
+    #: and acts when they agree, or after ``view_agreement_timeout`` seconds on the members they
+    #: all hold (see :func:`rocketq.client.rebalance.impl.agreed_view`). Off: RocketMQ's one random
+    #: broker per rebalance, whose answer may differ from the one another consumer got.
+    consistent_views: bool = False
+    view_agreement_timeout: float = 2.0
 
     def __post_init__(self) -> None:
         _convert_enums(self, message_model=MessageModel, consume_from_where=ConsumeFromWhere)
@@ -387,6 +393,7 @@ class PushConsumerConfig:
             "max_time_consume_continuously",
             "lease_retry_min",
             "lease_retry_max",
+            "view_agreement_timeout",
         ):
             _positive(name, getattr(self, name))
         if not 1 <= self.consume_message_batch_max_size <= 1024:

@@ -167,6 +167,40 @@ _TableUpdate = tuple[
 ]
 
 
+def agreed_view(answers: Mapping[str, Sequence[str] | None], *, timed_out: bool) -> list[str] | None:
+    """The member list to rebalance on, given each broker's answer (None: it did not answer), or
+    None to keep the current share and ask again.
+
+    Before the timeout: the list every broker answered, when they all answered and agree (as sets:
+    the order of an answer is the broker's join order). After it: the **intersection** of the
+    lists that were answered (brokers that did not answer are left out), in the answers' order. A
+    member only some brokers hold is left out - whoever is computing - so everyone who counts it
+    out shares its queues among the rest, and the member itself (not in the list) takes nothing:
+    no queue gets two owners from the disagreement, at the price of the left-out member idling
+    until the brokers agree again. (The union would keep it in for some and out for others -
+    the split itself - and the most recent answer is the one-random-broker behaviour again.)
+
+    >>> agreed_view({"a": ["c1", "c2"], "b": ["c2", "c1"]}, timed_out=False)
+    ['c1', 'c2']
+    >>> agreed_view({"a": ["c1", "c2"], "b": ["c2"]}, timed_out=False) is None
+    True
+    >>> agreed_view({"a": ["c1", "c2"], "b": ["c2"]}, timed_out=True)
+    ['c2']
+    >>> agreed_view({"a": ["c1", "c2"], "b": None}, timed_out=True)
+    ['c1', 'c2']
+    """
+    answered = [list(ids) for ids in answers.values() if ids is not None]
+    if not answered:
+        return [] if timed_out else None
+    first = set(answered[0])
+    if not timed_out:
+        if len(answered) < len(answers) or any(set(ids) != first for ids in answered[1:]):
+            return None
+        return answered[0]
+    common = first.intersection(*(set(ids) for ids in answered[1:]))
+    return [cid for cid in answered[0] if cid in common]
+
+
 class RebalanceContext(Protocol):
     """What a rebalance needs from the client instance."""
 
@@ -239,6 +273,8 @@ class RebalanceImpl:
         offset_store: OffsetStore | None = None,
         balance: str = "topic",
         pull_max_idle: float = 120.0,
+        consistent_views: bool = False,
+        view_agreement_timeout: float = 2.0,
     ) -> None:
         self.group = group
         self.message_model = message_model
@@ -249,6 +285,8 @@ class RebalanceImpl:
         self.offset_store = offset_store
         self.balance = balance
         self.pull_max_idle = pull_max_idle
+        self.consistent_views = consistent_views
+        self.view_agreement_timeout = view_agreement_timeout
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info: dict[str, frozenset[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
@@ -296,7 +334,10 @@ class RebalanceImpl:
             mine: list[MessageQueue] = list(all_sorted)
             cid_all: list[str] = []
         else:
-            ids = await self.context.find_consumer_id_list(topic, self.group)
+            if self.consistent_views:
+                ids = await self._agreed_consumer_ids(topic)
+            else:
+                ids = await self.context.find_consumer_id_list(topic, self.group)
             if not ids:
                 logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
                 error = "no consumer ids from the brokers"
@@ -326,6 +367,31 @@ class RebalanceImpl:
             trigger, topic, start, client_ids=tuple(cid_all), all_queues=all_sorted, added=added,
             removed=tuple(sorted(removed + expired)), expired=tuple(sorted(expired)), committed=committed,
         )  # fmt: skip
+
+    async def _agreed_consumer_ids(self, topic: str) -> list[str] | None:
+        """Consistent views: ask every broker of ``topic`` for the group's members until they agree,
+        for up to ``view_agreement_timeout`` seconds (retrying after 0.1 s, 1.5x per try, while
+        the current share stays as it is); then :func:`agreed_view`'s intersection."""
+        ask = getattr(self.context, "find_consumer_id_lists", None)
+        if ask is None:  # a context that knows one broker only
+            return await self.context.find_consumer_id_list(topic, self.group)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.view_agreement_timeout
+        delay = 0.1
+        while True:
+            answers: Mapping[str, Sequence[str] | None] = await ask(topic, self.group)
+            timed_out = loop.time() >= deadline
+            ids = agreed_view(answers, timed_out=timed_out)
+            if ids is not None:
+                if timed_out and len({tuple(sorted(v)) for v in answers.values() if v is not None}) > 1:
+                    logger.info(
+                        "rebalance of %s for group %s: the brokers still disagree after %.1fs (%s); "
+                        "sharing over the members all of them hold: %s",
+                        topic, self.group, self.view_agreement_timeout, dict(answers), ids,
+                    )  # fmt: skip
+                return ids
+            await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+            delay *= 1.5
 
     async def _announce(
         self,
