@@ -1,7 +1,9 @@
 """Rebalance under faults, measured: every chaos scenario over several seeds, per handoff mode.
 
-For each scenario and mode (RocketMQ's default handoff, and the clean handoff; later the fixes of
-issue 15 off vs on) it runs the same seeds - the same fault schedules - and prints per scenario:
+For each scenario and mode (RocketMQ's default handoff, the clean handoff, and the fixes of issue
+15 on: ``coalesce`` - the brokers' notification window, 0.3 s; ``views`` - consistent views in
+rocketq's consumers; ``fixes`` - both; each on top of the default handoff) it runs the same
+seeds - the same fault schedules - and prints per scenario:
 runs passed, duplicates, overlap s, orphan s, convergence s, notifications sent and member-list
 queries (rebalances run), each as the mean over the seeds with the worst in brackets, then the
 invariants that failed and how often. The figures of two modes are comparable because their seeds
@@ -12,7 +14,8 @@ all; a run takes about 15 s in the short form and 35 s in the full form (clean h
 kill: up to 60 s more, while the dead consumer's leases expire).
 
 Run: ``python bench/bench_chaos.py`` (``--seeds 5``, ``--scenario NAME`` (repeatable),
-``--modes default,clean``, ``--full`` for RocketMQ's 20 s periodic rebalance and 30 s runs,
+``--modes default,clean,coalesce,views,fixes``, ``--window S``, ``--full`` for RocketMQ's 20 s
+periodic rebalance and 30 s runs,
 ``--consumer-cmd CMD``, ``--json FILE``).
 """
 
@@ -27,6 +30,8 @@ from pathlib import Path
 from rocketq.chaos import SCENARIOS, ChaosOptions, ChaosResult, run_chaos
 from rocketq.chaos.report import summary, summary_lines
 
+MODES = ("default", "clean", "coalesce", "views", "fixes")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,15 +39,22 @@ def main() -> None:
     parser.add_argument(
         "--scenario", action="append", choices=list(SCENARIOS), help="only these (repeatable)"
     )
-    parser.add_argument("--modes", default="default,clean", help="handoff modes, comma-separated")
+    parser.add_argument(
+        "--modes",
+        default="default,clean",
+        help=f"comma-separated, of: {', '.join(MODES)} (default default,clean)",
+    )
+    parser.add_argument(
+        "--window", type=float, default=0.3, help="the notification window of coalesce/fixes (default 0.3 s)"
+    )
     parser.add_argument("--full", action="store_true", help="the full form (RocketMQ's intervals, 30 s runs)")
     parser.add_argument("--consumer-cmd", help="judge another consumer program (see docs/chaos.md)")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every run's result here")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for mode in modes:
-        if mode not in ("default", "clean"):
-            parser.error(f"unknown mode {mode!r}: default or clean")
+        if mode not in MODES:
+            parser.error(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
     names = args.scenario or list(SCENARIOS)
     results: list[ChaosResult] = []
     began = time.monotonic()
@@ -54,6 +66,8 @@ def main() -> None:
                     handoff="clean" if mode == "clean" else "default",
                     short=not args.full,
                     consumer_cmd=args.consumer_cmd,
+                    notify_coalesce_window=args.window if mode in ("coalesce", "fixes") else 0.0,
+                    consistent_views=mode in ("views", "fixes"),
                 )
                 result = run_chaos(name, options)
                 results.append(result)

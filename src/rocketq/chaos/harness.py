@@ -105,6 +105,19 @@ class ChaosOptions:
     short: bool = False
     #: keep the servers' data and logs here (default: a temp dir, removed)
     data_dir: Path | None = None
+    #: the brokers' ``--notify-coalesce-window`` (0: RocketMQ's one notification per change)
+    notify_coalesce_window: float = 0.0
+    #: the default command's ``--consistent-views`` (rebalance only on a member list every broker agrees on)
+    consistent_views: bool = False
+
+    def fixes(self) -> str:
+        """The fixes this run has on, as words for a mode's label ("" when none)."""
+        words = []
+        if self.notify_coalesce_window > 0:
+            words.append(f"coalesce {self.notify_coalesce_window:g}s")
+        if self.consistent_views:
+            words.append("consistent views")
+        return ", ".join(words)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +126,8 @@ class ChaosOptions:
             "orderly": self.orderly,
             "consumer_cmd": self.consumer_cmd,
             "short": self.short,
+            "notify_coalesce_window": self.notify_coalesce_window,
+            "consistent_views": self.consistent_views,
         }
 
 
@@ -175,6 +190,14 @@ class ChaosResult:
         }
 
 
+def server_args(plan: Plan, options: ChaosOptions) -> tuple[str, ...]:
+    """The options of both brokers: the scenario's, and the notification window if asked."""
+    args = tuple(plan.broker_args)
+    if options.notify_coalesce_window > 0:
+        args += ("--notify-coalesce-window", f"{options.notify_coalesce_window:g}")
+    return args
+
+
 def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str) -> list[str]:
     """The command of consumer ``name`` (reaching the cluster through name server ``namesrv``).
 
@@ -193,6 +216,8 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
             args += ["--handoff", "clean"]
         if options.orderly:
             args.append("--orderly")
+        if options.consistent_views:
+            args.append("--consistent-views")
         return args
     try:
         words = shlex.split(options.consumer_cmd)
@@ -350,7 +375,7 @@ class ChaosRun:
         self.say = say
         info = SCENARIOS[plan.scenario]
         self.result = ChaosResult(plan.scenario, options, plan, info.summary, info.issue)
-        self.lab = Lab(data_dir=options.data_dir, brokers=BROKERS, server_args=plan.broker_args)
+        self.lab = Lab(data_dir=options.data_dir, brokers=BROKERS, server_args=server_args(plan, options))
         self.proxy = ChaosProxy(topic=TOPIC, group=GROUP)
         self.relay: RelayThread | None = None
         self.consumers: dict[str, _Consumer] = {}

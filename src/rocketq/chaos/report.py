@@ -58,6 +58,8 @@ def _mode(result: ChaosResult) -> str:
         words.append("orderly")
     if result.options.consumer_cmd:
         words.append("custom consumer")
+    if result.options.fixes():
+        words.append(result.options.fixes())
     return ", ".join(words)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from rocketq.chaos.harness import PLACEHOLDERS, ChaosOptions, ChaosResult, consumer_command, run_chaos
 from rocketq.chaos.report import header_lines, result_lines, summary, summary_lines
 from rocketq.chaos.scenarios import SCENARIOS, Form, make_plan
-from rocketq.cli._output import positive_int, print_json
+from rocketq.cli._output import non_negative_float, positive_int, print_json
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.lab.harness import interrupt_on_sigterm
@@ -85,6 +85,20 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="the short form CI runs: 10 s of messages, consumers rebalancing every 5 s on their own",
     )
+    parser.add_argument(
+        "--notify-coalesce-window",
+        type=non_negative_float,
+        default=0.0,
+        metavar="S",
+        help="the brokers gather a group's member changes for S seconds into one notification per "
+        "member (default 0: RocketMQ's one notification per change)",
+    )
+    parser.add_argument(
+        "--consistent-views",
+        action="store_true",
+        help="rocketq consume rebalances only on a member list every broker of the topic agrees on "
+        "(passed as --consistent-views; ignored with --consumer-cmd)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     parser.add_argument(
         "--data-dir", type=Path, metavar="DIR", help="keep the servers' data and logs here (default: temp)"
@@ -109,6 +123,8 @@ def _run(args: argparse.Namespace) -> int:
         consumer_cmd=args.consumer_cmd,
         short=args.short,
         data_dir=args.data_dir,
+        notify_coalesce_window=args.notify_coalesce_window,
+        consistent_views=args.consistent_views,
     )
     try:  # a bad --consumer-cmd is refused before anything starts
         plan = make_plan(names[0], args.seed, Form(short=args.short))
@@ -125,7 +141,11 @@ def _run(args: argparse.Namespace) -> int:
             print(text, flush=True)
 
     results: list[ChaosResult] = []
-    mode = f"handoff {args.handoff}" + (", orderly" if args.orderly else "")
+    mode = ", ".join(
+        [f"handoff {args.handoff}"]
+        + (["orderly"] if args.orderly else [])
+        + ([options.fixes()] if options.fixes() else [])
+    )
     with interrupt_on_sigterm():
         for name in names:
             for seed in range(args.seed, args.seed + args.runs):
