@@ -2,16 +2,17 @@
 
 For each scenario and mode (RocketMQ's default handoff, the clean handoff, and the fixes of issue
 15 on: ``coalesce`` - the brokers' notification window, 0.3 s; ``views`` - consistent views in
-rocketq's consumers; ``fixes`` - both; each on top of the default handoff) it runs the same
-seeds - the same fault schedules - and prints per scenario:
-runs passed, duplicates, overlap s, orphan s, convergence s, notifications sent and member-list
-queries (rebalances run), each as the mean over the seeds with the worst in brackets, then the
-invariants that failed and how often. The figures of two modes are comparable because their seeds
-are the same: that is the before/after of a fix. ``--json`` writes every run's full result.
+rocketq's consumers, union after the timeout (``views-i``: intersection); ``fixes`` - both;
+each on top of the default handoff) it runs the same seeds - the same fault schedules - and
+prints per scenario: runs passed, duplicates, overlap s, orphan s, convergence s, notifications
+sent and member-list queries (rebalances run), each as the mean over the seeds with the worst
+in brackets, then the invariants that failed and how often. The figures of two modes are
+comparable because their seeds are the same: that is the before/after of a fix. ``--json``
+writes every run's full result.
 
 Each run starts its own name server, two brokers and consumer processes on loopback and stops them
-all; a run takes about 15 s in the short form and 35 s in the full form (clean handoff after a
-kill: up to 60 s more, while the dead consumer's leases expire).
+all; a run takes about 15 s in the short form and 35 s in the full form (clean handoff after a kill:
+up to 60 s more, while the dead consumer's leases expire).
 
 Run: ``python bench/bench_chaos.py`` (``--seeds 5``, ``--scenario NAME`` (repeatable),
 ``--modes default,clean,coalesce,views,fixes``, ``--window S``, ``--full`` for RocketMQ's 20 s
@@ -30,7 +31,7 @@ from pathlib import Path
 from rocketq.chaos import SCENARIOS, ChaosOptions, ChaosResult, run_chaos
 from rocketq.chaos.report import summary, summary_lines
 
-MODES = ("default", "clean", "coalesce", "views", "fixes")
+MODES = ("default", "clean", "coalesce", "views", "views-i", "fixes")
 
 
 def main() -> None:
@@ -67,7 +68,13 @@ def main() -> None:
                     short=not args.full,
                     consumer_cmd=args.consumer_cmd,
                     notify_coalesce_window=args.window if mode in ("coalesce", "fixes") else 0.0,
-                    consistent_views=mode in ("views", "fixes"),
+                    consistent_views=(
+                        "union"
+                        if mode in ("views", "fixes")
+                        else "intersection"
+                        if mode == "views-i"
+                        else None
+                    ),
                 )
                 result = run_chaos(name, options)
                 results.append(result)

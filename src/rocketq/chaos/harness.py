@@ -107,8 +107,8 @@ class ChaosOptions:
     data_dir: Path | None = None
     #: the brokers' ``--notify-coalesce-window`` (0: RocketMQ's one notification per change)
     notify_coalesce_window: float = 0.0
-    #: the default command's ``--consistent-views`` (rebalance only on a member list every broker agrees on)
-    consistent_views: bool = False
+    #: the default command's ``--consistent-views`` fallback ("union" / "intersection"; None: off)
+    consistent_views: str | None = None
 
     def fixes(self) -> str:
         """The fixes this run has on, as words for a mode's label ("" when none)."""
@@ -116,7 +116,7 @@ class ChaosOptions:
         if self.notify_coalesce_window > 0:
             words.append(f"coalesce {self.notify_coalesce_window:g}s")
         if self.consistent_views:
-            words.append("consistent views")
+            words.append(f"consistent views ({self.consistent_views})")
         return ", ".join(words)
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,7 +217,7 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
         if options.orderly:
             args.append("--orderly")
         if options.consistent_views:
-            args.append("--consistent-views")
+            args += ["--consistent-views", options.consistent_views]
         return args
     try:
         words = shlex.split(options.consumer_cmd)

@@ -95,9 +95,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--consistent-views",
-        action="store_true",
-        help="rocketq consume rebalances only on a member list every broker of the topic agrees on "
-        "(passed as --consistent-views; ignored with --consumer-cmd)",
+        nargs="?",
+        const="union",
+        choices=("union", "intersection"),
+        help="rocketq consume rebalances only on a member list every broker of the topic agrees on, "
+        "after 2 s on the union (default) or intersection of their lists (ignored with --consumer-cmd)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     parser.add_argument(

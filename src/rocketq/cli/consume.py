@@ -133,10 +133,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--consistent-views",
-        action="store_true",
+        nargs="?",
+        const="union",
+        choices=("union", "intersection"),
         help="rebalance only on a member list every broker of the topic agrees on (asked each "
-        "rebalance; after 2 s of disagreement, on the members all of them hold) instead of one "
-        "random broker's",
+        "rebalance) instead of one random broker's; after 2 s of disagreement, on the union of their "
+        "lists (the default) or their intersection",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     parser.add_argument(
@@ -232,8 +234,9 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
         options["handoff"] = args.handoff
     if args.trace:
         options["trace"] = True
-    if getattr(args, "consistent_views", False):
+    if getattr(args, "consistent_views", None):
         options["consistent_views"] = True
+        options["view_fallback"] = args.consistent_views
     return options
 
 

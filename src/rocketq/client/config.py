@@ -368,11 +368,13 @@ class PushConsumerConfig:
     lease_retry_min: float = 0.05
     lease_retry_max: float = 1.0
     #: Consistent views (ours): a rebalance asks every broker of the topic for the group's members
-    #: and acts when they agree, or after ``view_agreement_timeout`` seconds on the members they
-    #: all hold (see :func:`rocketq.client.rebalance.impl.agreed_view`). Off: RocketMQ's one random
-    #: broker per rebalance, whose answer may differ from the one another consumer got.
+    #: and acts when they agree, or after ``view_agreement_timeout`` seconds on the ``view_fallback``
+    #: of their answers: ``"union"`` or ``"intersection"`` (see
+    #: :func:`rocketq.client.rebalance.impl.agreed_view`). Off: RocketMQ's one random broker per
+    #: rebalance, whose answer may differ from the one another consumer got.
     consistent_views: bool = False
     view_agreement_timeout: float = 2.0
+    view_fallback: Literal["union", "intersection"] = "union"
 
     def __post_init__(self) -> None:
         _convert_enums(self, message_model=MessageModel, consume_from_where=ConsumeFromWhere)
@@ -410,6 +412,8 @@ class PushConsumerConfig:
             raise ConfigError("unlock_delay and handoff_await must be >= 0")
         if self.lease_retry_max < self.lease_retry_min:
             raise ConfigError("lease_retry_max must be >= lease_retry_min")
+        if self.view_fallback not in ("union", "intersection"):
+            raise ConfigError(f"view_fallback must be 'union' or 'intersection', got {self.view_fallback!r}")
         if self.balance not in ("topic", "group"):
             raise ConfigError(f"balance must be 'topic' or 'group', got {self.balance!r}")
         if len(self.consume_timestamp) != 14 or not self.consume_timestamp.isdigit():

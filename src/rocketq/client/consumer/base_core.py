@@ -97,6 +97,7 @@ class ConsumerCore(ABC, Generic[ConfigT]):
             pull_max_idle=pull_max_idle,
             consistent_views=getattr(config, "consistent_views", False),
             view_agreement_timeout=getattr(config, "view_agreement_timeout", 2.0),
+            view_fallback=getattr(config, "view_fallback", "union"),
         )
         self.running = False
         self.stopping = False
