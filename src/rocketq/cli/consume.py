@@ -51,6 +51,7 @@ from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
     add_namesrv_option,
     group_name,
+    non_negative_float,
     positive_float,
     positive_int,
     topic_name,
@@ -184,6 +185,14 @@ def register(subparsers: Any) -> None:
         "rocketmq.client.rebalance.waitInterval); notifications from brokers rebalance at once",
     )
     parser.add_argument(
+        "--rebalance-min-interval",
+        type=non_negative_float,
+        default=1.0,
+        metavar="S",
+        help="never two rebalances closer than S seconds, however many notifications arrive (default 1, "
+        "RocketMQ 5's rocketmq.client.rebalance.minInterval; 0: every notification at once, as 4.9.4)",
+    )
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="publish RocketMQ message-trace records (SubBefore/SubAfter) to RMQ_SYS_TRACE_TOPIC and "
@@ -249,6 +258,7 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
         "heartbeat_broker_interval": args.heartbeat_interval,
         "poll_name_server_interval": args.poll_name_server_interval,
         "rebalance_interval": args.rebalance_interval,
+        "rebalance_min_interval": args.rebalance_min_interval,
     }
 
 
