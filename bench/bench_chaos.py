@@ -15,8 +15,8 @@ all; a run takes about 15 s in the short form and 35 s in the full form (clean h
 up to 60 s more, while the dead consumer's leases expire).
 
 Run: ``python bench/bench_chaos.py`` (``--seeds 5``, ``--scenario NAME`` (repeatable),
-``--modes default,clean,coalesce,views,fixes``, ``--window S``, ``--full`` for RocketMQ's 20 s
-periodic rebalance and 30 s runs,
+``--modes default,clean,coalesce,views,fixes``, ``--window S``, ``--min-interval S``,
+``--full`` for RocketMQ's 20 s periodic rebalance and 30 s runs,
 ``--consumer-cmd CMD``, ``--json FILE``).
 """
 
@@ -46,6 +46,11 @@ def main() -> None:
         help=f"comma-separated, of: {', '.join(MODES)} (default default,clean)",
     )
     parser.add_argument(
+        "--min-interval",
+        type=float,
+        help="rocketq consume's --rebalance-min-interval in every mode (default: its own, 1 s)",
+    )
+    parser.add_argument(
         "--window", type=float, default=0.3, help="the notification window of coalesce/fixes (default 0.3 s)"
     )
     parser.add_argument("--full", action="store_true", help="the full form (RocketMQ's intervals, 30 s runs)")
@@ -68,6 +73,7 @@ def main() -> None:
                     short=not args.full,
                     consumer_cmd=args.consumer_cmd,
                     notify_coalesce_window=args.window if mode in ("coalesce", "fixes") else 0.0,
+                    rebalance_min_interval=args.min_interval,
                     consistent_views=(
                         "union"
                         if mode in ("views", "fixes")

@@ -109,6 +109,8 @@ class ChaosOptions:
     notify_coalesce_window: float = 0.0
     #: the default command's ``--consistent-views`` fallback ("union" / "intersection"; None: off)
     consistent_views: str | None = None
+    #: the default command's ``--rebalance-min-interval`` (None: its default, RocketMQ 5's 1 s)
+    rebalance_min_interval: float | None = None
 
     def fixes(self) -> str:
         """The fixes this run has on, as words for a mode's label ("" when none)."""
@@ -117,6 +119,8 @@ class ChaosOptions:
             words.append(f"coalesce {self.notify_coalesce_window:g}s")
         if self.consistent_views:
             words.append(f"consistent views ({self.consistent_views})")
+        if self.rebalance_min_interval is not None:
+            words.append(f"min interval {self.rebalance_min_interval:g}s")
         return ", ".join(words)
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,6 +132,7 @@ class ChaosOptions:
             "short": self.short,
             "notify_coalesce_window": self.notify_coalesce_window,
             "consistent_views": self.consistent_views,
+            "rebalance_min_interval": self.rebalance_min_interval,
         }
 
 
@@ -218,6 +223,8 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
             args.append("--orderly")
         if options.consistent_views:
             args += ["--consistent-views", options.consistent_views]
+        if options.rebalance_min_interval is not None:
+            args += ["--rebalance-min-interval", f"{options.rebalance_min_interval:g}"]
         return args
     try:
         words = shlex.split(options.consumer_cmd)

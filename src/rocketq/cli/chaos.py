@@ -101,6 +101,13 @@ def register(subparsers: Any) -> None:
         help="rocketq consume rebalances only on a member list every broker of the topic agrees on, "
         "after 2 s on the union (default) or intersection of their lists (ignored with --consumer-cmd)",
     )
+    parser.add_argument(
+        "--rebalance-min-interval",
+        type=non_negative_float,
+        metavar="S",
+        help="passed to rocketq consume: never two rebalances closer than S seconds (its default: 1, "
+        "RocketMQ 5's minInterval; 0: every notification at once, as RocketMQ 4.9.4)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     parser.add_argument(
         "--data-dir", type=Path, metavar="DIR", help="keep the servers' data and logs here (default: temp)"
@@ -127,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         notify_coalesce_window=args.notify_coalesce_window,
         consistent_views=args.consistent_views,
+        rebalance_min_interval=args.rebalance_min_interval,
     )
     try:  # a bad --consumer-cmd is refused before anything starts
         plan = make_plan(names[0], args.seed, Form(short=args.short))
