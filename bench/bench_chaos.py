@@ -3,8 +3,8 @@
 For each scenario and mode (RocketMQ's default handoff, the clean handoff, and the fixes of issue
 15 on: ``coalesce`` - the brokers' notification window, 0.3 s; ``views`` - consistent views in
 rocketq's consumers, union after the timeout (``views-i``: intersection); ``fixes`` - both;
-each on top of the default handoff) it runs the same seeds - the same fault schedules - and
-prints per scenario: runs passed, duplicates, overlap s, orphan s, convergence s, notifications
+each on top of the default handoff; ``clean-coalesce``: the window with the clean handoff) it
+runs the same seeds - the same fault schedules - and prints per scenario: runs passed, duplicates, overlap s, orphan s, convergence s, notifications
 sent and member-list queries (rebalances run), each as the mean over the seeds with the worst
 in brackets, then the invariants that failed and how often. The figures of two modes are
 comparable because their seeds are the same: that is the before/after of a fix. ``--json``
@@ -31,7 +31,7 @@ from pathlib import Path
 from rocketq.chaos import SCENARIOS, ChaosOptions, ChaosResult, run_chaos
 from rocketq.chaos.report import summary, summary_lines
 
-MODES = ("default", "clean", "coalesce", "views", "views-i", "fixes")
+MODES = ("default", "clean", "coalesce", "clean-coalesce", "views", "views-i", "fixes")
 
 
 def main() -> None:
@@ -69,10 +69,12 @@ def main() -> None:
             for seed in range(1, args.seeds + 1):
                 options = ChaosOptions(
                     seed=seed,
-                    handoff="clean" if mode == "clean" else "default",
+                    handoff="clean" if mode.startswith("clean") else "default",
                     short=not args.full,
                     consumer_cmd=args.consumer_cmd,
-                    notify_coalesce_window=args.window if mode in ("coalesce", "fixes") else 0.0,
+                    notify_coalesce_window=args.window
+                    if mode in ("coalesce", "clean-coalesce", "fixes")
+                    else 0.0,
                     rebalance_min_interval=args.min_interval,
                     consistent_views=(
                         "union"

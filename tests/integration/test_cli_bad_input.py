@@ -149,6 +149,26 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
             "--consumer-cmd does not split like a shell line",
         ),
         (
+            "chaos: negative window",
+            ["chaos", "kill", "--notify-coalesce-window", "-1"],
+            "argument --notify-coalesce-window: must be 0 or more, got -1",
+        ),
+        (
+            "chaos: views fallback",
+            ["chaos", "kill", "--consistent-views", "maybe"],
+            "invalid choice: 'maybe'",
+        ),
+        (
+            "server: window text",
+            ["server", "--notify-coalesce-window", "soon"],
+            "argument --notify-coalesce-window: not a number: 'soon'",
+        ),
+        (
+            "consume: negative min interval",
+            ["consume", "T", "--group", "g", "--rebalance-min-interval", "-0.5"],
+            "argument --rebalance-min-interval: must be 0 or more, got -0.5",
+        ),
+        (
             "server: expiry zero",
             ["server", "--channel-expired-timeout", "0"],
             "argument --channel-expired-timeout: must be positive, got 0",
