@@ -4,8 +4,8 @@ For each scenario and mode (RocketMQ's default handoff, the clean handoff, and t
 15 on: ``coalesce`` - the brokers' notification window, 0.3 s; ``views`` - consistent views in
 rocketq's consumers, union after the timeout (``views-i``: intersection); ``fixes`` - both;
 each on top of the default handoff; ``clean-coalesce``: the window with the clean handoff) it
-runs the same seeds - the same fault schedules - and prints per scenario: runs passed, duplicates, overlap s, orphan s, convergence s, notifications
-sent and member-list queries (rebalances run), each as the mean over the seeds with the worst
+runs the same seeds - the same fault schedules - and prints per scenario: runs passed,
+duplicates, overlap s, orphan s, convergence s, notifications sent and member-list queries (rebalances run), each as the mean over the seeds with the worst
 in brackets, then the invariants that failed and how often. The figures of two modes are
 comparable because their seeds are the same: that is the before/after of a fix. ``--json``
 writes every run's full result.
