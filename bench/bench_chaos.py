@@ -1,14 +1,14 @@
 """Rebalance under faults, measured: every chaos scenario over several seeds, per handoff mode.
 
-For each scenario and mode (RocketMQ's default handoff, the clean handoff, and the fixes of issue
-15 on: ``coalesce`` - the brokers' notification window, 0.3 s; ``views`` - consistent views in
-rocketq's consumers, union after the timeout (``views-i``: intersection); ``fixes`` - both;
-each on top of the default handoff; ``clean-coalesce``: the window with the clean handoff) it
-runs the same seeds - the same fault schedules - and prints per scenario: runs passed,
-duplicates, overlap s, orphan s, convergence s, notifications sent and member-list queries (rebalances run), each as the mean over the seeds with the worst
-in brackets, then the invariants that failed and how often. The figures of two modes are
-comparable because their seeds are the same: that is the before/after of a fix. ``--json``
-writes every run's full result.
+For each scenario and mode (RocketMQ's default handoff, the clean handoff, and the fixes of issue 15
+on: ``coalesce`` - the brokers' notification window, 0.3 s; ``views`` - consistent views in
+rocketq's consumers, union after the timeout (``views-i``: intersection); ``fixes`` - both; each on
+top of the default handoff; ``clean-coalesce``: the window with the clean handoff) it runs the same
+seeds - the same fault schedules - and prints per scenario: runs passed, duplicates, overlap s,
+orphan s, convergence s, notifications sent and member-list queries (rebalances run), each as the
+mean over the seeds with the worst in brackets, then the invariants that failed and how often. The
+figures of two modes are comparable because their seeds are the same: that is the before/after of a
+fix. ``--json`` writes every run's full result.
 
 Each run starts its own name server, two brokers and consumer processes on loopback and stops them
 all; a run takes about 15 s in the short form and 35 s in the full form (clean handoff after a kill:
