@@ -4,7 +4,7 @@ Each run starts a name server and two brokers, real consumer processes and the p
 every process it started (checked by pid). The tests check that the run happened as planned
 (the faults fired, the schedule ran, nothing was lost) and what each scenario is there to show;
 the verdicts of the scenarios that fail today for rocketq's consumers are findings recorded in
-``docs/chaos.md``, not asserted here. Bounded: about 15 s a run, all of them under 4 minutes.
+``docs/chaos.md``, not asserted here. Bounded: about 15-20 s a run, all of them under 5 minutes.
 """
 
 from __future__ import annotations
