@@ -137,11 +137,11 @@ def test_the_fixes_switched_on_reach_the_servers_and_the_consumers() -> None:
     assert gaps
     assert min(gaps) >= 0.25, gaps
     # consistent views: each member-list query has its twin to the other broker, sent together
-    assert tl.member_queries
-    for q in tl.member_queries:
+    assert tl.queries
+    for q in tl.queries:
         assert any(
             o.consumer == q.consumer and o.broker != q.broker and abs(o.sent - q.sent) < 0.2
-            for o in tl.member_queries
+            for o in tl.queries
         ), q
 
 
