@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
+from rocketq.cli._output import non_negative_float, positive_float
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
@@ -40,6 +41,11 @@ __all__ = [
     "tune_server_process",
 ]
 
+
+_BROKER_DEFAULTS = BrokerConfig()
+CHANNEL_EXPIRED_TIMEOUT = _BROKER_DEFAULTS.channel_expired_timeout
+CLIENT_HOUSEKEEPING_INTERVAL = _BROKER_DEFAULTS.client_scan_interval
+REBALANCE_LOCK_MAX_LIVE_TIME = _BROKER_DEFAULTS.rebalance_lock_max_live_time
 
 STORE_DIRS = ("commitlog", "consumequeue", "config")
 """Directories the store keeps inside its data dir."""
@@ -165,6 +171,39 @@ def add_broker_options(
         metavar="N",
         help="checks of a half message before it is discarded (transactionCheckMax; default 15)",
     )
+    parser.add_argument(
+        "--channel-expired-timeout",
+        type=positive_float,
+        default=CHANNEL_EXPIRED_TIMEOUT,
+        metavar="S",
+        help=f"drop a client silent this many seconds (default {CHANNEL_EXPIRED_TIMEOUT:g}, RocketMQ's "
+        "CHANNEL_EXPIRED_TIMEOUT); short values let failure experiments expire a client quickly",
+    )
+    parser.add_argument(
+        "--client-scan-interval",
+        type=positive_float,
+        default=CLIENT_HOUSEKEEPING_INTERVAL,
+        metavar="S",
+        help=f"seconds between scans for silent clients (default {CLIENT_HOUSEKEEPING_INTERVAL:g}, "
+        "RocketMQ's ClientHousekeepingService)",
+    )
+    parser.add_argument(
+        "--rebalance-lock-max-live-time",
+        type=positive_float,
+        default=REBALANCE_LOCK_MAX_LIVE_TIME,
+        metavar="S",
+        help=f"seconds a queue lock lives without renewal (default {REBALANCE_LOCK_MAX_LIVE_TIME:g}, "
+        "RocketMQ's rocketmq.broker.rebalance.lockMaxLiveTime)",
+    )
+    parser.add_argument(
+        "--notify-coalesce-window",
+        type=non_negative_float,
+        default=0.0,
+        metavar="S",
+        help="gather a consumer group's member changes for S seconds into one notification per member, "
+        "sent to the members it has then (default 0: RocketMQ's one notification per change; "
+        "0.2-0.5 tames a rolling deploy's notification storm)",
+    )
 
 
 def positive_seconds(text: str) -> float:
@@ -195,6 +234,10 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "transaction_timeout": args.transaction_timeout,
         "transaction_check_interval": args.transaction_check_interval,
         "transaction_check_max": args.transaction_check_max,
+        "channel_expired_timeout": args.channel_expired_timeout,
+        "client_scan_interval": args.client_scan_interval,
+        "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
+        "notify_coalesce_window": args.notify_coalesce_window,
     }
 
 

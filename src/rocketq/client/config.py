@@ -371,6 +371,14 @@ class PushConsumerConfig:
     #: another consumer still holds (ours; the delay grows 1.5x per failed attempt).
     lease_retry_min: float = 0.05
     lease_retry_max: float = 1.0
+    #: Consistent views (ours): a rebalance asks every broker of the topic for the group's members
+    #: and acts when they agree, or after ``view_agreement_timeout`` seconds on the ``view_fallback``
+    #: of their answers: ``"union"`` or ``"intersection"`` (see
+    #: :func:`rocketq.client.rebalance.impl.agreed_view`). Off: RocketMQ's one random broker per
+    #: rebalance, whose answer may differ from the one another consumer got.
+    consistent_views: bool = False
+    view_agreement_timeout: float = 2.0
+    view_fallback: Literal["union", "intersection"] = "union"
 
     def __post_init__(self) -> None:
         _convert_enums(self, message_model=MessageModel, consume_from_where=ConsumeFromWhere)
@@ -391,6 +399,7 @@ class PushConsumerConfig:
             "max_time_consume_continuously",
             "lease_retry_min",
             "lease_retry_max",
+            "view_agreement_timeout",
         ):
             _positive(name, getattr(self, name))
         if not 1 <= self.consume_message_batch_max_size <= 1024:
@@ -407,6 +416,8 @@ class PushConsumerConfig:
             raise ConfigError("unlock_delay and handoff_await must be >= 0")
         if self.lease_retry_max < self.lease_retry_min:
             raise ConfigError("lease_retry_max must be >= lease_retry_min")
+        if self.view_fallback not in ("union", "intersection"):
+            raise ConfigError(f"view_fallback must be 'union' or 'intersection', got {self.view_fallback!r}")
         if self.balance not in ("topic", "group"):
             raise ConfigError(f"balance must be 'topic' or 'group', got {self.balance!r}")
         if len(self.consume_timestamp) != 14 or not self.consume_timestamp.isdigit():
