@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument(
         "--min-interval",
         type=float,
-        help="rocketq consume's --rebalance-min-interval in every mode (default: its own, 1 s)",
+        help="rocketq consume's --rebalance-min-interval in every mode (default: its own, 0 as 4.9.4)",
     )
     parser.add_argument(
         "--window", type=float, default=0.3, help="the notification window of coalesce/fixes (default 0.3 s)"

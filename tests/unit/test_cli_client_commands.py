@@ -245,7 +245,7 @@ def test_client_options_default_to_rocketmqs_intervals_and_take_shorter_ones() -
     assert opts["heartbeat_broker_interval"] == defaults.heartbeat_broker_interval == 30.0
     assert opts["poll_name_server_interval"] == defaults.poll_name_server_interval == 30.0
     assert opts["rebalance_interval"] == defaults.rebalance_interval == 20.0
-    assert opts["rebalance_min_interval"] == defaults.rebalance_min_interval == 1.0
+    assert opts["rebalance_min_interval"] == defaults.rebalance_min_interval == 0.0
     opts = client_options(
         consume_ns(
             "--poll-name-server-interval", "1.5", "--rebalance-interval", "4", "--instance", "c1",

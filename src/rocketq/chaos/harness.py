@@ -109,7 +109,7 @@ class ChaosOptions:
     notify_coalesce_window: float = 0.0
     #: the default command's ``--consistent-views`` fallback ("union" / "intersection"; None: off)
     consistent_views: str | None = None
-    #: the default command's ``--rebalance-min-interval`` (None: its default, RocketMQ 5's 1 s)
+    #: the default command's ``--rebalance-min-interval`` (None: its default, 0 as RocketMQ 4.9.4)
     rebalance_min_interval: float | None = None
 
     def fixes(self) -> str:

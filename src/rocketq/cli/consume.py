@@ -187,10 +187,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--rebalance-min-interval",
         type=non_negative_float,
-        default=1.0,
+        default=0.0,
         metavar="S",
-        help="never two rebalances closer than S seconds, however many notifications arrive (default 1, "
-        "RocketMQ 5's rocketmq.client.rebalance.minInterval; 0: every notification at once, as 4.9.4)",
+        help="never two rebalances closer than S seconds, however many notifications arrive (default 0: "
+        "every notification at once, as RocketMQ 4.9.4; RocketMQ 5's "
+        "rocketmq.client.rebalance.minInterval is 1)",
     )
     parser.add_argument(
         "--trace",

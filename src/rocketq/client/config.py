@@ -167,9 +167,12 @@ class ClientConfig:
     #: Seconds between periodic rebalances (``rocketmq.client.rebalance.waitInterval`` 20000 ms).
     rebalance_interval: float = 20.0
     #: Least seconds from the end of one rebalance of the rebalance service to the start of the
-    #: next, however often it is woken (RocketMQ 5.x ``rocketmq.client.rebalance.minInterval``
-    #: 1000 ms; 4.9.4 has none). 0 rebalances on every wake-up.
-    rebalance_min_interval: float = 1.0
+    #: next, however often it is woken. 0 (the default, as RocketMQ 4.9.4, which has none)
+    #: rebalances on every wake-up; RocketMQ 5.x's ``rocketmq.client.rebalance.minInterval`` is
+    #: 1000 ms. Measured, the 1 s minimum costs more than it saves: members keep queues a newcomer
+    #: took for up to a second (duplicates in a scale-out, a rolling deploy past its bound in
+    #: ``rocketq chaos rolling-deploy``; see docs/rebalance.md).
+    rebalance_min_interval: float = 0.0
     #: Timeout of the client's own requests (``mqClientApiTimeout`` 3000 ms).
     mq_client_api_timeout: float = 3.0
     #: Use uvloop for the client's event loop thread when installed (ours).
