@@ -233,6 +233,39 @@ def test_heartbeat_notifies_members_and_close_and_unregister_notify_the_rest(tmp
     arun(main())
 
 
+def test_a_notification_window_sends_one_notice_per_member_to_the_members_at_its_end(tmp_path: Path) -> None:
+    """``notify_coalesce_window``: three joins and a leave inside one window are one notice to each
+    member the group has when it ends (latest wins: the one that left is not told); a later
+    change opens a new window."""
+
+    def unregister(client_id: str) -> RemotingCommand:
+        header = UnregisterClientRequestHeader(client_id=client_id, consumer_group=GROUP)
+        return RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header.to_ext_fields())
+
+    async def main() -> None:
+        async with broker_at(tmp_path, notify_coalesce_window=0.5) as broker:
+            addr = broker.address
+            (c1, n1), (c2, n2), (c3, n3) = (_client_with_notices() for _ in range(3))
+            async with c1, c2, c3:
+                for i, c in enumerate((c1, c2, c3), 1):
+                    r = await c.invoke(addr, heartbeat_request(f"client-{i}", GROUP, {"CW": "*"}))
+                    assert r.code == ResponseCode.SUCCESS
+                assert (await c2.invoke(addr, unregister("client-2"))).code == ResponseCode.SUCCESS
+                await n1.wait()
+                await n3.wait()
+                assert broker.consumers.client_ids(GROUP) == ["client-1", "client-3"]
+                assert broker.coalescer is not None
+                assert broker.coalescer.stats.changes == 4
+                assert broker.coalescer.stats.rounds == 1
+                # the next change, after the window: a second round, to client-1 only
+                assert (await c3.invoke(addr, unregister("client-3"))).code == ResponseCode.SUCCESS
+                await n1.wait()
+                assert (n1.groups, n2.groups, n3.groups) == ([GROUP, GROUP], [], [GROUP])
+                assert broker.coalescer.stats.rounds == 2
+
+    arun(main())
+
+
 def test_connection_close_notifies_the_remaining_member(tmp_path: Path) -> None:
     async def main() -> None:
         async with broker_at(tmp_path) as broker:

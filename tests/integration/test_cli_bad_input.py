@@ -140,6 +140,44 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
         ("server: data dir is a file", ["server", "--data-dir", str(tmp / "a-file")], "is not a directory"),
         ("server: port range", ["server", "--broker-port", "70000"], "port must be 0..65535, got 70000"),
         ("server: port text", ["server", "--namesrv-port", "http"], "not a port number: 'http'"),
+        ("chaos: unknown scenario", ["chaos", "nosuch"], "unknown scenario 'nosuch'"),
+        ("chaos: no runs", ["chaos", "kill", "--runs", "0"], "argument --runs: must be positive, got 0"),
+        ("chaos: negative seed", ["chaos", "kill", "--seed", "-1"], "must not be negative, got -1"),
+        (
+            "chaos: consumer command",
+            ["chaos", "kill", "--consumer-cmd", "python 'unclosed"],
+            "--consumer-cmd does not split like a shell line",
+        ),
+        (
+            "chaos: negative window",
+            ["chaos", "kill", "--notify-coalesce-window", "-1"],
+            "argument --notify-coalesce-window: must be 0 or more, got -1",
+        ),
+        (
+            "chaos: views fallback",
+            ["chaos", "kill", "--consistent-views", "maybe"],
+            "invalid choice: 'maybe'",
+        ),
+        (
+            "server: window text",
+            ["server", "--notify-coalesce-window", "soon"],
+            "argument --notify-coalesce-window: not a number: 'soon'",
+        ),
+        (
+            "consume: negative min interval",
+            ["consume", "T", "--group", "g", "--rebalance-min-interval", "-0.5"],
+            "argument --rebalance-min-interval: must be 0 or more, got -0.5",
+        ),
+        (
+            "server: expiry zero",
+            ["server", "--channel-expired-timeout", "0"],
+            "argument --channel-expired-timeout: must be positive, got 0",
+        ),
+        (
+            "broker: scan text",
+            ["broker", "--namesrv", ns, "--client-scan-interval", "soon"],
+            "not a number: 'soon'",
+        ),
         (
             "server: broker port in use",
             [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rocketq.embedded import READY_PREFIX, parse_ready_line, spawn_server
+from rocketq.errors import BrokerError
 from rocketq.protocol import RequestCode, ResponseCode, decode_messages
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.command import RemotingCommand
@@ -139,3 +141,35 @@ def test_server_trace_topic_flag_creates_the_trace_topic(tmp_path: Path) -> None
         assert lines["traceTopicEnable"] == "true"
         assert lines["msgTraceTopicName"] == RMQ_SYS_TRACE_TOPIC
         assert server.stop() == 0
+
+
+def test_server_expires_a_silent_consumer_after_the_channel_expired_timeout(tmp_path: Path) -> None:
+    """``--channel-expired-timeout`` / ``--client-scan-interval`` reach the broker: a consumer that
+    heartbeats once and then stays silent (its connection open) is dropped from its group and its
+    connection closed within about a second, where the defaults (120 s, every 10 s) keep it."""
+    from rocketq.protocol import calls
+
+    from .brokerkit import heartbeat_request
+
+    args = ("--channel-expired-timeout", "0.6", "--client-scan-interval", "0.2")
+    with spawn_server(tmp_path / "data", extra_args=args) as server:
+
+        async def scenario() -> tuple[list[str], list[str], bool]:
+            async with RemotingClient() as silent, RemotingClient() as asker:
+                request = heartbeat_request("127.0.0.1@silent", "expiry-g", {"TBW102": "*"})
+                r = await silent.invoke(server.broker_addr, request, 10)
+                assert r.code == ResponseCode.SUCCESS, r.remark
+                conn = await silent.get_connection(server.broker_addr)
+                before = await asker.call(server.broker_addr, calls.get_consumer_list_by_group("expiry-g"))
+                await asyncio.wait_for(conn.wait_closed(), 10)  # the broker closes the expired channel
+                after: list[str] = []
+                try:
+                    after = await asker.call(server.broker_addr, calls.get_consumer_list_by_group("expiry-g"))
+                except BrokerError:
+                    pass  # the group emptied: the broker answers "no consumer" (SYSTEM_ERROR)
+                return before, after, conn.is_closed
+
+        before, after, closed = run(scenario())
+        assert before == ["127.0.0.1@silent"]
+        assert after == []
+        assert closed

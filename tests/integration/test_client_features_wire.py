@@ -29,6 +29,7 @@ from rocketq import (
     TransactionProducer,
     create_reply,
 )
+from rocketq.client.producer.direct import ThreadConnections
 from rocketq.protocol import RemotingCommand, RequestCode, decode_frame
 from rocketq.protocol.bodies import CheckClientRequestBody, HeartbeatData
 from rocketq.protocol.codes import LanguageCode
@@ -77,6 +78,7 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[in
     sent: dict[int, list[RemotingCommand]] = collections.defaultdict(list)
     real_invoke, real_oneway = RemotingClient.invoke, RemotingClient.invoke_oneway
     real_threadsafe = RemotingConnection.invoke_threadsafe
+    real_direct = ThreadConnections.invoke
 
     def keep(request: RemotingCommand) -> None:
         if request.code in CODES and request.language == LanguageCode.PYTHON:
@@ -96,9 +98,20 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[in
         keep(request)
         return real_threadsafe(self, request, timeout)
 
+    def direct(
+        self: ThreadConnections,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        timeout: float,
+        hooks: Any,
+    ) -> Any:
+        keep(request)
+        return real_direct(self, conn, request, timeout, hooks)
+
     monkeypatch.setattr(RemotingClient, "invoke", invoke)
     monkeypatch.setattr(RemotingClient, "invoke_oneway", invoke_oneway)
     monkeypatch.setattr(RemotingConnection, "invoke_threadsafe", invoke_threadsafe)
+    monkeypatch.setattr(ThreadConnections, "invoke", direct)
     try:
         for topic in ("WireTx", "WireDemo", "WireRequest"):
             cluster.create_topic(topic, 2)

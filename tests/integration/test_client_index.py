@@ -98,3 +98,20 @@ def test_lookups_by_key_and_id_survive_a_restart_and_a_crash(tmp_path: Path) -> 
         assert time.monotonic() - began < 30
     finally:
         server.stop()
+
+
+def test_a_server_without_the_index_keeps_none_and_finds_nothing_by_key(tmp_path: Path) -> None:
+    """``rocketq server --no-message-index`` (RocketMQ's ``messageIndexEnable=false``): no index
+    directory, look-ups by key find nothing, and look-ups by offset id still work (they need no
+    index)."""
+    data = tmp_path / "data"
+    server = spawn_server(data, extra_args=("--no-message-index",))
+    try:
+        sent = _send(server.namesrv_addr, 5)
+        with Admin(server.namesrv_addr) as admin:
+            assert admin.query_message(TOPIC, "order-3") == []
+            (by_offset,) = admin.view_message(sent[0].offset_msg_id)
+            assert by_offset.msg_id == sent[0].msg_id
+    finally:
+        server.stop()
+    assert not (data / "index").exists()

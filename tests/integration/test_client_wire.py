@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
+from rocketq.client.producer.direct import ThreadConnections
 from rocketq.protocol import RemotingCommand, RequestCode, decode_batch, decode_frame, encode_frame
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
@@ -71,6 +72,7 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Re
     sent: list[RemotingCommand] = []
     real_invoke, real_oneway = RemotingClient.invoke, RemotingClient.invoke_oneway
     real_threadsafe = RemotingConnection.invoke_threadsafe
+    real_direct = ThreadConnections.invoke
 
     async def invoke(
         self: RemotingClient, addr: str, request: RemotingCommand, timeout: float | None = None
@@ -89,8 +91,20 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Re
             sent.append(request)  # the blocking producer's own path (ProducerCore.send_blocking)
         return real_threadsafe(self, request, timeout)
 
+    def direct(
+        self: ThreadConnections,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        timeout: float,
+        hooks: Any,
+    ) -> Any:
+        if request.code in CLIENT_CODES and request.language == LanguageCode.PYTHON:
+            sent.append(request)  # the blocking producer's sends on its thread's own socket
+        return real_direct(self, conn, request, timeout, hooks)
+
     monkeypatch.setattr(RemotingClient, "invoke", invoke)
     monkeypatch.setattr(RemotingConnection, "invoke_threadsafe", invoke_threadsafe)
+    monkeypatch.setattr(ThreadConnections, "invoke", direct)
     monkeypatch.setattr(RemotingClient, "invoke_oneway", invoke_oneway)
     try:
         cluster.create_topic("WireDemo", 2)

@@ -12,7 +12,7 @@ import pytest
 
 from rocketq.admin import parse_reset_target
 from rocketq.cli._output import format_ms
-from rocketq.cli.consume import ConsumeOutput, consumer_options
+from rocketq.cli.consume import ConsumeOutput, client_options, consumer_options
 from rocketq.cli.group import queue_ranges
 from rocketq.cli.main import CliError, build_parser, main
 from rocketq.cli.produce import TokenBucket, body_maker, new_run_id
@@ -222,9 +222,47 @@ def test_consumer_options() -> None:
     opts = consumer_options(consume_ns("--handoff", "clean", "--orderly"))
     assert opts["handoff"] == "clean"
     assert "orderly" not in str(opts)  # orderly is the listener's kind, not a config field
+    from rocketq.client import PushConsumerConfig
+
+    for words, fallback in (
+        (["--consistent-views"], "union"),
+        (["--consistent-views", "intersection"], "intersection"),
+    ):
+        opts = consumer_options(consume_ns(*words))
+        assert (opts["consistent_views"], opts["view_fallback"]) == (True, fallback)
+        assert PushConsumerConfig(**opts).view_fallback == fallback
+    assert not PushConsumerConfig().consistent_views  # off: RocketMQ's one random broker
     for bad in (["--from", "soon"], ["--strategy", "NOPE"]):
         with pytest.raises(CliError):
             consumer_options(consume_ns(*bad))
+
+
+def test_client_options_default_to_rocketmqs_intervals_and_take_shorter_ones() -> None:
+    from rocketq.client import ClientConfig
+
+    defaults = ClientConfig()
+    opts = client_options(consume_ns())
+    assert opts["heartbeat_broker_interval"] == defaults.heartbeat_broker_interval == 30.0
+    assert opts["poll_name_server_interval"] == defaults.poll_name_server_interval == 30.0
+    assert opts["rebalance_interval"] == defaults.rebalance_interval == 20.0
+    assert opts["rebalance_min_interval"] == defaults.rebalance_min_interval == 0.0
+    opts = client_options(
+        consume_ns(
+            "--poll-name-server-interval", "1.5", "--rebalance-interval", "4", "--instance", "c1",
+            "--rebalance-min-interval", "0",
+        )
+    )  # fmt: skip
+    config = ClientConfig(**opts)
+    assert (config.poll_name_server_interval, config.rebalance_interval) == (1.5, 4.0)
+    assert config.rebalance_min_interval == 0.0
+    assert config.instance_name == "c1"
+    for bad in (
+        ["--rebalance-interval", "0"],
+        ["--poll-name-server-interval", "soon"],
+        ["--rebalance-min-interval", "-1"],
+    ):
+        with pytest.raises(SystemExit):
+            consume_ns(*bad)
 
 
 def test_parse_reset_target_forms() -> None:

@@ -389,3 +389,100 @@ def test_every_queue_owned_exactly_once_across_the_group(n_consumers: int) -> No
         run(impl)
         owned.extend(impl.process_queue_table)
     assert sorted(owned) == qs(16)
+
+
+# ------------------------------------------------------------------ consistent views
+
+
+class ViewsContext(Context):
+    """Every broker's answer, one scripted list of answers per rebalance attempt (the last repeats)."""
+
+    def __init__(self, client_id: str, rounds: list[dict[str, list[str] | None]]) -> None:
+        super().__init__(client_id, ["unused"])
+        self.rounds = rounds
+        self.asked = 0
+
+    async def find_consumer_id_lists(self, topic: str, group: str) -> dict[str, list[str] | None]:
+        answers = self.rounds[min(self.asked, len(self.rounds) - 1)]
+        self.asked += 1
+        return answers
+
+
+def make_views(
+    me: str, rounds: list[dict[str, list[str] | None]], timeout: float = 0.5, fallback: str = "union"
+) -> tuple[RebalanceImpl, ViewsContext]:
+    impl, hooks, store, _ = make(None, me=me)
+    ctx = ViewsContext(me, rounds)
+    impl = RebalanceImpl(
+        group="g",
+        message_model=MessageModel.CLUSTERING,
+        strategy=get_strategy("AVG"),
+        context=ctx,
+        hooks=hooks,
+        log=RebalanceLog(16),
+        offset_store=store,
+        consistent_views=True,
+        view_agreement_timeout=timeout,
+        view_fallback=fallback,
+    )
+    impl.set_subscription(SubscriptionData.build(T, "*", sub_version=1))
+    impl.topic_subscribe_info[T] = frozenset(qs(16))
+    return impl, ctx
+
+
+@pytest.mark.parametrize(
+    ("answers", "timed_out", "view"),
+    [
+        ({"a": ["c1", "c2"], "b": ["c2", "c1"]}, False, ["c1", "c2"]),  # agreement: order does not matter
+        ({"a": ["c1", "c2"], "b": ["c2"]}, False, None),  # disagreement: wait
+        ({"a": ["c1", "c2"], "b": None}, False, None),  # a broker did not answer yet: wait
+        ({"a": ["c1", "c2"], "b": ["c2", "c3"]}, True, ["c1", "c2", "c3"]),  # timed out: the union
+        ({"a": ["c1", "c2"], "b": None}, True, ["c1", "c2"]),  # the silent broker is left out
+        ({"a": None, "b": None}, True, []),
+        ({"a": None}, False, None),
+    ],
+)
+def test_agreed_view(answers: dict[str, list[str] | None], timed_out: bool, view: list[str] | None) -> None:
+    from rocketq.client.rebalance.impl import agreed_view
+
+    assert agreed_view(answers, timed_out=timed_out) == view
+    if timed_out and view:
+        inter = agreed_view(answers, timed_out=True, fallback="intersection")
+        assert inter == [c for c in view if all(a is None or c in a for a in answers.values())]
+
+
+def test_consistent_views_wait_for_the_brokers_to_agree_then_share_over_their_list() -> None:
+    split = {"broker-a": ["c@1", "c@2", "c@3"], "broker-b": ["c@1", "c@2"]}
+    agreed = {"broker-a": ["c@1", "c@2"], "broker-b": ["c@2", "c@1"]}
+    impl, ctx = make_views("c@1", [split, split, agreed], timeout=5.0)
+    [record] = run(impl)
+    assert ctx.asked == 3  # asked again until they agreed, well within the timeout
+    assert record.client_ids == ("c@1", "c@2")
+    assert sorted(impl.process_queue_table) == qs(16)[:8]
+
+
+def test_consistent_views_after_the_timeout_the_union_keeps_a_member_one_broker_lost() -> None:
+    split = {"broker-a": ["c@1", "c@2", "c@3"], "broker-b": ["c@1", "c@2"]}
+    impl, ctx = make_views("c@1", [split], timeout=0.3)
+    [record] = run(impl)
+    assert ctx.asked >= 2
+    assert record.client_ids == ("c@1", "c@2", "c@3")
+    # the lost member, cut off from broker-b, sees broker-a's list only: the same three
+    cut_off = {"broker-a": ["c@1", "c@2", "c@3"], "broker-b": None}
+    impl3, _ = make_views("c@3", [cut_off], timeout=0.3)
+    [record3] = run(impl3)
+    assert record3.client_ids == record.client_ids
+    assert set(impl3.process_queue_table).isdisjoint(impl.process_queue_table)
+
+
+def test_consistent_views_after_the_timeout_the_intersection_leaves_it_out() -> None:
+    split = {"broker-a": ["c@1", "c@2", "c@3"], "broker-b": ["c@1", "c@2"]}
+    impl, ctx = make_views("c@1", [split], timeout=0.3, fallback="intersection")
+    [record] = run(impl)
+    assert ctx.asked >= 2
+    assert record.client_ids == ("c@1", "c@2")  # c@3 is held by broker-a only
+    assert sorted(impl.process_queue_table) == qs(16)[:8]
+    # and c@3 itself, seeing the same split, takes nothing: no queue gets two owners
+    impl3, _ = make_views("c@3", [split], timeout=0.3, fallback="intersection")
+    run(impl3)
+    assert impl3.process_queue_table == {}

@@ -14,10 +14,10 @@ from rocketq.errors import ConfigError
 T = RebalanceTrigger
 
 
-def test_defaults_are_rocketmqs_wait_and_minimum_intervals() -> None:
+def test_defaults_are_rocketmq_4_9_4s_wait_and_no_minimum_interval() -> None:
     cfg = ClientConfig()
-    assert (cfg.rebalance_interval, cfg.rebalance_min_interval) == (20.0, 1.0)
-    assert ClientConfig(rebalance_min_interval=0.0).rebalance_min_interval == 0.0
+    assert (cfg.rebalance_interval, cfg.rebalance_min_interval) == (20.0, 0.0)
+    assert ClientConfig(rebalance_min_interval=1.0).rebalance_min_interval == 1.0
     with pytest.raises(ConfigError, match="rebalance_min_interval"):
         ClientConfig(rebalance_min_interval=-1.0)
 

@@ -154,6 +154,11 @@ class BrokerConfig:
     """``notifyConsumerIdsChangedEnable``."""
     notify_on_expiry: bool = True
     """Ours: tell a group's members when one of them expires (RocketMQ 4.9.4 stays silent)."""
+    notify_coalesce_window: float = 0.0
+    """Ours: seconds during which a group's member changes are gathered into one
+    NOTIFY_CONSUMER_IDS_CHANGED per member, sent to the members the group has when the window
+    ends (latest wins; apache/rocketmq#9115). 0 is RocketMQ's behaviour: every change notifies
+    every member at once."""
     long_polling_enable: bool = True
     """``longPollingEnable``."""
     short_polling_time: float = SHORT_POLLING_TIME_MILLS
@@ -236,6 +241,10 @@ class BrokerConfig:
             raise ConfigError(f"transaction_check_max must be >= 1, got {self.transaction_check_max}")
         if self.register_initial_delay < 0:
             raise ConfigError("register_initial_delay must not be negative")
+        if not 0 <= self.notify_coalesce_window < float("inf"):
+            raise ConfigError(
+                f"notify_coalesce_window must be 0 or more seconds, got {self.notify_coalesce_window!r}"
+            )
         for addr in self.namesrv_addrs:
             parse_namesrv_addrs(addr)
         parse_delay_levels(self.message_delay_level)

@@ -40,6 +40,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumers import Changes, ConsumerRegistry, ConsumerRegistryConfig
 from rocketq.broker.handlers import (
@@ -162,6 +163,14 @@ class Broker:
         self._round: list[_Waiter] | None = None
         self._started = False
         self._closed = False
+        self._coalescer = (
+            NotifyCoalescer(cfg.notify_coalesce_window) if cfg.notify_coalesce_window > 0 else None
+        )
+
+    @property
+    def coalescer(self) -> NotifyCoalescer | None:
+        """The notification windows (``notify_coalesce_window`` > 0), else None."""
+        return self._coalescer
 
     def __repr__(self) -> str:
         where = self.address if self._started else "not started"
@@ -432,9 +441,34 @@ class Broker:
             self._schedule.kick()
 
     async def notify_groups(self, changes: Changes[RemotingConnection]) -> None:
-        """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) for every CHANGE event, to its connections."""
+        """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) for every CHANGE event, to its connections;
+        with ``notify_coalesce_window`` > 0, open (or join) the group's window instead."""
+        coalescer = self._coalescer
+        if coalescer is None:
+            await self._notify(changes.notifications())
+            return
+        loop = asyncio.get_running_loop()
+        for group, _conns in changes.notifications():
+            deadline = coalescer.change(group, loop.time())
+            if deadline is not None:
+                loop.call_at(deadline, self._flush_notifications)
+
+    def _flush_notifications(self) -> None:
+        """A window ended: notify every member each ended group has now (latest wins)."""
+        coalescer = self._coalescer
+        if coalescer is None or self._closed:
+            return
+        rounds: list[tuple[str, list[RemotingConnection]]] = []
+        for group in coalescer.due(asyncio.get_running_loop().time()):
+            conns = [ch.conn for ch in self.consumers.connections(group) if not ch.conn.is_closed]
+            if conns:  # changes were notifiable when they opened the window (the switches)
+                rounds.append((group, conns))
+        if rounds:
+            self._spawn(self._notify(rounds), "broker-notify")
+
+    async def _notify(self, rounds: list[tuple[str, list[RemotingConnection]]]) -> None:
         sends: list[Coroutine[Any, Any, None]] = []
-        for group, conns in changes.notifications():
+        for group, conns in rounds:
             fields = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields()
             for conn in conns:
                 if not conn.is_closed:

@@ -35,6 +35,7 @@ __all__ = [
     "admin_session",
     "format_ms",
     "group_name",
+    "non_negative_float",
     "port_number",
     "positive_float",
     "positive_int",
@@ -97,6 +98,17 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """An argparse ``type=``: a finite number of zero or more (NaN refused), else a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 

@@ -51,6 +51,7 @@ from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
     add_namesrv_option,
     group_name,
+    non_negative_float,
     positive_float,
     positive_int,
     topic_name,
@@ -72,7 +73,7 @@ from rocketq.client.config import DEFAULT_INSTANCE_NAME
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
 from rocketq.lab.lines import body_text
 
-__all__ = ["TRACKED_BODIES", "ConsumeOutput", "consumer_options", "register", "selector_of"]
+__all__ = ["TRACKED_BODIES", "ConsumeOutput", "client_options", "consumer_options", "register", "selector_of"]
 
 TRACKED_BODIES = 2_000_000
 """Distinct message ids remembered for counting duplicates (about 140 MB when full); later ones are not."""
@@ -131,6 +132,15 @@ def register(subparsers: Any) -> None:
         help="clean: a queue is consumed only under a broker lease, and changes owner only after the "
         "old owner committed it (no duplicates when consumers join or leave gracefully)",
     )
+    parser.add_argument(
+        "--consistent-views",
+        nargs="?",
+        const="union",
+        choices=("union", "intersection"),
+        help="rebalance only on a member list every broker of the topic agrees on (asked each "
+        "rebalance) instead of one random broker's; after 2 s of disagreement, on the union of their "
+        "lists (the default) or their intersection",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     parser.add_argument(
         "--count",
@@ -157,6 +167,31 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="seconds between heartbeats to every broker (default 30, RocketMQ's); lower it for a "
         "broker that expires silent clients sooner than its 120 s default",
+    )
+    parser.add_argument(
+        "--poll-name-server-interval",
+        type=positive_float,
+        default=30.0,
+        metavar="S",
+        help="seconds between route refreshes from the name server (default 30, RocketMQ's "
+        "pollNameServerInterval); a consumer learns new queues of its topic only then",
+    )
+    parser.add_argument(
+        "--rebalance-interval",
+        type=positive_float,
+        default=20.0,
+        metavar="S",
+        help="seconds between periodic rebalances (default 20, RocketMQ's "
+        "rocketmq.client.rebalance.waitInterval); notifications from brokers rebalance at once",
+    )
+    parser.add_argument(
+        "--rebalance-min-interval",
+        type=non_negative_float,
+        default=0.0,
+        metavar="S",
+        help="never two rebalances closer than S seconds, however many notifications arrive (default 0: "
+        "every notification at once, as RocketMQ 4.9.4; RocketMQ 5's "
+        "rocketmq.client.rebalance.minInterval is 1)",
     )
     parser.add_argument(
         "--trace",
@@ -209,7 +244,23 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
         options["handoff"] = args.handoff
     if args.trace:
         options["trace"] = True
+    if getattr(args, "consistent_views", None):
+        options["consistent_views"] = True
+        options["view_fallback"] = args.consistent_views
     return options
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~rocketq.client.ClientConfig` fields the options ask for (name server, instance
+    name and the client's intervals)."""
+    return {
+        "namesrv": args.namesrv,
+        "instance_name": args.instance or DEFAULT_INSTANCE_NAME,
+        "heartbeat_broker_interval": args.heartbeat_interval,
+        "poll_name_server_interval": args.poll_name_server_interval,
+        "rebalance_interval": args.rebalance_interval,
+        "rebalance_min_interval": args.rebalance_min_interval,
+    }
 
 
 class ConsumeOutput:
@@ -385,11 +436,7 @@ def _run(args: argparse.Namespace) -> int:
                 if args.sql is not None:  # a broker that cannot filter says so before anything changes
                     admin.check_subscription(args.group, args.topic, selector_of(args))
                 _seed_new_group(admin, args)
-        client_config = ClientConfig(
-            namesrv=args.namesrv,
-            instance_name=args.instance or DEFAULT_INSTANCE_NAME,
-            heartbeat_broker_interval=args.heartbeat_interval,
-        )
+        client_config = ClientConfig(**client_options(args))
         consumer = PushConsumer(args.group, client_config=client_config, **options)
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None

@@ -22,7 +22,7 @@ __all__ = ["CliError", "main"]
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group", "message", "lab",
-    "demo", "report", "dashboard", "exporter",
+    "chaos", "demo", "report", "dashboard", "exporter",
 )  # fmt: skip
 
 EXIT_USAGE = 2

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
-from rocketq.cli._output import port_number
+from rocketq.cli._output import non_negative_float, port_number, positive_float
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
 from rocketq.namesrv import DEFAULT_PORT
 from rocketq.remoting import run
+from rocketq.store.config import StoreConfig
 
 __all__ = [
     "SERVER_SWITCH_INTERVAL",
@@ -41,6 +42,11 @@ __all__ = [
     "tune_server_process",
 ]
 
+
+_BROKER_DEFAULTS = BrokerConfig()
+CHANNEL_EXPIRED_TIMEOUT = _BROKER_DEFAULTS.channel_expired_timeout
+CLIENT_HOUSEKEEPING_INTERVAL = _BROKER_DEFAULTS.client_scan_interval
+REBALANCE_LOCK_MAX_LIVE_TIME = _BROKER_DEFAULTS.rebalance_lock_max_live_time
 
 STORE_DIRS = ("commitlog", "consumequeue", "config")
 """Directories the store keeps inside its data dir."""
@@ -156,6 +162,46 @@ def add_broker_options(
         metavar="N",
         help="checks of a half message before it is discarded (transactionCheckMax; default 15)",
     )
+    parser.add_argument(
+        "--channel-expired-timeout",
+        type=positive_float,
+        default=CHANNEL_EXPIRED_TIMEOUT,
+        metavar="S",
+        help=f"drop a client silent this many seconds (default {CHANNEL_EXPIRED_TIMEOUT:g}, RocketMQ's "
+        "CHANNEL_EXPIRED_TIMEOUT); short values let failure experiments expire a client quickly",
+    )
+    parser.add_argument(
+        "--client-scan-interval",
+        type=positive_float,
+        default=CLIENT_HOUSEKEEPING_INTERVAL,
+        metavar="S",
+        help=f"seconds between scans for silent clients (default {CLIENT_HOUSEKEEPING_INTERVAL:g}, "
+        "RocketMQ's ClientHousekeepingService)",
+    )
+    parser.add_argument(
+        "--rebalance-lock-max-live-time",
+        type=positive_float,
+        default=REBALANCE_LOCK_MAX_LIVE_TIME,
+        metavar="S",
+        help=f"seconds a queue lock lives without renewal (default {REBALANCE_LOCK_MAX_LIVE_TIME:g}, "
+        "RocketMQ's rocketmq.broker.rebalance.lockMaxLiveTime)",
+    )
+    parser.add_argument(
+        "--no-message-index",
+        dest="message_index",
+        action="store_false",
+        help="keep no key index (RocketMQ's messageIndexEnable=false): look-ups by key find nothing, "
+        "and each send costs the broker less CPU (measured here: about 35 instead of 45-60 us)",
+    )
+    parser.add_argument(
+        "--notify-coalesce-window",
+        type=non_negative_float,
+        default=0.0,
+        metavar="S",
+        help="gather a consumer group's member changes for S seconds into one notification per member, "
+        "sent to the members it has then (default 0: RocketMQ's one notification per change; "
+        "0.2-0.5 tames a rolling deploy's notification storm)",
+    )
 
 
 def positive_seconds(text: str) -> float:
@@ -186,6 +232,11 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "transaction_timeout": args.transaction_timeout,
         "transaction_check_interval": args.transaction_check_interval,
         "transaction_check_max": args.transaction_check_max,
+        "channel_expired_timeout": args.channel_expired_timeout,
+        "client_scan_interval": args.client_scan_interval,
+        "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
+        "notify_coalesce_window": args.notify_coalesce_window,
+        "store": StoreConfig(message_index_enable=args.message_index),
     }
 
 

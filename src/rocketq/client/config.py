@@ -167,9 +167,12 @@ class ClientConfig:
     #: Seconds between periodic rebalances (``rocketmq.client.rebalance.waitInterval`` 20000 ms).
     rebalance_interval: float = 20.0
     #: Least seconds from the end of one rebalance of the rebalance service to the start of the
-    #: next, however often it is woken (RocketMQ 5.x ``rocketmq.client.rebalance.minInterval``
-    #: 1000 ms; 4.9.4 has none). 0 rebalances on every wake-up.
-    rebalance_min_interval: float = 1.0
+    #: next, however often it is woken. 0 (the default, as RocketMQ 4.9.4, which has none)
+    #: rebalances on every wake-up; RocketMQ 5.x's ``rocketmq.client.rebalance.minInterval`` is
+    #: 1000 ms. Measured, the 1 s minimum costs more than it saves: members keep queues a newcomer
+    #: took for up to a second (duplicates in a scale-out, a rolling deploy past its bound in
+    #: ``rocketq chaos rolling-deploy``; see docs/rebalance.md).
+    rebalance_min_interval: float = 0.0
     #: Timeout of the client's own requests (``mqClientApiTimeout`` 3000 ms).
     mq_client_api_timeout: float = 3.0
     #: Use uvloop for the client's event loop thread when installed (ours).
@@ -248,6 +251,10 @@ class ProducerConfig:
     #: Checks that may wait for those threads; more are dropped and asked again by the broker
     #: (``checkRequestHoldMax`` 2000).
     check_request_hold_max: int = 2000
+    #: A blocking ``send`` / ``send_batch`` from a plain thread, while no other thread's is out,
+    #: makes its first attempt on a socket of that thread's own instead of handing it to the
+    #: client's loop (ours, no RocketMQ equivalent; see :mod:`rocketq.client.producer.direct`).
+    thread_sockets: bool = True
 
     def __post_init__(self) -> None:
         _positive("send_msg_timeout", self.send_msg_timeout)
@@ -367,6 +374,14 @@ class PushConsumerConfig:
     #: another consumer still holds (ours; the delay grows 1.5x per failed attempt).
     lease_retry_min: float = 0.05
     lease_retry_max: float = 1.0
+    #: Consistent views (ours): a rebalance asks every broker of the topic for the group's members
+    #: and acts when they agree, or after ``view_agreement_timeout`` seconds on the ``view_fallback``
+    #: of their answers: ``"union"`` or ``"intersection"`` (see
+    #: :func:`rocketq.client.rebalance.impl.agreed_view`). Off: RocketMQ's one random broker per
+    #: rebalance, whose answer may differ from the one another consumer got.
+    consistent_views: bool = False
+    view_agreement_timeout: float = 2.0
+    view_fallback: Literal["union", "intersection"] = "union"
 
     def __post_init__(self) -> None:
         _convert_enums(self, message_model=MessageModel, consume_from_where=ConsumeFromWhere)
@@ -387,6 +402,7 @@ class PushConsumerConfig:
             "max_time_consume_continuously",
             "lease_retry_min",
             "lease_retry_max",
+            "view_agreement_timeout",
         ):
             _positive(name, getattr(self, name))
         if not 1 <= self.consume_message_batch_max_size <= 1024:
@@ -403,6 +419,8 @@ class PushConsumerConfig:
             raise ConfigError("unlock_delay and handoff_await must be >= 0")
         if self.lease_retry_max < self.lease_retry_min:
             raise ConfigError("lease_retry_max must be >= lease_retry_min")
+        if self.view_fallback not in ("union", "intersection"):
+            raise ConfigError(f"view_fallback must be 'union' or 'intersection', got {self.view_fallback!r}")
         if self.balance not in ("topic", "group"):
             raise ConfigError(f"balance must be 'topic' or 'group', got {self.balance!r}")
         if len(self.consume_timestamp) != 14 or not self.consume_timestamp.isdigit():

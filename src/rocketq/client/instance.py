@@ -481,6 +481,31 @@ class ClientInstance:
             logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
             return None
 
+    async def find_consumer_id_lists(self, topic: str, group: str) -> dict[str, list[str] | None]:
+        """The group's client ids from every broker serving ``topic`` (its masters), asked at once:
+        broker name -> its list, or None when it did not answer (consistent views; ours)."""
+        assert self.api is not None
+        api = self.api
+        route = self.topic_route_table.get(topic)
+        if route is None or not route.broker_datas:
+            await self.update_topic_route(topic)
+            route = self.topic_route_table.get(topic)
+        if route is None:
+            return {}
+        targets = [(bd.broker_name or "", bd.broker_addrs.get(MASTER_ID)) for bd in route.broker_datas]
+
+        async def one(name: str, addr: str | None) -> list[str] | None:
+            if addr is None:
+                return None
+            try:
+                return await api.call(addr, calls.get_consumer_list_by_group(group))
+            except RocketQError as exc:
+                logger.debug("GET_CONSUMER_LIST_BY_GROUP %s from %s (%s) failed: %s", group, name, addr, exc)
+                return None
+
+        answers = await asyncio.gather(*(one(name, addr) for name, addr in targets))
+        return {name: ids for (name, _addr), ids in zip(targets, answers, strict=True)}
+
     async def check_client_in_broker(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
         """Ask the brokers whether they can serve ``group``'s subscriptions that are not tag
         expressions (SQL92), as a Java consumer does at start (``checkClientInBroker``): one

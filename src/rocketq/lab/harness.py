@@ -58,6 +58,7 @@ __all__ = [
     "Received",
     "Worker",
     "interrupt_on_sigterm",
+    "json_line",
     "queue_key",
     "queue_of",
 ]
@@ -66,6 +67,7 @@ LAB_CLIENT_IP = "127.0.0.1"
 """The IP in the lab consumers' client ids, so ids read ``127.0.0.1@consumer-1`` and sort by name."""
 
 _BROKER_LISTENING = re.compile(r"listening on (\S+),")
+_RAW_CHUNK = 512  # small: a paced reader then holds little of the output beyond the pipe's
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -151,8 +153,26 @@ class Received:
         }
 
 
+def json_line(line: str) -> dict[str, Any] | None:
+    """A worker's stdout line as its JSON object (``None``: not one)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
 class Worker:
-    """A consumer process and what it has said so far (its JSON lines, parsed, in order)."""
+    """A consumer process and what it has said so far (its stdout lines, parsed, in order).
+
+    ``parse`` turns a line into an event dict (``None`` skips the line); the default reads the
+    lab worker's JSON lines. ``bufsize`` is the reading buffer of its stdout (small values let a
+    reader that pauses push back on the process sooner). ``pace``, when given, is called before
+    each line is read: a reader that sleeps there is a slow consumer of the process's output.
+    ``raw`` reads the pipe with :func:`os.read` (no buffering beyond one chunk) and keeps
+    :attr:`bytes_read` (taken from the pipe) and :attr:`line_end` (the stream offset just past the
+    line being parsed), so a paced reader can tell when a line was written.
+    """
 
     def __init__(
         self,
@@ -161,16 +181,27 @@ class Worker:
         env: Mapping[str, str] | None = None,
         *,
         shared: threading.Condition | None = None,
+        parse: Callable[[str], dict[str, Any] | None] = json_line,
+        bufsize: int = -1,
+        pace: Callable[[], None] | None = None,
+        raw: bool = False,
     ) -> None:
         self.name = name
         self._shared = shared
         self.args = args
+        self._parse = parse
+        self._pace = pace
+        self._raw = raw
+        self._terminated = False
+        self.bytes_read = 0
+        self.line_end = 0
         self.proc = _spawn(
             args,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, **(env or {})},
+            bufsize=bufsize,
         )
         self.events: list[dict[str, Any]] = []
         self.stderr: list[str] = []
@@ -187,12 +218,42 @@ class Worker:
     def pid(self) -> int:
         return self.proc.pid
 
-    def _read_stdout(self) -> None:
+    def _lines(self) -> Iterator[str]:
+        """stdout's lines; with ``raw``, read straight from the pipe (os.read), counting bytes."""
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
+        stdout = self.proc.stdout
+        if not self._raw:
+            while line := stdout.readline():
+                yield line
+            return
+        fd = stdout.fileno()
+        pending = b""
+        while True:
+            cut = pending.find(b"\n")
+            if cut < 0:
+                chunk = os.read(fd, _RAW_CHUNK)
+                if not chunk:
+                    if pending:
+                        self.line_end += len(pending)
+                        yield pending.decode("utf-8", "replace")
+                    return
+                self.bytes_read += len(chunk)
+                pending += chunk
+                continue
+            raw, pending = pending[: cut + 1], pending[cut + 1 :]
+            self.line_end += len(raw)
+            yield raw.decode("utf-8", "replace")
+
+    def _read_stdout(self) -> None:
+        lines = self._lines()
+        while True:
+            if self._pace is not None:
+                self._pace()
+            line = next(lines, None)
+            if line is None:
+                break
+            event = self._parse(line)
+            if event is None:
                 continue
             with self._cond:
                 if event.get("type") == "started":
@@ -286,8 +347,12 @@ class Worker:
         return self.proc.poll() is None
 
     def terminate(self) -> None:
-        """Ask for a graceful stop (SIGTERM) without waiting; :meth:`stop` waits."""
-        if self.proc.poll() is None:
+        """Ask for a graceful stop (SIGTERM, once) without waiting; :meth:`stop` waits.
+
+        Once only: a second SIGTERM could reach a process that already finished its graceful stop
+        and is exiting, past its own handler, and kill it (exit code -15 instead of 0)."""
+        if self.proc.poll() is None and not self._terminated:
+            self._terminated = True
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signal.SIGTERM)
 
@@ -326,6 +391,8 @@ class Lab:
     workers: list[Worker] = field(default_factory=list)
     #: Start the producer with message tracing on (when this build's producer offers it).
     trace: bool = False
+    #: More options for ``rocketq server`` and every ``rocketq broker`` (e.g. short expiry settings).
+    server_args: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         self._tmp: str | None = None
@@ -416,7 +483,7 @@ class Lab:
             "--namesrv-port",
             "0",
         ]
-        args += ["--broker-port", "0", "--broker-name", broker_name]
+        args += ["--broker-port", "0", "--broker-name", broker_name, *self.server_args]
         proc = _spawn(args, stdout=subprocess.PIPE, stderr=self._log(broker_name))
         ready = self._first_line(
             proc,
@@ -425,16 +492,50 @@ class Lab:
         )
         return ServerProcess(proc, ready)
 
-    def _spawn_broker(self, name: str, data: Path) -> _BrokerProcess:
+    def _spawn_broker(self, name: str, data: Path, port: int = 0) -> _BrokerProcess:
         assert self.server is not None
         args = [sys.executable, "-m", "rocketq", "broker", "--namesrv", self.namesrv, "--broker-name", name]
-        args += ["--broker-port", "0", "--data-dir", os.fspath(data)]
+        args += ["--broker-port", str(port), "--data-dir", os.fspath(data), *self.server_args]
         proc = _spawn(args, stdout=subprocess.PIPE, stderr=self._log(name))
         addr = self._first_line(
             proc, f"broker {name}", lambda line: m.group(1) if (m := _BROKER_LISTENING.search(line)) else None
         )
         self.broker_addrs[name] = addr
         return _BrokerProcess(name, proc, addr)
+
+    def _extra_broker(self, name: str) -> _BrokerProcess:
+        for b in self._extra:
+            if b.name == name:
+                return b
+        raise LabError(
+            f"no broker {name!r} of its own in this lab (extra brokers: {[b.name for b in self._extra]})"
+        )
+
+    def stop_broker(self, name: str, *, kill: bool = False, timeout: float = 20.0) -> int:
+        """Stop one of the extra brokers (not the first, which shares its process with the name
+        server): SIGTERM (it unregisters, flushes, checkpoints), or SIGKILL with ``kill``. Its
+        exit code; :meth:`start_broker` brings it back on the same port and data dir."""
+        b = self._extra_broker(name)
+        if b.proc.poll() is None:
+            b.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                b.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                b.proc.kill()
+                b.proc.wait()
+        if b.proc.stdout is not None:
+            b.proc.stdout.close()
+        return b.proc.returncode
+
+    def start_broker(self, name: str) -> str:
+        """Start a stopped extra broker again on its old port and data dir; its address."""
+        b = self._extra_broker(name)
+        if b.proc.poll() is None:
+            raise LabError(f"broker {name} is running")
+        port = int(b.addr.rpartition(":")[2])
+        fresh = self._spawn_broker(name, self.root / name.replace("@", "_"), port)
+        self._extra[self._extra.index(b)] = fresh
+        return fresh.addr
 
     def stop_workers(self, workers: Sequence[Worker], timeout: float = 20.0) -> None:
         """Stop several workers at once: SIGTERM to all, then wait for each."""

@@ -147,6 +147,7 @@ class Producer(SyncFacade[ProducerCore]):
         self._stop(lambda core: core.unregister(), 10.0)
 
     def _stopped(self, core: ProducerCore) -> None:
+        core.close_thread_sockets()
         if core.trace is not None:
             core.trace.shutdown()
 
@@ -251,11 +252,7 @@ class Producer(SyncFacade[ProducerCore]):
         queue: MessageQueue | None = None,
     ) -> SendResult:
         """Send messages of one topic in one request; ``msg_id`` lists their ids joined by commas."""
-        core = self.core
-        return core.instance.loop_thread.call(
-            core.send_batch(msgs, timeout=timeout, queue=queue),
-            timeout=(timeout or self.config.send_msg_timeout) + 5.0,
-        )
+        return self.core.send_batch_blocking(msgs, timeout=timeout, queue=queue)
 
     # ---------------------------------------------------------------- request-reply
 

@@ -167,6 +167,48 @@ _TableUpdate = tuple[
 ]
 
 
+def agreed_view(
+    answers: Mapping[str, Sequence[str] | None], *, timed_out: bool, fallback: str = "union"
+) -> list[str] | None:
+    """The member list to rebalance on, given each broker's answer (None: it did not answer), or
+    None to keep the current share and ask again.
+
+    Before the timeout: the list every broker answered, when they all answered and agree (as sets:
+    the order of an answer is the broker's join order). After it, over the lists that were
+    answered (brokers that did not answer are left out), in the order they first appear:
+
+    - ``"union"`` (the default): every member any broker holds. A consumer one broker lost (cut
+      off, or its heartbeats lost) keeps its share for everyone, itself included - it is alive
+      enough for the other broker - so nobody takes its queues while it still pulls them: no
+      overlap, no repeats; the price is that the queues it cannot reach rest until the brokers
+      agree again (or, for a dead member one broker still lists, until that broker expires it).
+    - ``"intersection"``: only the members all of them hold. The others share the lost member's
+      queues at once; the lost member takes nothing only if it too sees a broker without itself -
+      one cut off from that broker cannot, keeps its share and overlaps the others.
+
+    >>> agreed_view({"a": ["c1", "c2"], "b": ["c2", "c1"]}, timed_out=False)
+    ['c1', 'c2']
+    >>> agreed_view({"a": ["c1", "c2"], "b": ["c2"]}, timed_out=False) is None
+    True
+    >>> agreed_view({"a": ["c2"], "b": ["c1", "c2"]}, timed_out=True)
+    ['c2', 'c1']
+    >>> agreed_view({"a": ["c1", "c2"], "b": ["c2"]}, timed_out=True, fallback="intersection")
+    ['c2']
+    """
+    answered = [list(ids) for ids in answers.values() if ids is not None]
+    if not answered:
+        return [] if timed_out else None
+    first = set(answered[0])
+    if not timed_out:
+        if len(answered) < len(answers) or any(set(ids) != first for ids in answered[1:]):
+            return None
+        return answered[0]
+    if fallback == "intersection":
+        common = first.intersection(*(set(ids) for ids in answered[1:]))
+        return [cid for cid in answered[0] if cid in common]
+    return list(dict.fromkeys(cid for ids in answered for cid in ids))
+
+
 class RebalanceContext(Protocol):
     """What a rebalance needs from the client instance."""
 
@@ -239,6 +281,9 @@ class RebalanceImpl:
         offset_store: OffsetStore | None = None,
         balance: str = "topic",
         pull_max_idle: float = 120.0,
+        consistent_views: bool = False,
+        view_agreement_timeout: float = 2.0,
+        view_fallback: str = "union",
     ) -> None:
         self.group = group
         self.message_model = message_model
@@ -249,6 +294,9 @@ class RebalanceImpl:
         self.offset_store = offset_store
         self.balance = balance
         self.pull_max_idle = pull_max_idle
+        self.consistent_views = consistent_views
+        self.view_agreement_timeout = view_agreement_timeout
+        self.view_fallback = view_fallback
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info: dict[str, frozenset[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
@@ -296,7 +344,10 @@ class RebalanceImpl:
             mine: list[MessageQueue] = list(all_sorted)
             cid_all: list[str] = []
         else:
-            ids = await self.context.find_consumer_id_list(topic, self.group)
+            if self.consistent_views:
+                ids = await self._agreed_consumer_ids(topic)
+            else:
+                ids = await self.context.find_consumer_id_list(topic, self.group)
             if not ids:
                 logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
                 error = "no consumer ids from the brokers"
@@ -326,6 +377,33 @@ class RebalanceImpl:
             trigger, topic, start, client_ids=tuple(cid_all), all_queues=all_sorted, added=added,
             removed=tuple(sorted(removed + expired)), expired=tuple(sorted(expired)), committed=committed,
         )  # fmt: skip
+
+    async def _agreed_consumer_ids(self, topic: str) -> list[str] | None:
+        """Consistent views: ask every broker of ``topic`` for the group's members until they agree,
+        for up to ``view_agreement_timeout`` seconds (retrying after 0.1 s, 1.5x per try, while
+        the current share stays as it is); then :func:`agreed_view`'s fallback (union or
+        intersection of the answers)."""
+        ask = getattr(self.context, "find_consumer_id_lists", None)
+        if ask is None:  # a context that knows one broker only
+            return await self.context.find_consumer_id_list(topic, self.group)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.view_agreement_timeout
+        delay = 0.1
+        while True:
+            answers: Mapping[str, Sequence[str] | None] = await ask(topic, self.group)
+            timed_out = loop.time() >= deadline
+            ids = agreed_view(answers, timed_out=timed_out, fallback=self.view_fallback)
+            if ids is not None:
+                if timed_out and len({tuple(sorted(v)) for v in answers.values() if v is not None}) > 1:
+                    logger.info(
+                        "rebalance of %s for group %s: the brokers disagree after %.1fs (%s); "
+                        "sharing over the %s of their lists: %s",
+                        topic, self.group, self.view_agreement_timeout, dict(answers),
+                        self.view_fallback, ids,
+                    )  # fmt: skip
+                return ids
+            await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+            delay *= 1.5
 
     async def _announce(
         self,

@@ -1,0 +1,188 @@
+"""``rocketq chaos SCENARIO``: rebalance under faults, judged by invariants.
+
+Starts a name server and two brokers, a producer of sequence-numbered messages, and a consumer
+group of separate processes whose traffic all crosses a fault-injecting proxy; plays the
+scenario's seeded schedule of faults; then prints one line per invariant (PASS / FAIL / INFO and
+its figure) and exits 1 if any failed (2 for usage errors). ``--runs K`` runs seeds N..N+K-1 and
+ends with a table of the figures; ``--json`` prints everything as one JSON document. See
+``docs/chaos.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rocketq.chaos.harness import PLACEHOLDERS, ChaosOptions, ChaosResult, consumer_command, run_chaos
+from rocketq.chaos.report import header_lines, result_lines, summary, summary_lines
+from rocketq.chaos.scenarios import SCENARIOS, Form, make_plan
+from rocketq.cli._output import non_negative_float, positive_int, print_json
+from rocketq.cli.main import CliError
+from rocketq.errors import ConfigError
+from rocketq.lab.harness import interrupt_on_sigterm
+
+__all__ = ["register"]
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    listing = "\n".join(f"  {s.name:<16} {s.summary}" for s in SCENARIOS.values())
+    parser = subparsers.add_parser(
+        "chaos",
+        help="rebalance under faults: a seeded fault schedule against a consumer group, judged by invariants",
+        description=(
+            "Run a chaos scenario: a name server and two brokers, a producer of numbered messages, and a "
+            "consumer group of separate processes whose traffic crosses a fault-injecting proxy. Faults "
+            "follow a schedule drawn from --seed (the same seed, the same schedule). Afterwards each "
+            "invariant is a line - lost, duplicates, overlap, orphan, convergence (and for --orderly: "
+            "exclusive, order) with PASS/FAIL and its figure, plus figures (notifications, member-list "
+            "queries, split view) - and the exit code is 1 if any failed.\n\n"
+            "scenarios ('all' runs each):\n" + listing
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("scenario", metavar="SCENARIO", help="a scenario (see above), 'all', or 'list'")
+    parser.add_argument("--seed", type=_seed, default=1, metavar="N", help="the schedule's seed (default 1)")
+    parser.add_argument(
+        "--runs",
+        type=positive_int,
+        default=1,
+        metavar="K",
+        help="run seeds N..N+K-1 and summarise (default 1)",
+    )
+    parser.add_argument(
+        "--consumer-cmd",
+        metavar="CMD",
+        help="run this consumer program instead of `rocketq consume`; it must print the RECV/REBALANCE "
+        f"line contract and stop gracefully on SIGTERM. Placeholders: {' '.join(PLACEHOLDERS)}; "
+        "NAMESRV_ADDR is set too",
+    )
+    parser.add_argument(
+        "--handoff",
+        choices=("default", "clean"),
+        default="default",
+        help="the consumers' handoff mode (passed to rocketq consume; with --consumer-cmd, what the "
+        "program does); clean: duplicates and overlap must be 0 on graceful changes",
+    )
+    parser.add_argument(
+        "--orderly", action="store_true", help="orderly consumption (adds the exclusive and order invariants)"
+    )
+    parser.add_argument(
+        "--short",
+        action="store_true",
+        help="the short form CI runs: 10 s of messages, consumers rebalancing every 5 s on their own",
+    )
+    parser.add_argument(
+        "--notify-coalesce-window",
+        type=non_negative_float,
+        default=0.0,
+        metavar="S",
+        help="the brokers gather a group's member changes for S seconds into one notification per "
+        "member (default 0: RocketMQ's one notification per change)",
+    )
+    parser.add_argument(
+        "--consistent-views",
+        nargs="?",
+        const="union",
+        choices=("union", "intersection"),
+        help="rocketq consume rebalances only on a member list every broker of the topic agrees on, "
+        "after 2 s on the union (default) or intersection of their lists (ignored with --consumer-cmd)",
+    )
+    parser.add_argument(
+        "--rebalance-min-interval",
+        type=non_negative_float,
+        metavar="S",
+        help="passed to rocketq consume: never two rebalances closer than S seconds (its default: 1, "
+        "RocketMQ 5's minInterval; 0: every notification at once, as RocketMQ 4.9.4)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
+    parser.add_argument(
+        "--data-dir", type=Path, metavar="DIR", help="keep the servers' data and logs here (default: temp)"
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.scenario == "list":
+        for s in SCENARIOS.values():
+            print(f"{s.name:<16} {s.summary}")
+        return 0
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    if args.scenario != "all" and args.scenario not in SCENARIOS:
+        raise CliError(f"unknown scenario {args.scenario!r}; scenarios: {', '.join(SCENARIOS)}, all")
+    if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
+        raise CliError(f"data dir {args.data_dir} exists and is not a directory")
+    options = ChaosOptions(
+        seed=args.seed,
+        handoff=args.handoff,
+        orderly=args.orderly,
+        consumer_cmd=args.consumer_cmd,
+        short=args.short,
+        data_dir=args.data_dir,
+        notify_coalesce_window=args.notify_coalesce_window,
+        consistent_views=args.consistent_views,
+        rebalance_min_interval=args.rebalance_min_interval,
+    )
+    try:  # a bad --consumer-cmd is refused before anything starts
+        plan = make_plan(names[0], args.seed, Form(short=args.short))
+        consumer_command(plan, options, "c1", "127.0.0.1:9876")
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    quiet = args.json
+    if args.verbose == 0:
+        # the producer's retries while a broker is down are expected here; say them only with -v
+        logging.getLogger("rocketq.client").setLevel(logging.ERROR)
+
+    def say(text: str) -> None:
+        if not quiet:
+            print(text, flush=True)
+
+    results: list[ChaosResult] = []
+    mode = ", ".join(
+        [f"handoff {args.handoff}"]
+        + (["orderly"] if args.orderly else [])
+        + ([options.fixes()] if options.fixes() else [])
+    )
+    with interrupt_on_sigterm():
+        for name in names:
+            for seed in range(args.seed, args.seed + args.runs):
+                opts = replace(options, seed=seed)
+                if not quiet:
+                    for line in header_lines(make_plan(name, seed, Form(short=args.short)), mode):
+                        say(line)
+                run_dir = None
+                if args.data_dir is not None:
+                    run_dir = args.data_dir / f"{name}-{seed}"
+                result = run_chaos(name, replace(opts, data_dir=run_dir), say)
+                results.append(result)
+                for line in result_lines(result):
+                    say(line)
+                say("")
+    if len(results) > 1:
+        for line in summary_lines(results):
+            say(line)
+    if quiet:
+        doc: Any = (
+            results[0].to_dict()
+            if len(results) == 1
+            else {
+                "runs": [r.to_dict() for r in results],
+                "summary": summary(results),
+            }
+        )
+        print_json(doc)
+    sys.stdout.flush()
+    return 0 if all(r.passed for r in results) else 1
