@@ -37,9 +37,9 @@ from rocketq.protocol import (
 )
 from rocketq.remoting import (
     BlockingRemotingClient,
-    ClientConfig,
     ConnectionListener,
     RemotingClient,
+    RemotingClientConfig,
     RemotingConnection,
     RemotingServer,
     RPCHook,
@@ -263,7 +263,7 @@ def test_close_on_timeout_option_closes_the_connection(arun: Callable[..., Any])
 
         async with RemotingServer() as server:
             server.register_handler(PULL, never)
-            async with RemotingClient(config=ClientConfig(close_on_timeout=True)) as client:
+            async with RemotingClient(config=RemotingClientConfig(close_on_timeout=True)) as client:
                 with pytest.raises(RemotingTimeoutError):
                     await client.invoke(server.address, RemotingCommand.request(PULL), 0.05)
                 conn = client._connections.get(server.address)
@@ -816,7 +816,7 @@ def test_connect_error_and_reconnect_after_server_restart(arun: Callable[..., An
         probe.bind(("127.0.0.1", 0))
         free_port = probe.getsockname()[1]
         probe.close()
-        async with RemotingClient(config=ClientConfig(connect_timeout=1.0)) as client:
+        async with RemotingClient(config=RemotingClientConfig(connect_timeout=1.0)) as client:
             with pytest.raises(RemotingConnectError, match=f"127.0.0.1:{free_port}"):
                 await client.invoke(f"127.0.0.1:{free_port}", RemotingCommand.request(HEART_BEAT), 2.0)
             with pytest.raises(ConfigError):
@@ -878,7 +878,7 @@ def test_long_poll_is_not_idleness(arun: Callable[..., Any]) -> None:
             return request.response(remark="held")
 
         config = ServerConfig(idle_timeout=0.1)
-        client_config = ClientConfig(idle_timeout=0.1)
+        client_config = RemotingClientConfig(idle_timeout=0.1)
         async with RemotingServer(config=config, listener=recorder) as server:
             server.register_handler(PULL, long_poll)
             async with RemotingClient(config=client_config) as client:

@@ -17,8 +17,8 @@ import pytest
 from rocketq.errors import ConfigError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol import FrameDecoder, OpaqueSequence, RemotingCommand, RequestCode, encode_frame
 from rocketq.remoting import (
-    ClientConfig,
     HandlerTable,
+    RemotingClientConfig,
     RemotingConnection,
     ServerConfig,
     describe_exception,
@@ -348,10 +348,10 @@ def test_handler_table_default() -> None:
         lambda: ServerConfig(max_in_flight=0),
         lambda: ServerConfig(write_buffer_low=10, write_buffer_high=5),
         lambda: ServerConfig(write_buffer_high=100, max_write_buffer=50),
-        lambda: ClientConfig(connect_timeout=-1.0),
-        lambda: ClientConfig(request_timeout=0),
+        lambda: RemotingClientConfig(connect_timeout=-1.0),
+        lambda: RemotingClientConfig(request_timeout=0),
         lambda: ServerConfig(write_batch_frames=0),
-        lambda: ClientConfig(write_batch_frames=-1),
+        lambda: RemotingClientConfig(write_batch_frames=-1),
     ],
 )
 def test_config_rejects_nonsense(make: Callable[[], object]) -> None:
@@ -360,7 +360,7 @@ def test_config_rejects_nonsense(make: Callable[[], object]) -> None:
 
 
 def test_config_defaults_are_rocketmqs() -> None:
-    server, client = ServerConfig(), ClientConfig()
+    server, client = ServerConfig(), RemotingClientConfig()
     assert server.idle_timeout == 120.0  # serverChannelMaxIdleTimeSeconds
     assert server.max_frame_size == 16 * 1024 * 1024
     assert server.backlog == 1024

@@ -53,7 +53,7 @@ from rocketq.protocol.trace import (
     decode_trace,
 )
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.config import ClientConfig as RemotingConfig
+from rocketq.remoting.config import RemotingClientConfig
 
 from .monitoring import TOOLS_CONSUMER_GROUP, BrokerRuntime, MessageTrace, QueueRead, trace_events
 from .values import (
@@ -101,7 +101,7 @@ class AsyncAdmin:
     def api(self) -> ClientAPI:
         """The client layer's API over this admin's connections (made on first use)."""
         if self._api is None:
-            self._remoting = RemotingClient(config=RemotingConfig(request_timeout=self.timeout))
+            self._remoting = RemotingClient(config=RemotingClientConfig(request_timeout=self.timeout))
             self._api = ClientAPI(self._remoting, self.namesrv_addrs, timeout=self.timeout)
         return self._api
 

@@ -23,7 +23,7 @@ from rocketq.protocol.bodies import RegisterBrokerBody, TopicConfigSerializeWrap
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
-from rocketq.remoting import ClientConfig, RemotingClient
+from rocketq.remoting import RemotingClient, RemotingClientConfig
 
 __all__ = ["NamesrvRegistrar"]
 
@@ -63,7 +63,7 @@ class NamesrvRegistrar:
         self._initial_delay = initial_delay
         self._timeout = timeout
         self._compressed = compressed
-        self._client = RemotingClient(config=ClientConfig(request_timeout=timeout, idle_timeout=None))
+        self._client = RemotingClient(config=RemotingClientConfig(request_timeout=timeout, idle_timeout=None))
         self._task: asyncio.Task[None] | None = None
         self._soon: asyncio.Event = asyncio.Event()
         self.registrations = 0

@@ -74,7 +74,7 @@ from rocketq.protocol.message import MessageExt, decode_message, decompress_body
 from rocketq.protocol.message_id import HostPort
 from rocketq.protocol.properties import MessageConst, string_to_properties
 from rocketq.remoting.client import RemotingClient
-from rocketq.remoting.config import ClientConfig as RemotingConfig
+from rocketq.remoting.config import RemotingClientConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
 
 __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
@@ -217,7 +217,7 @@ class ClientInstance:
             return
         self._started = True
         self.remoting = RemotingClient(
-            config=RemotingConfig(request_timeout=self.config.mq_client_api_timeout)
+            config=RemotingClientConfig(request_timeout=self.config.mq_client_api_timeout)
         )
         self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)
         self._heartbeat_lock = asyncio.Lock()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from rocketq.remoting.blocking import BlockingHandler, BlockingRemotingClient
 from rocketq.remoting.client import RemotingClient, parse_address
-from rocketq.remoting.config import ClientConfig, ServerConfig
+from rocketq.remoting.config import RemotingClientConfig, ServerConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
     Handler,
@@ -30,13 +30,13 @@ from rocketq.remoting.server import RemotingServer
 __all__ = [
     "BlockingHandler",
     "BlockingRemotingClient",
-    "ClientConfig",
     "ConnectionListener",
     "Handler",
     "HandlerResult",
     "HandlerTable",
     "RPCHook",
     "RemotingClient",
+    "RemotingClientConfig",
     "RemotingConnection",
     "RemotingServer",
     "ServerConfig",

@@ -29,7 +29,7 @@ from rocketq.errors import (
 )
 from rocketq.protocol.calls import Call
 from rocketq.protocol.command import OpaqueSequence, RemotingCommand
-from rocketq.remoting.config import ClientConfig
+from rocketq.remoting.config import RemotingClientConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
     Handler,
@@ -80,9 +80,9 @@ class RemotingClient:
     """
 
     def __init__(
-        self, *, config: ClientConfig | None = None, listener: ConnectionListener | None = None
+        self, *, config: RemotingClientConfig | None = None, listener: ConnectionListener | None = None
     ) -> None:
-        self.config = config if config is not None else ClientConfig()
+        self.config = config if config is not None else RemotingClientConfig()
         self.handlers = HandlerTable()
         self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
         self._opaques = OpaqueSequence()

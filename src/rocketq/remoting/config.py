@@ -14,7 +14,7 @@ from rocketq.errors import ConfigError
 from rocketq.protocol.frame import DEFAULT_MAX_EXT_FIELDS, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
 from rocketq.remoting.guard import DEFAULT_REQUEST_LIMITS, RequestLimit
 
-__all__ = ["ClientConfig", "ServerConfig"]
+__all__ = ["RemotingClientConfig", "ServerConfig"]
 
 
 def _check_positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
@@ -138,7 +138,7 @@ class ServerConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ClientConfig:
+class RemotingClientConfig:
     """How a :class:`~rocketq.remoting.RemotingClient` connects and waits."""
 
     #: Seconds to establish a TCP connection (RocketMQ ``connectTimeoutMillis`` = 3000).
