@@ -200,7 +200,7 @@ def add_broker_options(
         metavar="S",
         help="gather a consumer group's member changes for S seconds into one notification per member, "
         "sent to the members it has then (default 0: RocketMQ's one notification per change; "
-        "0.2-0.5 tames a rolling deploy's notification storm)",
+        "1.5 halved a rolling deploy's notifications in rocketq chaos, see docs/chaos.md)",
     )
 
 
