@@ -166,6 +166,9 @@ class PullStatus(enum.Enum):
     NO_NEW_MSG = "NO_NEW_MSG"
     NO_MATCHED_MSG = "NO_MATCHED_MSG"
     OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+    #: rocketq only: the pull carried the consumer's view of the broker's group and the broker's
+    #: differs (``RocketQResponseCode.PULL_VIEW_CHANGED``); no messages, rebalance first
+    VIEW_CHANGED = "VIEW_CHANGED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +183,8 @@ class PullResult:
     suggest_which_broker_id: int = 0
     body: bytes = b""
     remark: str = ""
+    #: VIEW_CHANGED: the broker's read queue count of the topic (-1: not said)
+    view_queue_nums: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,14 +224,14 @@ def test_consumer_options() -> None:
     assert "orderly" not in str(opts)  # orderly is the listener's kind, not a config field
     from rocketq.client import PushConsumerConfig
 
-    for words, fallback in (
-        (["--consistent-views"], "union"),
-        (["--consistent-views", "intersection"], "intersection"),
-    ):
-        opts = consumer_options(consume_ns(*words))
-        assert (opts["consistent_views"], opts["view_fallback"]) == (True, fallback)
-        assert PushConsumerConfig(**opts).view_fallback == fallback
-    assert not PushConsumerConfig().consistent_views  # off: RocketMQ's one random broker
+    for mode in ("per-broker", "union", "intersection", "off"):
+        opts = consumer_options(consume_ns("--consistent-views", mode))
+        assert opts["consistent_views"] == mode
+        assert PushConsumerConfig(**opts).consistent_views == mode
+    assert PushConsumerConfig().consistent_views == "per-broker"
+    assert PushConsumerConfig().view_fence
+    assert consumer_options(consume_ns("--no-view-fence"))["view_fence"] is False
+    assert "view_fence" not in consumer_options(consume_ns())
     for bad in (["--from", "soon"], ["--strategy", "NOPE"]):
         with pytest.raises(CliError):
             consumer_options(consume_ns(*bad))

@@ -421,9 +421,8 @@ def make_views(
         hooks=hooks,
         log=RebalanceLog(16),
         offset_store=store,
-        consistent_views=True,
+        consistent_views=fallback,
         view_agreement_timeout=timeout,
-        view_fallback=fallback,
     )
     impl.set_subscription(SubscriptionData.build(T, "*", sub_version=1))
     impl.topic_subscribe_info[T] = frozenset(qs(16))
@@ -486,3 +485,71 @@ def test_consistent_views_after_the_timeout_the_intersection_leaves_it_out() -> 
     impl3, _ = make_views("c@3", [split], timeout=0.3, fallback="intersection")
     run(impl3)
     assert impl3.process_queue_table == {}
+
+
+# ------------------------------------------------------------------ per-broker views
+
+
+@pytest.mark.parametrize("n_consumers", [1, 2, 3, 5])
+def test_per_broker_views_share_exactly_as_the_strategy_when_the_brokers_agree(n_consumers: int) -> None:
+    ids = [f"c@{i}" for i in range(n_consumers)]
+    lists: dict[str, list[str] | None] = {"broker-a": ids, "broker-b": list(reversed(ids))}
+    for cid in ids:
+        impl, ctx = make_views(cid, [lists], fallback="per-broker")
+        [record] = run(impl)
+        expected, _, _ = allocate_topic(get_strategy("AVG"), "g", cid, T, qs(16), ids)
+        assert sorted(impl.process_queue_table) == sorted(expected)
+        assert ctx.asked == 1  # no waiting for agreement
+        assert record.client_ids == tuple(sorted(ids))
+
+
+def test_per_broker_views_give_every_queue_one_owner_while_the_brokers_disagree() -> None:
+    # c@3 is cut off from broker-b: broker-b lists c@1 and c@2 only and c@3 cannot ask it
+    seen_by_others = {"broker-a": ["c@1", "c@2", "c@3"], "broker-b": ["c@1", "c@2"]}
+    seen_by_c3: dict[str, list[str] | None] = {"broker-a": ["c@1", "c@2", "c@3"], "broker-b": None}
+    owned: list[MessageQueue] = []
+    for cid, answers in (("c@1", seen_by_others), ("c@2", seen_by_others), ("c@3", seen_by_c3)):
+        impl, _ = make_views(cid, [answers], fallback="per-broker")
+        run(impl)
+        owned.extend(impl.process_queue_table)
+        if cid == "c@3":
+            assert {mq.broker_name for mq in impl.process_queue_table} == {"broker-a"}
+    assert sorted(owned) == qs(16)  # each queue exactly once, none orphaned
+
+
+def test_per_broker_views_record_each_brokers_digest_for_the_fence() -> None:
+    from rocketq.protocol.calls import view_digest
+
+    answers: dict[str, list[str] | None] = {"broker-a": ["c@2", "c@1"], "broker-b": None}
+    impl, _ = make_views("c@1", [answers], fallback="per-broker")
+    run(impl)
+    a_queues = sum(1 for mq in qs(16) if mq.broker_name == "broker-a")
+    assert impl.views == {(T, "broker-a"): view_digest(["c@1", "c@2"], a_queues)}
+
+
+def test_a_brokers_own_queue_count_outranks_a_stale_route_until_the_route_agrees() -> None:
+    impl, _ = make_views("c@1", [{"broker-a": ["c@1"]}], fallback="per-broker")
+    route = frozenset(MessageQueue(T, "broker-a", i) for i in range(4))
+    impl.set_topic_queues(T, route)
+    assert impl.broker_said_queue_nums(T, "broker-a", 6)
+    assert len(impl.topic_subscribe_info[T]) == 6
+    assert not impl.broker_said_queue_nums(T, "broker-a", 6)  # already known
+    assert not impl.set_topic_queues(T, route)  # the stale route again: the broker's word stands
+    assert len(impl.topic_subscribe_info[T]) == 6
+    fresh = frozenset(MessageQueue(T, "broker-a", i) for i in range(6))
+    impl.set_topic_queues(T, fresh)
+    assert impl.broker_queue_nums == {}  # the route caught up: no correction left
+    assert impl.set_topic_queues(T, route)  # and a later shrink of the route is believed again
+    assert len(impl.topic_subscribe_info[T]) == 4
+
+
+def test_wait_rebalanced_returns_when_the_next_rebalance_ends() -> None:
+    impl, _ = make_views("c@1", [{"broker-a": ["c@1"], "broker-b": ["c@1"]}], fallback="per-broker")
+
+    async def scenario() -> tuple[bool, bool]:
+        waiter = asyncio.ensure_future(impl.wait_rebalanced(5.0))
+        await asyncio.sleep(0)
+        await impl.do_rebalance(RebalanceTrigger.VIEW)
+        return await waiter, await impl.wait_rebalanced(0.01)
+
+    assert asyncio.run(scenario()) == (True, False)

@@ -107,8 +107,11 @@ class ChaosOptions:
     data_dir: Path | None = None
     #: the brokers' ``--notify-coalesce-window`` (0: RocketMQ's one notification per change)
     notify_coalesce_window: float = 0.0
-    #: the default command's ``--consistent-views`` fallback ("union" / "intersection"; None: off)
+    #: the default command's ``--consistent-views`` ("per-broker", "union", "intersection", "off";
+    #: None: rocketq consume's default, per-broker)
     consistent_views: str | None = None
+    #: False: the default command runs with ``--no-view-fence``
+    view_fence: bool = True
     #: the default command's ``--rebalance-min-interval`` (None: its default, 0 as RocketMQ 4.9.4)
     rebalance_min_interval: float | None = None
 
@@ -119,6 +122,8 @@ class ChaosOptions:
             words.append(f"coalesce {self.notify_coalesce_window:g}s")
         if self.consistent_views:
             words.append(f"consistent views ({self.consistent_views})")
+        if not self.view_fence:
+            words.append("no view fence")
         if self.rebalance_min_interval is not None:
             words.append(f"min interval {self.rebalance_min_interval:g}s")
         return ", ".join(words)
@@ -132,6 +137,7 @@ class ChaosOptions:
             "short": self.short,
             "notify_coalesce_window": self.notify_coalesce_window,
             "consistent_views": self.consistent_views,
+            "view_fence": self.view_fence,
             "rebalance_min_interval": self.rebalance_min_interval,
         }
 
@@ -223,6 +229,8 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
             args.append("--orderly")
         if options.consistent_views:
             args += ["--consistent-views", options.consistent_views]
+        if not options.view_fence:
+            args.append("--no-view-fence")
         if options.rebalance_min_interval is not None:
             args += ["--rebalance-min-interval", f"{options.rebalance_min_interval:g}"]
         return args

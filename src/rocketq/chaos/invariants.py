@@ -11,15 +11,18 @@ hand. The definitions, in the words ``docs/chaos.md`` uses:
 * **lost** - messages the producer had acknowledged that no consumer printed by the end of the
   run (after every fault healed). Must be 0.
 * **duplicates** - ``RECV`` lines of a message (broker, queue, offset) already printed before.
-  A repeat is *within the bound* when it is a handoff's re-read: the consumer that repeated it
-  had started its run of pulls on the queue (from a committed offset) after the earlier consumer
-  had fetched the message. The *bound* is how many such re-reads the handoffs did (messages fetched
-  by one consumer before another started on their queue from an offset below them). A repeat
+  A repeat is *within the bound* when it is a handoff's re-read: the consumer that fetched it
+  second had started its run of pulls on the queue (from a committed offset) after the other
+  had fetched it (whichever printed it first). The *bound* is how many such re-reads the
+  handoffs did (messages fetched by one consumer before another started on their queue from an
+  offset below them). A repeat
   fetched by two consumers pulling the queue at the same time is *beyond the bound*. Default
   mode: none beyond; clean handoff with graceful changes: no duplicates at all.
-* **overlap** - queue-seconds during which two or more consumers held the same queue, after all
-  first members were up. Clean handoff: 0. Default mode: no single episode longer than the
-  scenario's transition bound (a handoff's own moment, not two owners that both believe it).
+* **overlap** - queue-seconds during which two or more consumers *pulled* the same queue (held it
+  by pulls), after all first members were up. Clean handoff: 0. Default mode: no single episode
+  longer than the scenario's transition bound (a handoff's own moment, not two owners that both
+  believe it). The figure with messages in hand too (an old owner finishing, after the move, what
+  it fetched before it) is reported beside it and not judged: no client can call a listener back.
 * **orphan** - queue-seconds during which nobody held a queue, after all first members were up;
   time a queue's broker was down, and time its holder was paused (SIGSTOP), are reported apart.
   No single episode longer than the scenario's bound.
@@ -204,7 +207,7 @@ def removals(tl: Timeline) -> dict[tuple[str, QueueRef], list[float]]:
     return out
 
 
-def holdings(tl: Timeline, gap: float = 1.0) -> Holdings:
+def holdings(tl: Timeline, gap: float = 1.0, *, in_hand: bool = True) -> Holdings:
     """Per queue and consumer, the intervals it held the queue (see the module docstring).
 
     A pull counts from when it was sent until it was answered - or until the consumer's line
@@ -214,7 +217,8 @@ def holdings(tl: Timeline, gap: float = 1.0) -> Holdings:
     it was answered until it was printed (it was in the consumer's hands all that time: cached,
     or in its listener), whatever its lines said meanwhile. Only
     messages printed from the topic's own queues count (not those redelivered through the
-    group's retry topic, whose queues bear the same names)."""
+    group's retry topic, whose queues bear the same names). ``in_hand=False``: pulls only (what
+    the ``overlap`` invariant judges: two consumers *pulling* one queue)."""
     gave_up = removals(tl)
     stored = {s.seq: (s.queue, s.offset) for s in tl.sent}
     acts: dict[QueueRef, dict[str, list[Interval]]] = {}
@@ -226,7 +230,7 @@ def holdings(tl: Timeline, gap: float = 1.0) -> Holdings:
             end = min(end, times[i])
         acts.setdefault(p.queue, {}).setdefault(p.consumer, []).append((p.sent, end))
     pulls = _pulls_by(tl)
-    for r in tl.recvs:
+    for r in tl.recvs if in_hand else ():
         seq = seq_of(r.body)
         if seq is not None and stored.get(seq, (r.queue, r.offset)) != (r.queue, r.offset):
             continue
@@ -418,11 +422,14 @@ def duplicates(tl: Timeline, exp: Expectations) -> InvariantResult:
             theirs = pulls.get((earlier.consumer, r.queue), [])
             i = _fetch(mine, r.offset, r.t)
             j = _fetch(theirs, r.offset, earlier.t)
-            handoff = (
-                i is not None
-                and j is not None
-                and theirs[j].answered <= starts[(r.consumer, r.queue)][i] + _EPS
-            )
+            if i is not None and j is not None:
+                # by fetch, not by print: the consumer that fetched it second must have begun its
+                # run on the queue after the first had fetched it (an old owner may print what
+                # it fetched before the move after the new owner re-read it: still a re-read)
+                if theirs[j].answered <= mine[i].answered:
+                    handoff = theirs[j].answered <= starts[(r.consumer, r.queue)][i] + _EPS
+                else:
+                    handoff = mine[i].answered <= starts[(earlier.consumer, r.queue)][j] + _EPS
         if handoff:
             within += 1
         else:
@@ -484,8 +491,9 @@ def _episodes(pieces: Iterable[tuple[QueueRef, Interval]]) -> list[tuple[QueueRe
     return [(q, iv) for q, ivs in by.items() for iv in merge(ivs)]
 
 
-def overlap(tl: Timeline, hold: Holdings, start: float, exp: Expectations) -> InvariantResult:
-    """Queue-seconds held by two or more consumers at once, after ``start``."""
+def _overlap_episodes(
+    tl: Timeline, hold: Holdings, start: float
+) -> list[tuple[QueueRef, Interval, set[str]]]:
     eps: list[tuple[QueueRef, Interval, set[str]]] = []
     for q in tl.queues:
         for seg in segments(hold, q, max(start, _appeared(tl, q)), tl.t_end):
@@ -495,6 +503,18 @@ def overlap(tl: Timeline, hold: Holdings, start: float, exp: Expectations) -> In
                 eps[-1] = (q, (eps[-1][1][0], seg.end), eps[-1][2] | seg.holders)
             else:
                 eps.append((q, (seg.start, seg.end), set(seg.holders)))
+    return eps
+
+
+def overlap(
+    tl: Timeline, hold: Holdings, start: float, exp: Expectations, pulling: Holdings | None = None
+) -> InvariantResult:
+    """Queue-seconds two or more consumers *pulled* the same queue at once, after ``start``
+    (``pulling``: :func:`holdings` without messages in hand; None: judge ``hold`` itself). The
+    longer figure with messages in hand - an old owner finishing what it fetched before the
+    move - is reported beside it: no client can call a listener back, so it is not judged."""
+    eps = _overlap_episodes(tl, hold if pulling is None else pulling, start)
+    handled = _length(iv for _, iv, _ in _overlap_episodes(tl, hold, start)) if pulling is not None else None
     shorter = [e for e in eps if e[1][1] - e[1][0] < exp.resolution]
     eps = [e for e in eps if e[1][1] - e[1][0] >= exp.resolution]
     total = _length(iv for _, iv, _ in eps)
@@ -510,19 +530,20 @@ def overlap(tl: Timeline, hold: Holdings, start: float, exp: Expectations) -> In
         f"{format_queue(q)} {a - tl.t0:+.1f}..{b - tl.t0:+.1f} s by {','.join(sorted(who))}"
         for q, (a, b), who in worst
     )
-    detail = f"{len(eps)} episodes, longest {longest:.2f} s ({rule})"
+    detail = f"{len(eps)} episodes of two pulling, longest {longest:.2f} s ({rule})"
     if shorter:
         detail += f"; {len(shorter)} under the {exp.resolution * 1000:g} ms resolution not counted"
     if sample:
         detail += f"; {sample}"
-    return InvariantResult(
-        "overlap",
-        ok,
-        total,
-        "s",
-        detail,
-        {"episodes": len(eps), "longest_s": round(longest, 3), "below_resolution": len(shorter)},
-    )
+    data: dict[str, Any] = {
+        "episodes": len(eps),
+        "longest_s": round(longest, 3),
+        "below_resolution": len(shorter),
+    }
+    if handled is not None:
+        detail += f"; with messages in hand {handled:.2f} s (not judged)"
+        data["with_in_hand_s"] = round(handled, 3)
+    return InvariantResult("overlap", ok, total, "s", detail, data)
 
 
 def orphan(tl: Timeline, hold: Holdings, start: float, exp: Expectations) -> InvariantResult:
@@ -774,7 +795,13 @@ def evaluate(tl: Timeline, exp: Expectations) -> tuple[list[InvariantResult], fl
     hold = holdings(tl, exp.gap)
     up = startup_time(tl, hold)
     start = up if up < math.inf else tl.t_end
-    results = [lost(tl), duplicates(tl, exp), overlap(tl, hold, start, exp), orphan(tl, hold, start, exp)]
+    pulling = holdings(tl, exp.gap, in_hand=False)
+    results = [
+        lost(tl),
+        duplicates(tl, exp),
+        overlap(tl, hold, start, exp, pulling),
+        orphan(tl, hold, start, exp),
+    ]
     results.append(convergence(tl, hold, exp))
     if exp.orderly:
         results.extend(orderly(tl, exp))

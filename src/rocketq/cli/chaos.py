@@ -95,11 +95,17 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--consistent-views",
-        nargs="?",
-        const="union",
-        choices=("union", "intersection"),
-        help="rocketq consume rebalances only on a member list every broker of the topic agrees on, "
-        "after 2 s on the union (default) or intersection of their lists (ignored with --consumer-cmd)",
+        choices=("per-broker", "union", "intersection", "off"),
+        metavar="per-broker|union|intersection|off",
+        help="passed to rocketq consume: which member list its rebalances share the queues over "
+        "(default per-broker; off: RocketMQ's one random broker; ignored with --consumer-cmd)",
+    )
+    parser.add_argument(
+        "--no-view-fence",
+        dest="view_fence",
+        action="store_false",
+        help="passed to rocketq consume: pulls without the consumer's view, so the broker cannot "
+        "refuse a stale one (ignored with --consumer-cmd)",
     )
     parser.add_argument(
         "--rebalance-min-interval",
@@ -134,6 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         notify_coalesce_window=args.notify_coalesce_window,
         consistent_views=args.consistent_views,
+        view_fence=args.view_fence,
         rebalance_min_interval=args.rebalance_min_interval,
     )
     try:  # a bad --consumer-cmd is refused before anything starts

@@ -36,6 +36,7 @@ import argparse
 import hashlib
 import json
 import os
+import queue
 import select
 import signal
 import stat
@@ -134,12 +135,19 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--consistent-views",
-        nargs="?",
-        const="union",
-        choices=("union", "intersection"),
-        help="rebalance only on a member list every broker of the topic agrees on (asked each "
-        "rebalance) instead of one random broker's; after 2 s of disagreement, on the union of their "
-        "lists (the default) or their intersection",
+        choices=("per-broker", "union", "intersection", "off"),
+        metavar="per-broker|union|intersection|off",
+        help="which member list a rebalance shares the queues over: per-broker (default: every broker "
+        "is asked, and each broker's queues are shared over the members it lists), union or "
+        "intersection (every broker is asked and the rebalance waits up to 2 s for them to agree, "
+        "then takes the union or intersection of their lists), off (RocketMQ: one random broker)",
+    )
+    parser.add_argument(
+        "--no-view-fence",
+        dest="view_fence",
+        action="store_false",
+        help="do not send the consumer's view with its pulls (by default rocketq's broker refuses a "
+        "pull made on a member list or queue count it no longer has, and the consumer rebalances first)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     parser.add_argument(
@@ -245,8 +253,9 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.trace:
         options["trace"] = True
     if getattr(args, "consistent_views", None):
-        options["consistent_views"] = True
-        options["view_fallback"] = args.consistent_views
+        options["consistent_views"] = args.consistent_views
+    if not getattr(args, "view_fence", True):
+        options["view_fence"] = False
     return options
 
 
@@ -284,7 +293,9 @@ class ConsumeOutput:
         self.digests: set[int] = set()
         self.duplicates = 0
         self._lock = threading.Lock()
-        self._topics_seen: set[str] = set()
+        self._topics_seen: set[str] = set()  # touched on the client's loop only
+        self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
 
     def tracking_note(self) -> str:
         """Why the duplicate count may be low: messages past the first :data:`TRACKED_BODIES` distinct."""
@@ -305,6 +316,7 @@ class ConsumeOutput:
             if self.done.is_set() or (self.limit is not None and self.received >= self.limit):
                 return False
             self.received += 1
+            self._write_queued()
             digest = int.from_bytes(hashlib.blake2b(msg.msg_id.encode(), digest_size=8).digest(), "little")
             if digest in self.digests:
                 self.duplicates += 1
@@ -343,22 +355,56 @@ class ConsumeOutput:
         self._write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
     def rebalance(self, record: RebalanceRecord) -> None:
+        """A rebalance record, from the client's event loop: its line is written by a thread of
+        its own, so a stdout that is slow to drain (a slow reader, a full pipe, the listener's
+        own lines blocked in it) never stops the client's loop - its pulls, heartbeats and the
+        rebalance that is dropping the queues it gave up."""
         if record.topic != self.topic:
             return
-        with self._lock:
-            first = record.topic not in self._topics_seen
-            self._topics_seen.add(record.topic)
-            if not (record.changed or first or record.error):
-                return
-            if self.json:
-                self._write_json(
-                    {"type": "rebalance", "ts_ms": time.time_ns() // 1_000_000, **record.to_dict()}
-                )
-            else:
-                line = record.line()
-                if record.error:
-                    line += f" error={record.error.replace(' ', '_')}"
+        first = record.topic not in self._topics_seen
+        self._topics_seen.add(record.topic)
+        if not (record.changed or first or record.error):
+            return
+        if self.json:
+            line = json.dumps(
+                {"type": "rebalance", "ts_ms": time.time_ns() // 1_000_000, **record.to_dict()},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
+        else:
+            line = record.line()
+            if record.error:
+                line += f" error={record.error.replace(' ', '_')}"
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_lines, name="consume-lines", daemon=True)
+            self._writer.start()
+        self._lines.put(line)
+
+    def _write_lines(self) -> None:
+        while (line := self._lines.get()) is not None:
+            with self._lock:
                 self._write(line)
+                self._write_queued()
+
+    def _write_queued(self) -> None:
+        """Write the rebalance lines queued so far (holding ``_lock``): a RECV line is written after
+        the REBALANCE lines that came before it."""
+        while True:
+            try:
+                line = self._lines.get_nowait()
+            except queue.Empty:
+                return
+            if line is None:  # close() is waiting for the writer: leave it the end mark
+                self._lines.put(None)
+                return
+            self._write(line)
+
+    def close(self) -> None:
+        """Write the rebalance lines still queued (call after the consumer stopped)."""
+        if self._writer is not None:
+            self._lines.put(None)
+            self._writer.join()
+            self._writer = None
 
 
 class _Stop:
@@ -467,6 +513,7 @@ def _run(args: argparse.Namespace) -> int:
         try:
             consumer.shutdown()
         finally:
+            output.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     elapsed = time.monotonic() - began

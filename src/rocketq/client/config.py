@@ -374,14 +374,28 @@ class PushConsumerConfig:
     #: another consumer still holds (ours; the delay grows 1.5x per failed attempt).
     lease_retry_min: float = 0.05
     lease_retry_max: float = 1.0
-    #: Consistent views (ours): a rebalance asks every broker of the topic for the group's members
-    #: and acts when they agree, or after ``view_agreement_timeout`` seconds on the ``view_fallback``
-    #: of their answers: ``"union"`` or ``"intersection"`` (see
-    #: :func:`rocketq.client.rebalance.impl.agreed_view`). Off: RocketMQ's one random broker per
-    #: rebalance, whose answer may differ from the one another consumer got.
-    consistent_views: bool = False
+    #: Which member list a rebalance shares the queues over (ours; see ``docs/chaos.md``):
+    #:
+    #: - ``"per-broker"`` (the default): every broker of the topic is asked at once, and each
+    #:   broker's queues are shared over the members *that broker* lists (the strategy still sees
+    #:   every queue of the topic, so when the brokers agree the share is exactly the strategy's);
+    #:   a broker that does not answer gives this consumer none of its queues. Consumers that
+    #:   asked alike agree on every queue's owner even while the brokers disagree (a member cut
+    #:   off from one broker, or expired by it), with no wait.
+    #: - ``"union"`` / ``"intersection"``: every broker is asked and the rebalance acts when they
+    #:   agree, or after ``view_agreement_timeout`` seconds on the union or intersection of their
+    #:   lists (see :func:`rocketq.client.rebalance.impl.agreed_view`).
+    #: - ``"off"``: RocketMQ's one random broker per rebalance, whose answer may differ from the
+    #:   one another consumer got.
+    consistent_views: Literal["per-broker", "union", "intersection", "off"] = "per-broker"
     view_agreement_timeout: float = 2.0
-    view_fallback: Literal["union", "intersection"] = "union"
+    #: View fence (ours): every pull carries the digest of the member list and queue count this
+    #: consumer allocated the broker's queues with (``rqView``); rocketq's broker refuses it when its
+    #: own differ (``PULL_VIEW_CHANGED``) and the consumer rebalances before it pulls that queue
+    #: again, so a consumer acting on a stale view fetches nothing another member may own. A
+    #: RocketMQ broker ignores the field. Used with the per-broker, union and intersection views
+    #: (they know each broker's list).
+    view_fence: bool = True
 
     def __post_init__(self) -> None:
         _convert_enums(self, message_model=MessageModel, consume_from_where=ConsumeFromWhere)
@@ -419,8 +433,11 @@ class PushConsumerConfig:
             raise ConfigError("unlock_delay and handoff_await must be >= 0")
         if self.lease_retry_max < self.lease_retry_min:
             raise ConfigError("lease_retry_max must be >= lease_retry_min")
-        if self.view_fallback not in ("union", "intersection"):
-            raise ConfigError(f"view_fallback must be 'union' or 'intersection', got {self.view_fallback!r}")
+        if self.consistent_views not in ("per-broker", "union", "intersection", "off"):
+            raise ConfigError(
+                "consistent_views must be 'per-broker', 'union', 'intersection' or 'off', "
+                f"got {self.consistent_views!r}"
+            )
         if self.balance not in ("topic", "group"):
             raise ConfigError(f"balance must be 'topic' or 'group', got {self.balance!r}")
         if len(self.consume_timestamp) != 14 or not self.consume_timestamp.isdigit():

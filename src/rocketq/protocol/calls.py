@@ -29,6 +29,7 @@ rocketq.errors.TopicNotExistError: CODE: 17 DESC: no such topic
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ from rocketq.protocol.bodies import (
     TopicStatsTable,
     UnlockBatchRequestBody,
 )
-from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode
+from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode, RocketQResponseCode
 from rocketq.protocol.command import FLAG_ONEWAY, RemotingCommand
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -102,6 +103,8 @@ from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 __all__ = [
     "PULL_STATUS",
+    "VIEW_FIELD",
+    "VIEW_QUEUES_FIELD",
     "Call",
     "SendResponse",
     "check",
@@ -146,6 +149,7 @@ __all__ = [
     "unlock_batch_mq",
     "unregister_client",
     "update_consumer_offset",
+    "view_digest",
     "view_message_by_id",
 ]
 
@@ -386,11 +390,32 @@ PULL_STATUS: Final[dict[int, PullStatus]] = {
 """The pull status each pull response code means (any other code is an error)."""
 
 
+VIEW_FIELD: Final = "rqView"
+"""The ext field of a PULL_MESSAGE (rocketq's consumers) and of a PULL_VIEW_CHANGED answer: a
+:func:`view_digest`. A RocketMQ broker ignores it; rocketq's checks it (see ``docs/chaos.md``)."""
+VIEW_QUEUES_FIELD: Final = "rqViewQueues"
+"""The ext field of a PULL_VIEW_CHANGED answer: the broker's read queue count of the topic."""
+
+
+def view_digest(client_ids: Iterable[str], queue_nums: int) -> str:
+    """The digest of what a consumer allocated one broker's queues of a topic with: the group's
+    members as that broker listed them (a set: order and repeats do not count) and the broker's
+    read queue count. Consumer and broker compute it alike; equal digests mean equal inputs.
+
+    >>> view_digest(["c2", "c1", "c1"], 4) == view_digest(["c1", "c2"], 4) != view_digest(["c1"], 4)
+    True
+    """
+    text = "\n".join(sorted(set(client_ids))) + f"\n#{queue_nums}"
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def parse_pull_response(response: RemotingCommand) -> PullResult:
     """A pull's answer as a :class:`~rocketq.models.PullResult` (body kept only when FOUND);
     other codes raise their BrokerError."""
     status = PULL_STATUS.get(response.code)
     if status is None:
+        if response.code == RocketQResponseCode.PULL_VIEW_CHANGED:
+            return _view_changed(response)
         raise BrokerError.for_code(response.code, response.remark)
     rh = PullMessageResponseHeader.from_ext_fields(response.ext_fields)
     return PullResult(
@@ -404,11 +429,25 @@ def parse_pull_response(response: RemotingCommand) -> PullResult:
     )
 
 
-def pull_message(header: PullMessageRequestHeader) -> Call[PullResult]:
+def _view_changed(response: RemotingCommand) -> PullResult:
+    ext = response.ext_fields
+    try:
+        queue_nums = int(ext.get(VIEW_QUEUES_FIELD, "-1"))
+        next_offset = int(ext.get("nextBeginOffset", "-1"))
+    except ValueError:
+        raise RemoteProtocolError(f"a PULL_VIEW_CHANGED answer with bad fields: {ext!r}") from None
+    return PullResult(
+        PullStatus.VIEW_CHANGED, next_offset, -1, -1, remark=response.remark or "", view_queue_nums=queue_nums
+    )
+
+
+def pull_message(header: PullMessageRequestHeader, *, view: str | None = None) -> Call[PullResult]:
     """PULL_MESSAGE: up to ``max_msg_nums`` messages from ``queue_offset`` (FOUND, NO_NEW_MSG,
-    NO_MATCHED_MSG or OFFSET_ILLEGAL)."""
+    NO_MATCHED_MSG or OFFSET_ILLEGAL). ``view``: the consumer's :func:`view_digest` of the broker,
+    sent as ``rqView``; rocketq's broker answers VIEW_CHANGED when its own differs."""
+    fields = header.to_ext_fields(extra={VIEW_FIELD: view}) if view is not None else header.to_ext_fields()
     return Call(
-        _request(RequestCode.PULL_MESSAGE, header.to_ext_fields()),
+        _request(RequestCode.PULL_MESSAGE, fields),
         parse_pull_response,
         f"pull of {header.topic} queue {header.queue_id} at {header.queue_offset}",
     )

@@ -24,6 +24,7 @@ __all__ = [
     "RequestCode",
     "ResponseCode",
     "RocketQRequestCode",
+    "RocketQResponseCode",
     "SerializeType",
     "code_name",
     "version_name",
@@ -298,6 +299,16 @@ class RocketQRequestCode(IntEnum):
     ``consumerGroup`` optional); the body is ``{"duplicates": [{"group", "clientId", "addresses"}]}``."""
 
 
+class RocketQResponseCode(IntEnum):
+    """Answers only rocketq's broker gives, and only to requests that asked for them (a field only
+    rocketq's clients send), so a RocketMQ client never sees one."""
+
+    PULL_VIEW_CHANGED = 10951
+    """A pull carried ``rqView`` (the member list and queue count the consumer allocated this
+    broker's queues with) and the broker's own differ now: no messages; the answer's
+    ``rqView``/``rqViewQueues`` fields say the broker's. See :func:`rocketq.protocol.calls.view_digest`."""
+
+
 class PullSysFlag(IntFlag):
     """The ``sysFlag`` bits of a ``PULL_MESSAGE`` request (RocketMQ's ``PullSysFlag``)."""
 
@@ -319,7 +330,10 @@ def code_name(code: int, *, response: bool) -> str:
     except ValueError:
         if not response and code in _ROCKETQ_CODES:
             return f"{RocketQRequestCode(code).name}({code})"
+        if response and code in _ROCKETQ_RESPONSES:
+            return f"{RocketQResponseCode(code).name}({code})"
         return f"UNKNOWN({code})"
 
 
 _ROCKETQ_CODES: Final = frozenset(int(c) for c in RocketQRequestCode)
+_ROCKETQ_RESPONSES: Final = frozenset(int(c) for c in RocketQResponseCode)

@@ -43,6 +43,15 @@ its ``suspendTimeoutMillis`` (capped by ``broker_suspend_max_time``) runs out; t
 run again without permission to suspend and its answer written on the request's connection. One
 loop timer follows the earliest deadline, so a timed-out pull is answered on time, not up to 5 s
 late as in RocketMQ. The piggy-backed commit offset (flag 1) is stored on the first run only.
+
+**View fence (rocketq only).** A pull carrying ``rqView`` - rocketq's push consumers send the
+:func:`~rocketq.protocol.calls.view_digest` of the member list this broker gave their last
+rebalance and of this broker's queue count they allocated with - is checked against the group's
+members and the topic's read queues here now, on the first run and again when a held pull wakes.
+When they differ the answer is ``PULL_VIEW_CHANGED`` with no messages (the commit offset is still
+stored) and the broker's digest and queue count, so a consumer acting on a stale view (a lost
+notification, a pause, a stale route) cannot fetch from a queue another member may own now. A pull
+without the field (RocketMQ's clients) is served as RocketMQ serves it.
 """
 
 from __future__ import annotations
@@ -59,7 +68,8 @@ from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter
 from rocketq.broker.longpoll import PullHoldTable
 from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
-from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
+from rocketq.protocol.calls import VIEW_FIELD, VIEW_QUEUES_FIELD, view_digest
+from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, RocketQResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import encode_message
@@ -110,6 +120,7 @@ _SUCCESS: Final = int(ResponseCode.SUCCESS)
 _PULL_NOT_FOUND: Final = int(ResponseCode.PULL_NOT_FOUND)
 _PULL_OFFSET_MOVED: Final = int(ResponseCode.PULL_OFFSET_MOVED)
 _ROCKETMQ: Final = SerializeType.ROCKETMQ
+_VIEW_CHANGED: Final = int(RocketQResponseCode.PULL_VIEW_CHANGED)
 _FOUND: Final = GetMessageStatus.FOUND
 _S = GetMessageStatus
 #: What a pull answers for a store status: the response code and the remark (the status's name,
@@ -254,6 +265,19 @@ class PullProcessor:
             raise system_error(property_filter_disabled_remark(expression_type))
         matches = selector.matches if selector is not None else None
         offset = p.queue_offset
+        their_view = request.ext_fields.get(VIEW_FIELD)
+        if their_view is not None:  # a rocketq consumer's view of this broker: refuse a stale one
+            current = view_digest(b.consumers.client_ids(group), config.read_queue_nums)
+            if their_view != current:
+                if allow_suspend and sys_flag & _COMMIT_OFFSET:
+                    b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
+                ext = {
+                    "nextBeginOffset": str(offset),
+                    VIEW_FIELD: current,
+                    VIEW_QUEUES_FIELD: str(config.read_queue_nums),
+                }
+                remark = "the group's members or the topic's queues changed since this consumer's rebalance"
+                return request.response(code=_VIEW_CHANGED, remark=remark, ext_fields=ext)
         result = b.store.get_messages(
             topic, queue_id, offset, p.max_msg_nums, codes, group=group, property_filter=matches
         )

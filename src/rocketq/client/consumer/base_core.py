@@ -95,9 +95,8 @@ class ConsumerCore(ABC, Generic[ConfigT]):
             offset_store=self.offset_store,
             balance=balance,
             pull_max_idle=pull_max_idle,
-            consistent_views=getattr(config, "consistent_views", False),
+            consistent_views=getattr(config, "consistent_views", "off"),
             view_agreement_timeout=getattr(config, "view_agreement_timeout", 2.0),
-            view_fallback=getattr(config, "view_fallback", "union"),
         )
         self.running = False
         self.stopping = False

@@ -246,9 +246,8 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
         (RocketMQ waits for the 20 s timer)."""
         if topic not in self.rebalance.subscriptions:
             return
-        old = self.rebalance.topic_subscribe_info.get(topic)
-        self.rebalance.topic_subscribe_info[topic] = mqs
-        if old != mqs and self._rebalance_ready and not self.stopping:
+        changed = self.rebalance.set_topic_queues(topic, mqs)
+        if changed and self._rebalance_ready and not self.stopping:
             self.instance.rebalance_immediately(RebalanceTrigger.ROUTE)
 
     async def do_rebalance(self, trigger: RebalanceTrigger) -> None:
@@ -411,8 +410,9 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
         addr: str | None = None
         try:
             addr = await self.instance.locate_pull_address(mq, self._pull_from_which_node.get(mq, MASTER_ID))
+            view = self.rebalance.views.get((mq.topic, mq.broker_name)) if cfg.view_fence else None
             response = await self.api.call(
-                addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend
+                addr, calls.pull_message(header, view=view), cfg.consumer_timeout_when_suspend
             )
         except asyncio.CancelledError:
             raise
@@ -459,6 +459,14 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
             request.next_offset = response.next_begin_offset
             if pq.msg_count == 0:
                 self.offset_store.update_offset(mq, request.next_offset, True)
+            return 0.0
+        if status is PullStatus.VIEW_CHANGED:
+            # the broker's members or queues differ from what we allocated its queues with: fetch
+            # nothing from it until a rebalance on its new list has run (which may drop this queue)
+            logger.debug("pull of %s: the broker's view changed; rebalancing first", mq)
+            self.rebalance.broker_said_queue_nums(mq.topic, mq.broker_name, response.view_queue_nums)
+            self.instance.rebalance_immediately(RebalanceTrigger.VIEW)
+            await self.rebalance.wait_rebalanced(cfg.pull_time_delay_when_exception)
             return 0.0
         if status is PullStatus.OFFSET_ILLEGAL:
             logger.warning(

@@ -11,7 +11,8 @@ RocketMQ's ``RebalanceImpl`` in two layers:
 
 For a clustering group and each subscribed topic (the automatic ``%RETRY%<group>`` topic
 included) a rebalance: reads the topic's readable queues from the client's route table, asks one
-broker for the group's client ids, sorts both, runs the strategy, then updates the table —
+broker for the group's client ids (or every broker: the consistent views, see
+:func:`allocate_per_broker` and :func:`agreed_view`), sorts both, runs the strategy, then updates the table —
 queues no longer allocated are marked dropped, their offset persisted and they are removed;
 queues whose pull went idle past ``pull_max_idle`` are dropped the same way (push consumers);
 new queues get their dirty in-memory offset removed, a starting offset computed (a queue whose
@@ -36,6 +37,7 @@ from rocketq.clock import now_ms
 from rocketq.errors import RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.calls import view_digest
 from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
@@ -45,8 +47,11 @@ __all__ = [
     "RebalanceContext",
     "RebalanceHooks",
     "RebalanceImpl",
+    "agreed_view",
+    "allocate_per_broker",
     "allocate_topic",
     "diff_queues",
+    "replace_broker_queues",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +62,11 @@ MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[Message
 
 
 # ------------------------------------------------------------------------------------ pure parts
+
+
+def _union(answers: Mapping[str, Sequence[str] | None]) -> list[str]:
+    """Every member any broker listed, in the order they first appear."""
+    return list(dict.fromkeys(cid for ids in answers.values() if ids for cid in ids))
 
 
 def allocate_topic(
@@ -93,6 +103,64 @@ def allocate_topic(
     else:
         mine = strategy.allocate(group, client_id, mq_all, cid_all)
     return list(mine), mq_all, cid_all
+
+
+def allocate_per_broker(
+    strategy: AllocationStrategy,
+    group: str,
+    client_id: str,
+    topic: str,
+    queues: Iterable[MessageQueue],
+    answers: Mapping[str, Sequence[str] | None],
+    *,
+    balance: str = "topic",
+    other_topics: Mapping[str, Iterable[MessageQueue]] | None = None,
+) -> list[MessageQueue]:
+    """This consumer's queues of ``topic`` when each broker's queues are shared over the members
+    *that broker* lists (``answers``: broker name -> its member list, None: it did not answer).
+
+    The strategy sees every queue of the topic each time, so when every broker lists the same
+    members the result is exactly :func:`allocate_topic`'s. When they differ, a queue's owner
+    depends only on its own broker's list - which every consumer that asked that broker reads
+    alike - so consumers agree on each queue while the brokers disagree. A broker that did not
+    answer, or does not list this consumer, gives it none of its queues.
+
+    >>> from rocketq.allocate import get_strategy
+    >>> avg = get_strategy("AVG")
+    >>> qs = [MessageQueue("T", b, i) for b in ("a", "b") for i in range(2)]
+    >>> same = allocate_per_broker(avg, "g", "c1", "T", qs, {"a": ["c1", "c2"], "b": ["c2", "c1"]})
+    >>> same == allocate_topic(avg, "g", "c1", "T", qs, ["c1", "c2"])[0]
+    True
+    >>> split = {"a": ["c1", "c2"], "b": ["c2"]}  # broker b lost c1: c2 takes b's queues, alone
+    >>> [[q.short for q in allocate_per_broker(avg, "g", c, "T", qs, split)] for c in ("c1", "c2")]
+    [['a:0', 'a:1'], ['b:0', 'b:1']]
+    """
+    queues = list(queues)
+    by_members: dict[frozenset[str], set[str]] = {}
+    for broker, ids in answers.items():
+        if ids and client_id in ids:
+            by_members.setdefault(frozenset(ids), set()).add(broker)
+    mine: list[MessageQueue] = []
+    for members, brokers in by_members.items():
+        part, _, _ = allocate_topic(
+            strategy, group, client_id, topic, queues, members, balance=balance, other_topics=other_topics
+        )
+        mine.extend(mq for mq in part if mq.broker_name in brokers)
+    return sorted_queues(mine)
+
+
+def replace_broker_queues(
+    queues: Iterable[MessageQueue], topic: str, broker: str, queue_nums: int
+) -> frozenset[MessageQueue]:
+    """``queues`` with ``broker``'s queues of ``topic`` replaced by ``queue_nums`` of them (what the
+    broker itself said, over a stale name server's route).
+
+    >>> qs = replace_broker_queues([MessageQueue("T", "a", 0), MessageQueue("T", "b", 0)], "T", "a", 2)
+    >>> sorted(q.short for q in qs)
+    ['a:0', 'a:1', 'b:0']
+    """
+    kept = [mq for mq in queues if mq.broker_name != broker]
+    return frozenset(kept + [MessageQueue(topic, broker, i) for i in range(queue_nums)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,9 +349,8 @@ class RebalanceImpl:
         offset_store: OffsetStore | None = None,
         balance: str = "topic",
         pull_max_idle: float = 120.0,
-        consistent_views: bool = False,
+        consistent_views: str = "off",
         view_agreement_timeout: float = 2.0,
-        view_fallback: str = "union",
     ) -> None:
         self.group = group
         self.message_model = message_model
@@ -294,9 +361,16 @@ class RebalanceImpl:
         self.offset_store = offset_store
         self.balance = balance
         self.pull_max_idle = pull_max_idle
+        #: "per-broker", "union", "intersection" or "off" (see PushConsumerConfig.consistent_views)
         self.consistent_views = consistent_views
         self.view_agreement_timeout = view_agreement_timeout
-        self.view_fallback = view_fallback
+        #: (topic, broker name) -> the view digest the last rebalance allocated that broker's
+        #: queues with (sent with pulls: the view fence); only for brokers whose list it read
+        self.views: dict[tuple[str, str], str] = {}
+        #: (topic, broker name) -> the read queue count the broker itself said (a PULL_VIEW_CHANGED
+        #: answer), kept over the name server's routes until they say the same
+        self.broker_queue_nums: dict[tuple[str, str], int] = {}
+        self._rebalanced = asyncio.Event()
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info: dict[str, frozenset[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
@@ -330,7 +404,49 @@ class RebalanceImpl:
                 if record is not None:
                     records.append(record)
             await self._truncate_not_my_topics()
+            done, self._rebalanced = self._rebalanced, asyncio.Event()
+            done.set()
             return records
+
+    async def wait_rebalanced(self, timeout: float) -> bool:
+        """Wait until the next rebalance (one starting from now or running now) has finished;
+        False after ``timeout`` seconds without one."""
+        try:
+            await asyncio.wait_for(self._rebalanced.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def set_topic_queues(self, topic: str, mqs: frozenset[MessageQueue]) -> bool:
+        """The name server's readable queues of ``topic``, corrected by what its brokers said
+        themselves (``broker_queue_nums``: dropped once the route agrees); True if that changed
+        the topic's queues."""
+        for (t, broker), nums in list(self.broker_queue_nums.items()):
+            if t != topic:
+                continue
+            if sum(1 for mq in mqs if mq.broker_name == broker) == nums:
+                del self.broker_queue_nums[(t, broker)]
+            else:
+                mqs = replace_broker_queues(mqs, topic, broker, nums)
+        old = self.topic_subscribe_info.get(topic)
+        self.topic_subscribe_info[topic] = mqs
+        return old != mqs
+
+    def broker_said_queue_nums(self, topic: str, broker: str, queue_nums: int) -> bool:
+        """A broker answered that it has ``queue_nums`` read queues of ``topic``: believe it over
+        the name server's route; True if that changed the topic's queues."""
+        mqs = self.topic_subscribe_info.get(topic)
+        if mqs is None or queue_nums < 0:
+            return False
+        if sum(1 for mq in mqs if mq.broker_name == broker) == queue_nums:
+            return False
+        logger.info(
+            "%s: broker %s has %d read queues of %s, not what the route said; sharing those",
+            self.group, broker, queue_nums, topic,
+        )  # fmt: skip
+        self.broker_queue_nums[(topic, broker)] = queue_nums
+        self.topic_subscribe_info[topic] = replace_broker_queues(mqs, topic, broker, queue_nums)
+        return True
 
     async def _rebalance_topic(self, topic: str, trigger: RebalanceTrigger) -> RebalanceRecord | None:
         start = now_ms()
@@ -344,26 +460,40 @@ class RebalanceImpl:
             mine: list[MessageQueue] = list(all_sorted)
             cid_all: list[str] = []
         else:
-            if self.consistent_views:
-                ids = await self._agreed_consumer_ids(topic)
+            answers: Mapping[str, Sequence[str] | None] | None = None
+            if self.consistent_views == "per-broker":
+                answers = await self._ask_every_broker(topic)
+                ids = None if answers is None else _union(answers)
+            elif self.consistent_views in ("union", "intersection"):
+                ids, answers = await self._agreed_consumer_ids(topic)
             else:
                 ids = await self.context.find_consumer_id_list(topic, self.group)
+            if self.consistent_views == "per-broker" and answers is None:  # a one-broker context
+                ids = await self.context.find_consumer_id_list(topic, self.group)
+            self._record_views(topic, mq_set, answers)
             if not ids:
                 logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
                 error = "no consumer ids from the brokers"
                 return self._publish(trigger, topic, start, all_queues=all_sorted, error=error)
             others = {t: qs for t, qs in self.topic_subscribe_info.items() if t in self.subscriptions}
             try:
-                mine, _, cid_all = allocate_topic(
-                    self.strategy,
-                    self.group,
-                    self.context.client_id,
-                    topic,
-                    mq_set,
-                    ids,
-                    balance=self.balance,
-                    other_topics=others,
-                )
+                if self.consistent_views == "per-broker" and answers is not None:
+                    cid_all = java_sorted(ids)
+                    mine = allocate_per_broker(
+                        self.strategy, self.group, self.context.client_id, topic, mq_set, answers,
+                        balance=self.balance, other_topics=others,
+                    )  # fmt: skip
+                else:
+                    mine, _, cid_all = allocate_topic(
+                        self.strategy,
+                        self.group,
+                        self.context.client_id,
+                        topic,
+                        mq_set,
+                        ids,
+                        balance=self.balance,
+                        other_topics=others,
+                    )
             except RocketQError as exc:
                 logger.error("allocation of %s for group %s failed: %s", topic, self.group, exc)
                 return self._publish(
@@ -378,30 +508,54 @@ class RebalanceImpl:
             removed=tuple(sorted(removed + expired)), expired=tuple(sorted(expired)), committed=committed,
         )  # fmt: skip
 
-    async def _agreed_consumer_ids(self, topic: str) -> list[str] | None:
+    async def _ask_every_broker(self, topic: str) -> Mapping[str, Sequence[str] | None] | None:
+        """Every broker's member list of the group (None: a context that knows one broker only)."""
+        ask = getattr(self.context, "find_consumer_id_lists", None)
+        if ask is None:
+            return None
+        answers: Mapping[str, Sequence[str] | None] = await ask(topic, self.group)
+        return answers
+
+    def _record_views(
+        self, topic: str, mq_set: frozenset[MessageQueue], answers: Mapping[str, Sequence[str] | None] | None
+    ) -> None:
+        """Keep the view digest of each broker whose list this rebalance read (the view fence)."""
+        for key in [k for k in self.views if k[0] == topic]:
+            del self.views[key]
+        if answers is None:
+            return
+        for broker, ids in answers.items():
+            if ids is not None:
+                nums = sum(1 for mq in mq_set if mq.broker_name == broker)
+                self.views[(topic, broker)] = view_digest(ids, nums)
+
+    async def _agreed_consumer_ids(
+        self, topic: str
+    ) -> tuple[list[str] | None, Mapping[str, Sequence[str] | None] | None]:
         """Consistent views: ask every broker of ``topic`` for the group's members until they agree,
         for up to ``view_agreement_timeout`` seconds (retrying after 0.1 s, 1.5x per try, while
         the current share stays as it is); then :func:`agreed_view`'s fallback (union or
         intersection of the answers)."""
         ask = getattr(self.context, "find_consumer_id_lists", None)
         if ask is None:  # a context that knows one broker only
-            return await self.context.find_consumer_id_list(topic, self.group)
+            return await self.context.find_consumer_id_list(topic, self.group), None
+        fallback = self.consistent_views
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.view_agreement_timeout
         delay = 0.1
         while True:
             answers: Mapping[str, Sequence[str] | None] = await ask(topic, self.group)
             timed_out = loop.time() >= deadline
-            ids = agreed_view(answers, timed_out=timed_out, fallback=self.view_fallback)
+            ids = agreed_view(answers, timed_out=timed_out, fallback=fallback)
             if ids is not None:
                 if timed_out and len({tuple(sorted(v)) for v in answers.values() if v is not None}) > 1:
                     logger.info(
                         "rebalance of %s for group %s: the brokers disagree after %.1fs (%s); "
                         "sharing over the %s of their lists: %s",
                         topic, self.group, self.view_agreement_timeout, dict(answers),
-                        self.view_fallback, ids,
+                        fallback, ids,
                     )  # fmt: skip
-                return ids
+                return ids, answers
             await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
             delay *= 1.5
 

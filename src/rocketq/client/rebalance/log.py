@@ -52,6 +52,9 @@ class RebalanceTrigger(enum.StrEnum):
     ROUTE = "route"
     #: a queue was removed to restart it elsewhere (OFFSET_ILLEGAL correction, offset reset)
     CORRECTION = "correction"
+    #: a broker refused a pull: its member list or queue count differ from this consumer's view
+    #: (rocketq's view fence, ``PULL_VIEW_CHANGED``)
+    VIEW = "view"
     #: asked for by code (``consumer.rebalance()``), tests and the lab
     MANUAL = "manual"
     #: the consumer shut down and released every queue
