@@ -401,11 +401,13 @@ class ViewsContext(Context):
         super().__init__(client_id, ["unused"])
         self.rounds = rounds
         self.asked = 0
+        #: the read queue count each broker says (absent: -1, a broker that does not say)
+        self.queue_nums: dict[str, int] = {}
 
-    async def find_consumer_id_lists(self, topic: str, group: str) -> dict[str, list[str] | None]:
+    async def find_consumer_views(self, topic: str, group: str) -> dict[str, tuple[list[str], int] | None]:
         answers = self.rounds[min(self.asked, len(self.rounds) - 1)]
         self.asked += 1
-        return answers
+        return {b: None if ids is None else (ids, self.queue_nums.get(b, -1)) for b, ids in answers.items()}
 
 
 def make_views(
@@ -553,3 +555,15 @@ def test_wait_rebalanced_returns_when_the_next_rebalance_ends() -> None:
         return await waiter, await impl.wait_rebalanced(0.01)
 
     assert asyncio.run(scenario()) == (True, False)
+
+
+def test_per_broker_views_take_each_brokers_own_queue_count_over_a_stale_route() -> None:
+    impl, ctx = make_views("c@1", [{"broker-a": ["c@1"], "broker-b": ["c@1"]}], fallback="per-broker")
+    stale = frozenset(MessageQueue(T, b, i) for b in ("broker-a", "broker-b") for i in range(2))
+    impl.set_topic_queues(T, stale)
+    ctx.queue_nums = {"broker-a": 3, "broker-b": 2}  # broker-a grew; the route does not know yet
+    [record] = run(impl)
+    assert len(record.all_queues) == 5
+    assert sorted(mq.short for mq in impl.process_queue_table) == [
+        f"broker-{q}" for q in ("a:0", "a:1", "a:2", "b:0", "b:1")
+    ]

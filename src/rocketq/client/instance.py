@@ -481,9 +481,10 @@ class ClientInstance:
             logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
             return None
 
-    async def find_consumer_id_lists(self, topic: str, group: str) -> dict[str, list[str] | None]:
-        """The group's client ids from every broker serving ``topic`` (its masters), asked at once:
-        broker name -> its list, or None when it did not answer (consistent views; ours)."""
+    async def find_consumer_views(self, topic: str, group: str) -> dict[str, tuple[list[str], int] | None]:
+        """The group's client ids and the broker's read queue count of ``topic`` (-1: a broker
+        that does not say, RocketMQ's) from every broker serving ``topic`` (its masters), asked
+        at once: broker name -> its view, or None when it did not answer (consistent views; ours)."""
         assert self.api is not None
         api = self.api
         route = self.topic_route_table.get(topic)
@@ -494,11 +495,11 @@ class ClientInstance:
             return {}
         targets = [(bd.broker_name or "", bd.broker_addrs.get(MASTER_ID)) for bd in route.broker_datas]
 
-        async def one(name: str, addr: str | None) -> list[str] | None:
+        async def one(name: str, addr: str | None) -> tuple[list[str], int] | None:
             if addr is None:
                 return None
             try:
-                return await api.call(addr, calls.get_consumer_list_by_group(group))
+                return await api.call(addr, calls.get_consumer_view(group, topic))
             except RocketQError as exc:
                 logger.debug("GET_CONSUMER_LIST_BY_GROUP %s from %s (%s) failed: %s", group, name, addr, exc)
                 return None

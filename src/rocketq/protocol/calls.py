@@ -105,6 +105,7 @@ __all__ = [
     "PULL_STATUS",
     "VIEW_FIELD",
     "VIEW_QUEUES_FIELD",
+    "VIEW_TOPIC_FIELD",
     "Call",
     "SendResponse",
     "check",
@@ -125,6 +126,7 @@ __all__ = [
     "get_consumer_connection_list",
     "get_consumer_list_by_group",
     "get_consumer_running_info",
+    "get_consumer_view",
     "get_kv_config",
     "get_max_offset",
     "get_min_offset",
@@ -508,6 +510,33 @@ def get_consumer_list_by_group(group: str) -> Call[list[str]]:
         _request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext_fields()),
         _parse_consumer_ids,
         f"members of group {group}",
+    )
+
+
+VIEW_TOPIC_FIELD: Final = "rqTopic"
+"""The ext field a rocketq consumer adds to GET_CONSUMER_LIST_BY_GROUP: the topic it rebalances;
+rocketq's broker answers with ``rqViewQueues``, its read queue count of that topic."""
+
+
+def _parse_consumer_view(response: RemotingCommand) -> tuple[list[str], int]:
+    ids = _parse_consumer_ids(response)
+    try:
+        queue_nums = int(response.ext_fields.get(VIEW_QUEUES_FIELD, "-1"))
+    except ValueError:
+        raise RemoteProtocolError(f"a member list answer with a bad {VIEW_QUEUES_FIELD}") from None
+    return ids, queue_nums
+
+
+def get_consumer_view(group: str, topic: str) -> Call[tuple[list[str], int]]:
+    """GET_CONSUMER_LIST_BY_GROUP asked for ``topic`` (``rqTopic``): the group's members and the
+    broker's read queue count of the topic - what the consumer allocates that broker's queues
+    with. A RocketMQ broker answers the members only: the count is then -1."""
+    header = GetConsumerListByGroupRequestHeader(consumer_group=group)
+    fields = header.to_ext_fields(extra={VIEW_TOPIC_FIELD: topic})
+    return Call(
+        _request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, fields),
+        _parse_consumer_view,
+        f"members of group {group} and queues of {topic}",
     )
 
 

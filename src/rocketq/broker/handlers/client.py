@@ -28,6 +28,7 @@ from rocketq.protocol.bodies import (
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
+from rocketq.protocol.calls import VIEW_QUEUES_FIELD, VIEW_TOPIC_FIELD
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
@@ -158,7 +159,13 @@ class ClientProcessor:
         if not ids:
             raise system_error(f"no consumer for this group, {h.consumer_group}")
         body = GetConsumerListByGroupResponseBody(consumer_id_list=tuple(ids)).encode()
-        return request.response(ext_fields={}, body=body)
+        ext: dict[str, str] = {}
+        topic = request.ext_fields.get(VIEW_TOPIC_FIELD)
+        if topic is not None:  # a rocketq consumer's rebalance: this broker's queues of its topic too
+            config = self._b.topics.select(topic)
+            if config is not None:
+                ext[VIEW_QUEUES_FIELD] = str(config.read_queue_nums)
+        return request.response(ext_fields=ext, body=body)
 
     def check_client_config(
         self, conn: RemotingConnection, request: RemotingCommand

@@ -464,7 +464,9 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
             # the broker's members or queues differ from what we allocated its queues with: fetch
             # nothing from it until a rebalance on its new list has run (which may drop this queue)
             logger.debug("pull of %s: the broker's view changed; rebalancing first", mq)
-            self.rebalance.broker_said_queue_nums(mq.topic, mq.broker_name, response.view_queue_nums)
+            if self.rebalance.broker_said_queue_nums(mq.topic, mq.broker_name, response.view_queue_nums):
+                # the topic changed: the name server may know the other brokers' new queues too
+                await self.instance.update_topic_route(mq.topic)
             self.instance.rebalance_immediately(RebalanceTrigger.VIEW)
             await self.rebalance.wait_rebalanced(cfg.pull_time_delay_when_exception)
             return 0.0

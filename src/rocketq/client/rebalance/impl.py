@@ -470,6 +470,9 @@ class RebalanceImpl:
                 ids = await self.context.find_consumer_id_list(topic, self.group)
             if self.consistent_views == "per-broker" and answers is None:  # a one-broker context
                 ids = await self.context.find_consumer_id_list(topic, self.group)
+            if answers is not None:  # the brokers' own queue counts may have corrected the route's
+                mq_set = self.topic_subscribe_info.get(topic, mq_set)
+                all_sorted = tuple(sorted_queues(mq_set))
             self._record_views(topic, mq_set, answers)
             if not ids:
                 logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
@@ -509,12 +512,16 @@ class RebalanceImpl:
         )  # fmt: skip
 
     async def _ask_every_broker(self, topic: str) -> Mapping[str, Sequence[str] | None] | None:
-        """Every broker's member list of the group (None: a context that knows one broker only)."""
-        ask = getattr(self.context, "find_consumer_id_lists", None)
+        """Every broker's member list of the group (None: a context that knows one broker only);
+        the read queue counts of ``topic`` the brokers say are believed over the route's."""
+        ask = getattr(self.context, "find_consumer_views", None)
         if ask is None:
             return None
-        answers: Mapping[str, Sequence[str] | None] = await ask(topic, self.group)
-        return answers
+        views: Mapping[str, tuple[Sequence[str], int] | None] = await ask(topic, self.group)
+        for broker, view in views.items():
+            if view is not None and view[1] >= 0:
+                self.broker_said_queue_nums(topic, broker, view[1])
+        return {broker: None if view is None else view[0] for broker, view in views.items()}
 
     def _record_views(
         self, topic: str, mq_set: frozenset[MessageQueue], answers: Mapping[str, Sequence[str] | None] | None
@@ -536,15 +543,15 @@ class RebalanceImpl:
         for up to ``view_agreement_timeout`` seconds (retrying after 0.1 s, 1.5x per try, while
         the current share stays as it is); then :func:`agreed_view`'s fallback (union or
         intersection of the answers)."""
-        ask = getattr(self.context, "find_consumer_id_lists", None)
-        if ask is None:  # a context that knows one broker only
+        if getattr(self.context, "find_consumer_views", None) is None:  # a context that knows one broker only
             return await self.context.find_consumer_id_list(topic, self.group), None
+        ask = self._ask_every_broker
         fallback = self.consistent_views
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.view_agreement_timeout
         delay = 0.1
         while True:
-            answers: Mapping[str, Sequence[str] | None] = await ask(topic, self.group)
+            answers = await ask(topic) or {}
             timed_out = loop.time() >= deadline
             ids = agreed_view(answers, timed_out=timed_out, fallback=fallback)
             if ids is not None:
