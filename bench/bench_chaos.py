@@ -1,21 +1,27 @@
-"""Rebalance under faults, measured: every chaos scenario over several seeds, per handoff mode.
+"""Rebalance under faults, measured: every chaos scenario over several seeds, per mode.
 
-For each scenario and mode (RocketMQ's default handoff, the clean handoff, and the fixes of issue 15
-on: ``coalesce`` - the brokers' notification window, 0.3 s; ``views`` - consistent views in
-rocketq's consumers, union after the timeout (``views-i``: intersection); ``fixes`` - both; each on
-top of the default handoff; ``clean-coalesce``: the window with the clean handoff) it runs the same
-seeds - the same fault schedules - and prints per scenario: runs passed, duplicates, overlap s,
-orphan s, convergence s, notifications sent and member-list queries (rebalances run), each as the
-mean over the seeds with the worst in brackets, then the invariants that failed and how often. The
-figures of two modes are comparable because their seeds are the same: that is the before/after of a
-fix. ``--json`` writes every run's full result.
+Modes (all on the default handoff unless named ``clean``):
+
+- ``default``: rocketq's consumers as they ship - per-broker views and the view fence;
+- ``rocketmq``: RocketMQ's behaviour - one random broker's member list, no fence (the "before");
+- ``no-fence``: per-broker views without the fence; ``fence-only``: the fence with RocketMQ's
+  one random broker (each fix alone);
+- ``union`` / ``intersection``: every broker asked, wait for agreement, then that fallback;
+- ``clean``: the clean handoff (with the defaults); ``coalesce`` / ``clean-coalesce``: the
+  brokers' notification window (0.3 s, ``--window``) on top of ``default`` / ``clean``.
+
+It runs the same seeds - the same fault schedules - in every mode and prints per scenario: runs
+passed, duplicates, overlap s, orphan s, convergence s, notifications sent and member-list
+queries, each as the mean over the seeds with the worst in brackets, then the invariants that
+failed and how often. The figures of two modes are comparable because their seeds are the same:
+that is the before/after of a fix. ``--json`` writes every run's full result.
 
 Each run starts its own name server, two brokers and consumer processes on loopback and stops them
 all; a run takes about 15 s in the short form and 35 s in the full form (clean handoff after a kill:
 up to 60 s more, while the dead consumer's leases expire).
 
 Run: ``python bench/bench_chaos.py`` (``--seeds 5``, ``--scenario NAME`` (repeatable),
-``--modes default,clean,coalesce,views,fixes``, ``--window S``, ``--min-interval S``,
+``--modes rocketmq,default,clean``, ``--window S``, ``--min-interval S``,
 ``--full`` for RocketMQ's 20 s periodic rebalance and 30 s runs,
 ``--consumer-cmd CMD``, ``--json FILE``).
 """
@@ -31,7 +37,25 @@ from pathlib import Path
 from rocketq.chaos import SCENARIOS, ChaosOptions, ChaosResult, run_chaos
 from rocketq.chaos.report import summary, summary_lines
 
-MODES = ("default", "clean", "coalesce", "clean-coalesce", "views", "views-i", "fixes")
+MODES = (
+    "default",
+    "rocketmq",
+    "no-fence",
+    "fence-only",
+    "union",
+    "intersection",
+    "clean",
+    "coalesce",
+    "clean-coalesce",
+)
+#: each mode's consumer switches: (--consistent-views, view fence)
+_VIEWS: dict[str, tuple[str | None, bool]] = {
+    "rocketmq": ("off", False),
+    "no-fence": (None, False),
+    "fence-only": ("off", True),
+    "union": ("union", True),
+    "intersection": ("intersection", True),
+}
 
 
 def main() -> None:
@@ -42,8 +66,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--modes",
-        default="default,clean",
-        help=f"comma-separated, of: {', '.join(MODES)} (default default,clean)",
+        default="rocketmq,default,clean",
+        help=f"comma-separated, of: {', '.join(MODES)} (default rocketmq,default,clean)",
     )
     parser.add_argument(
         "--min-interval",
@@ -72,23 +96,16 @@ def main() -> None:
                     handoff="clean" if mode.startswith("clean") else "default",
                     short=not args.full,
                     consumer_cmd=args.consumer_cmd,
-                    notify_coalesce_window=args.window
-                    if mode in ("coalesce", "clean-coalesce", "fixes")
-                    else 0.0,
+                    notify_coalesce_window=args.window if mode in ("coalesce", "clean-coalesce") else 0.0,
                     rebalance_min_interval=args.min_interval,
-                    consistent_views=(
-                        "union"
-                        if mode in ("views", "fixes")
-                        else "intersection"
-                        if mode == "views-i"
-                        else None
-                    ),
+                    consistent_views=_VIEWS.get(mode, (None, True))[0],
+                    view_fence=_VIEWS.get(mode, (None, True))[1],
                 )
                 result = run_chaos(name, options)
                 results.append(result)
                 failing = [r.name for r in result.invariants if r.ok is False]
                 print(
-                    f"{name:<15} {mode:<8} seed {seed}: {result.verdict} in {result.seconds:.1f} s"
+                    f"{name:<15} {mode:<12} seed {seed}: {result.verdict} in {result.seconds:.1f} s"
                     + (f" (failing: {', '.join(failing)})" if failing else "")
                     + (f" error: {result.error}" if result.error else ""),
                     file=sys.stderr,

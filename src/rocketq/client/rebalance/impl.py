@@ -65,8 +65,20 @@ MessageQueueListener = Callable[[str, frozenset[MessageQueue], frozenset[Message
 
 
 def _union(answers: Mapping[str, Sequence[str] | None]) -> list[str]:
-    """Every member any broker listed, in the order they first appear."""
-    return list(dict.fromkeys(cid for ids in answers.values() if ids for cid in ids))
+    """Every member any broker listed, in the order they first appear; an id a broker lists twice
+    (two clients sharing it) stays twice.
+
+    >>> _union({"a": ["c2", "c1"], "b": ["c1", "c3"], "c": None})
+    ['c2', 'c1', 'c3']
+    >>> _union({"a": ["c1", "c1"], "b": ["c1"]})
+    ['c1', 'c1']
+    """
+    most: dict[str, int] = {}
+    for ids in answers.values():
+        for cid in set(ids or ()):
+            most[cid] = max(most.get(cid, 0), (ids or []).count(cid))
+    order = dict.fromkeys(cid for ids in answers.values() if ids for cid in ids)
+    return [cid for cid in order for _ in range(most[cid])]
 
 
 def allocate_topic(
@@ -136,10 +148,10 @@ def allocate_per_broker(
     [['a:0', 'a:1'], ['b:0', 'b:1']]
     """
     queues = list(queues)
-    by_members: dict[frozenset[str], set[str]] = {}
+    by_members: dict[tuple[str, ...], set[str]] = {}  # a repeated id stays repeated, as RocketMQ sees it
     for broker, ids in answers.items():
         if ids and client_id in ids:
-            by_members.setdefault(frozenset(ids), set()).add(broker)
+            by_members.setdefault(tuple(sorted(ids)), set()).add(broker)
     mine: list[MessageQueue] = []
     for members, brokers in by_members.items():
         part, _, _ = allocate_topic(
