@@ -210,6 +210,28 @@ def test_repeats_of_two_consumers_pulling_at_once_are_beyond_the_bound() -> None
     assert "seq 3 (broker-a:0@2) by c2 and c1" in result.detail  # c2 printed it first
 
 
+def test_an_old_owner_printing_late_what_it_fetched_before_the_move_is_a_handoff_re_read() -> None:
+    # c1 fetched 0..3 at 1.0 but its (slow) listener printed them only at 5.0; c2 started from
+    # offset 2 at 2.0 and printed 2..3 at 2.2: the repeats are re-reads, whoever printed first
+    sent = tuple(Sent(o + 1, 0.0, "broker-a", 0, o) for o in range(4))
+    tl = timeline(
+        sent=sent,
+        pulls=(pull("c1", A0, 0, 0.5, 1.0, n=4), pull("c2", A0, 2, 2.0, 2.1, n=2)),
+        recvs=(
+            *(recv("c1", A0, o, 5.0 + o / 100, o + 1) for o in range(4)),
+            *(recv("c2", A0, o, 2.2, o + 1) for o in (2, 3)),
+        ),
+    )
+    result = duplicates(tl, DEFAULT)
+    assert result.data == {"within_bound": 2, "beyond_bound": 0, "bound": 2}
+    # ... and the time c1 had them in hand after c2 began pulling is not two consumers pulling
+    hold, pulling = holdings(tl), holdings(tl, in_hand=False)
+    judged = overlap(tl, hold, 0.0, DEFAULT, pulling)
+    assert judged.figure == 0
+    assert judged.data["with_in_hand_s"] == pytest.approx(0.2)  # c2's pull 2.0..2.1 and print at 2.2
+    assert "with messages in hand" in judged.detail
+
+
 def test_clean_handoff_with_graceful_changes_allows_no_repeat_at_all() -> None:
     assert duplicates(_handoff(y_started=2.0), CLEAN).ok is False
     ungraceful = Expectations(handoff="clean", graceful=False)

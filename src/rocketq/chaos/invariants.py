@@ -43,7 +43,7 @@ import bisect
 import itertools
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -399,7 +399,6 @@ def duplicates(tl: Timeline, exp: Expectations) -> InvariantResult:
     pulls = _pulls_by(tl)
     starts = {key: _session_starts(ps) for key, ps in pulls.items()}
     stored = {s.seq: (s.queue, s.offset) for s in tl.sent}
-    first: dict[tuple[QueueRef, int], Recv] = {}
     first_seq: dict[int, Recv] = {}
     repeats = within = beyond = 0
     examples: list[str] = []
@@ -412,8 +411,6 @@ def duplicates(tl: Timeline, exp: Expectations) -> InvariantResult:
         earlier = first_seq.get(seq)
         if earlier is None:
             first_seq[seq] = r
-            if original:
-                first[key] = r
             continue
         repeats += 1
         handoff = False
@@ -438,7 +435,7 @@ def duplicates(tl: Timeline, exp: Expectations) -> InvariantResult:
                 examples.append(
                     f"seq {seq} ({format_queue(r.queue)}@{r.offset}) by {earlier.consumer} and {r.consumer}"
                 )
-    bound = _handoff_bound(pulls, starts, first)
+    bound = _handoff_bound(pulls, starts, tl.recvs, stored)
     if exp.handoff == "clean" and exp.graceful:
         ok = repeats == 0
         rule = "clean handoff, graceful changes: none allowed"
@@ -461,15 +458,20 @@ def duplicates(tl: Timeline, exp: Expectations) -> InvariantResult:
 def _handoff_bound(
     pulls: dict[tuple[str, QueueRef], list[Pull]],
     starts: dict[tuple[str, QueueRef], list[float]],
-    first: dict[tuple[QueueRef, int], Recv],
+    recvs: Sequence[Recv],
+    stored: Mapping[int, tuple[QueueRef, int]],
 ) -> int:
     """Messages a consumer re-read because it started on a queue below what another had fetched
-    (and printed) before that start."""
+    (and printed) before that start (the first fetch of each printed message counts)."""
     fetched_at: dict[tuple[QueueRef, int], float] = {}
-    for key, r in first.items():
+    for r in recvs:
+        seq = seq_of(r.body)
+        key = (r.queue, r.offset)
+        if seq is None or stored.get(seq) != key:
+            continue
         mine = pulls.get((r.consumer, r.queue), [])
         j = _fetch(mine, r.offset, r.t)
-        if j is not None:
+        if j is not None and mine[j].answered < fetched_at.get(key, math.inf):
             fetched_at[key] = mine[j].answered
     bound = 0
     for pk, ps in pulls.items():
