@@ -232,6 +232,28 @@ def test_an_old_owner_printing_late_what_it_fetched_before_the_move_is_a_handoff
     assert "with messages in hand" in judged.detail
 
 
+def test_a_queue_given_up_and_taken_again_begins_a_new_run_even_at_the_next_offset() -> None:
+    # c2 pulled 0..1 from 0.2, gave A0 up at 1.5 (its line), c1 fetched 2..3 at 2.0, and c2 took
+    # A0 back at 3.0 from offset 2 - where its old run had stopped: a new run, a re-read
+    sent = tuple(Sent(o + 1, 0.0, "broker-a", 0, o) for o in range(4))
+    tl = timeline(
+        sent=sent,
+        pulls=(
+            pull("c2", A0, 0, 0.2, 0.3, n=2),
+            pull("c1", A0, 2, 1.9, 2.0, n=2),
+            pull("c2", A0, 2, 3.0, 3.1, n=2),
+        ),
+        recvs=(
+            recv("c2", A0, 0, 0.4, 1),
+            recv("c2", A0, 1, 0.4, 2),
+            *(recv("c1", A0, o, 2.1, o + 1) for o in (2, 3)),
+            *(recv("c2", A0, o, 3.2, o + 1) for o in (2, 3)),
+        ),
+        rebalances=(rebalance("c2", 0.0, A0), rebalance("c2", 1.5), rebalance("c2", 2.9, A0)),
+    )
+    assert duplicates(tl, DEFAULT).data == {"within_bound": 2, "beyond_bound": 0, "bound": 2}
+
+
 def test_clean_handoff_with_graceful_changes_allows_no_repeat_at_all() -> None:
     assert duplicates(_handoff(y_started=2.0), CLEAN).ok is False
     ungraceful = Expectations(handoff="clean", graceful=False)

@@ -134,10 +134,15 @@ class ClientContext(Clock, Tables, Registries, Protocol):
 
 
 class OffsetContext(Protocol):
-    """What consumer offsets, queue bounds and message look-ups use: the store alone."""
+    """What consumer offsets, queue bounds and message look-ups use: the store, and the topics and
+    consumer groups a fenced commit is checked against (:mod:`rocketq.broker.view_fence`)."""
 
     @property
     def store(self) -> MessageStore: ...
+    @property
+    def topics(self) -> TopicConfigManager: ...
+    @property
+    def consumers(self) -> ConsumerRegistry[RemotingConnection]: ...
 
 
 class AdminContext(Clock, Tables, Storage, Registries, Protocol):

@@ -386,18 +386,26 @@ def _continues(prev: Pull, cur: Pull) -> bool:
     return prev.offset == cur.offset
 
 
-def _session_starts(pulls: Sequence[Pull]) -> list[float]:
-    """For each pull of one consumer on one queue (in sending order), when its run of pulls began."""
+def _session_starts(pulls: Sequence[Pull], gave_up: Sequence[float] = ()) -> list[float]:
+    """For each pull of one consumer on one queue (in sending order), when its run of pulls began:
+    a pull that does not continue the one before, or that follows a ``REBALANCE`` line of the
+    consumer giving the queue up (``gave_up``: those lines' times), begins a new run."""
     starts: list[float] = []
     for i, p in enumerate(pulls):
-        starts.append(starts[-1] if i and _continues(pulls[i - 1], p) else p.sent)
+        if i and _continues(pulls[i - 1], p):
+            j = bisect.bisect_right(gave_up, pulls[i - 1].sent)
+            if j == len(gave_up) or gave_up[j] > p.sent:
+                starts.append(starts[-1])
+                continue
+        starts.append(p.sent)
     return starts
 
 
 def duplicates(tl: Timeline, exp: Expectations) -> InvariantResult:
     """Repeats, the handoff bound, and repeats beyond it (see the module docstring)."""
     pulls = _pulls_by(tl)
-    starts = {key: _session_starts(ps) for key, ps in pulls.items()}
+    gave_up = removals(tl)
+    starts = {key: _session_starts(ps, gave_up.get(key, ())) for key, ps in pulls.items()}
     stored = {s.seq: (s.queue, s.offset) for s in tl.sent}
     first_seq: dict[int, Recv] = {}
     repeats = within = beyond = 0

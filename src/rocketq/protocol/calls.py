@@ -559,13 +559,18 @@ def query_consumer_offset(group: str, mq: MessageQueue) -> Call[int | None]:
     )
 
 
-def update_consumer_offset(group: str, mq: MessageQueue, offset: int, *, oneway: bool = False) -> Call[None]:
-    """UPDATE_CONSUMER_OFFSET (clients send it oneway every 5 s, and waited-for at shutdown)."""
+def update_consumer_offset(
+    group: str, mq: MessageQueue, offset: int, *, oneway: bool = False, view: str | None = None
+) -> Call[None]:
+    """UPDATE_CONSUMER_OFFSET (clients send it oneway every 5 s, and waited-for at shutdown).
+    ``view``: the :func:`view_digest` the consumer pulled the queue with (``rqView``); rocketq's
+    broker does not let a commit on a stale view move the offset back."""
     header = UpdateConsumerOffsetRequestHeader(
         consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset
     )
+    fields = header.to_ext_fields(extra={VIEW_FIELD: view}) if view is not None else header.to_ext_fields()
     return Call(
-        _request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields(), oneway=oneway),
+        _request(RequestCode.UPDATE_CONSUMER_OFFSET, fields, oneway=oneway),
         _oneway_none if oneway else _none,
         f"commit offset {offset} of group {group} on {_short(mq)}",
     )

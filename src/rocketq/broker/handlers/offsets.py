@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 
 from rocketq.broker.context import OffsetContext
+from rocketq.broker.view_fence import commit_allowed, current_view
+from rocketq.protocol.calls import VIEW_FIELD
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
@@ -77,7 +79,16 @@ class OffsetProcessor:
 
     def update_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = parse_header(UpdateConsumerOffsetRequestHeader, request)
-        self._b.store.consumer_offsets.commit_offset(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        b = self._b
+        offsets = b.store.consumer_offsets
+        their_view = request.ext_fields.get(VIEW_FIELD)  # a rocketq consumer's (the view fence)
+        if their_view is not None:
+            stale = their_view != current_view(b.consumers, b.topics, h.consumer_group, h.topic)
+            if not commit_allowed(offsets, h.consumer_group, h.topic, h.queue_id, h.commit_offset, stale):
+                return request.response(
+                    ext_fields={}, remark="not applied: a commit on a stale view may not move the offset back"
+                )
+        offsets.commit_offset(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         return request.response(ext_fields={})
 
     def max_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:

@@ -48,10 +48,11 @@ late as in RocketMQ. The piggy-backed commit offset (flag 1) is stored on the fi
 :func:`~rocketq.protocol.calls.view_digest` of the member list this broker gave their last
 rebalance and of this broker's queue count they allocated with - is checked against the group's
 members and the topic's read queues here now, on the first run and again when a held pull wakes.
-When they differ the answer is ``PULL_VIEW_CHANGED`` with no messages (the commit offset is still
-stored) and the broker's digest and queue count, so a consumer acting on a stale view (a lost
-notification, a pause, a stale route) cannot fetch from a queue another member may own now. A pull
-without the field (RocketMQ's clients) is served as RocketMQ serves it.
+When they differ the answer is ``PULL_VIEW_CHANGED`` with no messages and the broker's digest and
+queue count, so a consumer acting on a stale view (a lost notification, a pause, a stale route)
+cannot fetch from a queue another member may own now; its piggy-backed commit is still stored if
+it does not move the group's offset back (:mod:`rocketq.broker.view_fence`). A pull without the
+field (RocketMQ's clients) is served as RocketMQ serves it.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from rocketq.broker.consumers import tag_filter
 from rocketq.broker.context import PullContext
 from rocketq.broker.filter import EXPRESSION_TYPE_SQL92, Sql92Error, Sql92Filter, compile_sql92, is_tag_type
 from rocketq.broker.longpoll import PullHoldTable
+from rocketq.broker.view_fence import commit_allowed
 from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
 from rocketq.protocol.calls import VIEW_FIELD, VIEW_QUEUES_FIELD, view_digest
@@ -269,8 +271,10 @@ class PullProcessor:
         if their_view is not None:  # a rocketq consumer's view of this broker: refuse a stale one
             current = view_digest(b.consumers.client_ids(group), config.read_queue_nums)
             if their_view != current:
-                if allow_suspend and sys_flag & _COMMIT_OFFSET:
-                    b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
+                offsets = b.store.consumer_offsets
+                commit = allow_suspend and sys_flag & _COMMIT_OFFSET
+                if commit and commit_allowed(offsets, group, topic, queue_id, p.commit_offset, stale=True):
+                    offsets.commit_offset(group, topic, queue_id, p.commit_offset)
                 ext = {
                     "nextBeginOffset": str(offset),
                     VIEW_FIELD: current,

@@ -100,6 +100,9 @@ class RemoteBrokerOffsetStore(OffsetStore):
         super().__init__(group)
         self._api = api
         self._locate = locate
+        #: the view fence: the view digest a queue was last pulled with, sent with its commits
+        #: (set by a push consumer with ``view_fence``; None: commits carry no view)
+        self.view_of: Callable[[MessageQueue], str | None] | None = None
 
     async def _read_from_store(self, mq: MessageQueue) -> int:
         try:
@@ -124,7 +127,9 @@ class RemoteBrokerOffsetStore(OffsetStore):
         addr = await self._locate(mq)
         if addr is None:
             raise RocketQError(f"broker {mq.broker_name} not found for {mq}")
-        await self._api.call(addr, calls.update_consumer_offset(self.group, mq, offset, oneway=oneway))
+        view = self.view_of(mq) if self.view_of is not None else None
+        call = calls.update_consumer_offset(self.group, mq, offset, oneway=oneway, view=view)
+        await self._api.call(addr, call)
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, oneway: bool = True) -> None:
         keep = set(mqs)

@@ -39,6 +39,7 @@ from rocketq.client.consumer.consume_concurrently import (
     ConsumeService,
     adapt_listener,
 )
+from rocketq.client.consumer.offset_store import RemoteBrokerOffsetStore
 from rocketq.client.consumer.process_queue import DropReason, ProcessQueue
 from rocketq.client.consumer.pull import flow_control_reason, found_messages, pull_sys_flag
 from rocketq.client.loop_thread import cancel_and_wait
@@ -124,6 +125,10 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
         self._rebalance_ready = False  # the service's rebalances wait for the START one
         #: a rebalance asked for (a NOTIFY) while the START one ran: run again right after it
         self._rebalance_missed: RebalanceTrigger | None = None
+        #: the view fence: the view digest each queue was last pulled under (its commits carry it)
+        self._pulled_views: dict[MessageQueue, str] = {}
+        if config.view_fence and isinstance(self.offset_store, RemoteBrokerOffsetStore):
+            self.offset_store.view_of = self._pulled_views.get
 
     # ---------------------------------------------------------------- seams
 
@@ -460,6 +465,8 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
             if pq.msg_count == 0:
                 self.offset_store.update_offset(mq, request.next_offset, True)
             return 0.0
+        if view is not None and status is not PullStatus.VIEW_CHANGED:
+            self._pulled_views[mq] = view  # its commits carry the view it was pulled under
         if status is PullStatus.VIEW_CHANGED:
             # the broker's members or queues differ from what we allocated its queues with: fetch
             # nothing from it until a rebalance on its new list has run (which may drop this queue)
