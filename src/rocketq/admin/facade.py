@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Coroutine
-from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from rocketq.client.loop_thread import LoopThread
+from rocketq.lifecycle import Closing
 
 from .core import AsyncAdmin
 from .values import T
@@ -34,7 +34,7 @@ def _blocking(
 # ------------------------------------------------------------------------------------ the facade
 
 
-class Admin:
+class Admin(Closing):
     """The synchronous facade of :class:`AsyncAdmin`: the same calls, blocking, on a loop thread."""
 
     def __init__(self, namesrv: str | None = None, *, timeout: float = 5.0) -> None:
@@ -57,14 +57,6 @@ class Admin:
             finally:
                 self._thread.stop()
                 self._thread = None
-
-    def __enter__(self) -> Admin:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # Every call of AsyncAdmin, blocking (its parameters, defaults and docstring are AsyncAdmin's).
 

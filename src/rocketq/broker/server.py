@@ -37,7 +37,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from types import TracebackType
 from typing import Any, TypeVar
 
 from rocketq.broker.coalesce import NotifyCoalescer
@@ -69,6 +68,7 @@ from rocketq.broker.topics import (
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
+from rocketq.lifecycle import AsyncStartClose
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
@@ -114,7 +114,7 @@ class _Listener(ConnectionListener):
         self._broker._connection_closed(conn)
 
 
-class Broker:
+class Broker(AsyncStartClose):
     """A RocketMQ-compatible broker; see the module docstring. Use ``async with`` or
     :meth:`start` / :meth:`close`. ``clock`` is the wall clock (seconds since the epoch)."""
 
@@ -381,15 +381,6 @@ class Broker:
             await asyncio.to_thread(store.close)
         if self._started:
             log.info("broker %s closed", self.config.broker_name)
-
-    async def __aenter__(self) -> Broker:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     def register_handler(self, code: int, handler: Handler) -> None:
         """Add or replace a request handler (extensions, tests)."""

@@ -88,6 +88,7 @@ from rocketq.remoting.offload import Offloader, TimeSlice
 
 __all__ = [
     "ConnectionListener",
+    "Endpoint",
     "Handler",
     "HandlerResult",
     "HandlerTable",
@@ -220,6 +221,37 @@ def format_address(sockaddr: object) -> str:
         host, port = sockaddr[0], sockaddr[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
     return str(sockaddr)
+
+
+class Endpoint:
+    """What a remoting client and server share: the handlers of the requests their peers send,
+    the RPC hooks, and the listeners of their connections' events."""
+
+    def __init__(self, listener: ConnectionListener | None) -> None:
+        self.handlers = HandlerTable()
+        self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
+
+    def register_handler(self, code: int, handler: Handler) -> None:
+        """Handle the requests with ``code`` that peers send by ``handler(conn, request)`` (sync or async)."""
+        self.handlers.register(code, handler)
+
+    def set_default_handler(self, handler: Handler | None) -> None:
+        """Handle requests whose code has no handler of its own (``None``: answer NOT_SUPPORTED)."""
+        self.handlers.default = handler
+
+    def add_hook(self, hook: RPCHook) -> None:
+        """Run ``hook`` around every request this endpoint sends and handles (see :class:`RPCHook`)."""
+        self.handlers.hooks.append(hook)
+
+    def add_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.remove(listener)
+
+    def _connection_idle(self, conn: RemotingConnection) -> None:
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_idle, "on_idle")
 
 
 class RemotingConnection(asyncio.Protocol):

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from types import TracebackType
 
 from rocketq.errors import ClientStateError, RemotingError
+from rocketq.lifecycle import AsyncStartClose
 from rocketq.protocol.command import OpaqueSequence
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
-    Handler,
-    HandlerTable,
+    Endpoint,
     RemotingConnection,
-    RPCHook,
 )
 from rocketq.remoting.guard import InputBudget, PeerLog
 from rocketq.remoting.offload import Offloader
@@ -34,7 +32,7 @@ __all__ = ["RemotingServer"]
 logger = logging.getLogger(__name__)
 
 
-class RemotingServer:
+class RemotingServer(Endpoint, AsyncStartClose):
     """Serve RocketMQ remoting requests on ``host:port`` (port 0: any free port).
 
     Handlers are registered by request code (:meth:`register_handler`), with an optional fallback
@@ -60,8 +58,7 @@ class RemotingServer:
         self.host = host
         self._requested_port = port
         self.config = config if config is not None else ServerConfig()
-        self.handlers = HandlerTable()
-        self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
+        super().__init__(listener)
         self._opaques = OpaqueSequence()
         self._server: asyncio.Server | None = None
         self._connections: set[RemotingConnection] = set()
@@ -90,26 +87,6 @@ class RemotingServer:
         if self._port is None:
             return f"<RemotingServer {self.host}:{self._requested_port} (not started)>"
         return f"<RemotingServer {self.address} connections={len(self._connections)}>"
-
-    # ------------------------------------------------------------------ configuration
-
-    def register_handler(self, code: int, handler: Handler) -> None:
-        """Handle requests with ``code`` by ``handler(conn, request)`` (sync or async)."""
-        self.handlers.register(code, handler)
-
-    def set_default_handler(self, handler: Handler | None) -> None:
-        """Handle requests whose code has no handler of its own (``None``: answer NOT_SUPPORTED)."""
-        self.handlers.default = handler
-
-    def add_hook(self, hook: RPCHook) -> None:
-        """Run ``hook`` around every request this server sends and handles (see :class:`RPCHook`)."""
-        self.handlers.hooks.append(hook)
-
-    def add_listener(self, listener: ConnectionListener) -> None:
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: ConnectionListener) -> None:
-        self._listeners.remove(listener)
 
     # ------------------------------------------------------------------ state
 
@@ -199,18 +176,6 @@ class RemotingServer:
             await server.wait_closed()
         self._closed.set()
         logger.info("remoting server on %s closed", self.address if self._port is not None else self.host)
-
-    async def __aenter__(self) -> RemotingServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # ------------------------------------------------------------------ connections
 
@@ -314,7 +279,3 @@ class RemotingServer:
             return
         self.sweep(asyncio.get_running_loop().time())
         self._schedule_sweep()
-
-    def _connection_idle(self, conn: RemotingConnection) -> None:
-        for listener in tuple(self._listeners):
-            conn._call_event(listener.on_idle, "on_idle")
