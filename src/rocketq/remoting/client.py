@@ -28,7 +28,7 @@ from rocketq.errors import (
 )
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.protocol.calls import Call
-from rocketq.protocol.command import OpaqueSequence, RemotingCommand
+from rocketq.protocol.command import RemotingCommand
 from rocketq.remoting.config import RemotingClientConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
@@ -82,7 +82,6 @@ class RemotingClient(Endpoint, AsyncStartClose):
     ) -> None:
         self.config = config if config is not None else RemotingClientConfig()
         super().__init__(listener)
-        self._opaques = OpaqueSequence()
         #: warnings about the servers' behaviour (responses matching nothing ...), once per peer
         self.peer_log = PeerLog(logging.getLogger("rocketq.remoting.connection"))
         self._connections: dict[str, RemotingConnection] = {}
@@ -167,26 +166,12 @@ class RemotingClient(Endpoint, AsyncStartClose):
         loop = asyncio.get_running_loop()
 
         def factory() -> RemotingConnection:
-            return RemotingConnection(
-                handlers=self.handlers,
-                opaques=self._opaques,
-                max_frame_size=cfg.max_frame_size,
-                max_in_flight=cfg.max_in_flight,
-                write_buffer_high=cfg.write_buffer_high,
-                write_batch_frames=cfg.write_batch_frames,
-                write_buffer_low=cfg.write_buffer_low,
-                max_write_buffer=cfg.max_write_buffer,
-                idle_timeout=cfg.idle_timeout,
+            return self._connection(
+                cfg,
                 close_idle=True,
                 close_on_timeout=cfg.close_on_timeout,
                 pause_reads_on_write_pressure=False,
                 remote_address=addr,
-                on_open=self._connection_opened,
-                on_close=self._connection_closed,
-                on_idle=self._connection_idle,
-                max_header_size=cfg.max_header_size,
-                max_ext_fields=cfg.max_ext_fields,
-                peer_log=self.peer_log,
             )
 
         try:

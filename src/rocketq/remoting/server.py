@@ -17,7 +17,6 @@ import logging
 
 from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
-from rocketq.protocol.command import OpaqueSequence
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
@@ -59,7 +58,6 @@ class RemotingServer(Endpoint, AsyncStartClose):
         self._requested_port = port
         self.config = config if config is not None else ServerConfig()
         super().__init__(listener)
-        self._opaques = OpaqueSequence()
         self._server: asyncio.Server | None = None
         self._connections: set[RemotingConnection] = set()
         self._port: int | None = None
@@ -181,28 +179,14 @@ class RemotingServer(Endpoint, AsyncStartClose):
 
     def _new_connection(self) -> RemotingConnection:
         cfg = self.config
-        return RemotingConnection(
-            handlers=self.handlers,
-            opaques=self._opaques,
-            max_frame_size=cfg.max_frame_size,
-            max_header_size=cfg.max_header_size,
-            max_ext_fields=cfg.max_ext_fields,
+        return self._connection(
+            cfg,
+            close_idle=cfg.close_idle,
+            pause_reads_on_write_pressure=True,
             request_limits=cfg.request_limits,
             input_budget=self._budget,
             read_time_slice=cfg.read_time_slice,
-            peer_log=self.peer_log,
             offloader=self.offloader,
-            max_in_flight=cfg.max_in_flight,
-            write_buffer_high=cfg.write_buffer_high,
-            write_batch_frames=cfg.write_batch_frames,
-            write_buffer_low=cfg.write_buffer_low,
-            max_write_buffer=cfg.max_write_buffer,
-            idle_timeout=cfg.idle_timeout,
-            close_idle=cfg.close_idle,
-            pause_reads_on_write_pressure=True,
-            on_open=self._connection_opened,
-            on_close=self._connection_closed,
-            on_idle=self._connection_idle,
         )
 
     def _connection_opened(self, conn: RemotingConnection) -> None:
