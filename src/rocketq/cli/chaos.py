@@ -20,7 +20,7 @@ from typing import Any
 from rocketq.chaos.harness import PLACEHOLDERS, ChaosOptions, ChaosResult, consumer_command, run_chaos
 from rocketq.chaos.report import header_lines, result_lines, summary, summary_lines
 from rocketq.chaos.scenarios import SCENARIOS, Form, make_plan
-from rocketq.cli._output import non_negative_float, positive_int, print_json
+from rocketq.cli._output import non_negative_float, number_type, positive_int, print_json
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.lab.harness import interrupt_on_sigterm
@@ -28,14 +28,7 @@ from rocketq.lab.harness import interrupt_on_sigterm
 __all__ = ["register"]
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+_seed = number_type(int, "not an integer", lambda v: v >= 0, "must not be negative, got {value}")
 
 
 def register(subparsers: Any) -> None:

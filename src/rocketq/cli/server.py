@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import signal
 import socket
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
-from rocketq.cli._output import non_negative_float, port_number, positive_float
+from rocketq.cli._output import non_negative_float, number_type, port_number, positive_float
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
@@ -204,24 +205,13 @@ def add_broker_options(
     )
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def positive_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+positive_seconds = number_type(
+    float,
+    "not a number of seconds",
+    lambda v: 0 < v < math.inf,
+    "must be a positive number of seconds, got {text}",
+)
+positive_count = number_type(int, "not a whole number", lambda v: v >= 1, "must be at least 1, got {value}")
 
 
 def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:

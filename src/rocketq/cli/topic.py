@@ -19,6 +19,7 @@ from rocketq.cli._output import (
     add_namesrv_option,
     admin_session,
     format_ms,
+    number_type,
     print_json,
     print_table,
     topic_name,
@@ -30,14 +31,9 @@ from rocketq.protocol.bodies import TopicRouteData
 __all__ = ["is_system_topic", "register"]
 
 
-def _queue_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a queue count: {text!r}") from None
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"queue count must be 1..1024, got {value}")
-    return value
+_queue_count = number_type(
+    int, "not a queue count", lambda v: 1 <= v <= 1024, "queue count must be 1..1024, got {value}"
+)
 
 
 def _perm(text: str) -> int:
