@@ -69,6 +69,7 @@ from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
+from rocketq.models import from_fields
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
@@ -267,16 +268,7 @@ class Broker(AsyncStartClose):
             self._topic_table = topic_table
             now = self.wall()
             self._topics = TopicConfigManager(
-                TopicManagerConfig(
-                    broker_name=cfg.broker_name,
-                    broker_cluster_name=cfg.broker_cluster_name,
-                    default_topic_queue_nums=cfg.default_topic_queue_nums,
-                    auto_create_topic_enable=cfg.auto_create_topic_enable,
-                    cluster_topic_enable=cfg.cluster_topic_enable,
-                    broker_topic_enable=cfg.broker_topic_enable,
-                    trace_topic_enable=cfg.trace_topic_enable,
-                    msg_trace_topic_name=cfg.msg_trace_topic_name,
-                ),
+                from_fields(TopicManagerConfig, cfg),
                 now=now,
                 table=topic_table,
                 on_change=self._topics_changed,

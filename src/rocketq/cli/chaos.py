@@ -24,6 +24,7 @@ from rocketq.cli._output import non_negative_float, number_type, positive_int, p
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.lab.harness import interrupt_on_sigterm
+from rocketq.models import from_fields
 
 __all__ = ["register"]
 
@@ -118,17 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(f"unknown scenario {args.scenario!r}; scenarios: {', '.join(SCENARIOS)}, all")
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         raise CliError(f"data dir {args.data_dir} exists and is not a directory")
-    options = ChaosOptions(
-        seed=args.seed,
-        handoff=args.handoff,
-        orderly=args.orderly,
-        consumer_cmd=args.consumer_cmd,
-        short=args.short,
-        data_dir=args.data_dir,
-        notify_coalesce_window=args.notify_coalesce_window,
-        consistent_views=args.consistent_views,
-        rebalance_min_interval=args.rebalance_min_interval,
-    )
+    options = from_fields(ChaosOptions, args)  # its fields are the options of the same names
     try:  # a bad --consumer-cmd is refused before anything starts
         plan = make_plan(names[0], args.seed, Form(short=args.short))
         consumer_command(plan, options, "c1", "127.0.0.1:9876")
