@@ -32,12 +32,14 @@ from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutErr
 N = TypeVar("N", int, float)
 
 __all__ = [
+    "add_admin_options",
     "add_command_group",
     "add_json_option",
     "add_namesrv_option",
     "admin_session",
     "format_ms",
     "group_name",
+    "name_type",
     "non_negative_float",
     "number_type",
     "port_number",
@@ -70,6 +72,16 @@ def add_namesrv_option(parser: argparse.ArgumentParser) -> None:
 
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of a table")
+
+
+def add_admin_options(
+    parser: argparse.ArgumentParser, handler: Callable[[argparse.Namespace], int], what: str = "the result"
+) -> None:
+    """Close an admin subcommand's parser: ``--namesrv``, ``--json`` (printing ``what``) and the
+    handler that runs it."""
+    add_namesrv_option(parser)
+    add_json_option(parser, what)
+    parser.set_defaults(handler=handler)
 
 
 def number_type(
@@ -120,22 +132,23 @@ def unreachable_hint(
     return CliError(f"{text} (is the broker running and reachable from here?)")
 
 
-def topic_name(text: str) -> str:
-    """An argparse ``type=``: a topic name RocketMQ accepts (1..127 of ``[%|a-zA-Z0-9_-]``)."""
-    try:
-        check_topic(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+def name_type(check: Callable[[str], None]) -> Callable[[str], str]:
+    """An argparse ``type=``: the name when ``check`` accepts it, else its ConfigError as a usage error."""
+
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    return parse
 
 
-def group_name(text: str) -> str:
-    """An argparse ``type=``: a group name RocketMQ accepts (1..255 of ``[%|a-zA-Z0-9_-]``)."""
-    try:
-        check_group(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+#: a topic name RocketMQ accepts (1..127 of ``[%|a-zA-Z0-9_-]``)
+topic_name = name_type(check_topic)
+#: a group name RocketMQ accepts (1..255 of ``[%|a-zA-Z0-9_-]``)
+group_name = name_type(check_group)
 
 
 @contextmanager

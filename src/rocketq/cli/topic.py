@@ -14,9 +14,8 @@ from typing import Any
 from rocketq.admin import Admin
 from rocketq.analytics import id_ranges
 from rocketq.cli._output import (
+    add_admin_options,
     add_command_group,
-    add_json_option,
-    add_namesrv_option,
     admin_session,
     format_ms,
     number_type,
@@ -100,9 +99,7 @@ def register(subparsers: Any) -> None:
                 action="store_true",
                 help="if the topic exists, change it to these settings (else an existing topic is refused)",
             )
-        add_namesrv_option(p)
-        add_json_option(p)
-        p.set_defaults(handler=_create if name == "create" else _update)
+        add_admin_options(p, _create if name == "create" else _update)
 
     p = sub.add_parser(
         "delete",
@@ -111,9 +108,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
     p.add_argument("--cluster", metavar="NAME", help="delete on every broker of this cluster")
-    add_namesrv_option(p)
-    add_json_option(p)
-    p.set_defaults(handler=_delete)
+    add_admin_options(p, _delete)
 
     p = sub.add_parser(
         "list",
@@ -123,17 +118,13 @@ def register(subparsers: Any) -> None:
         "cluster's and brokers' own topics ...).",
     )
     p.add_argument("--all", action="store_true", help="also list system topics")
-    add_namesrv_option(p)
-    add_json_option(p, "the list")
-    p.set_defaults(handler=_list)
+    add_admin_options(p, _list, "the list")
 
     p = sub.add_parser(
         "route", help="show a topic's route: brokers and queue counts", description="Show a route."
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
-    add_namesrv_option(p)
-    add_json_option(p, "the route")
-    p.set_defaults(handler=_route)
+    add_admin_options(p, _route, "the route")
 
     p = sub.add_parser(
         "stats",
@@ -141,9 +132,7 @@ def register(subparsers: Any) -> None:
         description="Per queue of a topic on every broker: min and max offset, messages held, last store.",
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
-    add_namesrv_option(p)
-    add_json_option(p, "the stats")
-    p.set_defaults(handler=_stats)
+    add_admin_options(p, _stats, "the stats")
 
 
 def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin: Admin) -> int:
