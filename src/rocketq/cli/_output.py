@@ -34,6 +34,7 @@ N = TypeVar("N", int, float)
 __all__ = [
     "add_admin_options",
     "add_command_group",
+    "add_consistent_views_option",
     "add_json_option",
     "add_namesrv_option",
     "admin_session",
@@ -82,6 +83,14 @@ def add_admin_options(
     add_namesrv_option(parser)
     add_json_option(parser, what)
     parser.set_defaults(handler=handler)
+
+
+def add_consistent_views_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--consistent-views [union|intersection]`` (``union`` when given bare): ``rocketq consume``'s
+    option, which ``rocketq chaos`` passes on to the consumers it starts."""
+    parser.add_argument(
+        "--consistent-views", nargs="?", const="union", choices=("union", "intersection"), help=help
+    )
 
 
 def number_type(

@@ -20,7 +20,13 @@ from typing import Any
 from rocketq.chaos.harness import PLACEHOLDERS, ChaosOptions, ChaosResult, consumer_command, run_chaos
 from rocketq.chaos.report import header_lines, result_lines, summary, summary_lines
 from rocketq.chaos.scenarios import SCENARIOS, Form, make_plan
-from rocketq.cli._output import non_negative_float, number_type, positive_int, print_json
+from rocketq.cli._output import (
+    add_consistent_views_option,
+    non_negative_float,
+    number_type,
+    positive_int,
+    print_json,
+)
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.lab.harness import interrupt_on_sigterm
@@ -87,12 +93,9 @@ def register(subparsers: Any) -> None:
         help="the brokers gather a group's member changes for S seconds into one notification per "
         "member (default 0: RocketMQ's one notification per change)",
     )
-    parser.add_argument(
-        "--consistent-views",
-        nargs="?",
-        const="union",
-        choices=("union", "intersection"),
-        help="rocketq consume rebalances only on a member list every broker of the topic agrees on, "
+    add_consistent_views_option(
+        parser,
+        "rocketq consume rebalances only on a member list every broker of the topic agrees on, "
         "after 2 s on the union (default) or intersection of their lists (ignored with --consumer-cmd)",
     )
     parser.add_argument(

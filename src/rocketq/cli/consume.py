@@ -49,6 +49,7 @@ from typing import Any
 from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
+    add_consistent_views_option,
     add_namesrv_option,
     group_name,
     non_negative_float,
@@ -132,12 +133,9 @@ def register(subparsers: Any) -> None:
         help="clean: a queue is consumed only under a broker lease, and changes owner only after the "
         "old owner committed it (no duplicates when consumers join or leave gracefully)",
     )
-    parser.add_argument(
-        "--consistent-views",
-        nargs="?",
-        const="union",
-        choices=("union", "intersection"),
-        help="rebalance only on a member list every broker of the topic agrees on (asked each "
+    add_consistent_views_option(
+        parser,
+        "rebalance only on a member list every broker of the topic agrees on (asked each "
         "rebalance) instead of one random broker's; after 2 s of disagreement, on the union of their "
         "lists (the default) or their intersection",
     )

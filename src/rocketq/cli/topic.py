@@ -185,17 +185,19 @@ def _create(args: argparse.Namespace) -> int:
                     f"`rocketq topic update {args.topic} ...` or add --update ({what})"
                 )
             return _update_with(admin, args, changes)
-        brokers = admin.create_topic(
-            args.topic,
-            queues=args.queues,
-            read_queues=args.read_queues,
-            write_queues=args.write_queues,
-            perm=args.perm,
-            order=bool(args.order),
-            broker=args.broker,
-            cluster=args.cluster,
-        )
+        brokers = admin.create_topic(args.topic, perm=args.perm, order=bool(args.order), **_passed_on(args))
         return _changed(args, brokers, "created", admin)
+
+
+def _passed_on(args: argparse.Namespace) -> dict[str, Any]:
+    """The options create and update hand to the admin call as they are: queue counts and where."""
+    return {
+        "queues": args.queues,
+        "read_queues": args.read_queues,
+        "write_queues": args.write_queues,
+        "broker": args.broker,
+        "cluster": args.cluster,
+    }
 
 
 def _same(args: argparse.Namespace, route: TopicRouteData) -> int:
@@ -252,16 +254,7 @@ def _update(args: argparse.Namespace) -> int:
 
 
 def _update_with(admin: Admin, args: argparse.Namespace, changes: list[str]) -> int:
-    brokers = admin.update_topic(
-        args.topic,
-        queues=args.queues,
-        read_queues=args.read_queues,
-        write_queues=args.write_queues,
-        perm=args.perm,
-        order=args.order,
-        broker=args.broker,
-        cluster=args.cluster,
-    )
+    brokers = admin.update_topic(args.topic, perm=args.perm, order=args.order, **_passed_on(args))
     if not args.json:
         for line in changes or ["nothing changed: the topic already had these settings"]:
             print(f"topic {args.topic} {line}")
