@@ -26,11 +26,11 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import TracebackType
 
 from rocketq.broker import Broker
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig
 from rocketq.errors import ConfigError, RocketQError
+from rocketq.lifecycle import AsyncStartClose
 from rocketq.namesrv import DEFAULT_PORT, NameServer, NamesrvConfig
 from rocketq.store.config import FlushMode
 
@@ -49,7 +49,7 @@ READY_PREFIX = "rocketq server ready:"
 _READY = re.compile(r"namesrv=(\S+) broker=(\S+) data=(.+)$")
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(AsyncStartClose):
     """A name server plus one broker pointed at it, in this process (see the module docstring).
 
     ``broker`` fine-tunes the broker (its host, port, data dir, flush, cluster and name server
@@ -109,15 +109,6 @@ class EmbeddedCluster:
         if self.broker is not None:
             await self.broker.close()
         await self.namesrv.close()
-
-    async def __aenter__(self) -> EmbeddedCluster:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
 
 @dataclass(frozen=True, slots=True)

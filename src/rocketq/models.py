@@ -4,13 +4,20 @@ Only values live here: no I/O, no clocks, nothing that imports another rocketq m
 :class:`MessageQueue`, the results every client-side layer hands around: where a send was stored
 (:class:`SendResult`, :class:`SendStatus`), what a pull brought (:class:`PullResult`,
 :class:`PullStatus`), where a queue is served (:class:`QueueRoute`) and a client id that several
-live connections share (:class:`DuplicateClientId`).
+live connections share (:class:`DuplicateClientId`). :func:`from_fields` builds one value from
+another that shares its fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "DuplicateClientId",
@@ -22,8 +29,30 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "TransactionSendResult",
+    "from_fields",
     "java_string_compare",
 ]
+
+D = TypeVar("D", bound="DataclassInstance")
+
+
+@functools.cache
+def _init_field_names(cls: type[DataclassInstance]) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def from_fields(cls: type[D], source: object, /, **values: Any) -> D:
+    """A ``cls`` (a dataclass) with ``values``, its other fields copied from the attributes of the
+    same names of ``source``: a config handing its part to a component's config, a header or a
+    result widened into another with the same fields and more.
+
+    >>> from_fields(MessageQueue, MessageQueue("T", "b", 1), queue_id=2)
+    MessageQueue(topic='T', broker_name='b', queue_id=2)
+    """
+    for name in _init_field_names(cls):
+        if name not in values:
+            values[name] = getattr(source, name)
+    return cls(**values)
 
 
 def _java_less(a: str, b: str) -> bool:

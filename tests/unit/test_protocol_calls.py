@@ -13,7 +13,14 @@ from rocketq.errors import BrokerError, ConsumerNotOnlineError, RemoteProtocolEr
 from rocketq.models import DuplicateClientId, MessageQueue, PullResult, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import CheckClientRequestBody, HeartbeatData, TopicRouteData
-from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode, SerializeType
+from rocketq.protocol.codes import (
+    RequestCode,
+    ResponseCode,
+    RocketQRequestCode,
+    RocketQResponseCode,
+    SerializeType,
+    code_name,
+)
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.frame import decode_frame
 from rocketq.protocol.headers import (
@@ -179,9 +186,40 @@ def test_pull_answers_carry_their_status_and_body_only_when_found() -> None:
     assert found == PullResult(PullStatus.FOUND, 9, 0, 9, 0, b"records", "")
     moved = call.parse(call.request.response(ResponseCode.PULL_OFFSET_MOVED, "moved", dict(ext), b"x"))
     assert (moved.status, moved.body, moved.remark) == (PullStatus.OFFSET_ILLEGAL, b"", "moved")
-    assert {calls.PULL_STATUS[c] for c in calls.PULL_STATUS} == set(PullStatus)
+    # every RocketMQ status has its code; VIEW_CHANGED is rocketq's own answer (the view fence)
+    assert {calls.PULL_STATUS[c] for c in calls.PULL_STATUS} == set(PullStatus) - {PullStatus.VIEW_CHANGED}
     with pytest.raises(BrokerError):
         call.parse(call.request.response(ResponseCode.SUBSCRIPTION_NOT_EXIST, "no subscription"))
+
+
+def test_a_view_fenced_pull_carries_the_view_and_reads_the_brokers_refusal() -> None:
+    header = PullMessageRequestHeader(
+        consumer_group="g", topic="T", queue_id=3, queue_offset=5, max_msg_nums=32,
+        sys_flag=0, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
+    )  # fmt: skip
+    view = calls.view_digest(["c2", "c1"], 4)
+    call = calls.pull_message(header, view=view)
+    assert call.request.ext_fields[calls.VIEW_FIELD] == view
+    assert calls.VIEW_FIELD not in calls.pull_message(header).request.ext_fields
+    ext = {"nextBeginOffset": "5", calls.VIEW_FIELD: "x", calls.VIEW_QUEUES_FIELD: "6"}
+    refused = call.parse(call.request.response(RocketQResponseCode.PULL_VIEW_CHANGED, "changed", ext))
+    assert (refused.status, refused.next_begin_offset, refused.view_queue_nums, refused.body) == (
+        PullStatus.VIEW_CHANGED, 5, 6, b"",
+    )  # fmt: skip
+    with pytest.raises(RemoteProtocolError):
+        call.parse(
+            call.request.response(RocketQResponseCode.PULL_VIEW_CHANGED, "", {calls.VIEW_QUEUES_FIELD: "x"})
+        )
+    assert code_name(RocketQResponseCode.PULL_VIEW_CHANGED, response=True) == "PULL_VIEW_CHANGED(10951)"
+    member_call = calls.get_consumer_view("g", "T")
+    assert member_call.request.ext_fields[calls.VIEW_TOPIC_FIELD] == "T"
+    body = b'{"consumerIdList":["c1"]}'
+    answer = member_call.request.response(ext_fields={calls.VIEW_QUEUES_FIELD: "4"}, body=body)
+    assert member_call.parse(answer) == (["c1"], 4)
+    assert member_call.parse(member_call.request.response(ext_fields={}, body=body)) == (
+        ["c1"],
+        -1,
+    )  # RocketMQ's
 
 
 def test_oneway_calls_are_flagged_and_need_no_answer() -> None:

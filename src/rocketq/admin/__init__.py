@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from rocketq.models import DuplicateClientId
 
+from . import values
 from .core import AsyncAdmin
 from .facade import Admin
 from .monitoring import (
@@ -64,40 +65,18 @@ from .monitoring import (
     message_dict,
     trace_events,
 )
-from .values import (
-    ORDER_TOPIC_CONFIG,
-    GroupMember,
-    GroupMembers,
-    GroupProgress,
-    QueueProgress,
-    QueueSource,
-    ResetResult,
-    TopicQueueStats,
-    TopicStats,
-    parse_reset_target,
-    parse_time,
-)
+from .values import *  # noqa: F403 - the value types and time parsers, as values.__all__ lists them
 
 __all__ = [
-    "ORDER_TOPIC_CONFIG",
     "TOOLS_CONSUMER_GROUP",
     "Admin",
     "AsyncAdmin",
     "BrokerRuntime",
     "DuplicateClientId",
-    "GroupMember",
-    "GroupMembers",
-    "GroupProgress",
     "MessageTrace",
-    "QueueProgress",
     "QueueRead",
-    "QueueSource",
-    "ResetResult",
-    "TopicQueueStats",
-    "TopicStats",
     "TraceEvent",
     "message_dict",
-    "parse_reset_target",
-    "parse_time",
     "trace_events",
 ]
+__all__ += values.__all__

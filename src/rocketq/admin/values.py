@@ -14,6 +14,20 @@ from rocketq.errors import (
 from rocketq.models import DuplicateClientId, MessageQueue
 from rocketq.protocol.codes import version_name
 
+__all__ = [
+    "ORDER_TOPIC_CONFIG",
+    "GroupMember",
+    "GroupMembers",
+    "GroupProgress",
+    "QueueProgress",
+    "QueueSource",
+    "ResetResult",
+    "TopicQueueStats",
+    "TopicStats",
+    "parse_reset_target",
+    "parse_time",
+]
+
 T = TypeVar("T")
 
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"

@@ -6,43 +6,9 @@ the definitions, and :data:`DEFINITIONS` for the sentence printed beside each fi
 Spark: it takes plain records, whoever collected them.
 """
 
+from rocketq.analytics import rebalance
 from rocketq.analytics.ranges import id_ranges, queue_ranges
-from rocketq.analytics.rebalance import (
-    DEFINITIONS,
-    Analysis,
-    Change,
-    ChangeCost,
-    Delivery,
-    DeliveryVerdict,
-    Duplicate,
-    Figures,
-    Move,
-    QueueBacklog,
-    RebalanceEvent,
-    Stored,
-    Stretch,
-    analyze,
-    backlog_buckets,
-    footnote,
-)
+from rocketq.analytics.rebalance import *  # noqa: F403 - the package offers rebalance's public names
 
-__all__ = [
-    "DEFINITIONS",
-    "Analysis",
-    "Change",
-    "ChangeCost",
-    "Delivery",
-    "DeliveryVerdict",
-    "Duplicate",
-    "Figures",
-    "Move",
-    "QueueBacklog",
-    "RebalanceEvent",
-    "Stored",
-    "Stretch",
-    "analyze",
-    "backlog_buckets",
-    "footnote",
-    "id_ranges",
-    "queue_ranges",
-]
+__all__ = ["id_ranges", "queue_ranges"]
+__all__ += rebalance.__all__

@@ -28,22 +28,9 @@ and carries out their answers:
   (:class:`TransactionalMessageService`), on the store.
 """
 
+from rocketq.broker import consumers
 from rocketq.broker.config import BrokerConfig
-from rocketq.broker.consumers import (
-    CHANNEL_EXPIRED_TIMEOUT,
-    CLIENT_HOUSEKEEPING_INTERVAL,
-    Changes,
-    ClientChannelInfo,
-    ConsumerGroupEvent,
-    ConsumerGroupView,
-    ConsumerRegistry,
-    ConsumerRegistryConfig,
-    DuplicateClientId,
-    GroupEvent,
-    apply_heartbeat,
-    apply_unregister_client,
-    tag_filter,
-)
+from rocketq.broker.consumers import *  # noqa: F403 - re-exported below, from consumers.__all__
 from rocketq.broker.filter import Sql92Error, Sql92Filter, compile_sql92
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME, LockInfo, QueueLockConfig, QueueLockTable
 from rocketq.broker.longpoll import HeldPull, LongPollingConfig, PullHoldTable
@@ -55,20 +42,10 @@ from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.protocol.topics import TopicSysFlag, dlq_topic, retry_topic, validate_topic
 
 __all__ = [
-    "CHANNEL_EXPIRED_TIMEOUT",
-    "CLIENT_HOUSEKEEPING_INTERVAL",
     "REBALANCE_LOCK_MAX_LIVE_TIME",
     "Broker",
     "BrokerConfig",
-    "Changes",
     "CheckResult",
-    "ClientChannelInfo",
-    "ConsumerGroupEvent",
-    "ConsumerGroupView",
-    "ConsumerRegistry",
-    "ConsumerRegistryConfig",
-    "DuplicateClientId",
-    "GroupEvent",
     "HeldPull",
     "LockInfo",
     "LongPollingConfig",
@@ -86,11 +63,11 @@ __all__ = [
     "TopicManagerConfig",
     "TopicSysFlag",
     "TransactionalMessageService",
-    "apply_heartbeat",
-    "apply_unregister_client",
     "compile_sql92",
     "dlq_topic",
     "retry_topic",
-    "tag_filter",
     "validate_topic",
 ]
+__all__ += consumers.__all__
+__all__.remove("SUB_ALL")
+__all__.remove("check_heartbeat")

@@ -37,7 +37,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from types import TracebackType
 from typing import Any, TypeVar
 
 from rocketq.broker.coalesce import NotifyCoalescer
@@ -69,6 +68,8 @@ from rocketq.broker.topics import (
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
+from rocketq.lifecycle import AsyncStartClose
+from rocketq.models import from_fields
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
@@ -114,7 +115,7 @@ class _Listener(ConnectionListener):
         self._broker._connection_closed(conn)
 
 
-class Broker:
+class Broker(AsyncStartClose):
     """A RocketMQ-compatible broker; see the module docstring. Use ``async with`` or
     :meth:`start` / :meth:`close`. ``clock`` is the wall clock (seconds since the epoch)."""
 
@@ -267,16 +268,7 @@ class Broker:
             self._topic_table = topic_table
             now = self.wall()
             self._topics = TopicConfigManager(
-                TopicManagerConfig(
-                    broker_name=cfg.broker_name,
-                    broker_cluster_name=cfg.broker_cluster_name,
-                    default_topic_queue_nums=cfg.default_topic_queue_nums,
-                    auto_create_topic_enable=cfg.auto_create_topic_enable,
-                    cluster_topic_enable=cfg.cluster_topic_enable,
-                    broker_topic_enable=cfg.broker_topic_enable,
-                    trace_topic_enable=cfg.trace_topic_enable,
-                    msg_trace_topic_name=cfg.msg_trace_topic_name,
-                ),
+                from_fields(TopicManagerConfig, cfg),
                 now=now,
                 table=topic_table,
                 on_change=self._topics_changed,
@@ -381,15 +373,6 @@ class Broker:
             await asyncio.to_thread(store.close)
         if self._started:
             log.info("broker %s closed", self.config.broker_name)
-
-    async def __aenter__(self) -> Broker:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     def register_handler(self, code: int, handler: Handler) -> None:
         """Add or replace a request handler (extensions, tests)."""

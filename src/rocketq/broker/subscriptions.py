@@ -33,6 +33,7 @@ from rocketq.broker.configtables import StoredTable, VersionedTable
 from rocketq.clock import ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rocketq.protocol.topics import BUILTIN_SUBSCRIPTION_GROUPS, CID_RMQ_SYS_PREFIX
 
 __all__ = [
     "BUILTIN_SUBSCRIPTION_GROUPS",
@@ -46,18 +47,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
-BUILTIN_SUBSCRIPTION_GROUPS = (
-    "TOOLS_CONSUMER",
-    "FILTERSRV_CONSUMER",
-    "SELF_TEST_C_GROUP",
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-)
-"""Groups RocketMQ's ``SubscriptionGroupManager`` creates at start (``MixAll`` names)."""
 
 
 def is_sys_consumer_group(group: str) -> bool:

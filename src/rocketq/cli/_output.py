@@ -2,8 +2,8 @@
 
 * :func:`add_command_group` for the commands made of subcommands;
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
-* :func:`positive_int`, :func:`positive_float`, :func:`port_number`: argparse ``type=`` checks for
-  counts, rates, seconds, ports;
+* :func:`number_type` makes the argparse ``type=`` checks of numbers: :func:`positive_int`,
+  :func:`positive_float`, :func:`port_number` for counts, rates, seconds, ports;
 * :func:`admin_session`: an :class:`~rocketq.admin.Admin` whose connection failures become one-line
   :class:`~rocketq.cli.main.CliError`\\ s with a hint (``is `rocketq server` running?``);
 * tables through rich (plain text when stdout is not a terminal, never wrapped), JSON lines.
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -28,14 +29,20 @@ from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV, resolve_namesrv
 from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
 
+N = TypeVar("N", int, float)
+
 __all__ = [
+    "add_admin_options",
     "add_command_group",
     "add_json_option",
     "add_namesrv_option",
+    "add_view_options",
     "admin_session",
     "format_ms",
     "group_name",
+    "name_type",
     "non_negative_float",
+    "number_type",
     "port_number",
     "positive_float",
     "positive_int",
@@ -68,48 +75,59 @@ def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of a table")
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type=``: an integer above zero, else a usage error naming the value."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
+def add_admin_options(
+    parser: argparse.ArgumentParser, handler: Callable[[argparse.Namespace], int], what: str = "the result"
+) -> None:
+    """Close an admin subcommand's parser: ``--namesrv``, ``--json`` (printing ``what``) and the
+    handler that runs it."""
+    add_namesrv_option(parser)
+    add_json_option(parser, what)
+    parser.set_defaults(handler=handler)
 
 
-def port_number(text: str) -> int:
-    """An argparse ``type=``: a TCP port, 0..65535 (0 for any), else a usage error naming the value."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
-    return value
+def add_view_options(parser: argparse.ArgumentParser, views_help: str, fence_help: str) -> None:
+    """``--consistent-views per-broker|union|intersection|off`` and ``--no-view-fence``: ``rocketq
+    consume``'s options, which ``rocketq chaos`` passes on to the consumers it starts."""
+    parser.add_argument(
+        "--consistent-views",
+        choices=("per-broker", "union", "intersection", "off"),
+        metavar="per-broker|union|intersection|off",
+        help=views_help,
+    )
+    parser.add_argument("--no-view-fence", dest="view_fence", action="store_false", help=fence_help)
 
 
-def positive_float(text: str) -> float:
-    """An argparse ``type=``: a number above zero (NaN refused), else a usage error naming the value."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
+def number_type(
+    convert: Callable[[str], N], not_a: str, accept: Callable[[N], bool], refusal: str
+) -> Callable[[str], N]:
+    """An argparse ``type=``: ``convert(text)`` when ``accept`` takes the number, else a usage error
+    naming the value: ``"<not_a>: 'text'"`` when it is no number at all, else ``refusal`` with
+    ``{text}`` / ``{value}`` filled in."""
+
+    def parse(text: str) -> N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{not_a}: {text!r}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(refusal.format(text=text, value=value))
+        return value
+
+    return parse
 
 
-def non_negative_float(text: str) -> float:
-    """An argparse ``type=``: a finite number of zero or more (NaN refused), else a usage error."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
+#: an integer above zero
+positive_int = number_type(int, "not an integer", lambda v: v > 0, "must be positive, got {value}")
+#: a TCP port, 0..65535 (0 for any)
+port_number = number_type(
+    int, "not a port number", lambda v: 0 <= v <= 65535, "port must be 0..65535, got {value}"
+)
+#: a number above zero (NaN refused)
+positive_float = number_type(float, "not a number", lambda v: v > 0, "must be positive, got {text}")
+#: a finite number of zero or more (NaN refused)
+non_negative_float = number_type(
+    float, "not a number", lambda v: 0 <= v < math.inf, "must be 0 or more, got {text}"
+)
 
 
 def unreachable_hint(
@@ -127,22 +145,23 @@ def unreachable_hint(
     return CliError(f"{text} (is the broker running and reachable from here?)")
 
 
-def topic_name(text: str) -> str:
-    """An argparse ``type=``: a topic name RocketMQ accepts (1..127 of ``[%|a-zA-Z0-9_-]``)."""
-    try:
-        check_topic(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+def name_type(check: Callable[[str], None]) -> Callable[[str], str]:
+    """An argparse ``type=``: the name when ``check`` accepts it, else its ConfigError as a usage error."""
+
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    return parse
 
 
-def group_name(text: str) -> str:
-    """An argparse ``type=``: a group name RocketMQ accepts (1..255 of ``[%|a-zA-Z0-9_-]``)."""
-    try:
-        check_group(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+#: a topic name RocketMQ accepts (1..127 of ``[%|a-zA-Z0-9_-]``)
+topic_name = name_type(check_topic)
+#: a group name RocketMQ accepts (1..255 of ``[%|a-zA-Z0-9_-]``)
+group_name = name_type(check_group)
 
 
 @contextmanager

@@ -21,13 +21,12 @@ from rich.table import Table
 
 from rocketq.allocate import (
     AllocationStrategy,
-    GroupPlan,
     QueueMove,
     get_strategy,
     sorted_queues,
     strategy_names,
 )
-from rocketq.allocate.examples import broker_names, client_ids, plan_change
+from rocketq.allocate.examples import PlannedChange, broker_names, client_ids, plan_change
 from rocketq.cli._output import group_name
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
@@ -272,25 +271,17 @@ def run(args: argparse.Namespace) -> int:
         else None
     )
     change = plan_change(strategy, args.group, topic_queues, old_cids, cids, balance=args.balance)
-    after, before, sticky_moves = change.after, change.before, change.sticky_moves
-    changes = change.moves if before is not None else None
-
     if args.json:
-        print(json.dumps(_as_json(args, topics, brokers, after, before, changes, sticky_moves), indent=2))
+        print(json.dumps(_as_json(args, topics, brokers, change), indent=2))
     else:
-        _print_tables(args, topics, brokers, after, before, changes, sticky_moves)
+        _print_tables(args, topics, brokers, change)
     return 0
 
 
 def _as_json(
-    args: argparse.Namespace,
-    topics: Mapping[str, int],
-    brokers: Sequence[str],
-    after: GroupPlan,
-    before: GroupPlan | None,
-    changes: list[QueueMove] | None,
-    sticky_moves: int | None,
+    args: argparse.Namespace, topics: Mapping[str, int], brokers: Sequence[str], change: PlannedChange
 ) -> dict[str, Any]:
+    after, before, changes, sticky_moves = change.after, change.before, change.moves, change.sticky_moves
     counts = after.counts
     doc: dict[str, Any] = {
         "strategy": after.strategy,
@@ -316,7 +307,7 @@ def _as_json(
         "shared": [{"queue": _mq_json(mq), "owners": list(o)} for mq, o in after.shared.items()],
         "duplicate_ids": after.duplicate_ids,
     }
-    if before is not None and changes is not None:
+    if before is not None:
         doc["moves"] = {
             "from_consumers": args.from_consumers,
             "count": len(changes),
@@ -347,14 +338,9 @@ def _move_runs(changes: Sequence[QueueMove]) -> list[tuple[str, str, str, int]]:
 
 
 def _print_tables(
-    args: argparse.Namespace,
-    topics: Mapping[str, int],
-    brokers: Sequence[str],
-    after: GroupPlan,
-    before: GroupPlan | None,
-    changes: list[QueueMove] | None,
-    sticky_moves: int | None,
+    args: argparse.Namespace, topics: Mapping[str, int], brokers: Sequence[str], change: PlannedChange
 ) -> None:
+    after, before, changes, sticky_moves = change.after, change.before, change.moves, change.sticky_moves
     console = Console(highlight=False, soft_wrap=False)
     multi = len(topics) > 1
     by_topic = True if multi else None  # else: only when a list spans topics (CONFIG can)
@@ -411,7 +397,7 @@ def _print_tables(
             + ", ".join(f"{cid} ×{n}" for cid, n in dups.items())
             + " (same queues taken twice)"
         )
-    if before is not None and changes is not None:
+    if before is not None:
         console.print()
         console.print(
             f"[bold]from {len(before.consumers)} to {len(after.consumers)} consumers[/]: "

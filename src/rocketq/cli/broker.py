@@ -9,8 +9,6 @@ its checkpoint and exits 0. Errors (port in use, unusable data dir) are one line
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from typing import Any
 
 from rocketq.broker import Broker, BrokerConfig
@@ -21,7 +19,7 @@ from rocketq.cli.server import (
     broker_feature_options,
     check_data_dir,
     check_port,
-    run_until_signal,
+    serve_until_signal,
 )
 from rocketq.errors import ConfigError
 
@@ -66,17 +64,12 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
 
-    async def main(stop: asyncio.Event) -> None:
-        async with Broker(config) as broker:
-            print(
-                f"rocketq broker {config.broker_name} (cluster {config.broker_cluster_name}) listening on "
-                f"{broker.address}, registered with {';'.join(config.namesrv_addrs)}, "
-                f"{config.flush} flush, data in {data_dir}",
-                flush=True,
-            )
-            await stop.wait()
-            print("rocketq broker stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True)
-        print("rocketq broker stopped", file=sys.stderr, flush=True)
-
-    run_until_signal(main)
-    return 0
+    return serve_until_signal(
+        "broker",
+        lambda: Broker(config),
+        lambda broker: [
+            f"rocketq broker {config.broker_name} (cluster {config.broker_cluster_name}) listening on "
+            f"{broker.address}, registered with {';'.join(config.namesrv_addrs)}, "
+            f"{config.flush} flush, data in {data_dir}"
+        ],
+    )

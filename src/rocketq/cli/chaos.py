@@ -20,22 +20,22 @@ from typing import Any
 from rocketq.chaos.harness import PLACEHOLDERS, ChaosOptions, ChaosResult, consumer_command, run_chaos
 from rocketq.chaos.report import header_lines, result_lines, summary, summary_lines
 from rocketq.chaos.scenarios import SCENARIOS, Form, make_plan
-from rocketq.cli._output import non_negative_float, positive_int, print_json
+from rocketq.cli._output import (
+    add_view_options,
+    non_negative_float,
+    number_type,
+    positive_int,
+    print_json,
+)
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.lab.harness import interrupt_on_sigterm
+from rocketq.models import from_fields
 
 __all__ = ["register"]
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+_seed = number_type(int, "not an integer", lambda v: v >= 0, "must not be negative, got {value}")
 
 
 def register(subparsers: Any) -> None:
@@ -93,18 +93,11 @@ def register(subparsers: Any) -> None:
         help="the brokers gather a group's member changes for S seconds into one notification per "
         "member (default 0: RocketMQ's one notification per change)",
     )
-    parser.add_argument(
-        "--consistent-views",
-        choices=("per-broker", "union", "intersection", "off"),
-        metavar="per-broker|union|intersection|off",
-        help="passed to rocketq consume: which member list its rebalances share the queues over "
+    add_view_options(
+        parser,
+        "passed to rocketq consume: which member list its rebalances share the queues over "
         "(default per-broker; off: RocketMQ's one random broker; ignored with --consumer-cmd)",
-    )
-    parser.add_argument(
-        "--no-view-fence",
-        dest="view_fence",
-        action="store_false",
-        help="passed to rocketq consume: pulls without the consumer's view, so the broker cannot "
+        "passed to rocketq consume: pulls without the consumer's view, so the broker cannot "
         "refuse a stale one (ignored with --consumer-cmd)",
     )
     parser.add_argument(
@@ -131,18 +124,7 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(f"unknown scenario {args.scenario!r}; scenarios: {', '.join(SCENARIOS)}, all")
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         raise CliError(f"data dir {args.data_dir} exists and is not a directory")
-    options = ChaosOptions(
-        seed=args.seed,
-        handoff=args.handoff,
-        orderly=args.orderly,
-        consumer_cmd=args.consumer_cmd,
-        short=args.short,
-        data_dir=args.data_dir,
-        notify_coalesce_window=args.notify_coalesce_window,
-        consistent_views=args.consistent_views,
-        view_fence=args.view_fence,
-        rebalance_min_interval=args.rebalance_min_interval,
-    )
+    options = from_fields(ChaosOptions, args)  # its fields are the options of the same names
     try:  # a bad --consumer-cmd is refused before anything starts
         plan = make_plan(names[0], args.seed, Form(short=args.short))
         consumer_command(plan, options, "c1", "127.0.0.1:9876")

@@ -51,6 +51,7 @@ from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
     add_namesrv_option,
+    add_view_options,
     group_name,
     non_negative_float,
     positive_float,
@@ -133,21 +134,15 @@ def register(subparsers: Any) -> None:
         help="clean: a queue is consumed only under a broker lease, and changes owner only after the "
         "old owner committed it (no duplicates when consumers join or leave gracefully)",
     )
-    parser.add_argument(
-        "--consistent-views",
-        choices=("per-broker", "union", "intersection", "off"),
-        metavar="per-broker|union|intersection|off",
-        help="which member list a rebalance shares the queues over: per-broker (default: every broker "
+    add_view_options(
+        parser,
+        "which member list a rebalance shares the queues over: per-broker (default: every broker "
         "is asked, and each broker's queues are shared over the members it lists), union or "
         "intersection (every broker is asked and the rebalance waits up to 2 s for them to agree, "
         "then takes the union or intersection of their lists), off (RocketMQ: one random broker)",
-    )
-    parser.add_argument(
-        "--no-view-fence",
-        dest="view_fence",
-        action="store_false",
-        help="do not send the consumer's view with its pulls (by default rocketq's broker refuses a "
-        "pull made on a member list or queue count it no longer has, and the consumer rebalances first)",
+        "do not send the consumer's view with its pulls and commits (by default rocketq's broker "
+        "refuses a pull made on a member list or queue count it no longer has, and the consumer "
+        "rebalances first)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of text")
     parser.add_argument(

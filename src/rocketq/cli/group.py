@@ -19,9 +19,8 @@ from typing import Any
 from rocketq.admin import parse_reset_target
 from rocketq.allocate import get_strategy
 from rocketq.cli._output import (
+    add_admin_options,
     add_command_group,
-    add_json_option,
-    add_namesrv_option,
     admin_session,
     format_ms,
     group_name,
@@ -63,9 +62,7 @@ def register(subparsers: Any) -> None:
         help="strategy for computing the queues of members that do not report them (default: the "
         "group's own, else AVG)",
     )
-    add_namesrv_option(p)
-    add_json_option(p, "the members")
-    p.set_defaults(handler=_members)
+    add_admin_options(p, _members, "the members")
 
     p = sub.add_parser(
         "progress",
@@ -79,9 +76,7 @@ def register(subparsers: Any) -> None:
         type=topic_name,
         help="only this topic (default: every topic the group committed)",
     )
-    add_namesrv_option(p)
-    add_json_option(p, "the progress")
-    p.set_defaults(handler=_progress)
+    add_admin_options(p, _progress, "the progress")
 
     p = sub.add_parser(
         "reset",
@@ -103,9 +98,7 @@ def register(subparsers: Any) -> None:
         help="the topic whose offsets move (required)",
     )
     p.add_argument("--to", required=True, metavar="first|last|TIMESTAMP", help="where to (required)")
-    add_namesrv_option(p)
-    add_json_option(p, "the new offsets")
-    p.set_defaults(handler=_reset)
+    add_admin_options(p, _reset, "the new offsets")
 
 
 def queue_ranges(queues: tuple[MessageQueue, ...] | list[MessageQueue]) -> str:

@@ -23,9 +23,8 @@ from typing import Any
 
 from rocketq.admin import MessageTrace, message_dict, parse_time
 from rocketq.cli._output import (
+    add_admin_options,
     add_command_group,
-    add_json_option,
-    add_namesrv_option,
     admin_session,
     format_ms,
     positive_int,
@@ -85,9 +84,7 @@ def register(subparsers: Any) -> None:
     )
     show.add_argument("msg_id", metavar="MSG_ID", type=_msg_id)
     show.add_argument("--topic", type=topic_name, help="the topic of a producer's message id (faster)")
-    add_namesrv_option(show)
-    add_json_option(show, "the messages")
-    show.set_defaults(handler=_show)
+    add_admin_options(show, _show, "the messages")
 
     query = sub.add_parser(
         "query",
@@ -105,9 +102,7 @@ def register(subparsers: Any) -> None:
     query.add_argument(
         "--max", type=positive_int, default=64, metavar="N", help="messages per broker (default 64)"
     )
-    add_namesrv_option(query)
-    add_json_option(query, "the messages")
-    query.set_defaults(handler=_query)
+    add_admin_options(query, _query, "the messages")
 
     trace = sub.add_parser(
         "trace",
@@ -128,9 +123,7 @@ def register(subparsers: Any) -> None:
         metavar="TOPIC",
         help=f"where the trace records are (default {RMQ_SYS_TRACE_TOPIC})",
     )
-    add_namesrv_option(trace)
-    add_json_option(trace, "the trace")
-    trace.set_defaults(handler=_trace)
+    add_admin_options(trace, _trace, "the trace")
 
 
 def _print_message(m: MessageExt) -> None:

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
-from rocketq.cli._output import non_negative_float, port_number, positive_float
+from rocketq.cli._output import non_negative_float, number_type, port_number, positive_float
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError
@@ -50,6 +52,9 @@ REBALANCE_LOCK_MAX_LIVE_TIME = _BROKER_DEFAULTS.rebalance_lock_max_live_time
 
 STORE_DIRS = ("commitlog", "consumequeue", "config")
 """Directories the store keeps inside its data dir."""
+
+
+S = TypeVar("S")
 
 
 def check_data_dir(path: Path) -> None:
@@ -204,24 +209,13 @@ def add_broker_options(
     )
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def positive_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+positive_seconds = number_type(
+    float,
+    "not a number of seconds",
+    lambda v: 0 < v < math.inf,
+    "must be a positive number of seconds, got {text}",
+)
+positive_count = number_type(int, "not a whole number", lambda v: v >= 1, "must be at least 1, got {value}")
 
 
 def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -299,6 +293,27 @@ def run_until_signal(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]])
         ) from None
 
 
+def serve_until_signal(
+    what: str, make: Callable[[], AbstractAsyncContextManager[S]], ready: Callable[[S], Iterable[str]]
+) -> int:
+    """Run the service ``make()`` builds until SIGINT or SIGTERM (see :func:`run_until_signal`):
+    once it is started, the lines of ``ready(service)`` on stdout; on stderr, that it is stopping
+    (flushing and writing the checkpoint) and that it stopped."""
+
+    async def main(stop: asyncio.Event) -> None:
+        async with make() as service:
+            for line in ready(service):
+                print(line, flush=True)
+            await stop.wait()
+            print(
+                f"rocketq {what} stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True
+            )
+        print(f"rocketq {what} stopped", file=sys.stderr, flush=True)
+
+    run_until_signal(main)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     data_dir = (args.data_dir or default_data_dir()).resolve()
     check_data_dir(data_dir)
@@ -318,20 +333,12 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
 
-    async def main(stop: asyncio.Event) -> None:
-        async with cluster:
-            print(
-                f"{READY_PREFIX} namesrv={cluster.namesrv_addr} broker={cluster.broker_addr} data={data_dir}",
-                flush=True,
-            )
-            print(
-                f"rocketq name server on {cluster.namesrv_addr}, broker {args.broker_name} "
-                f"(cluster {args.cluster}) on {cluster.broker_addr}, {args.flush} flush, data in {data_dir}",
-                flush=True,
-            )
-            await stop.wait()
-            print("rocketq server stopping: flushing and writing the checkpoint", file=sys.stderr, flush=True)
-        print("rocketq server stopped", file=sys.stderr, flush=True)
-
-    run_until_signal(main)
-    return 0
+    return serve_until_signal(
+        "server",
+        lambda: cluster,
+        lambda cluster: [
+            f"{READY_PREFIX} namesrv={cluster.namesrv_addr} broker={cluster.broker_addr} data={data_dir}",
+            f"rocketq name server on {cluster.namesrv_addr}, broker {args.broker_name} "
+            f"(cluster {args.cluster}) on {cluster.broker_addr}, {args.flush} flush, data in {data_dir}",
+        ],
+    )

@@ -14,11 +14,11 @@ from typing import Any
 from rocketq.admin import Admin
 from rocketq.analytics import id_ranges
 from rocketq.cli._output import (
+    add_admin_options,
     add_command_group,
-    add_json_option,
-    add_namesrv_option,
     admin_session,
     format_ms,
+    number_type,
     print_json,
     print_table,
     topic_name,
@@ -30,14 +30,9 @@ from rocketq.protocol.bodies import TopicRouteData
 __all__ = ["is_system_topic", "register"]
 
 
-def _queue_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a queue count: {text!r}") from None
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"queue count must be 1..1024, got {value}")
-    return value
+_queue_count = number_type(
+    int, "not a queue count", lambda v: 1 <= v <= 1024, "queue count must be 1..1024, got {value}"
+)
 
 
 def _perm(text: str) -> int:
@@ -104,9 +99,7 @@ def register(subparsers: Any) -> None:
                 action="store_true",
                 help="if the topic exists, change it to these settings (else an existing topic is refused)",
             )
-        add_namesrv_option(p)
-        add_json_option(p)
-        p.set_defaults(handler=_create if name == "create" else _update)
+        add_admin_options(p, _create if name == "create" else _update)
 
     p = sub.add_parser(
         "delete",
@@ -115,9 +108,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
     p.add_argument("--cluster", metavar="NAME", help="delete on every broker of this cluster")
-    add_namesrv_option(p)
-    add_json_option(p)
-    p.set_defaults(handler=_delete)
+    add_admin_options(p, _delete)
 
     p = sub.add_parser(
         "list",
@@ -127,17 +118,13 @@ def register(subparsers: Any) -> None:
         "cluster's and brokers' own topics ...).",
     )
     p.add_argument("--all", action="store_true", help="also list system topics")
-    add_namesrv_option(p)
-    add_json_option(p, "the list")
-    p.set_defaults(handler=_list)
+    add_admin_options(p, _list, "the list")
 
     p = sub.add_parser(
         "route", help="show a topic's route: brokers and queue counts", description="Show a route."
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
-    add_namesrv_option(p)
-    add_json_option(p, "the route")
-    p.set_defaults(handler=_route)
+    add_admin_options(p, _route, "the route")
 
     p = sub.add_parser(
         "stats",
@@ -145,9 +132,7 @@ def register(subparsers: Any) -> None:
         description="Per queue of a topic on every broker: min and max offset, messages held, last store.",
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
-    add_namesrv_option(p)
-    add_json_option(p, "the stats")
-    p.set_defaults(handler=_stats)
+    add_admin_options(p, _stats, "the stats")
 
 
 def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin: Admin) -> int:
@@ -200,17 +185,19 @@ def _create(args: argparse.Namespace) -> int:
                     f"`rocketq topic update {args.topic} ...` or add --update ({what})"
                 )
             return _update_with(admin, args, changes)
-        brokers = admin.create_topic(
-            args.topic,
-            queues=args.queues,
-            read_queues=args.read_queues,
-            write_queues=args.write_queues,
-            perm=args.perm,
-            order=bool(args.order),
-            broker=args.broker,
-            cluster=args.cluster,
-        )
+        brokers = admin.create_topic(args.topic, perm=args.perm, order=bool(args.order), **_passed_on(args))
         return _changed(args, brokers, "created", admin)
+
+
+def _passed_on(args: argparse.Namespace) -> dict[str, Any]:
+    """The options create and update hand to the admin call as they are: queue counts and where."""
+    return {
+        "queues": args.queues,
+        "read_queues": args.read_queues,
+        "write_queues": args.write_queues,
+        "broker": args.broker,
+        "cluster": args.cluster,
+    }
 
 
 def _same(args: argparse.Namespace, route: TopicRouteData) -> int:
@@ -267,16 +254,7 @@ def _update(args: argparse.Namespace) -> int:
 
 
 def _update_with(admin: Admin, args: argparse.Namespace, changes: list[str]) -> int:
-    brokers = admin.update_topic(
-        args.topic,
-        queues=args.queues,
-        read_queues=args.read_queues,
-        write_queues=args.write_queues,
-        perm=args.perm,
-        order=args.order,
-        broker=args.broker,
-        cluster=args.cluster,
-    )
+    brokers = admin.update_topic(args.topic, perm=args.perm, order=args.order, **_passed_on(args))
     if not args.json:
         for line in changes or ["nothing changed: the topic already had these settings"]:
             print(f"topic {args.topic} {line}")

@@ -7,7 +7,7 @@ the instance and the core; it answers ``client_id``, ``core`` (or :class:`~rocke
 when stopped), ``repr`` and the ``with`` protocol, and runs starting and stopping: the instance is
 acquired, the core built and started (``_start_core``), and on the way out stopped (``stop`` given
 to ``_stop``) and the instance released, whatever fails in between. :class:`ConsumerFacade` adds
-what both consumers keep on this side: the rebalance log and the queue listeners.
+what both consumers share on this side: their constructor, the rebalance log and the queue listeners.
 :func:`client_config_for` and :func:`with_options` build the configs the constructors take.
 """
 
@@ -170,8 +170,27 @@ class ConsumerFacade(SyncFacade[CoreT], Generic[CoreT, ConsumerConfigT]):
     queue listeners both consumers keep on this side of the loop."""
 
     role = "consumer"
+    #: How an unknown option names this consumer (``unknown <kind> option: ...``).
+    kind: ClassVar[str]
 
-    def __init__(self, group: str, config: ConsumerConfigT, client_config: ClientConfig) -> None:
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | None = None,
+        *,
+        instance_name: str | None = None,
+        client_ip: str | None = None,
+        config: ConsumerConfigT | None = None,
+        client_config: ClientConfig | None = None,
+        **options: Any,
+    ) -> None:
+        """``options`` are fields of the config, replacing its values (``pull_batch_size=16``);
+        ``namesrv``, ``instance_name`` and ``client_ip`` make the client config when none is given."""
+        self._check_group_name(group)
+        config = with_options(config or self._default_config(), options, self.kind)
+        client_config = client_config_for(
+            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+        )
         check_group(group)
         self.group = group
         self.config = config
@@ -184,6 +203,17 @@ class ConsumerFacade(SyncFacade[CoreT], Generic[CoreT, ConsumerConfigT]):
         self._instance = None
         self._core = None
         self._lock = threading.Lock()
+        self._init_state()
+
+    def _check_group_name(self, group: str) -> None:
+        """Refuse a group name this kind of consumer may not take (first, before any other check)."""
+
+    @abstractmethod
+    def _default_config(self) -> ConsumerConfigT:
+        """The config when none is given."""
+
+    def _init_state(self) -> None:
+        """Set up what the subclass keeps (the last step of the constructor)."""
 
     def add_rebalance_listener(self, fn: RebalanceListener) -> None:
         """Call ``fn(record)`` for every rebalance record (on the client's loop thread)."""

@@ -25,13 +25,13 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import TypeVar
 
 from rocketq.client.config import resolve_namesrv
 from rocketq.client.routes import queues_from_route
 from rocketq.clock import now_ms
 from rocketq.errors import BrokerError, ConfigError, RemotingClosedError, RemotingError, TopicNotExistError
+from rocketq.lifecycle import Closing
 from rocketq.models import PullResult, PullStatus, QueueRoute, SendResult, SendStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import TopicRouteData
@@ -52,7 +52,7 @@ T = TypeVar("T")
 _SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
 
 
-class BlockingClient:
+class BlockingClient(Closing):
     """Blocking access to a RocketMQ cluster: any call, plus routes, ranges of pulls and sends.
 
     ``namesrv`` is RocketMQ's ``;``-separated list (or a sequence of addresses). Not thread-safe
@@ -64,14 +64,6 @@ class BlockingClient:
         self.namesrv = list(resolve_namesrv(namesrv if isinstance(namesrv, str) else ";".join(namesrv)))
         self.timeout = timeout
         self._clients: dict[str, BlockingRemotingClient] = {}
-
-    def __enter__(self) -> BlockingClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         clients, self._clients = self._clients, {}

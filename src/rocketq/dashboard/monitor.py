@@ -29,6 +29,7 @@ from rocketq.dashboard.config import DashboardConfig
 from rocketq.dashboard.timeline import GroupTimeline, RebalanceNote
 from rocketq.errors import RocketQError, UnknownGroupError, UnknownTopicError
 from rocketq.models import MessageQueue
+from rocketq.protocol.topics import BUILTIN_SUBSCRIPTION_GROUPS, CID_RMQ_SYS_PREFIX
 
 __all__ = ["BROKER_GROUPS", "GroupWatch", "Monitor", "describe_error", "is_user_group"]
 
@@ -36,20 +37,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-BROKER_GROUPS = frozenset(
-    {
-        "TOOLS_CONSUMER",
-        "FILTERSRV_CONSUMER",
-        "SELF_TEST_C_GROUP",
-        "CID_ONS-HTTP-PROXY",
-        "CID_ONSAPI_PULL",
-        "CID_ONSAPI_PERMISSION",
-        "CID_ONSAPI_OWNER",
-    }
-)
-"""Groups a broker makes for itself at start (RocketMQ's ``MixAll`` names; the broker's own list
-is ``rocketq.broker.subscriptions.BUILTIN_SUBSCRIPTION_GROUPS``, not imported so that the dashboard
-does not load the broker)."""
+BROKER_GROUPS = frozenset(BUILTIN_SUBSCRIPTION_GROUPS)
+"""Groups a broker makes for itself at start (RocketMQ's ``MixAll`` names)."""
 _REBALANCE_TAIL = 512  # records read back from each rebalance-topic queue when a watch starts
 
 
@@ -63,7 +52,7 @@ def describe_error(exc: BaseException) -> str:
 
 def is_user_group(group: str) -> bool:
     """Not one of the groups a broker makes for itself (``TOOLS_CONSUMER``, ``CID_RMQ_SYS_*``, ...)."""
-    return group not in BROKER_GROUPS and not group.startswith("CID_RMQ_SYS_")
+    return group not in BROKER_GROUPS and not group.startswith(CID_RMQ_SYS_PREFIX)
 
 
 @dataclass(slots=True)

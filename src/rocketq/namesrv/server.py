@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from rocketq.errors import ClientStateError, ConfigError
+from rocketq.lifecycle import AsyncStartClose
 from rocketq.namesrv.handlers import NamesrvProcessor
 from rocketq.namesrv.kvconfig import KVConfig
 from rocketq.namesrv.routes import BROKER_CHANNEL_EXPIRED_TIME, RouteTable
@@ -104,7 +104,7 @@ class _Housekeeping(ConnectionListener):
         self._routes.on_connection_closed(conn)
 
 
-class NameServer:
+class NameServer(AsyncStartClose):
     """A RocketMQ name server on ``config.host:config.port``; see the module docstring.
 
     ``clock`` is the monotonic clock (float seconds) the route table's ``now`` comes from.
@@ -176,18 +176,6 @@ class NameServer:
         await self.remoting.close()
         if self._started:
             log.info("name server on %s closed", self.address)
-
-    async def __aenter__(self) -> NameServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def scan_now(self) -> int:
         """Run one expiry scan at once; returns how many brokers it dropped (their connections close)."""

@@ -63,6 +63,7 @@ from rocketq.protocol.bodies import (
 from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode, RocketQResponseCode
 from rocketq.protocol.command import FLAG_ONEWAY, RemotingCommand
 from rocketq.protocol.headers import (
+    CommandHeader,
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
     DeleteKVConfigRequestHeader,
@@ -576,44 +577,43 @@ def update_consumer_offset(
     )
 
 
-def _parse_max_offset(response: RemotingCommand) -> int:
-    return GetMaxOffsetResponseHeader.from_ext_fields(check(response).ext_fields).offset
+def _offset_call(
+    code: RequestCode,
+    header: CommandHeader,
+    answer: type[GetMaxOffsetResponseHeader | GetMinOffsetResponseHeader | SearchOffsetResponseHeader],
+    what: str,
+) -> Call[int]:
+    """A call whose answer is the ``offset`` of its response header."""
+
+    def parse(response: RemotingCommand) -> int:
+        return answer.from_ext_fields(check(response).ext_fields).offset
+
+    return Call(_request(code, header.to_ext_fields()), parse, what)
 
 
 def get_max_offset(mq: MessageQueue) -> Call[int]:
     """GET_MAX_OFFSET: the offset the queue's next message will get."""
     header = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
-    return Call(
-        _request(RequestCode.GET_MAX_OFFSET, header.to_ext_fields()),
-        _parse_max_offset,
-        f"max offset of {_short(mq)}",
+    return _offset_call(
+        RequestCode.GET_MAX_OFFSET, header, GetMaxOffsetResponseHeader, f"max offset of {_short(mq)}"
     )
-
-
-def _parse_min_offset(response: RemotingCommand) -> int:
-    return GetMinOffsetResponseHeader.from_ext_fields(check(response).ext_fields).offset
 
 
 def get_min_offset(mq: MessageQueue) -> Call[int]:
     """GET_MIN_OFFSET: the queue's smallest offset still stored."""
     header = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id)
-    return Call(
-        _request(RequestCode.GET_MIN_OFFSET, header.to_ext_fields()),
-        _parse_min_offset,
-        f"min offset of {_short(mq)}",
+    return _offset_call(
+        RequestCode.GET_MIN_OFFSET, header, GetMinOffsetResponseHeader, f"min offset of {_short(mq)}"
     )
-
-
-def _parse_search_offset(response: RemotingCommand) -> int:
-    return SearchOffsetResponseHeader.from_ext_fields(check(response).ext_fields).offset
 
 
 def search_offset(mq: MessageQueue, timestamp_ms: int) -> Call[int]:
     """SEARCH_OFFSET_BY_TIMESTAMP: the offset of the message stored nearest ``timestamp_ms``."""
     header = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms)
-    return Call(
-        _request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext_fields()),
-        _parse_search_offset,
+    return _offset_call(
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+        header,
+        SearchOffsetResponseHeader,
         f"offset of {_short(mq)} at {timestamp_ms}",
     )
 

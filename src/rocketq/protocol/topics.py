@@ -1,6 +1,7 @@
 """Topic names and permission bits every RocketMQ peer agrees on, defined once.
 
-The system topics (``TopicValidator`` and ``MixAll`` of RocketMQ 4.9.4), the per-group retry and
+The system topics (``TopicValidator`` and ``MixAll`` of RocketMQ 4.9.4), the groups a broker makes
+for itself, the per-group retry and
 dead-letter topics, topic-name validation as a broker applies it, and the ``PermName`` and
 ``TopicSysFlag`` bits a topic's config and route carry. Wire facts, like the codes in
 :mod:`rocketq.protocol.codes`: the broker, the name server, the clients, the admin tools and the
@@ -19,6 +20,8 @@ from typing import Final
 
 __all__ = [
     "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "BUILTIN_SUBSCRIPTION_GROUPS",
+    "CID_RMQ_SYS_PREFIX",
     "DEFAULT_TOPIC_QUEUE_NUMS",
     "DLQ_GROUP_TOPIC_PREFIX",
     "DLQ_NUMS_PER_GROUP",
@@ -71,6 +74,19 @@ TOPIC_MAX_LENGTH: Final = 127
 SCHEDULE_TOPIC_QUEUE_NUM: Final = 18
 """Queues of ``SCHEDULE_TOPIC_XXXX``: one per delay level."""
 DLQ_NUMS_PER_GROUP: Final = 1
+
+CID_RMQ_SYS_PREFIX: Final = "CID_RMQ_SYS_"
+"""``MixAll.CID_RMQ_SYS_PREFIX``: the system consumer groups' names start with it."""
+BUILTIN_SUBSCRIPTION_GROUPS: Final = (
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+)
+"""Groups RocketMQ's ``SubscriptionGroupManager`` creates at start (``MixAll`` names)."""
 
 STATIC_SYSTEM_TOPICS: Final = frozenset(
     {

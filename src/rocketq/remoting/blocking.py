@@ -26,7 +26,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import TypeVar
 
 from rocketq.errors import (
@@ -36,6 +35,7 @@ from rocketq.errors import (
     RemotingConnectError,
     RemotingTimeoutError,
 )
+from rocketq.lifecycle import Closing
 from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
@@ -74,7 +74,7 @@ class Ticket:
         return f"Ticket(opaque={self.opaque}, code={self.code}, answered={self.response is not None})"
 
 
-class BlockingRemotingClient:
+class BlockingRemotingClient(Closing):
     """Send requests to one RocketMQ peer over a blocking socket.
 
     Errors are those of :class:`~rocketq.remoting.RemotingClient`: ``RemotingConnectError``,
@@ -154,17 +154,6 @@ class BlockingRemotingClient:
         with self._lock:
             self._closed = True
             self._drop()
-
-    def __enter__(self) -> BlockingRemotingClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ requests
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from types import TracebackType
 from typing import TypeVar
 
 from rocketq.errors import (
@@ -27,15 +26,14 @@ from rocketq.errors import (
     RemotingConnectError,
     RemotingTimeoutError,
 )
+from rocketq.lifecycle import AsyncStartClose
 from rocketq.protocol.calls import Call
-from rocketq.protocol.command import OpaqueSequence, RemotingCommand
+from rocketq.protocol.command import RemotingCommand
 from rocketq.remoting.config import RemotingClientConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
-    Handler,
-    HandlerTable,
+    Endpoint,
     RemotingConnection,
-    RPCHook,
 )
 from rocketq.remoting.guard import PeerLog
 
@@ -65,7 +63,7 @@ def parse_address(addr: str) -> tuple[str, int]:
     return host, port
 
 
-class RemotingClient:
+class RemotingClient(Endpoint, AsyncStartClose):
     """Send requests to RocketMQ name servers and brokers and handle what they send back.
 
     ``invoke`` raises :class:`~rocketq.errors.RemotingConnectError` when it cannot connect,
@@ -83,9 +81,7 @@ class RemotingClient:
         self, *, config: RemotingClientConfig | None = None, listener: ConnectionListener | None = None
     ) -> None:
         self.config = config if config is not None else RemotingClientConfig()
-        self.handlers = HandlerTable()
-        self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
-        self._opaques = OpaqueSequence()
+        super().__init__(listener)
         #: warnings about the servers' behaviour (responses matching nothing ...), once per peer
         self.peer_log = PeerLog(logging.getLogger("rocketq.remoting.connection"))
         self._connections: dict[str, RemotingConnection] = {}
@@ -95,25 +91,6 @@ class RemotingClient:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<RemotingClient {state} connections={sorted(self._connections)}>"
-
-    # ------------------------------------------------------------------ configuration
-
-    def register_handler(self, code: int, handler: Handler) -> None:
-        """Handle server-initiated requests with ``code`` by ``handler(conn, request)``."""
-        self.handlers.register(code, handler)
-
-    def set_default_handler(self, handler: Handler | None) -> None:
-        self.handlers.default = handler
-
-    def add_hook(self, hook: RPCHook) -> None:
-        """Run ``hook`` around every request this client sends and handles (see :class:`RPCHook`)."""
-        self.handlers.hooks.append(hook)
-
-    def add_listener(self, listener: ConnectionListener) -> None:
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: ConnectionListener) -> None:
-        self._listeners.remove(listener)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -149,18 +126,6 @@ class RemotingClient:
         if handlers:
             await asyncio.gather(*handlers, return_exceptions=True)
         await asyncio.gather(*(conn.shutdown("client closed") for _, conn in connections))
-
-    async def __aenter__(self) -> RemotingClient:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     # ------------------------------------------------------------------ connections
 
@@ -201,26 +166,12 @@ class RemotingClient:
         loop = asyncio.get_running_loop()
 
         def factory() -> RemotingConnection:
-            return RemotingConnection(
-                handlers=self.handlers,
-                opaques=self._opaques,
-                max_frame_size=cfg.max_frame_size,
-                max_in_flight=cfg.max_in_flight,
-                write_buffer_high=cfg.write_buffer_high,
-                write_batch_frames=cfg.write_batch_frames,
-                write_buffer_low=cfg.write_buffer_low,
-                max_write_buffer=cfg.max_write_buffer,
-                idle_timeout=cfg.idle_timeout,
+            return self._connection(
+                cfg,
                 close_idle=True,
                 close_on_timeout=cfg.close_on_timeout,
                 pause_reads_on_write_pressure=False,
                 remote_address=addr,
-                on_open=self._connection_opened,
-                on_close=self._connection_closed,
-                on_idle=self._connection_idle,
-                max_header_size=cfg.max_header_size,
-                max_ext_fields=cfg.max_ext_fields,
-                peer_log=self.peer_log,
             )
 
         try:
@@ -254,10 +205,6 @@ class RemotingClient:
         logger.info("%s", conn.close_reason)
         for listener in tuple(self._listeners):
             conn._call_event(listener.on_close, "on_close")
-
-    def _connection_idle(self, conn: RemotingConnection) -> None:
-        for listener in tuple(self._listeners):
-            conn._call_event(listener.on_idle, "on_idle")
 
     # ------------------------------------------------------------------ requests
 

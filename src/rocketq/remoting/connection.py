@@ -70,7 +70,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from typing import ParamSpec, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, cast
 
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol.codes import ResponseCode, code_name
@@ -86,8 +86,12 @@ from rocketq.remoting.guard import InputBudget, PeerLog, RequestLimit, limits_ch
 from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
 from rocketq.remoting.offload import Offloader, TimeSlice
 
+if TYPE_CHECKING:
+    from rocketq.remoting.config import RemotingClientConfig, ServerConfig
+
 __all__ = [
     "ConnectionListener",
+    "Endpoint",
     "Handler",
     "HandlerResult",
     "HandlerTable",
@@ -220,6 +224,70 @@ def format_address(sockaddr: object) -> str:
         host, port = sockaddr[0], sockaddr[1]
         return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
     return str(sockaddr)
+
+
+class Endpoint:
+    """What a remoting client and server share: the handlers of the requests their peers send,
+    the RPC hooks, the listeners of their connections' events, the opaque numbering, and how a
+    connection is made from the settings both configs have."""
+
+    #: warnings about the peers' behaviour, once per peer (each endpoint makes its own)
+    peer_log: PeerLog
+
+    def __init__(self, listener: ConnectionListener | None) -> None:
+        self.handlers = HandlerTable()
+        self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
+        self._opaques = OpaqueSequence()
+
+    def _connection(self, cfg: RemotingClientConfig | ServerConfig, **options: Any) -> RemotingConnection:
+        """A connection of this endpoint: its handlers, opaques, peer log and event callbacks, the
+        limits and write buffers of ``cfg``, and ``options``, what only the client or the server sets."""
+        return RemotingConnection(
+            handlers=self.handlers,
+            opaques=self._opaques,
+            peer_log=self.peer_log,
+            max_frame_size=cfg.max_frame_size,
+            max_header_size=cfg.max_header_size,
+            max_ext_fields=cfg.max_ext_fields,
+            max_in_flight=cfg.max_in_flight,
+            write_buffer_high=cfg.write_buffer_high,
+            write_batch_frames=cfg.write_batch_frames,
+            write_buffer_low=cfg.write_buffer_low,
+            max_write_buffer=cfg.max_write_buffer,
+            idle_timeout=cfg.idle_timeout,
+            on_open=self._connection_opened,
+            on_close=self._connection_closed,
+            on_idle=self._connection_idle,
+            **options,
+        )
+
+    def _connection_opened(self, conn: RemotingConnection) -> None:
+        raise NotImplementedError
+
+    def _connection_closed(self, conn: RemotingConnection) -> None:
+        raise NotImplementedError
+
+    def register_handler(self, code: int, handler: Handler) -> None:
+        """Handle the requests with ``code`` that peers send by ``handler(conn, request)`` (sync or async)."""
+        self.handlers.register(code, handler)
+
+    def set_default_handler(self, handler: Handler | None) -> None:
+        """Handle requests whose code has no handler of its own (``None``: answer NOT_SUPPORTED)."""
+        self.handlers.default = handler
+
+    def add_hook(self, hook: RPCHook) -> None:
+        """Run ``hook`` around every request this endpoint sends and handles (see :class:`RPCHook`)."""
+        self.handlers.hooks.append(hook)
+
+    def add_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: ConnectionListener) -> None:
+        self._listeners.remove(listener)
+
+    def _connection_idle(self, conn: RemotingConnection) -> None:
+        for listener in tuple(self._listeners):
+            conn._call_event(listener.on_idle, "on_idle")
 
 
 class RemotingConnection(asyncio.Protocol):

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
 from rocketq.errors import RemoteProtocolError
+from rocketq.lifecycle import Closing
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
 from rocketq.remoting.client import parse_address
@@ -304,7 +305,7 @@ class FrameRelay:
         self._servers.clear()
 
 
-class RelayThread:
+class RelayThread(Closing):
     """A :class:`FrameRelay` on an event loop of its own, in a daemon thread, for blocking callers.
 
     The policy's methods run on that thread; a policy whose state other threads read must guard it.
@@ -356,9 +357,3 @@ class RelayThread:
             asyncio.run_coroutine_threadsafe(self.relay.close(), self.loop).result(10.0)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10.0)
-
-    def __enter__(self) -> RelayThread:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from types import TracebackType
 
 from rocketq.errors import ClientStateError, RemotingError
-from rocketq.protocol.command import OpaqueSequence
+from rocketq.lifecycle import AsyncStartClose
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
-    Handler,
-    HandlerTable,
+    Endpoint,
     RemotingConnection,
-    RPCHook,
 )
 from rocketq.remoting.guard import InputBudget, PeerLog
 from rocketq.remoting.offload import Offloader
@@ -34,7 +31,7 @@ __all__ = ["RemotingServer"]
 logger = logging.getLogger(__name__)
 
 
-class RemotingServer:
+class RemotingServer(Endpoint, AsyncStartClose):
     """Serve RocketMQ remoting requests on ``host:port`` (port 0: any free port).
 
     Handlers are registered by request code (:meth:`register_handler`), with an optional fallback
@@ -60,9 +57,7 @@ class RemotingServer:
         self.host = host
         self._requested_port = port
         self.config = config if config is not None else ServerConfig()
-        self.handlers = HandlerTable()
-        self._listeners: list[ConnectionListener] = [] if listener is None else [listener]
-        self._opaques = OpaqueSequence()
+        super().__init__(listener)
         self._server: asyncio.Server | None = None
         self._connections: set[RemotingConnection] = set()
         self._port: int | None = None
@@ -90,26 +85,6 @@ class RemotingServer:
         if self._port is None:
             return f"<RemotingServer {self.host}:{self._requested_port} (not started)>"
         return f"<RemotingServer {self.address} connections={len(self._connections)}>"
-
-    # ------------------------------------------------------------------ configuration
-
-    def register_handler(self, code: int, handler: Handler) -> None:
-        """Handle requests with ``code`` by ``handler(conn, request)`` (sync or async)."""
-        self.handlers.register(code, handler)
-
-    def set_default_handler(self, handler: Handler | None) -> None:
-        """Handle requests whose code has no handler of its own (``None``: answer NOT_SUPPORTED)."""
-        self.handlers.default = handler
-
-    def add_hook(self, hook: RPCHook) -> None:
-        """Run ``hook`` around every request this server sends and handles (see :class:`RPCHook`)."""
-        self.handlers.hooks.append(hook)
-
-    def add_listener(self, listener: ConnectionListener) -> None:
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: ConnectionListener) -> None:
-        self._listeners.remove(listener)
 
     # ------------------------------------------------------------------ state
 
@@ -200,44 +175,18 @@ class RemotingServer:
         self._closed.set()
         logger.info("remoting server on %s closed", self.address if self._port is not None else self.host)
 
-    async def __aenter__(self) -> RemotingServer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     # ------------------------------------------------------------------ connections
 
     def _new_connection(self) -> RemotingConnection:
         cfg = self.config
-        return RemotingConnection(
-            handlers=self.handlers,
-            opaques=self._opaques,
-            max_frame_size=cfg.max_frame_size,
-            max_header_size=cfg.max_header_size,
-            max_ext_fields=cfg.max_ext_fields,
+        return self._connection(
+            cfg,
+            close_idle=cfg.close_idle,
+            pause_reads_on_write_pressure=True,
             request_limits=cfg.request_limits,
             input_budget=self._budget,
             read_time_slice=cfg.read_time_slice,
-            peer_log=self.peer_log,
             offloader=self.offloader,
-            max_in_flight=cfg.max_in_flight,
-            write_buffer_high=cfg.write_buffer_high,
-            write_batch_frames=cfg.write_batch_frames,
-            write_buffer_low=cfg.write_buffer_low,
-            max_write_buffer=cfg.max_write_buffer,
-            idle_timeout=cfg.idle_timeout,
-            close_idle=cfg.close_idle,
-            pause_reads_on_write_pressure=True,
-            on_open=self._connection_opened,
-            on_close=self._connection_closed,
-            on_idle=self._connection_idle,
         )
 
     def _connection_opened(self, conn: RemotingConnection) -> None:
@@ -314,7 +263,3 @@ class RemotingServer:
             return
         self.sweep(asyncio.get_running_loop().time())
         self._schedule_sweep()
-
-    def _connection_idle(self, conn: RemotingConnection) -> None:
-        for listener in tuple(self._listeners):
-            conn._call_event(listener.on_idle, "on_idle")

@@ -6,38 +6,23 @@ Pure storage: no networking and no asyncio. The broker composes a :class:`Messag
 
 from __future__ import annotations
 
+from rocketq.store import message_store
 from rocketq.store.config import CQ_ENTRY_SIZE, FlushMode, StoreConfig
 from rocketq.store.configfiles import ConfigTable, read_with_backup, write_atomically
-from rocketq.store.message_store import (
-    ArrivalListener,
-    GetMessageResult,
-    GetMessageStatus,
-    MessageStore,
-    PropertyFilter,
-    PutResult,
-    QueryMessageResult,
-    TagsCodeFunction,
-    default_tags_code,
-)
+from rocketq.store.message_store import *  # noqa: F403 - re-exported below, from message_store.__all__
 from rocketq.store.offsets import ConsumerOffsetTable
 from rocketq.store.segments import FileIO
 
 __all__ = [
     "CQ_ENTRY_SIZE",
-    "ArrivalListener",
     "ConfigTable",
     "ConsumerOffsetTable",
     "FileIO",
     "FlushMode",
-    "GetMessageResult",
-    "GetMessageStatus",
-    "MessageStore",
-    "PropertyFilter",
-    "PutResult",
-    "QueryMessageResult",
     "StoreConfig",
-    "TagsCodeFunction",
-    "default_tags_code",
     "read_with_backup",
     "write_atomically",
 ]
+__all__ += message_store.__all__
+__all__.remove("RecordProperties")
+__all__.remove("record_properties")

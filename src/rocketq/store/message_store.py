@@ -73,6 +73,7 @@ from pathlib import Path
 
 from rocketq.clock import ms
 from rocketq.errors import ConfigError, RemoteProtocolError, StoreError, StoreFullError
+from rocketq.lifecycle import Closing
 from rocketq.protocol.message import (
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
@@ -279,7 +280,7 @@ def _check_name(topic: str) -> None:
         raise ConfigError(f"topic name {topic!r} cannot name a consume-queue directory")
 
 
-class MessageStore:
+class MessageStore(Closing):
     """Commit log + consume queues + checkpoint + config tables in one directory.
 
     >>> import tempfile
@@ -385,12 +386,6 @@ class MessageStore:
             self._service.start()
 
     # -- lifecycle ------------------------------------------------------------------------------
-
-    def __enter__(self) -> MessageStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         """Flush everything, write the checkpoint and config files, remove the abort marker."""

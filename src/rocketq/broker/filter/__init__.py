@@ -4,20 +4,8 @@
   ``ExpressionMessageFilter``), :func:`compile_sql92`.
 """
 
-from rocketq.broker.filter.sql92 import (
-    EXPRESSION_TYPE_SQL92,
-    EXPRESSION_TYPE_TAG,
-    Sql92Error,
-    Sql92Filter,
-    compile_sql92,
-    is_tag_type,
-)
+from rocketq.broker.filter import sql92
+from rocketq.broker.filter.sql92 import *  # noqa: F403 - this package's names are sql92's public ones
 
-__all__ = [
-    "EXPRESSION_TYPE_SQL92",
-    "EXPRESSION_TYPE_TAG",
-    "Sql92Error",
-    "Sql92Filter",
-    "compile_sql92",
-    "is_tag_type",
-]
+__all__: list[str] = []
+__all__ += sql92.__all__

@@ -26,6 +26,7 @@ from rocketq.protocol.bodies import (
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
+    SubscriptionData,
     UnlockBatchRequestBody,
 )
 from rocketq.protocol.calls import VIEW_QUEUES_FIELD, VIEW_TOPIC_FIELD
@@ -40,6 +41,15 @@ from .pull import property_filter_disabled_remark, selector_of
 __all__ = ["ClientProcessor"]
 
 log = logging.getLogger(__name__)
+
+
+def _expression_error(sub: SubscriptionData) -> Sql92Error | None:
+    """Why the broker cannot compile the (non-tag) expression of ``sub``, or ``None``."""
+    try:
+        selector_of(sub.expression_type, sub.sub_string)
+    except Sql92Error as exc:
+        return exc
+    return None
 
 
 class ClientProcessor:
@@ -103,14 +113,13 @@ class ClientProcessor:
                 if not is_tag_type(sub.expression_type):
                     # RocketMQ answers SUCCESS and registers no filter: the group's pulls then
                     # get FILTER_DATA_NOT_EXIST (CHECK_CLIENT_CONFIG is where a client learns why)
-                    try:
-                        selector_of(sub.expression_type, sub.sub_string)
-                    except Sql92Error as exc:
+                    error = _expression_error(sub)
+                    if error is not None:
                         log.warning(
                             "group %s subscribes to %s with a bad expression: %s",
                             consumer.group_name,
                             sub.topic,
-                            exc,
+                            error,
                         )
         return changes
 
@@ -181,16 +190,15 @@ class ClientProcessor:
                 return request.response()
             if not self._b.config.enable_property_filter:
                 raise system_error(property_filter_disabled_remark(sub.expression_type))
-            try:
-                selector_of(sub.expression_type, sub.sub_string)
-            except Sql92Error as exc:
+            error = _expression_error(sub)
+            if error is not None:
                 log.warning(
                     "client %s of group %s subscribes with a bad expression: %s",
                     body.client_id,
                     body.group,
-                    exc,
+                    error,
                 )
-                raise BrokerError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+                raise BrokerError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(error))
             return request.response()
 
         return with_body(conn, request, CheckClientRequestBody, "CHECK_CLIENT_CONFIG", self._max_json, check)

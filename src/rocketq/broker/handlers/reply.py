@@ -26,6 +26,7 @@ import logging
 
 from rocketq.broker.context import ReplyContext
 from rocketq.errors import BrokerError, ConfigError, RemotingError
+from rocketq.models import from_fields
 from rocketq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
@@ -72,18 +73,9 @@ class ReplyProcessor:
         props = string_to_properties(h.properties) if h.properties else {}
         born_host = self._send.born_host(conn)
         store_host = b.store_host
-        push = ReplyMessageRequestHeader(
-            producer_group=h.producer_group,
-            topic=h.topic,
-            default_topic=h.default_topic,
-            default_topic_queue_nums=h.default_topic_queue_nums,
-            queue_id=h.queue_id,
-            sys_flag=h.sys_flag,
-            born_timestamp=h.born_timestamp,
-            flag=h.flag,
-            properties=h.properties,
-            reconsume_times=h.reconsume_times,
-            unit_mode=h.unit_mode,
+        push = from_fields(
+            ReplyMessageRequestHeader,
+            h,
             born_host=f"{born_host.ip}:{born_host.port}",
             store_host=f"{store_host.ip}:{store_host.port}",
             store_timestamp=b.wall_ms(),

@@ -44,9 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketq.allocate import AllocationStrategy, get_strategy
-from rocketq.client._facade import ConsumerFacade, client_config_for, with_options
+from rocketq.client._facade import ConsumerFacade
 from rocketq.client.config import (
-    ClientConfig,
     ConsumeFromWhere,
     MessageModel,
     ReadOffsetType,
@@ -557,24 +556,12 @@ class LitePullConsumer(ConsumerFacade[LitePullCore, LitePullConsumerConfig]):
     offset calls need a started consumer.
     """
 
-    def __init__(
-        self,
-        group: str,
-        namesrv: str | None = None,
-        *,
-        instance_name: str | None = None,
-        client_ip: str | None = None,
-        config: LitePullConsumerConfig | None = None,
-        client_config: ClientConfig | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(
-            group,
-            with_options(config or LitePullConsumerConfig(), options, "lite pull consumer"),
-            client_config_for(
-                client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
-            ),
-        )
+    kind = "lite pull consumer"
+
+    def _default_config(self) -> LitePullConsumerConfig:
+        return LitePullConsumerConfig()
+
+    def _init_state(self) -> None:
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._assigned: list[MessageQueue] | None = None
         self._next_auto_commit = 0.0

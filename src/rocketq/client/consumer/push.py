@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from rocketq.client._facade import ConsumerFacade, client_config_for, with_options
-from rocketq.client.config import ClientConfig, PushConsumerConfig
+from rocketq.client._facade import ConsumerFacade
+from rocketq.client.config import PushConsumerConfig
 from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore
 from rocketq.client.consumer.consume_orderly import OrderlyPushConsumerCore
 from rocketq.client.consumer.push_core import PushConsumerCore
@@ -57,26 +57,16 @@ class PushConsumer(ConsumerFacade[PushConsumerCore, PushConsumerConfig]):
 
     core_class: type[PushConsumerCore] = PushConsumerCore
 
-    def __init__(
-        self,
-        group: str,
-        namesrv: str | None = None,
-        *,
-        instance_name: str | None = None,
-        client_ip: str | None = None,
-        config: PushConsumerConfig | None = None,
-        client_config: ClientConfig | None = None,
-        **options: Any,
-    ) -> None:
+    kind = "push consumer"
+
+    def _check_group_name(self, group: str) -> None:
         if group == "DEFAULT_CONSUMER":
             raise ConfigError("the consumer group cannot be DEFAULT_CONSUMER (as in RocketMQ); name one")
-        super().__init__(
-            group,
-            with_options(config or PushConsumerConfig(), options, "push consumer"),
-            client_config_for(
-                client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
-            ),
-        )
+
+    def _default_config(self) -> PushConsumerConfig:
+        return PushConsumerConfig()
+
+    def _init_state(self) -> None:
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Callable[..., Any] | None = None
         self._orderly = False

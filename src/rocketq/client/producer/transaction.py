@@ -55,7 +55,7 @@ from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.producer.core import ProducerContext, ProducerCore
 from rocketq.client.producer.facade import Producer, start_tracing
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
-from rocketq.models import LocalTransactionState, TransactionSendResult
+from rocketq.models import LocalTransactionState, TransactionSendResult, from_fields
 from rocketq.protocol import calls
 from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from rocketq.protocol.message import Message as ProtocolMessage
@@ -384,14 +384,4 @@ class TransactionProducer(Producer):
         # oneway: handed to the client's loop, which writes it; this thread does not wait for that
         ending = core.instance.loop_thread.submit(core.end_transaction(half, result, state, remark=remark))
         ending.add_done_callback(lambda f: _log_end_failure(f, result.msg_id, state))
-        return TransactionSendResult(
-            status=result.status,
-            msg_id=result.msg_id,
-            offset_msg_id=result.offset_msg_id,
-            message_queue=result.message_queue,
-            queue_offset=result.queue_offset,
-            transaction_id=result.transaction_id,
-            region_id=result.region_id,
-            trace_on=result.trace_on,
-            local_transaction_state=state,
-        )
+        return from_fields(TransactionSendResult, result, local_transaction_state=state)
