@@ -223,6 +223,17 @@ class Server:
             self._log = None
         return elapsed
 
+    def close(self) -> None:
+        """Stop the server if it runs (SIGTERM, SIGKILL after the timeout); idempotent."""
+        if self.proc is not None:
+            self.stop()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def recovery_lines(self) -> list[str]:
         """What the last start's recovery logged (rebuilt queue entries, re-indexed messages)."""
         text = self.log_path.read_text(encoding="utf-8", errors="replace")
@@ -303,11 +314,10 @@ def fill(server: Server, target: int, threads: int) -> tuple[int, float, float]:
 
 def baseline_restart(tmp: Path) -> float:
     """Spawn-to-ready of a server on an empty data dir (stopped and started once, like the others)."""
-    s = Server(tmp / "empty", tmp / "empty.log")
-    s.start()
-    s.stop()
-    secs = s.start()
-    s.stop()
+    with Server(tmp / "empty", tmp / "empty.log") as s:
+        s.start()
+        s.stop()
+        secs = s.start()
     shutil.rmtree(tmp / "empty", ignore_errors=True)
     return secs
 
@@ -317,15 +327,22 @@ def baseline_restart(tmp: Path) -> float:
 
 def bench_log(tmp: Path, sizes: list[float], threads: int, restarts: bool, pull: bool, samples: int) -> None:
     data = tmp / "store"
-    server = Server(data, tmp / "server.log")
     base = baseline_restart(tmp)
     print(f"\nbaseline: spawn to ready line on an empty data dir: {base:.2f} s")
     print(
         f"fill: Producer.send_batch of {BATCH} x {BODY} B from {threads} threads into "
         f"{QUEUES} queues, broker --flush async"
     )
-    server.start()
-    create_topic(server, TOPIC, QUEUES)
+    with Server(data, tmp / "server.log") as server:
+        server.start()
+        create_topic(server, TOPIC, QUEUES)
+        _grow(server, sizes, threads, restarts, base)
+        if pull:
+            bench_pull(server, samples)
+    shutil.rmtree(data, ignore_errors=True)
+
+
+def _grow(server: Server, sizes: list[float], threads: int, restarts: bool, base: float) -> None:
     for size in sizes:
         target = int(size * GiB)
         added, secs, cpu = fill(server, target, threads)
@@ -353,13 +370,9 @@ def bench_log(tmp: Path, sizes: list[float], threads: int, restarts: bool, pull:
             f"  SIGTERM ({stop_secs:4.2f} s), restart {secs:6.2f} s to ready  "
             f"({secs / base:5.1f} x baseline)  {_mem(server.pid)}"
         )
-        usage = disk_usage(data)
+        usage = disk_usage(server.data_dir)
         parts = ", ".join(f"{k} {v / MiB:,.0f}" for k, v in sorted(usage.items()) if k != "total" and v)
         print(f"  on disk               {usage['total'] / GiB:.2f} GiB allocated ({parts} MiB)")
-    if pull:
-        bench_pull(server, samples)
-    server.stop()
-    shutil.rmtree(data, ignore_errors=True)
 
 
 def _pull_offsets(server: Server) -> dict[int, tuple[int, int]]:
