@@ -545,9 +545,10 @@ def bench_group(members: int, queues: int, steady: float) -> None:
         time.sleep(steady)
         busy = (proc_cpu(broker_pid) - cpu0) / steady
         rss = sum(proc_memory(w.pid)["VmRSS"] for w in workers)
+        ratio = f"{busy / idle_cpu:.1f} x idle" if idle_cpu > 0 else "idle: below the clock tick"
         print(
             f"  steady state: broker CPU                 {busy * 100:5.2f} % of a core over {steady:.0f} s "
-            f"({busy / max(idle_cpu, 1e-9):.1f} x idle); broker {_mem(broker_pid)}; "
+            f"({ratio}); broker {_mem(broker_pid)}; "
             f"the {members} workers {rss / MiB:,.0f} MiB RSS in all"
         )
         spawn_ms = time.time_ns() // 1_000_000
