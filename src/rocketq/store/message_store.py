@@ -50,6 +50,14 @@ up. A failure there never fails the append: the next start indexes the record ag
 ``struct.iter_unpack`` over a slice of the mapped file and returns the stored records as they are
 in the commit log, joined once into one ``bytes``: no message is decoded.
 
+**Memory.** Reads go through read-only shared mappings, so every page a pull or the start-up
+recovery reads counts in the process's resident set (``RssFile``) while it stays mapped - page
+cache, shared and reclaimable, yet what ``ps`` and ``VmRSS`` show. Recovery reads up to the last
+three segments after a clean stop (3 GiB with the default segments), so when it is done it
+unmaps what it read (:meth:`~rocketq.store.segments.Segment.release_pages`; the pages stay
+cached): a restarted broker's RSS is then its own memory, whatever the log's size
+(``bench/bench_scale.py`` measures both).
+
 Thread safety: every public method may be called from any thread.
 """
 
@@ -518,6 +526,12 @@ class MessageStore(Closing):
                 cq.flush()
         self.commit_log.files.sync_range(self.commit_log.min_offset, end)
         last_timestamp = self._last_record_timestamp(end) if end > 0 else 0
+        # The scans above mapped every page they read (up to three 1 GiB segments after a clean
+        # stop); let go of them so the process's RSS does not carry the scanned log.
+        self.commit_log.files.release_pages()
+        for queues in self._queues.values():
+            for cq in queues.values():
+                cq.files.release_pages()
         self.commit_log.tail = (end, last_timestamp)
         self.commit_log.flushed_timestamp = last_timestamp
         self._last_dispatch_timestamp = last_timestamp
