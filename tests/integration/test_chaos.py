@@ -2,9 +2,11 @@
 
 Each run starts a name server and two brokers, real consumer processes and the proxy, and stops
 every process it started (checked by pid). The tests check that the run happened as planned
-(the faults fired, the schedule ran, nothing was lost) and what each scenario is there to show;
-the verdicts of the scenarios that fail today for rocketq's consumers are findings recorded in
-``docs/chaos.md``, not asserted here. Bounded: about 15-20 s a run, all of them under 5 minutes.
+(the faults fired, the schedule ran, nothing was lost), that rocketq's consumers repeated no
+message beyond the handoff bound (per-broker views and the view fence, their defaults), and what
+each scenario is there to show. The timing verdicts (overlap, orphan, convergence) pass too in
+the bench's runs (``docs/chaos.md``) but depend on the machine's load, so CI does not assert them.
+Bounded: about 15-20 s a run, all of them under 5 minutes.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ def _check_ran(result: ChaosResult, *, nothing_lost: bool = True) -> dict[str, f
 def test_every_scenario_runs_as_planned(name: str) -> None:
     result = run_chaos(name, ChaosOptions(seed=SEED, short=True))
     figures = _check_ran(result)
+    repeats = result.invariant("duplicates")
+    assert repeats is not None
+    assert repeats.ok, repeats.detail  # no two consumers pulled one queue at once
     tl = result.timeline
     assert tl is not None
     events = [e.what for e in tl.wire_events]
