@@ -146,6 +146,17 @@ Held = tuple[RemotingConnection, RemotingCommand]
 
 
 @functools.lru_cache(maxsize=1024)
+def compiled_or_refused(
+    expression_type: str | None, expression: str | None, code: int, remark: str
+) -> Sql92Filter:
+    """:func:`selector_of`, or the :class:`BrokerError` ``code`` whose remark is ``remark`` with the
+    compiler's complaint in its ``{}``."""
+    try:
+        return selector_of(expression_type, expression)
+    except Sql92Error as exc:
+        raise BrokerError(code, remark.format(exc)) from None
+
+
 def tag_codes_of_expression(expression: str | None) -> frozenset[int] | None:
     """``FilterAPI.buildSubscriptionData`` for a tag expression: ``None`` for ``*`` (or empty),
     else the Java hash codes of the ``||``-separated tags.
@@ -221,12 +232,12 @@ class PullProcessor:
                 # RocketMQ 4.9 builds the filter here and, its assertion disabled, serves an
                 # expression that does not compile as "everything"; refuse it, with its code.
                 codes = None
-                try:
-                    selector = selector_of(expression_type, p.subscription)
-                except Sql92Error as exc:
-                    raise BrokerError(
-                        ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"{_PARSE_FAILED}: {exc}"
-                    ) from None
+                selector = compiled_or_refused(
+                    expression_type,
+                    p.subscription,
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                    _PARSE_FAILED + ": {}",
+                )
         else:
             sub = b.consumers.find_subscription(group, topic)
             if sub is None:
@@ -257,12 +268,12 @@ class PullProcessor:
                 codes = tag_filter(sub)
             else:  # the filter the heartbeat registered (ConsumerFilterManager), compiled once
                 codes = None
-                try:
-                    selector = selector_of(expression_type, sub.sub_string)
-                except Sql92Error as exc:
-                    raise BrokerError(
-                        ResponseCode.FILTER_DATA_NOT_EXIST, f"{_FILTER_DATA_NOT_EXIST} ({exc})"
-                    ) from None
+                selector = compiled_or_refused(
+                    expression_type,
+                    sub.sub_string,
+                    ResponseCode.FILTER_DATA_NOT_EXIST,
+                    _FILTER_DATA_NOT_EXIST + " ({})",
+                )
         if selector is not None and not self._property_filter:
             raise system_error(property_filter_disabled_remark(expression_type))
         matches = selector.matches if selector is not None else None
