@@ -151,6 +151,8 @@ class ClientInstance:
         self._closed = False
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
+        #: periodic heartbeat rounds still waiting for a broker's answer
+        self._heartbeat_rounds: set[asyncio.Task[None]] = set()
         self.rebalance_service = RebalanceService(
             self.do_rebalance,
             wait_interval=config.rebalance_interval,
@@ -240,9 +242,7 @@ class ClientInstance:
                 self._every(0.01, cfg.poll_name_server_interval, self.update_all_routes, "route")
             ),
             loop.create_task(
-                self._every(
-                    1.0, cfg.heartbeat_broker_interval, self.send_heartbeat_to_all_brokers, "heartbeat"
-                )
+                self._every(1.0, cfg.heartbeat_broker_interval, self._heartbeat_tick, "heartbeat")
             ),
             loop.create_task(
                 self._every(
@@ -285,6 +285,20 @@ class ClientInstance:
             except Exception:
                 logger.exception("periodic %s task failed", what)
             await asyncio.sleep(interval)
+
+    async def _heartbeat_tick(self) -> None:
+        """The periodic heartbeat: a round of its own, not waited for - a broker that does not
+        answer (its heartbeats lost on the way) would otherwise hold every broker's next
+        heartbeat for its 3 s timeout, and a broker with a short expiry would drop a client that
+        is fine. At most 4 rounds in flight."""
+        rounds = self._heartbeat_rounds
+        if len(rounds) >= 4:
+            return
+        task = asyncio.get_running_loop().create_task(self.send_heartbeat_to_all_brokers())
+        rounds.add(task)
+        self._side_tasks.add(task)
+        task.add_done_callback(rounds.discard)
+        task.add_done_callback(self._side_tasks.discard)
 
     # -------------------------------------------------------------- members
 
@@ -582,12 +596,16 @@ class ClientInstance:
             if not data.producer_data_set and not data.consumer_data_set:
                 return
             no_consumer = not data.consumer_data_set
-            pending = []
+            pending: list[asyncio.Task[int]] = []
+            loop = asyncio.get_running_loop()
             for addrs in list(self.broker_addr_table.values()):
                 for broker_id, addr in addrs.items():
                     if no_consumer and broker_id != MASTER_ID:
                         continue
-                    pending.append(self.api.call(addr, calls.send_heartbeat(data)))
+                    # tasks, written in this order before the next round's: a broker that does
+                    # not answer (its heartbeats lost) must not hold the next round to the others
+                    pending.append(loop.create_task(self.api.call(addr, calls.send_heartbeat(data))))
+        if pending:
             for result in await asyncio.gather(*pending, return_exceptions=True):
                 if isinstance(result, RocketQError | OSError):
                     logger.warning("heartbeat of %s failed: %s", self.client_id, result)
