@@ -30,7 +30,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from rocketq.client.config import PushConsumerConfig
 from rocketq.client.consumer.base_core import ConsumerCore
@@ -70,6 +70,11 @@ if TYPE_CHECKING:
 __all__ = ["PushConsumerCore", "retry_message"]
 
 logger = logging.getLogger(__name__)
+
+
+#: Seconds a rebalance that changed a consumer's queues waits for the heartbeat announcing its new
+#: subscription version (ours; Java waits for each broker's answer, up to 3 s each).
+HEARTBEAT_WAIT_IN_REBALANCE: Final = 0.5
 
 
 def retry_message(
@@ -354,7 +359,14 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
                 self.pull_threshold_for_queue = max(1, cfg.pull_threshold_for_topic // count)
             if cfg.pull_threshold_size_for_topic != -1:
                 self.pull_threshold_size_for_queue = max(1, cfg.pull_threshold_size_for_topic // count)
-        await self.instance.send_heartbeat_to_all_brokers()
+        # the new subscription version reaches the brokers before the first pulls (a pull with a
+        # version the broker has not heard of is refused) - but a broker that does not answer
+        # (its heartbeats lost) must not hold the rebalance for the call's 3 s timeout: the pull
+        # retries SUBSCRIPTION_NOT_LATEST soon anyway, and the heartbeat goes on meanwhile
+        beat = asyncio.get_running_loop().create_task(self.instance.send_heartbeat_to_all_brokers())
+        self._background.add(beat)
+        beat.add_done_callback(self._background.discard)
+        await asyncio.wait({beat}, timeout=HEARTBEAT_WAIT_IN_REBALANCE)
         self.notify_queue_listeners(topic, mq_all, mq_divided)
 
     # ---------------------------------------------------------------- pulling
