@@ -441,8 +441,13 @@ class Broker(AsyncStartClose):
         coalescer = self._coalescer
         if coalescer is None or self._closed:
             return
+        loop = asyncio.get_running_loop()
         rounds: list[tuple[str, list[RemotingConnection]]] = []
-        for group in coalescer.due(asyncio.get_running_loop().time()):
+        due = coalescer.due(loop.time())
+        pending = coalescer.pending()
+        if pending:  # asyncio may run a timer up to its clock resolution early: come back then
+            loop.call_at(min(pending.values()), self._flush_notifications)
+        for group in due:
             conns = [ch.conn for ch in self.consumers.connections(group) if not ch.conn.is_closed]
             if conns:  # changes were notifiable when they opened the window (the switches)
                 rounds.append((group, conns))
