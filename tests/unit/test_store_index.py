@@ -308,14 +308,39 @@ def test_index_file_size_is_rocketmqs() -> None:
 
 
 def test_index_files_take_disk_only_for_what_they_hold(tmp_path: Path) -> None:
-    """A RocketMQ-sized index file is 420 MB of address space but sparse: blocks are reserved
-    page by page as entries and slots are first written."""
+    """A RocketMQ-sized index file is 420 MB of address space but sparse: its header and slot
+    table (20 MB) are reserved when it is made, entries' blocks page by page as they fill."""
+    slot_table = 40 + 4 * 5_000_000
     with MessageStore(tmp_path, StoreConfig(), start_services=False) as store:
         fill(store, 50)
         (path,) = [tmp_path / "index" / name for name in index_files(tmp_path)]
         assert path.stat().st_size == index_file_size(5_000_000, 20_000_000)
-        assert path.stat().st_blocks * 512 < 1024 * 1024  # 150 keys: a few pages
+        # 150 keys: the slot table and a page or two of entries
+        assert slot_table <= path.stat().st_blocks * 512 < slot_table + 1024 * 1024
         assert bodies(store, "T", "k1") == [b"m%03d" % i for i in range(1, 50, 3)]
+
+
+def test_a_slot_table_not_reserved_at_once_is_reserved_page_by_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the one call for the whole slot table fails (a full disk), the file still works: each
+    slot page is reserved before its first write, as entries are."""
+    real = os.posix_fallocate
+    calls: list[int] = []
+
+    def small_only(fd: int, offset: int, length: int) -> None:
+        if length > mmap.PAGESIZE:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        calls.append(offset)
+        real(fd, offset, length)
+
+    monkeypatch.setattr(os, "posix_fallocate", small_only)
+    with MessageStore(tmp_path, StoreConfig(), start_services=False) as store:
+        fill(store, 20)
+        (path,) = [tmp_path / "index" / name for name in index_files(tmp_path)]
+        assert path.stat().st_blocks * 512 < 1024 * 1024  # only the pages written
+        assert len(calls) > 20  # the keys' slot pages, one at a time
+        assert bodies(store, "T", "k1") == [b"m%03d" % i for i in range(1, 20, 3)]
 
 
 def test_no_room_for_a_page_loses_those_keys_until_the_next_start(
