@@ -1322,3 +1322,31 @@ def test_blocking_client_errors() -> None:
         client.close()
     finally:
         listener.close()
+
+
+def test_blocking_client_deadlines_use_the_kernels_timeouts() -> None:
+    """The blocking client sets ``SO_RCVTIMEO``/``SO_SNDTIMEO`` only when a deadline needs a
+    different one: each call still gives up at its own deadline, whether shorter or longer than
+    the call's before, and a send that cannot finish in time drops the connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    try:
+        with BlockingRemotingClient(f"127.0.0.1:{listener.getsockname()[1]}") as client:
+            client.connect()
+            peer, _ = listener.accept()  # reads nothing, answers nothing
+            for timeout in (0.3, 1.0, 0.1, 0.1, 0.6):
+                began = time.monotonic()
+                with pytest.raises(RemotingTimeoutError, match="within"):
+                    client.invoke(RemotingCommand.request(HEART_BEAT), timeout)
+                waited = time.monotonic() - began
+                assert timeout <= waited < timeout + 1.0, (timeout, waited)
+                assert client.is_connected  # a late answer would be skipped: the stream is sound
+            # more than the socket buffers hold, to a peer that does not read
+            big = RemotingCommand.request(HEART_BEAT, body=b"x" * (12 * 1024 * 1024))
+            with pytest.raises(RemotingTimeoutError, match="not sent in time"):
+                client.invoke(big, 0.3)
+            assert not client.is_connected
+            peer.close()
+    finally:
+        listener.close()
