@@ -24,6 +24,9 @@ data dir, free ports). This process drives it with rocketq's asyncio ``RemotingC
   Send rates are printed as a ratio of it. For sync flush a second baseline: this disk's
   ``fdatasync`` latency, measured in the same run in the same file system; with ``N`` senders
   each waiting for an fsync, ``N / fdatasync`` bounds sync sends per second whatever the broker.
+  Under sync flush the send lines are followed by the broker's group commit: fsyncs a second
+  and sends per fsync (from GET_BROKER_RUNTIME_INFO's ``commitLogGroupCommitFsyncs``), to set
+  beside the disk's own fsync rate.
 
 The bar from the issue: RocketMQ 4.9.4's own broker did ~20,000 sync sends/s of 1 KiB from 32
 threads (p50 1.0 ms, p99 9 ms) and delivered ~97,000 msgs/s to one push consumer, on a machine
@@ -48,7 +51,7 @@ from pathlib import Path
 
 from rocketq.client import Producer
 from rocketq.embedded import spawn_server
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, calls
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
     GetMaxOffsetRequestHeader,
@@ -134,6 +137,13 @@ async def _drive(
     return done, time.perf_counter() - t0, latencies
 
 
+async def _group_commit_fsyncs(client: RemotingClient, addr: str) -> int:
+    """The broker's sync-flush fsyncs so far (rocketq's ``commitLogGroupCommitFsyncs``)."""
+    call = calls.get_broker_runtime_info()
+    table = call.parse(await client.invoke(addr, call.request))
+    return int(table.get("commitLogGroupCommitFsyncs", "0"))
+
+
 def _fdatasync_p50(directory: Path) -> float:
     """Median latency of a 4 KiB write + ``fdatasync`` in ``directory`` (seconds)."""
     path = directory / "fsync-probe"
@@ -186,7 +196,9 @@ async def _bench_server(addr: str, flush: str, concurrency: int, duration: float
                 fields = _send_fields((w + i) % QUEUES, False, w * 1_000_000 + i)
                 return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, body), 1
 
+            fsyncs = await _group_commit_fsyncs(client, addr)
             n, secs, lat = await _drive(client, addr, concurrency, duration, single)
+            fsyncs = await _group_commit_fsyncs(client, addr) - fsyncs
             sent += n
             rate = n / secs
             bar = f"  vs Java {rate / JAVA_SYNC_SENDS:4.2f}x" if size == 1024 and flush == "async" else ""
@@ -195,6 +207,10 @@ async def _bench_server(addr: str, flush: str, concurrency: int, duration: float
                 f"{rate * size / 1e6:7.1f} MB/s  {_lat(lat)}  "
                 f"= {rate / baseline:4.2f} of baseline{bar}"
             )
+            if fsyncs:
+                out.append(
+                    f"{flush:5}   group commit: {fsyncs / secs:>7,.0f} fsyncs/s, {n / fsyncs:5.1f} sends per fsync"
+                )
             batch_body = encode_batch(
                 [Message(TOPIC, body, 0, {"UNIQ_KEY": f"B{k:030X}", "TAGS": "TagB"}) for k in range(BATCH)]
             )
@@ -398,15 +414,17 @@ def main() -> None:
     for flush in modes:
         with tempfile.TemporaryDirectory() as tmp, spawn_server(Path(tmp) / "data", flush=flush) as server:  # type: ignore[arg-type]
             lines = run(_bench_server(server.broker_addr, flush, args.concurrency, duration))
-            lines.insert(5, _producer_threads(server.namesrv_addr, flush, args.concurrency, duration))
-            lines.insert(6, _producer_async(server.namesrv_addr, flush, args.concurrency, duration))
+            after = 1 + next(i for i, line in enumerate(lines) if "batch  1024" in line)
+            lines.insert(after, _producer_threads(server.namesrv_addr, flush, args.concurrency, duration))
+            lines.insert(after + 1, _producer_async(server.namesrv_addr, flush, args.concurrency, duration))
             code = server.stop()
             for line in lines:
                 print(line, flush=True)
             if flush == "sync":
                 p50 = _fdatasync_p50(Path(tmp))
                 print(
-                    f"sync  baseline fdatasync of 4 KiB on this disk  p50 {p50 * 1000:5.2f} ms: "
+                    f"sync  baseline fdatasync of 4 KiB on this disk  p50 {p50 * 1000:5.2f} ms "
+                    f"(~{1 / p50:,.0f} fsyncs/s one after another): "
                     f"{args.concurrency} waiting senders get at most ~{args.concurrency / p50:,.0f} sends/s"
                 )
             if code != 0:

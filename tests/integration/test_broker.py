@@ -20,7 +20,7 @@ import pytest
 from rocketq.broker import Broker, BrokerConfig
 from rocketq.embedded import EmbeddedCluster
 from rocketq.models import MessageQueue
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, decode_messages
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, calls, decode_messages
 from rocketq.protocol.bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -625,6 +625,12 @@ def test_restart_keeps_messages_offsets_and_topics(tmp_path: Path) -> None:
             for i in range(5):
                 r = await client.invoke(broker.address, send_request("Keep", b"k%d" % i))
                 assert r.code == ResponseCode.SUCCESS
+            # every answer came after its fsync: five one at a time took five group commits
+            runtime = calls.get_broker_runtime_info().parse(
+                await client.invoke(broker.address, calls.get_broker_runtime_info().request)
+            )
+            assert runtime["flushDiskType"] == "SYNC_FLUSH"
+            assert int(runtime["commitLogGroupCommitFsyncs"]) >= 5
             u = UpdateConsumerOffsetRequestHeader(
                 consumer_group=GROUP, topic="Keep", queue_id=0, commit_offset=3
             )

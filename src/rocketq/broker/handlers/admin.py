@@ -430,6 +430,8 @@ class AdminProcessor:
             "commitLogDiskRatio": f"{store.disk_used_ratio():.4f}",
             "storePath": str(store.root),
             "flushDiskType": "SYNC_FLUSH" if b.config.flush == "sync" else "ASYNC_FLUSH",
+            # rocketq's: fsyncs of the sync-flush group commit since start (0 under async flush)
+            "commitLogGroupCommitFsyncs": str(store.group_commit_fsyncs),
             "brokerName": b.config.broker_name,
             "brokerCluster": b.config.broker_cluster_name,
             "brokerAddr": b.address,
