@@ -209,7 +209,8 @@ async def _bench_server(addr: str, flush: str, concurrency: int, duration: float
             )
             if fsyncs:
                 out.append(
-                    f"{flush:5}   group commit: {fsyncs / secs:>7,.0f} fsyncs/s, {n / fsyncs:5.1f} sends per fsync"
+                    f"{flush:5}   group commit: {fsyncs / secs:>7,.0f} fsyncs/s, "
+                    f"{n / fsyncs:5.1f} sends per fsync"
                 )
             batch_body = encode_batch(
                 [Message(TOPIC, body, 0, {"UNIQ_KEY": f"B{k:030X}", "TAGS": "TagB"}) for k in range(BATCH)]
