@@ -466,3 +466,96 @@ def test_shared_ext_fields_encoder_writes_what_a_fresh_json_encoder_writes(ext: 
     assert frame._ext_object(ext) == frame._json_object(ext)
     cmd = RemotingCommand.request(310, ext)
     assert decode_frame(encode_frame(cmd)).ext_fields == ext
+
+
+# ---------------------------------------------------------------------------------------------
+# orjson and the standard library: the same commands and the same bytes
+
+_JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)  # past 64 bits, where orjson reads a float
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
+)
+_JSON_VALUES = st.recursive(
+    _JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+_HEADER_KEYS = st.sampled_from(["code", "flag", "opaque", "version", "language", "remark", "extFields", "x"])
+
+
+@st.composite
+def json_headers(draw: st.DrawFn) -> bytes:
+    """JSON objects shaped like headers, from plain ones to every type in every field."""
+    obj: dict[str, object] = {
+        "code": draw(st.integers(min_value=-(2**31), max_value=2**31 - 1)),
+        "extFields": draw(st.dictionaries(st.text(max_size=6), st.text(max_size=10), max_size=4)),
+    }
+    for key in draw(st.lists(_HEADER_KEYS, max_size=4)):
+        if key == "extFields":
+            obj[key] = draw(st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=3) | _JSON_VALUES)
+        else:
+            obj[key] = draw(_JSON_VALUES)
+    # ensure_ascii writes lone surrogates as \ud800 escapes, which orjson refuses
+    return json.dumps(obj, ensure_ascii=draw(st.booleans()), separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def _decode_header(raw: bytes, fast: bool) -> RemotingCommand | str:
+    from rocketq.protocol import frame
+
+    try:
+        return frame._decode_json_header(memoryview(raw), len(raw), 64, fast)
+    except RemoteProtocolError as exc:
+        return f"error: {exc}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(raw=json_headers())
+def test_orjson_and_the_stdlib_decode_every_header_alike(raw: bytes) -> None:
+    from rocketq.protocol import frame
+
+    assert frame._fast_loads is not None, "orjson is a dependency: the fast path must be tested"
+    assert _decode_header(raw, True) == _decode_header(raw, False)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"code":1,"extFields":{"a":"\\ud800"}}',  # a lone surrogate: orjson refuses, "?" as Java
+        b'{"code":99999999999999999999,"extFields":{}}',  # over 64 bits
+        b'{"code":1,"extFields":{"a":99999999999999999999}}',
+        b'{"code":1,"language":99999999999999999999}',
+        b'{"code":1,"remark":1.5E300}',
+        b'{"code":1,"extFields":[1]}',
+        b' {"code":1} ',
+        b'{"code":1,"code":2}',
+        b"[1]",
+        b"{",
+    ],
+)
+def test_orjson_and_the_stdlib_decode_edge_headers_alike(raw: bytes) -> None:
+    assert _decode_header(raw, True) == _decode_header(raw, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ext=st.dictionaries(st.text(max_size=8), st.text(max_size=12), max_size=8),
+    remark=st.none() | st.text(max_size=12),
+)
+def test_orjson_and_the_stdlib_encode_every_header_alike(ext: dict[str, str], remark: str | None) -> None:
+    from rocketq.protocol import frame
+
+    cmd = RemotingCommand.request(310, ext)
+    cmd.remark = remark
+    fast = frame._fast_dumps
+    assert fast is not None
+    with_orjson = encode_frame(cmd)
+    frame._fast_dumps = None
+    try:
+        assert encode_frame(cmd) == with_orjson
+    finally:
+        frame._fast_dumps = fast

@@ -41,6 +41,12 @@ that order for the headers rocketq builds. What cannot round-trip byte for byte 
 Java peer would not write: JSON that is not fastjson's compact form, ROCKETMQ entries with empty
 keys or values (dropped), and unknown ``language`` values (a name or byte this table lacks), which
 decode as ``LanguageCode.OTHER``.
+
+JSON headers go through `orjson <https://github.com/ijl/orjson>`_ (a compiled JSON library, a
+dependency) when it is importable: it parses a header in about a third of the standard library's
+time and writes the ext fields in a sixth. Whatever it refuses (a lone surrogate escape, an
+integer over 64 bits, nesting past its limit) is handed to the standard library's path, which
+also serves alone without orjson; both give the same commands and the same bytes.
 """
 
 from __future__ import annotations
@@ -55,6 +61,15 @@ from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.protocol._text import excerpt, has_surrogate_escape, java_utf8_text
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; without its wheel, the stdlib path
+    orjson = None  # type: ignore[assignment]
+
+#: orjson's ``loads``/``dumps`` when importable (``None``: the standard library's path alone)
+_fast_loads: Callable[[Any], Any] | None = None if orjson is None else orjson.loads
+_fast_dumps: Callable[[Any], bytes] | None = None if orjson is None else orjson.dumps
 
 __all__ = [
     "DEFAULT_MAX_EXT_FIELDS",
@@ -138,7 +153,14 @@ _ext_object_chunks: Callable[[dict[str, str], int], Any] | None = (
 
 
 def _ext_object(ext: dict[str, str]) -> str:
-    """``_json_object(ext)`` for a dict of strings, through the shared C encoder when there is one."""
+    """``_json_object(ext)`` for a dict of strings: orjson's bytes when it writes them (it refuses
+    a lone surrogate), else the shared C encoder when there is one."""
+    fast = _fast_dumps
+    if fast is not None:
+        try:
+            return fast(ext).decode()
+        except TypeError:  # orjson.JSONEncodeError
+            pass
     chunks = _ext_object_chunks
     if chunks is None:
         return _json_object(ext)
@@ -349,23 +371,42 @@ def _json_language(value: Any) -> LanguageCode:
     raise RemoteProtocolError(f"JSON header field 'language' is not a language: {excerpt(value)}")
 
 
-def _decode_json_header(header: Any, size: int, max_ext_fields: int) -> RemotingCommand:
-    """The command of a JSON header of ``size`` bytes (``header``, a buffer slice)."""
+def _fast_header(header: Any) -> Any:
+    """orjson's parse of a header when it gives an object, else ``None`` (the standard library's
+    path then decides, and words the error)."""
+    fast = _fast_loads
+    if fast is None:
+        return None
+    try:
+        parsed = fast(header)
+    except ValueError:  # orjson.JSONDecodeError: not JSON as orjson reads it
+        return None
+    return parsed if type(parsed) is dict else None
+
+
+def _decode_json_header(header: Any, size: int, max_ext_fields: int, fast: bool = True) -> RemotingCommand:
+    """The command of a JSON header of ``size`` bytes (``header``, a buffer slice). ``fast``:
+    try orjson first; any field that is not the plain type Java writes sends the header to the
+    standard library's parser instead (orjson reads an integer over 64 bits as a float, where
+    the conversions below must see Java's integer)."""
     # Every member of a JSON object has a colon; a large header with many more colons than
     # allowed fields (plus the command's own 8) cannot be valid, so it is not parsed at all.
     if size > _COUNT_FIELDS_FROM and bytes(header).count(b":") > max_ext_fields + 8:
         raise RemoteProtocolError(f"header has more than {max_ext_fields} ext fields")
-    try:
-        text = str(header, "utf-8")
+    parsed: Any = _fast_header(header) if fast else None
+    text: str | None = None  # orjson refuses lone surrogates: only the stdlib's text may have one
+    if parsed is None:
         try:
-            # the C scanner alone, without json.loads's Python-level whitespace handling
-            parsed, end = _json_scan(text, 0)
-        except StopIteration:
-            end = -1
-        if end != len(text):  # leading or trailing whitespace, or not JSON: the full parser decides
-            parsed = _json_loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise RemoteProtocolError(f"JSON header does not parse: {exc}") from None
+            text = str(header, "utf-8")
+            try:
+                # the C scanner alone, without json.loads's Python-level whitespace handling
+                parsed, end = _json_scan(text, 0)
+            except StopIteration:
+                end = -1
+            if end != len(text):  # leading or trailing whitespace, or not JSON: the full parser decides
+                parsed = _json_loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise RemoteProtocolError(f"JSON header does not parse: {exc}") from None
     if type(parsed) is not dict:
         raise RemoteProtocolError(f"JSON header is not an object: {type(parsed).__name__}")
     get = parsed.get
@@ -383,6 +424,8 @@ def _decode_json_header(header: Any, size: int, max_ext_fields: int) -> Remoting
         and _INT32_MIN <= opaque <= _INT32_MAX
         and _INT32_MIN <= version <= _INT32_MAX
     ):
+        if text is None:
+            return _decode_json_header(header, size, max_ext_fields, fast=False)
         code = _to_int(parsed, "code", 0)
         flag = _to_int(parsed, "flag", 0)
         opaque = _to_int(parsed, "opaque", 0)
@@ -390,9 +433,13 @@ def _decode_json_header(header: Any, size: int, max_ext_fields: int) -> Remoting
     language_value = get("language")
     language = _LANGUAGE_BY_NAME.get(language_value) if type(language_value) is str else None
     if language is None:
+        if text is None:
+            return _decode_json_header(header, size, max_ext_fields, fast=False)
         language = _json_language(language_value)
     remark = get("remark")
     if remark is not None and type(remark) is not str:
+        if text is None:
+            return _decode_json_header(header, size, max_ext_fields, fast=False)
         remark = _java_text(remark)
     ext = get("extFields")
     write_empty = False
@@ -408,12 +455,16 @@ def _decode_json_header(header: Any, size: int, max_ext_fields: int) -> Remoting
                 # all strings (checked in C)? and isascii() is O(1), a flag of the str
                 values_ascii = "".join(ext.values()).isascii()
             except TypeError:
+                if text is None:
+                    return _decode_json_header(header, size, max_ext_fields, fast=False)
                 ext_fields = {k: _java_text(v) for k, v in ext.items() if v is not None}
                 values_ascii = False
             if len(ext_fields) > max_ext_fields:
                 raise RemoteProtocolError(
                     f"header has {len(ext_fields)} ext fields, over the limit of {max_ext_fields}"
                 )
+    elif text is None:
+        return _decode_json_header(header, size, max_ext_fields, fast=False)
     else:
         raise RemoteProtocolError(f"JSON header field 'extFields' is not an object: {excerpt(ext)}")
     # A lone surrogate (text a Java peer would send as "?") can only come from a "\ud800"
@@ -423,7 +474,8 @@ def _decode_json_header(header: Any, size: int, max_ext_fields: int) -> Remoting
     # the values: a key with a lone surrogate names no header field, and every encoder writes it
     # with "?" anyway.)
     if (
-        "\\" in text
+        text is not None
+        and "\\" in text
         and not (values_ascii and (remark is None or remark.isascii()))
         and has_surrogate_escape(text)
     ):
