@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -56,8 +57,9 @@ BlockingHandler = Callable[["BlockingRemotingClient", RemotingCommand], Remoting
 
 _RECV_SIZE = 256 * 1024
 
-#: ``struct timeval`` (``SO_RCVTIMEO`` / ``SO_SNDTIMEO``)
+#: ``struct timeval`` (``SO_RCVTIMEO`` / ``SO_SNDTIMEO``; Windows takes milliseconds instead)
 _TIMEVAL = struct.Struct("@ll")
+_WINDOWS = sys.platform == "win32"
 #: how far past its deadline a read may wait before the socket's timeout is set again (seconds)
 _TIMEOUT_SLACK = 0.005
 
@@ -166,7 +168,12 @@ class BlockingRemotingClient(Closing):
         micros = int((remaining - seconds) * 1_000_000)
         if not seconds and not micros:
             micros = 1  # a zero timeval means "no timeout"
-        value = _TIMEVAL.pack(seconds, micros)
+        if _WINDOWS:  # a DWORD of milliseconds there
+            millis = max(1, seconds * 1000 + micros // 1000)
+            value = struct.pack("=I", millis)
+            seconds, micros = divmod(millis * 1000, 1_000_000)
+        else:
+            value = _TIMEVAL.pack(seconds, micros)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
         self._armed = seconds + micros / 1_000_000
