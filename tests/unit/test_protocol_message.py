@@ -27,6 +27,7 @@ from rocketq.protocol.message import (
     MessageExt,
     MessageSysFlag,
     ScanStop,
+    batch_properties,
     body_crc,
     decode_batch,
     decode_message,
@@ -354,6 +355,7 @@ def test_batch_round_trip(msgs: list[Message]) -> None:
     assert decode_batch(memoryview(data), topic="X") == [
         Message("X", m.body, m.flag, m.properties) for m in msgs
     ]
+    assert batch_properties(data) == [m.properties for m in msgs]
 
 
 def test_batch_golden_bytes() -> None:
@@ -476,10 +478,17 @@ def test_batch_bad_input() -> None:
     for cut in range(1, len(data)):
         with pytest.raises(RemoteProtocolError):
             decode_batch(data[:cut])
+        with pytest.raises(RemoteProtocolError):
+            batch_properties(data[:cut])
     bad = bytearray(data)
     struct.pack_into(">i", bad, 16, 1000)
-    with pytest.raises(RemoteProtocolError):
-        decode_batch(bad)
+    for decode in (decode_batch, batch_properties):
+        with pytest.raises(RemoteProtocolError):
+            decode(bad)
+    not_utf8 = encode_batch([Message("", b"abc", 0, {"a": "b"})]).replace(b"a\x01b", b"a\x01\xff")
+    for decode in (decode_batch, batch_properties):
+        with pytest.raises(RemoteProtocolError, match="invalid UTF-8"):
+            decode(not_utf8)
 
 
 # ------------------------------------------------------------------------------ recovery scan

@@ -54,8 +54,8 @@ from rocketq.protocol.headers import (
 )
 from rocketq.protocol.message import (
     MessageSysFlag,
+    batch_properties,
     batch_record_count,
-    decode_batch,
     decode_message,
     encode_message,
     encode_stored_batch,
@@ -453,7 +453,7 @@ class SendProcessor:
         # cannot pass the stored-size check below, so it is refused before any is decoded
         most = limit // _MIN_STORED_RECORD
         try:
-            messages = decode_batch(body, topic, max_messages=most)
+            properties = batch_properties(body, max_messages=most)
             records = encode_stored_batch(
                 body,
                 topic=topic,
@@ -477,7 +477,8 @@ class SendProcessor:
                 f"the batch is illegal: {total} bytes stored, over the broker's maxMessageSize "
                 f"of {limit} bytes",
             )
-        codes = [tags_code(m.properties.get(MessageConst.TAGS)) for m in messages]
+        tags = MessageConst.TAGS
+        codes = [tags_code(p.get(tags)) for p in properties]
         try:
             put = self._b.store.put_messages(topic, queue_id, records, codes)
         except (StoreError, ConfigError, OSError) as exc:
