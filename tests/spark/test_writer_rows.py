@@ -4,18 +4,22 @@ more than 32 messages to a pull that asks with ``rqPullBytes``; without it, Rock
 
 from __future__ import annotations
 
+import logging
 import re
+import socket
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from rocketq.client.blocking import BlockingClient
 from rocketq.errors import ConfigError
-from rocketq.models import PullStatus
+from rocketq.models import MessageQueue, PullStatus, QueueRoute
+from rocketq.protocol import calls
 from rocketq.protocol.message import Message, decode_batch, decode_messages, encode_batch
 from rocketq.protocol.properties import MessageConst
 from rocketq.spark.source import parse_options
-from rocketq.spark.writer import encode_rows, send_rows
+from rocketq.spark.writer import SendCommitMessage, _TopicSender, encode_rows, send_rows
 
 from .conftest import ClusterThread
 
@@ -169,3 +173,56 @@ def test_bulk_pulls_go_past_the_cap_of_32_only_when_asked(cluster: ClusterThread
         for result in io.pull_range(route, 3, 2000, group="g", batch_size=4096, depth=4, bulk_bytes=5000):
             offsets += [m.queue_offset for m in decode_messages(result.body, read_body=False)]
         assert [o for o in offsets if o < 2000] == list(range(3, 2000))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_failed_send_is_retried_on_the_next_queue_while_others_are_in_flight(
+    cluster: ClusterThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    (good,) = cluster.create_topic("Retried", 1)
+    # a queue whose broker address refuses connections, first in turn: its sends move on
+    dead = QueueRoute(MessageQueue("Retried", "broker-gone", 0), f"127.0.0.1:{_free_port()}")
+    opts = parse_options(
+        {"namesrv": cluster.namesrv, "topic": "Retried", "sendBatchSize": "10", "timeout": "2"}, writing=True
+    )
+    stats = SendCommitMessage()
+    batch = pa.record_batch(
+        {
+            "body": pa.array([f"r{i}".encode() for i in range(95)]),
+            "keys": pa.array([f"k{i}" for i in range(95)]),
+        }
+    )
+    with BlockingClient(list(opts.namesrv), timeout=opts.timeout) as io:
+        sender = _TopicSender(io, "Retried", opts, 0, stats)
+        sender.queues = [dead, good]
+        with caplog.at_level(logging.WARNING, logger="rocketq.spark.writer"):
+            for rows in encode_rows(batch, "Retried"):
+                sender.send_rows(rows)
+            sender.flush()
+    assert (stats.messages, stats.batches, stats.per_queue) == (95, 10, {good.queue.short: 95})
+    assert "trying the next queue" in caplog.text
+    with cluster.io() as io:
+        found = io.call(good.addr, io.pull_call(good, group="g", offset=0, max_nums=200, bulk_bytes=1 << 20))
+    assert sorted(int(m.properties["KEYS"][1:]) for m in decode_messages(found.body)) == list(range(95))
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_a_new_topic_is_created_by_the_first_batch_then_its_own_route_is_used(cluster: ClusterThread) -> None:
+    opts = parse_options(
+        {"namesrv": cluster.namesrv, "topic": "MadeByWriter", "sendBatchSize": "50"}, writing=True
+    )
+    batch = pa.record_batch({"body": pa.array([b"n"] * 500)})
+    stats = send_rows(iter([batch]), opts)
+    assert (stats.messages, stats.batches) == (500, 10)
+    with cluster.io() as io:
+        routes = io.read_queues("MadeByWriter")
+        stored = sum(io.call(r.addr, calls.get_max_offset(r.queue)) for r in routes)
+    assert stored == 500
