@@ -171,13 +171,19 @@ def decode_columns(
     except pa.ArrowInvalid:
         return None
     items = pc.split_pattern(props_text, "\x02")
-    pairs = pc.split_pattern(pc.list_flatten(items), "\x01", max_splits=1)
-    if len(pairs) == 0 or pc.min(pc.list_value_length(pairs)).as_py() != 2:
-        return None  # a pair without a separator: RocketMQ skips it
-    names = pc.list_element(pairs, 0)
-    values = pc.list_element(pairs, 1)
-    if pc.min(pc.binary_length(names)).as_py() == 0 or pc.min(pc.binary_length(values)).as_py() == 0:
-        return None  # an empty name or value: RocketMQ skips the pair
+    flat = pc.list_flatten(items)
+    if len(flat) == 0:
+        return None
+    # each pair is cut at its first \x01 (an ASCII byte no UTF-8 sequence holds): names and
+    # values are slices of the pairs' buffer
+    sep = pc.find_substring(flat, "\x01").to_numpy().astype(np.int64)
+    pair_at = np.frombuffer(flat.buffers()[1], dtype=np.int32)[flat.offset : flat.offset + len(flat) + 1]
+    pair_begin, pair_end = pair_at[:-1].astype(np.int64), pair_at[1:].astype(np.int64)
+    if sep.min() <= 0 or (pair_begin + sep + 1 >= pair_end).any():
+        return None  # no separator, an empty name or an empty value: RocketMQ skips the pair
+    text = flat.buffers()[2]
+    names = _slices(text, pair_begin, pair_begin + sep, pa.string())
+    values = _slices(text, pair_begin + sep + 1, pair_end, pa.string())
     parents = pc.list_parent_indices(items).to_numpy()
     deduped = _first_place_last_value(names, parents, rows)
     if deduped is None:
