@@ -5,14 +5,19 @@ Columns (others are ignored): ``body`` (required; binary or string, strings are 
 separated by spaces), ``properties`` (map<string,string> of user properties). A row whose topic
 is null (and no ``topic`` option) or whose body is null fails the task with a clear error.
 
-Each task sends its rows in batches (``SEND_BATCH_MESSAGE`` of up to ``sendBatchSize`` messages
-and about ``sendBatchBytes`` bytes), each batch to the next writable queue of the topic in turn,
-starting at a queue chosen by the task's partition id so that tasks spread over the queues.
-Every message gets a producer unique id (``UNIQ_KEY``, the ``msg_id`` a read returns) and
-``WAIT=true``, as a Java producer's batch does. A refused send fails the task with the broker's
-error (``CODE: <code> DESC: <remark>``); retriable refusals and transport failures are tried
-again on the next queue, twice, as RocketMQ's producer does (a timed-out send may then be stored
-twice: delivery is at least once). ``write()`` returns a :class:`SendCommitMessage`.
+Each Arrow batch Spark hands a task becomes ``SEND_BATCH_MESSAGE`` records column by column
+(:func:`encode_rows`: Arrow kernels join each row's properties and its header, body and
+properties into one buffer; no Python object per row). Every message gets a producer unique id
+(``UNIQ_KEY``, the ``msg_id`` a read returns) and ``WAIT=true``, as a Java producer's batch does.
+The records are cut into batches of up to ``sendBatchSize`` messages and about
+``sendBatchBytes`` bytes as the broker will store them (a larger message goes alone; the
+broker's ``maxMessageSize`` refuses what it cannot take), each batch to the next writable queue
+of the topic in turn, starting at a queue chosen by the task's partition id so that tasks spread
+over the queues, with up to :data:`SENDS_IN_FLIGHT` batches sent and not yet answered. A refused
+send fails the task with the broker's error (``CODE: <code> DESC: <remark>``); retriable
+refusals and transport failures are tried again on the next queue, twice, as RocketMQ's producer
+does (a timed-out send may then be stored twice: delivery is at least once). ``write()`` returns
+a :class:`SendCommitMessage`.
 """
 
 from __future__ import annotations
