@@ -100,7 +100,10 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--queues", type=int, default=4)
     ap.add_argument(
-        "--send-batch", type=int, default=None, help="sendBatchSize of the write (default: the source's)"
+        "--send-batch",
+        type=int,
+        default=None,
+        help="sendBatchSize of the write (default: the source's); also the fill's batch (default 256)",
     )
     ap.add_argument(
         "--pull-batch", type=int, default=None, help="pullBatchSize of the read (default: the source's)"
