@@ -99,8 +99,15 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--queues", type=int, default=4)
-    ap.add_argument("--send-batch", type=int, default=256)
-    ap.add_argument("--pull-batch", type=int, default=256)
+    ap.add_argument(
+        "--send-batch",
+        type=int,
+        default=None,
+        help="sendBatchSize of the write (default: the source's); also the fill's batch (default 256)",
+    )
+    ap.add_argument(
+        "--pull-batch", type=int, default=None, help="pullBatchSize of the read (default: the source's)"
+    )
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
 
@@ -114,7 +121,7 @@ def main() -> None:
         namesrv, broker = server.namesrv_addr, server.broker_addr
         create_topic(broker, namesrv, "BenchRead", args.queues)
         create_topic(broker, namesrv, "BenchWrite", args.queues)
-        rate = produce(namesrv, "BenchRead", args.messages, args.size, args.send_batch)
+        rate = produce(namesrv, "BenchRead", args.messages, args.size, args.send_batch or 256)
         print(f"produced {args.messages:,} messages of {args.size} B: {rate:,.0f} msg/s (batch sends)")
 
         from pyspark.sql import SparkSession
@@ -134,7 +141,8 @@ def main() -> None:
 
         def source(**opts: str) -> object:
             r = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", "BenchRead")
-            r = r.option("pullBatchSize", str(args.pull_batch))
+            if args.pull_batch is not None:
+                r = r.option("pullBatchSize", str(args.pull_batch))
             for k, v in opts.items():
                 r = r.option(k, v)
             return r.load()
@@ -178,14 +186,10 @@ def main() -> None:
             rows.write.mode("overwrite").parquet(str(out))
 
         def write_source() -> None:
-            (
-                rows.write.format("rocketmq")
-                .option("namesrv", namesrv)
-                .option("topic", "BenchWrite")
-                .option("sendBatchSize", str(args.send_batch))
-                .mode("append")
-                .save()
-            )
+            w = rows.write.format("rocketmq").option("namesrv", namesrv).option("topic", "BenchWrite")
+            if args.send_batch is not None:
+                w = w.option("sendBatchSize", str(args.send_batch))
+            w.mode("append").save()
 
         t_wp = best(write_parquet, args.repeat)
         t_ws = best(write_source, args.repeat)

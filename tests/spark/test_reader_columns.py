@@ -101,6 +101,7 @@ def test_malformed_bodies_raise_the_codecs_error() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from rocketq.spark import columns  # noqa: E402
 from rocketq.spark.columns import decode_columns  # noqa: E402
 
 
@@ -110,7 +111,16 @@ def codec_batch(body: bytes, end: int = 10**9, tags: frozenset[str] | None = Non
     return builder.record_batch("T", "b", 1)
 
 
-def test_vectorised_columns_equal_the_codecs() -> None:
+@pytest.fixture(params=["name table", "hash grouping"])
+def dedup(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways duplicate property names are folded: the (row, name) table, and Arrow's hash
+    grouping that takes over when names are too many for a table."""
+    if request.param == "hash grouping":
+        monkeypatch.setattr(columns, "_MAX_NAME_TABLE", 0)
+    return str(request.param)
+
+
+def test_vectorised_columns_equal_the_codecs(dedup: str) -> None:
     body = b"".join(record(i, born_host=HostPort("10.0.0.7", 5000 + i % 3)) for i in range(50))
     body += record(50, props={"UNIQ_KEY": "U50", "A": "1\x01x"})  # a value holding the separator
     # a name twice, as a broker stores batched messages (WAIT again after CLUSTER): first place, last value
@@ -161,6 +171,13 @@ _values = st.text(alphabet=st.sampled_from(["x", "1", " ", "é", "\x01"]), max_s
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(st.tuples(_names, _values), max_size=5), min_size=1, max_size=6))
 def test_vectorised_path_agrees_with_the_codec_or_declines(pairs: list[list[tuple[str, str]]]) -> None:
+    for limit in (columns._MAX_NAME_TABLE, 0):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(columns, "_MAX_NAME_TABLE", limit)
+            _agrees_or_declines(pairs)
+
+
+def _agrees_or_declines(pairs: list[list[tuple[str, str]]]) -> None:
     records = []
     for i, row in enumerate(pairs):
         text = "\x02".join(f"{k}\x01{v}" for k, v in row)

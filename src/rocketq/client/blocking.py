@@ -12,7 +12,9 @@ name servers (tried in turn), every other call goes to the master of the queue's
   consumer sends it, no suspension, so an empty queue answers at once) and
   :meth:`~BlockingClient.pull_range`, a whole ``[start, end)`` range with several pulls in flight;
   :meth:`~BlockingClient.offset_at_or_after` turns a time into the first offset stored then;
-* writing: :meth:`~BlockingClient.send_batch`, with the header a Java producer sends.
+* writing: :meth:`~BlockingClient.send_batch`, with the header a Java producer sends, and
+  :meth:`~BlockingClient.batch_call` for an already encoded batch (pipelined writers send calls
+  with :meth:`~BlockingClient.start` and read their answers with :meth:`~BlockingClient.finish`).
 
 No client instance, heartbeat or rebalance: Spark's executors read and write ranges they were
 given. A refusal raises the code's :class:`~rocketq.errors.BrokerError` (``CODE: <code> DESC:
@@ -25,7 +27,8 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from rocketq.client.config import resolve_namesrv
 from rocketq.client.routes import queues_from_route
@@ -35,7 +38,7 @@ from rocketq.lifecycle import Closing
 from rocketq.models import PullResult, PullStatus, QueueRoute, SendResult, SendStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import TopicRouteData
-from rocketq.protocol.calls import Call
+from rocketq.protocol.calls import Call, SendResponse
 from rocketq.protocol.codes import PullSysFlag, ResponseCode
 from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketq.protocol.message import Message, decode_messages, encode_batch
@@ -43,13 +46,22 @@ from rocketq.protocol.properties import MessageConst, properties_to_string
 from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
 from rocketq.remoting.blocking import BlockingRemotingClient, Ticket
 
-__all__ = ["BlockingClient"]
+__all__ = ["BlockingClient", "Pending"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 _SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
+
+
+@dataclass(frozen=True, slots=True)
+class Pending(Generic[T]):
+    """A call :meth:`BlockingClient.start` sent and whose answer is not read yet."""
+
+    addr: str
+    call: Call[T]
+    ticket: Ticket
 
 
 class BlockingClient(Closing):
@@ -69,6 +81,21 @@ class BlockingClient(Closing):
         clients, self._clients = self._clients, {}
         for client in clients.values():
             client.close()
+
+    def start(self, addr: str, call: Call[T]) -> Pending[T]:
+        """Send ``call`` to ``addr`` and return at once; :meth:`finish` waits for its answer.
+        Several calls may be in flight on the address's one connection (pipelining)."""
+        return Pending(addr, call, self._client(addr).send_request(call.request))
+
+    def finish(self, pending: Pending[T]) -> T:
+        """The parsed answer of a call :meth:`start` sent (answers to other calls that come
+        first are kept for theirs); a refusal raises its BrokerError, noted with the call and
+        the peer, as :meth:`call` does."""
+        try:
+            return pending.call.parse(self._client(pending.addr).receive(pending.ticket))
+        except BrokerError as exc:
+            exc.add_note(f"{pending.call.what} at {pending.addr}")
+            raise
 
     def _client(self, addr: str) -> BlockingRemotingClient:
         client = self._clients.get(addr)
@@ -146,9 +173,17 @@ class BlockingClient(Closing):
 
     @staticmethod
     def pull_call(
-        q: QueueRoute, *, group: str, offset: int, max_nums: int, expression: str = "*"
+        q: QueueRoute,
+        *,
+        group: str,
+        offset: int,
+        max_nums: int,
+        expression: str = "*",
+        bulk_bytes: int | None = None,
     ) -> Call[PullResult]:
-        """A ``PULL_MESSAGE`` as a pull consumer sends it: subscription inline, not suspended."""
+        """A ``PULL_MESSAGE`` as a pull consumer sends it: subscription inline, not suspended;
+        ``bulk_bytes`` asks rocketq's broker for a bulk answer (``rqPullBytes``, which a RocketMQ
+        broker ignores)."""
         header = PullMessageRequestHeader(
             consumer_group=group,
             topic=q.queue.topic,
@@ -162,7 +197,7 @@ class BlockingClient(Closing):
             sub_version=0,
             expression_type="TAG",
         )
-        return calls.pull_message(header)
+        return calls.pull_message(header, bulk_bytes=bulk_bytes)
 
     def pull(
         self, q: QueueRoute, *, group: str, offset: int, max_nums: int, expression: str = "*"
@@ -182,8 +217,13 @@ class BlockingClient(Closing):
         batch_size: int = 32,
         expression: str = "*",
         depth: int = 16,
+        bulk_bytes: int | None = None,
     ) -> Iterator[PullResult]:
         """Pull ``[start, end)`` of a queue, yielding each answer in offset order.
+
+        ``bulk_bytes`` asks for bulk answers of about that many bytes and up to ``batch_size``
+        messages (:data:`~rocketq.protocol.calls.PULL_BYTES_FIELD`): rocketq's broker returns them,
+        a RocketMQ broker its usual 32 messages at most, which the pipeline then adapts to.
 
         Up to ``depth`` pulls are in flight on a connection of its own (each asks from where the
         previous one's range ends, assuming the broker returns a full batch; when it returns less,
@@ -205,7 +245,14 @@ class BlockingClient(Closing):
             while pos < end:
                 while len(inflight) < depth and ask < end:
                     count = min(batch, end - ask)
-                    call = self.pull_call(q, group=group, offset=ask, max_nums=count, expression=expression)
+                    call = self.pull_call(
+                        q,
+                        group=group,
+                        offset=ask,
+                        max_nums=count,
+                        expression=expression,
+                        bulk_bytes=bulk_bytes,
+                    )
                     inflight.append((ask, count, pipe.send_request(call.request), call))
                     ask += count
                 asked, count, ticket, call = inflight.popleft()
@@ -225,7 +272,11 @@ class BlockingClient(Closing):
                     return
                 if not inflight or inflight[0][0] != nxt:
                     if depth > 1 and result.status is PullStatus.FOUND and nxt - pos < count and nxt < end:
-                        batch = nxt - pos  # the broker caps a pull below our batch: ask for its size
+                        # the broker caps a pull below our batch: ask for its size; when bytes
+                        # capped it, a tenth less, so that slightly larger messages still fit
+                        batch = nxt - pos
+                        if bulk_bytes is not None and len(result.body) * 2 > bulk_bytes:
+                            batch = max(1, batch * 9 // 10)
                     ask = nxt
                 pos = nxt
         finally:
@@ -249,30 +300,13 @@ class BlockingClient(Closing):
         """
         if not messages:
             raise ConfigError("send_batch needs at least one message")
-        batch = len(messages) > 1
-        if batch:
-            props = properties_to_string({MessageConst.WAIT: "true"})
-            body = encode_batch(messages)
-            flag = 0
+        if len(messages) > 1:
+            call = self.batch_call(q, encode_batch(messages), producer_group=producer_group)
         else:
-            props = properties_to_string(messages[0].properties)
-            body = messages[0].body
-            flag = messages[0].flag
-        header = SendMessageRequestHeaderV2(
-            producer_group=producer_group,
-            topic=q.queue.topic,
-            default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
-            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS,
-            queue_id=q.queue.queue_id,
-            sys_flag=0,
-            born_timestamp=now_ms(),
-            flag=flag,
-            properties=props,
-            reconsume_times=0,
-            unit_mode=False,
-            batch=batch,
-        )
-        call = calls.send_message(header, body, batch=batch)
+            header = self._send_header(
+                q, producer_group, properties_to_string(messages[0].properties), messages[0].flag, False
+            )
+            call = calls.send_message(header, messages[0].body)
         try:
             answer = self.call(q.addr, call, retry_closed=False)
         except Exception as exc:
@@ -287,3 +321,31 @@ class BlockingClient(Closing):
             raise error
         ids = ",".join(m.properties.get(MessageConst.UNIQ_KEY, "") for m in messages)
         return SendResult(SendStatus.SEND_OK, ids, answer.offset_msg_id, q.queue, answer.queue_offset)
+
+    @staticmethod
+    def batch_call(q: QueueRoute, body: bytes, *, producer_group: str) -> Call[SendResponse]:
+        """The ``SEND_BATCH_MESSAGE`` of an encoded batch ``body`` (records as
+        :func:`~rocketq.protocol.message.encode_batch` writes them, each with its ``UNIQ_KEY``) to
+        queue ``q``, with the header a Java producer's batch carries (``WAIT=true``)."""
+        props = properties_to_string({MessageConst.WAIT: "true"})
+        header = BlockingClient._send_header(q, producer_group, props, 0, True)
+        return calls.send_message(header, body, batch=True)
+
+    @staticmethod
+    def _send_header(
+        q: QueueRoute, producer_group: str, props: str, flag: int, batch: bool
+    ) -> SendMessageRequestHeaderV2:
+        return SendMessageRequestHeaderV2(
+            producer_group=producer_group,
+            topic=q.queue.topic,
+            default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
+            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS,
+            queue_id=q.queue.queue_id,
+            sys_flag=0,
+            born_timestamp=now_ms(),
+            flag=flag,
+            properties=props,
+            reconsume_times=0,
+            unit_mode=False,
+            batch=batch,
+        )

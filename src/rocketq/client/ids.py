@@ -15,7 +15,7 @@ from rocketq.clock import now_ms
 from rocketq.errors import ConfigError
 from rocketq.protocol.message_id import UniqIdGenerator
 
-__all__ = ["next_uniq_id"]
+__all__ = ["next_uniq_id", "next_uniq_ids"]
 
 _lock = threading.Lock()
 _generator: UniqIdGenerator | None = None
@@ -38,3 +38,13 @@ def next_uniq_id(ip: str | None = None) -> str:
         if _generator is None:
             _generator = _make(ip)
         return _generator.next_id(now_ms())
+
+
+def next_uniq_ids(count: int) -> tuple[str, list[int]]:
+    """``count`` new unique ids made now, as :meth:`UniqIdGenerator.next_ids
+    <rocketq.protocol.message_id.UniqIdGenerator.next_ids>` gives them (common head, counters)."""
+    global _generator
+    with _lock:
+        if _generator is None:
+            _generator = _make(None)
+        return _generator.next_ids(now_ms(), count)

@@ -103,6 +103,7 @@ from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 __all__ = [
+    "PULL_BYTES_FIELD",
     "PULL_STATUS",
     "VIEW_FIELD",
     "VIEW_QUEUES_FIELD",
@@ -398,6 +399,10 @@ VIEW_FIELD: Final = "rqView"
 :func:`view_digest`. A RocketMQ broker ignores it; rocketq's checks it (see ``docs/chaos.md``)."""
 VIEW_QUEUES_FIELD: Final = "rqViewQueues"
 """The ext field of a PULL_VIEW_CHANGED answer: the broker's read queue count of the topic."""
+PULL_BYTES_FIELD: Final = "rqPullBytes"
+"""The ext field of a PULL_MESSAGE asking for a bulk answer of about this many bytes (a decimal
+int): rocketq's broker then returns up to the request's ``maxMsgNums`` messages past its usual
+cap of 32 (within its own bulk limits). A RocketMQ broker ignores it and caps as always."""
 
 
 def view_digest(client_ids: Iterable[str], queue_nums: int) -> str:
@@ -444,11 +449,19 @@ def _view_changed(response: RemotingCommand) -> PullResult:
     )
 
 
-def pull_message(header: PullMessageRequestHeader, *, view: str | None = None) -> Call[PullResult]:
+def pull_message(
+    header: PullMessageRequestHeader, *, view: str | None = None, bulk_bytes: int | None = None
+) -> Call[PullResult]:
     """PULL_MESSAGE: up to ``max_msg_nums`` messages from ``queue_offset`` (FOUND, NO_NEW_MSG,
     NO_MATCHED_MSG or OFFSET_ILLEGAL). ``view``: the consumer's :func:`view_digest` of the broker,
-    sent as ``rqView``; rocketq's broker answers VIEW_CHANGED when its own differs."""
-    fields = header.to_ext_fields(extra={VIEW_FIELD: view}) if view is not None else header.to_ext_fields()
+    sent as ``rqView``; rocketq's broker answers VIEW_CHANGED when its own differs. ``bulk_bytes``:
+    sent as ``rqPullBytes`` (see :data:`PULL_BYTES_FIELD`)."""
+    extra: dict[str, str] = {}
+    if view is not None:
+        extra[VIEW_FIELD] = view
+    if bulk_bytes is not None:
+        extra[PULL_BYTES_FIELD] = str(bulk_bytes)
+    fields = header.to_ext_fields(extra=extra) if extra else header.to_ext_fields()
     return Call(
         _request(RequestCode.PULL_MESSAGE, fields),
         parse_pull_response,

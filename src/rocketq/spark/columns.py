@@ -85,6 +85,44 @@ def _lookup(names: pa.Array, values: pa.Array, parents: np.ndarray, rows: int, n
     return values.take(pa.array(index, mask=index < 0))
 
 
+_MAX_NAME_TABLE: Final = 1 << 20
+"""Most cells (rows x distinct names) of the table :func:`_first_place_last_value` dedups with;
+past it (many distinct property names) Arrow's hash grouping does it."""
+
+
+def _first_place_last_value(
+    names: pa.Array, parents: np.ndarray, rows: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``None`` when no row names a property twice, else per kept (row, name): the position of
+    its first pair (in order) and of its last one (the dict semantics of the codec)."""
+    n = len(names)
+    position = np.arange(n, dtype=np.int64)
+    encoded = pc.dictionary_encode(names)
+    width = len(encoded.dictionary)
+    if rows * width <= _MAX_NAME_TABLE:
+        # names are few (TAGS, KEYS, WAIT, UNIQ_KEY...): one cell per (row, name), min/max at once
+        cell = parents.astype(np.int64) * width + encoded.indices.to_numpy()
+        first_at = np.full(rows * width, n, dtype=np.int64)
+        np.minimum.at(first_at, cell, position)
+        kept = first_at[cell] == position
+        if kept.all():
+            return None
+        last_at = np.full(rows * width, -1, dtype=np.int64)
+        np.maximum.at(last_at, cell, position)
+        return position[kept], last_at[cell[kept]]
+    row_names = pc.binary_join_element_wise(pc.cast(pa.array(parents), pa.string()), names, "\x00")
+    if pc.count_distinct(row_names).as_py() == n:
+        return None
+    groups = (
+        pa.table({"k": row_names, "i": pa.array(position)})
+        .group_by("k", use_threads=False)
+        .aggregate([("i", "min"), ("i", "max")])
+    )
+    first = groups["i_min"].to_numpy()
+    order = np.argsort(first, kind="stable")
+    return first[order], groups["i_max"].to_numpy()[order]
+
+
 def decode_columns(
     buf: bytes, *, topic: str, broker: str, end: int, tag_set: frozenset[str] | None
 ) -> pa.RecordBatch | None:
@@ -133,29 +171,27 @@ def decode_columns(
     except pa.ArrowInvalid:
         return None
     items = pc.split_pattern(props_text, "\x02")
-    pairs = pc.split_pattern(pc.list_flatten(items), "\x01", max_splits=1)
-    if len(pairs) == 0 or pc.min(pc.list_value_length(pairs)).as_py() != 2:
-        return None  # a pair without a separator: RocketMQ skips it
-    names = pc.list_element(pairs, 0)
-    values = pc.list_element(pairs, 1)
-    if pc.min(pc.binary_length(names)).as_py() == 0 or pc.min(pc.binary_length(values)).as_py() == 0:
-        return None  # an empty name or value: RocketMQ skips the pair
+    flat = pc.list_flatten(items)
+    if len(flat) == 0:
+        return None
+    # each pair is cut at its first \x01 (an ASCII byte no UTF-8 sequence holds): names and
+    # values are slices of the pairs' buffer
+    sep = pc.find_substring(flat, "\x01").to_numpy().astype(np.int64)
+    pair_at = np.frombuffer(flat.buffers()[1], dtype=np.int32)[flat.offset : flat.offset + len(flat) + 1]
+    pair_begin, pair_end = pair_at[:-1].astype(np.int64), pair_at[1:].astype(np.int64)
+    if sep.min() <= 0 or (pair_begin + sep + 1 >= pair_end).any():
+        return None  # no separator, an empty name or an empty value: RocketMQ skips the pair
+    text = flat.buffers()[2]
+    names = _slices(text, pair_begin, pair_begin + sep, pa.string())
+    values = _slices(text, pair_begin + sep + 1, pair_end, pa.string())
     parents = pc.list_parent_indices(items).to_numpy()
-    row_names = pc.binary_join_element_wise(pc.cast(pa.array(parents), pa.string()), names, "\x00")
-    if pc.count_distinct(row_names).as_py() == len(names):
+    deduped = _first_place_last_value(names, parents, rows)
+    if deduped is None:
         map_offsets: pa.Array = items.offsets
     else:
         # a name twice in one message (a broker appends WAIT and CLUSTER to batched messages):
         # as a map, the name keeps its first place and takes its last value
-        position = pa.array(np.arange(len(names), dtype=np.int64))
-        groups = (
-            pa.table({"k": row_names, "i": position})
-            .group_by("k", use_threads=False)
-            .aggregate([("i", "min"), ("i", "max")])
-        )
-        first = groups["i_min"].to_numpy()
-        order = np.argsort(first, kind="stable")
-        first, last = first[order], groups["i_max"].to_numpy()[order]
+        first, last = deduped
         names, values, parents = names.take(pa.array(first)), values.take(pa.array(last)), parents[first]
         counts = np.bincount(parents, minlength=rows)
         map_offsets = pa.array(np.concatenate(([0], np.cumsum(counts))).astype(np.int32))

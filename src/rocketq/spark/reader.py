@@ -68,6 +68,8 @@ ROWS_PER_BATCH: Final = 8192
 """Rows per Arrow record batch handed to Spark (about: pull answers are not split)."""
 BYTES_PER_BATCH: Final = 8 << 20
 """Pull answers are decoded together once they hold this many bytes, whatever their count."""
+PULL_DEPTH: Final = 4
+"""Pulls in flight per input partition (each of up to ``pullBatchBytes``)."""
 
 # A stored record with the V1 magic and IPv4 hosts, up to its body length (see rocketq.protocol.message).
 _PLAIN: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
@@ -341,6 +343,8 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
                 group=options.pull_group,
                 batch_size=options.pull_batch_size,
                 expression=options.tags,
+                depth=PULL_DEPTH,
+                bulk_bytes=options.pull_batch_bytes,
             ):
                 last = result
                 if result.status in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):

@@ -34,7 +34,9 @@ Options (keys are case-insensitive; see docs/spark.md for the whole story):
   fairly across queues;
 * ``failOnDataLoss`` — ``true`` (default): fail when messages to read were removed by retention;
   ``false``: log a warning and skip them;
-* ``pullBatchSize`` — messages per pull (default 32, RocketMQ's; the broker may cap it);
+* ``pullBatchSize`` — messages per pull (default 4096); ``pullBatchBytes`` — bytes per pull
+  (default 1 MiB): rocketq's broker answers such bulk pulls, a RocketMQ broker caps each pull at
+  its own 32 messages / 256 KiB and the reader adapts;
 * ``maxMessagesPerPartition`` — a queue's range is split into input partitions of at most this
   many offsets (default 100000);
 * ``group`` — a consumer group: pulls are made in its name, and a stream's committed progress is
@@ -97,6 +99,7 @@ _KNOWN: Final = frozenset(
         "maxoffsetspertrigger",
         "failondataloss",
         "pullbatchsize",
+        "pullbatchbytes",
         "maxmessagesperpartition",
         "group",
         "producergroup",
@@ -122,7 +125,8 @@ class SourceOptions:
     tags: str = "*"
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
-    pull_batch_size: int = 32
+    pull_batch_size: int = 4096
+    pull_batch_bytes: int = 1 << 20
     max_messages_per_partition: int = 100_000
     group: str | None = None
     producer_group: str = DEFAULT_PRODUCER_GROUP
@@ -239,7 +243,8 @@ def parse_options(
         tags=tags,
         max_offsets_per_trigger=max_per_trigger,
         fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
-        pull_batch_size=_int(opts, "pullbatchsize", "pullBatchSize", 32),
+        pull_batch_size=_int(opts, "pullbatchsize", "pullBatchSize", 4096),
+        pull_batch_bytes=_int(opts, "pullbatchbytes", "pullBatchBytes", 1 << 20),
         max_messages_per_partition=_int(opts, "maxmessagesperpartition", "maxMessagesPerPartition", 100_000),
         group=group,
         producer_group=opts.get("producergroup", "").strip() or DEFAULT_PRODUCER_GROUP,

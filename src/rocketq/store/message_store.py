@@ -912,16 +912,18 @@ class MessageStore(Closing):
         *,
         group: str | None = None,
         property_filter: PropertyFilter | None = None,
+        max_transfer: int | None = None,
     ) -> GetMessageResult:
         """Up to ``max_count`` stored records of a queue from queue offset ``offset``.
 
         Only messages whose tag code is in ``tags_codes`` are returned (``None``: all), and
         with ``property_filter`` only those for whose properties it returns true (RocketMQ's
         ``isMatchedByCommitLog``: the record's properties are read for that). At most
-        ``max_transfer_count`` messages and about ``max_bytes`` (default
-        ``max_transfer_bytes``) are returned, but always at least one. ``next_begin_offset``
-        follows the last entry examined (RocketMQ's rules, including the suggested offsets for
-        the OFFSET_* statuses); ``group`` is accepted for symmetry with RocketMQ and unused.
+        ``max_transfer_count`` messages (or ``max_transfer``, when given: a bulk pull) and about
+        ``max_bytes`` (default ``max_transfer_bytes``) are returned, but always at least one.
+        ``next_begin_offset`` follows the last entry examined (RocketMQ's rules, including the
+        suggested offsets for the OFFSET_* statuses); ``group`` is accepted for symmetry with
+        RocketMQ and unused.
         """
         cq = self._queue(topic, queue_id)
         if cq is None:
@@ -939,7 +941,7 @@ class MessageStore(Closing):
                 GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
             )
         cfg = self.config
-        max_count = max(1, min(max_count, cfg.max_transfer_count))
+        max_count = max(1, min(max_count, cfg.max_transfer_count if max_transfer is None else max_transfer))
         limit_bytes = cfg.max_transfer_bytes if max_bytes is None else max_bytes
         scan = max(_MAX_FILTER_BYTES, max_count * CQ_ENTRY_SIZE) // CQ_ENTRY_SIZE
         view = cq.read_from(offset, scan)

@@ -53,6 +53,13 @@ queue count, so a consumer acting on a stale view (a lost notification, a pause,
 cannot fetch from a queue another member may own now; its piggy-backed commit is still stored if
 it does not move the group's offset back (:mod:`rocketq.broker.view_fence`). A pull without the
 field (RocketMQ's clients) is served as RocketMQ serves it.
+
+**Bulk pulls (rocketq only).** A pull carrying ``rqPullBytes`` (:data:`~rocketq.protocol.calls.
+PULL_BYTES_FIELD`; rocketq's Spark reader sends it) is answered with up to its ``maxMsgNums``
+messages, at most :data:`BULK_PULL_MAX_COUNT`, and about that many bytes, at most
+:data:`BULK_PULL_MAX_BYTES`, instead of the store's usual 32 messages / 256 KiB: a range read
+takes a hundred times fewer round trips. A value that is not a positive integer is ignored (the
+pull is served as without it), as is the field by a RocketMQ broker.
 """
 
 from __future__ import annotations
@@ -70,7 +77,7 @@ from rocketq.broker.longpoll import PullHoldTable
 from rocketq.broker.view_fence import commit_allowed
 from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
-from rocketq.protocol.calls import VIEW_FIELD, VIEW_QUEUES_FIELD, view_digest
+from rocketq.protocol.calls import PULL_BYTES_FIELD, VIEW_FIELD, VIEW_QUEUES_FIELD, view_digest
 from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, RocketQResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
@@ -141,6 +148,27 @@ _ANSWERS: Final = {
     )
 }
 _FOUND_ANSWER: Final = _ANSWERS[_FOUND]
+
+BULK_PULL_MAX_COUNT: Final = 4096
+"""Most messages a bulk pull (``rqPullBytes``) returns."""
+BULK_PULL_MAX_BYTES: Final = 4 * 1024 * 1024
+"""Most bytes a bulk pull asks for are capped here (RocketMQ's default ``maxMessageSize``)."""
+
+
+def bulk_bytes(request: RemotingCommand) -> int | None:
+    """The byte budget a bulk pull asks for (capped), ``None`` for a usual pull or a bad value.
+
+    >>> bulk_bytes(RemotingCommand(code=11, ext_fields={"rqPullBytes": "9999999999"}))
+    4194304
+    >>> bulk_bytes(RemotingCommand(code=11, ext_fields={"rqPullBytes": "lots"})) is None
+    True
+    """
+    raw = request.ext_fields.get(PULL_BYTES_FIELD)
+    if raw is None or not (raw.isascii() and raw.isdigit()):
+        return None
+    asked = int(raw)
+    return min(asked, BULK_PULL_MAX_BYTES) if asked > 0 else None
+
 
 Held = tuple[RemotingConnection, RemotingCommand]
 
@@ -293,8 +321,17 @@ class PullProcessor:
                 }
                 remark = "the group's members or the topic's queues changed since this consumer's rebalance"
                 return request.response(code=_VIEW_CHANGED, remark=remark, ext_fields=ext)
+        bulk = bulk_bytes(request) if request.ext_fields else None
         result = b.store.get_messages(
-            topic, queue_id, offset, p.max_msg_nums, codes, group=group, property_filter=matches
+            topic,
+            queue_id,
+            offset,
+            p.max_msg_nums,
+            codes,
+            bulk,
+            group=group,
+            property_filter=matches,
+            max_transfer=None if bulk is None else BULK_PULL_MAX_COUNT,
         )
         status = result.status
         answer = _FOUND_ANSWER if status is _FOUND else _ANSWERS.get(status)
