@@ -82,3 +82,17 @@ def test_send_to_a_new_topic_goes_through_the_default_route(cluster: ClusterThre
             time.sleep(0.05)
         routes, borrowed = io.write_queues("BornOnSend")
         assert not borrowed
+
+
+def test_a_send_stored_but_not_confirmed_names_the_call_and_the_broker() -> None:
+    """FLUSH_DISK_TIMEOUT and its kin: stored, not confirmed in time; the blocking client and
+    the Spark writer raise the code's own error with the call and the broker in its notes."""
+    from rocketq.client.blocking import not_confirmed
+    from rocketq.errors import BrokerError
+    from rocketq.protocol import ResponseCode
+
+    error = not_confirmed(ResponseCode.FLUSH_DISK_TIMEOUT, "send batch to T", "127.0.0.1:10911")
+    assert isinstance(error, BrokerError)
+    assert error.code == ResponseCode.FLUSH_DISK_TIMEOUT
+    assert "did not confirm" in str(error)
+    assert error.__notes__ == ["send batch to T at 127.0.0.1:10911"]

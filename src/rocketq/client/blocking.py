@@ -46,13 +46,21 @@ from rocketq.protocol.properties import MessageConst, properties_to_string
 from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
 from rocketq.remoting.blocking import BlockingRemotingClient, Ticket
 
-__all__ = ["BlockingClient", "Pending"]
+__all__ = ["BlockingClient", "Pending", "not_confirmed"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 _SUBSCRIPTION = int(PullSysFlag.SUBSCRIPTION)
+
+
+def not_confirmed(code: int, what: str, addr: str) -> BrokerError:
+    """The error of a send the broker stored but did not confirm in time (flush or slave
+    timeout, slave not available: ``code``), noted with the call and the broker."""
+    error = BrokerError.for_code(code, "the broker stored the messages but did not confirm them")
+    error.add_note(f"{what} at {addr}")
+    return error
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,11 +322,7 @@ class BlockingClient(Closing):
                 exc.add_note("(the topic was to be auto-created from TBW102's route)")
             raise
         if answer.code != ResponseCode.SUCCESS:  # stored, but not flushed or replicated in time
-            error = BrokerError.for_code(
-                answer.code, "the broker stored the messages but did not confirm them"
-            )
-            error.add_note(f"{call.what} at {q.addr}")
-            raise error
+            raise not_confirmed(answer.code, call.what, q.addr)
         ids = ",".join(m.properties.get(MessageConst.UNIQ_KEY, "") for m in messages)
         return SendResult(SendStatus.SEND_OK, ids, answer.offset_msg_id, q.queue, answer.queue_offset)
 

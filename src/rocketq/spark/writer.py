@@ -35,7 +35,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
-from rocketq.client.blocking import BlockingClient, Pending
+from rocketq.client.blocking import BlockingClient, Pending, not_confirmed
 from rocketq.client.ids import next_uniq_ids
 from rocketq.errors import BrokerError, ConfigError, RocketQError
 from rocketq.models import QueueRoute
@@ -330,11 +330,7 @@ class _TopicSender:
             self._failed(exc, f.queue, f.body, f.count, f.attempt)
             return
         if answer.code != ResponseCode.SUCCESS:  # stored, but not flushed or replicated in time
-            error = BrokerError.for_code(
-                answer.code, "the broker stored the messages but did not confirm them"
-            )
-            error.add_note(f"{f.pending.call.what} at {f.queue.addr}")
-            raise error
+            raise not_confirmed(answer.code, f.pending.call.what, f.queue.addr)
         key = f.queue.queue.short
         self.stats.per_queue[key] = self.stats.per_queue.get(key, 0) + f.count
         self.stats.messages += f.count
