@@ -16,6 +16,16 @@ from tests.integration.clikit import processes_mentioning
 pytestmark = pytest.mark.integration
 
 
+def _why(stdout: str) -> str:
+    """The verdict, error and failed checks of a lab's JSON line (the whole line is long)."""
+    try:
+        result = json.loads(stdout.strip().splitlines()[-1])
+        failed = [check for check in result.get("checks", []) if not check.get("ok")]
+        return f"{result.get('verdict')} {result.get('error')} failed checks: {failed}\n"
+    except (ValueError, IndexError, AttributeError):
+        return ""
+
+
 def lab(name: str, tmp_path: Path, *extra: str, expect: int = 0, timeout: float = 240.0) -> dict[str, Any]:
     data = tmp_path / "data"
     proc = subprocess.run(
@@ -25,7 +35,7 @@ def lab(name: str, tmp_path: Path, *extra: str, expect: int = 0, timeout: float 
         timeout=timeout,
         check=False,
     )
-    assert proc.returncode == expect, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert proc.returncode == expect, _why(proc.stdout) + proc.stdout[-2000:] + proc.stderr[-3000:]
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert processes_mentioning(str(data)) == [], "a server outlived the lab"
     namesrv = result["steps"][0]["namesrv"]
