@@ -11,14 +11,13 @@ import mmap
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from rocketq.protocol.message import MessageSysFlag, decode_messages, encode_message
 from rocketq.protocol.properties import properties_to_string
 from rocketq.store import MessageStore, StoreConfig
-from rocketq.store.index import IndexService, index_file_size, message_keys
+from rocketq.store.index import index_file_size, message_keys
 
 CFG = StoreConfig(commit_log_segment_size=16384, max_hash_slot_num=7, max_index_num=9)
 ALL = (0, 2**63 - 1)
@@ -380,46 +379,3 @@ def test_reserving_the_last_page_keeps_the_file_size(tmp_path: Path) -> None:
         assert store.index is not None
         assert store.index.keys_added == 0
         assert bodies(store, "T", "U059") == [b"m059"]
-
-
-@pytest.mark.parametrize(
-    "cfg",
-    [CFG, StoreConfig(commit_log_segment_size=1 << 20, max_hash_slot_num=1000, max_index_num=4000)],
-    ids=["files-of-8-keys", "roomy-files"],
-)
-def test_a_batch_indexes_as_its_records_one_by_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: StoreConfig
-) -> None:
-    """A batch's keys go into the current file in one write (``add_batch``) when they all fit,
-    else one record at a time; either way the files are byte for byte those of adding the
-    records one by one (CFG's files hold 8 keys, so there batches also span files)."""
-    sizes = [1, 2, 3, 1, 4, 2, 5, 1]
-    batches = [
-        [record("T", b"b%d-%d" % (j, i), keys=f"k{i % 3} b{j}", uniq=f"U{j}-{i}") for i in range(n)]
-        for j, n in enumerate(sizes)
-    ]
-
-    def build(root: Path) -> dict[str, bytes]:
-        with MessageStore(root, cfg, clock=Clock(), start_services=False) as store:
-            for batch in batches:
-                store.put_messages("T", 0, batch)
-            assert bodies(store, "T", "b4") == [b"b4-%d" % i for i in range(4)]
-            assert bodies(store, "T", "U6-3") == [b"b6-3"]
-            twos = [b"b%d-%d" % (j, i) for j, n in enumerate(sizes) for i in range(n) if i % 3 == 2]
-            assert bodies(store, "T", "k2") == twos
-        return {name: (root / "index" / name).read_bytes() for name in index_files(root)}
-
-    real = IndexService.add_batch
-    took: list[bool] = []
-
-    def spy(*args: Any) -> bool:
-        took.append(real(*args))
-        return took[-1]
-
-    monkeypatch.setattr(IndexService, "add_batch", spy)
-    batched = build(tmp_path / "batched")
-    # the roomy files take every batch of several records at once; files of 8 keys only some
-    assert any(took)
-    assert all(took) or cfg is CFG
-    monkeypatch.setattr(IndexService, "add_batch", lambda *args: False)
-    assert build(tmp_path / "one-by-one") == batched

@@ -72,7 +72,7 @@ import struct
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from zlib import crc32
@@ -193,7 +193,6 @@ class IndexFile:
         "_mm",
         "_reserved",
         "_size",
-        "_slots_reserved",
         "begin_phys",
         "begin_timestamp",
         "capacity",
@@ -243,8 +242,6 @@ class IndexFile:
         self._reserved = bytearray((size + _PAGE - 1) >> _SHIFT)
         if create:
             self._reserved[0] = 1
-        #: every slot page is reserved (else each is before its first write)
-        self._slots_reserved = False
         self._reserve_slots()
         (
             self.begin_timestamp,
@@ -282,7 +279,6 @@ class IndexFile:
             return
         pages = end >> _SHIFT
         self._reserved[:pages] = b"\x01" * pages
-        self._slots_reserved = True
 
     def _reserve(self, page: int) -> None:
         """Reserve the blocks of one page before its first write through the mapping (the last
@@ -294,43 +290,28 @@ class IndexFile:
     def put_all(self, hashes: list[int], phys: int, timestamp: int) -> int:
         """:meth:`put` for the keys of one message at once; returns how many fitted (the rest
         go to the next file)."""
-        room = self.capacity - self.count
+        count = self.count
+        room = self.capacity - count
         if room <= 0:
             return 0
         if len(hashes) > room:
             hashes = hashes[:room]
-        self._write([(key_hash, phys) for key_hash in hashes], timestamp)
-        return len(hashes)
-
-    def put_pairs(self, pairs: list[tuple[int, int]], timestamp: int) -> bool:
-        """Add an entry for each ``(key hash, commit-log offset)``, in commit-log order, all at
-        ``timestamp``: all of them, or none when they do not all fit (``False``). Raises
-        ``OSError`` when the disk has no room for a page they go to (nothing is written then)."""
-        if len(pairs) > self.capacity - self.count:
-            return False
-        self._write(pairs, timestamp)
-        return True
-
-    def _write(self, pairs: list[tuple[int, int]], timestamp: int) -> None:
-        """Write entries that fit: reserve every page they touch first, then fill them."""
-        count = self.count
         mm = self._mm
         slots = self.slots
         # reserve the blocks of every page about to be written, before writing anything
         reserved = self._reserved
         entry_pos = self._entries_at + count * INDEX_ENTRY_SIZE
-        first, last = entry_pos >> _SHIFT, (entry_pos + len(pairs) * INDEX_ENTRY_SIZE - 1) >> _SHIFT
+        first, last = entry_pos >> _SHIFT, (entry_pos + len(hashes) * INDEX_ENTRY_SIZE - 1) >> _SHIFT
         if not (reserved[first] and reserved[last]):
             for page in range(first, last + 1):
                 if not reserved[page]:
                     self._reserve(page)
-        if not self._slots_reserved:
-            for key_hash, _ in pairs:
-                page = (INDEX_HEADER_SIZE + (key_hash % slots) * 4) >> _SHIFT
-                if not reserved[page]:
-                    self._reserve(page)
+        for key_hash in hashes:
+            page = (INDEX_HEADER_SIZE + (key_hash % slots) * 4) >> _SHIFT
+            if not reserved[page]:
+                self._reserve(page)
         if count == 1:
-            self.begin_phys = pairs[0][1]
+            self.begin_phys = phys
             self.begin_timestamp = timestamp
         diff = (timestamp - self.begin_timestamp) // 1000
         if diff < 0:
@@ -341,7 +322,7 @@ class IndexFile:
         pack_slot = _SLOT.pack_into
         pack_entry = _ENTRY.pack_into
         new_slots = 0
-        for key_hash, phys in pairs:
+        for key_hash in hashes:
             slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * 4
             (head,) = unpack_slot(mm, slot_pos)
             if head <= 0 or head >= count:
@@ -353,8 +334,9 @@ class IndexFile:
             pack_slot(mm, slot_pos, count)
             count += 1
         self.slot_count += new_slots
-        self.end_phys = pairs[-1][1]
+        self.end_phys = phys
         self.end_timestamp = timestamp
+        return len(hashes)
 
     def start_after(self, phys: int, timestamp: int) -> None:
         """Make an empty file continue where the previous one ended (RocketMQ does the same)."""
@@ -622,57 +604,8 @@ class IndexService:
         The hot path of every append, so written for speed: the keys are found with ``rfind``
         rather than by parsing the properties (:func:`message_keys` is the readable version of
         the same rule) and the CRC of ``<topic>#`` is computed once per topic."""
-        hashes = self._key_hashes(topic, data, start, end, sys_flag)
-        if not hashes:
-            return
-        if dedupe:
-            hashes = [h for h in hashes if not self._holds(h, phys)]
-        while hashes:
-            files = self.files
-            f = files[-1] if files and not files[-1].full else self._writable()
-            if f is None:
-                self.mark_unindexed(phys)
-                return
-            done = f.put_all(hashes, phys, timestamp)
-            self.keys_added += done
-            if done == len(hashes):
-                return
-            hashes = hashes[done:]
-
-    def add_batch(
-        self,
-        topic: bytes,
-        data: bytes | bytearray,
-        records: Sequence[tuple[int, int, int, int]],
-        timestamp: int,
-    ) -> bool:
-        """:meth:`add` for the records of one append, ``(start, end, phys, sys_flag)`` each in
-        commit-log order, all stored at ``timestamp``: their keys go into the current file in
-        one write. ``False`` when that cannot be done as one (the file is full or missing, a
-        page cannot be reserved) and nothing was written: the caller then adds the records one
-        by one, which handles each of those cases. A batch's keys cost about half as much so."""
-        files = self.files
-        if not files or files[-1].full:
-            return False
-        pairs: list[tuple[int, int]] = []
-        key_hashes = self._key_hashes
-        try:
-            for start, end, phys, sys_flag in records:
-                for key_hash in key_hashes(topic, data, start, end, sys_flag):
-                    pairs.append((key_hash, phys))
-            if pairs and not files[-1].put_pairs(pairs, timestamp):
-                return False
-        except (OSError, ValueError):  # raised before anything is written
-            return False
-        self.keys_added += len(pairs)
-        return True
-
-    def _key_hashes(
-        self, topic: bytes, data: bytes | bytearray, start: int, end: int, sys_flag: int
-    ) -> list[int]:
-        """The slot hashes of a stored record's keys (:meth:`add`'s rule); ``[]`` for none."""
         if sys_flag & _ROLLBACK == _ROLLBACK or start >= end:
-            return []
+            return
         seed = self._seeds.get(topic)
         if seed is None:
             if len(self._seeds) > 10_000:
@@ -699,7 +632,21 @@ class IndexService:
                 hashes.extend(crc32(k, seed) & 0x7FFFFFFF for k in value.split(b" ") if k)
             else:
                 hashes.append(crc32(value, seed) & 0x7FFFFFFF)
-        return hashes
+        if not hashes:
+            return
+        if dedupe:
+            hashes = [h for h in hashes if not self._holds(h, phys)]
+        while hashes:
+            files = self.files
+            f = files[-1] if files and not files[-1].full else self._writable()
+            if f is None:
+                self.mark_unindexed(phys)
+                return
+            done = f.put_all(hashes, phys, timestamp)
+            self.keys_added += done
+            if done == len(hashes):
+                return
+            hashes = hashes[done:]
 
     def _holds(self, key_hash: int, phys: int) -> bool:
         """Whether the newest entries (those of the record at ``phys``, the last one indexed)

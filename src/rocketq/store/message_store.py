@@ -802,18 +802,7 @@ class MessageStore(Closing):
             self.put_message_bytes += total
             max_offset = cq.max_index
             index = self.index
-            if index is not None and not (
-                count > 1
-                and index.add_batch(
-                    topic_bytes,
-                    buf,
-                    [
-                        (props_positions[i] + 2, starts[i] + sizes[i], phys + starts[i], sys_flags[i])
-                        for i in range(count)
-                    ],
-                    now_ms,
-                )
-            ):
+            if index is not None:
                 for i in range(count):
                     try:
                         index.add(
