@@ -92,10 +92,16 @@ def test_a_consumer_refused_for_its_view_rebalances_before_it_pulls_again(consum
     mq = consumer.assigned_queues(TOPIC)[0]
     key = (TOPIC, mq.broker_name)
     good = core.rebalance.views[key]
-    core.rebalance.views[key] = calls.view_digest(["127.0.0.1@someone-else"], 4)  # a view gone stale
     seen = len(consumer.rebalance_records(TOPIC))
     request = PullRequest(group=GROUP, mq=mq, pq=ProcessQueue(now=time.time()), next_offset=0)
-    wait = core.instance.loop_thread.call(core.pull_once(request), timeout=10.0)
+
+    async def pull_on_a_stale_view() -> float | None:
+        # on the loop, right before the pull: a rebalance under way cannot put the good view back
+        # first (the pull would then be held for new messages, not refused)
+        core.rebalance.views[key] = calls.view_digest(["127.0.0.1@someone-else"], 4)  # gone stale
+        return await core.pull_once(request)
+
+    wait = core.instance.loop_thread.call(pull_on_a_stale_view(), timeout=10.0)
     assert wait == 0.0  # pull again at once: a rebalance has run meanwhile ...
     # ... the one the refusal asked for, or one already under way (then the next pull is refused
     # again and asks again): either way the consumer's view is the broker's again soon
