@@ -66,6 +66,7 @@ from rocketq.broker.topics import (
     TopicManagerConfig,
 )
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
+from rocketq.broker.view_fence import next_boot_generation
 from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
@@ -261,6 +262,8 @@ class Broker(AsyncStartClose):
         )
         self._store = store
         try:
+            generation = await asyncio.to_thread(next_boot_generation, store.config_dir, self.wall())
+            self.consumers.set_epoch_base(generation << 32)
             topic_table = TopicConfigTable(store.config_dir / "topics.json")
             group_table = SubscriptionGroupTable(store.config_dir / "subscriptionGroup.json")
             for table in (topic_table, group_table):
@@ -497,6 +500,10 @@ class Broker(AsyncStartClose):
                 self._persist_topics_soon(table)
             else:
                 self._persist_topics(table)
+        if change.kind in ("update", "delete"):
+            # what the groups consuming it allocate with may have changed: a new epoch fences
+            # pulls made on the old queues (a count that changes and changes back included)
+            self.consumers.bump(self.consumers.groups_consuming(change.topic))
         if self._registrar is not None:
             self._registrar.request_soon()
 

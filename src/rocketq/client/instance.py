@@ -495,10 +495,13 @@ class ClientInstance:
             logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
             return None
 
-    async def find_consumer_views(self, topic: str, group: str) -> dict[str, tuple[list[str], int] | None]:
-        """The group's client ids and the broker's read queue count of ``topic`` (-1: a broker
-        that does not say, RocketMQ's) from every broker serving ``topic`` (its masters), asked
-        at once: broker name -> its view, or None when it did not answer (consistent views; ours)."""
+    async def find_consumer_views(
+        self, topic: str, group: str
+    ) -> dict[str, tuple[list[str], int, str | None] | None]:
+        """The group's client ids, the broker's read queue count of ``topic`` (-1: a broker that
+        does not say, RocketMQ's) and its view stamp (the group's epoch there; ``None`` from
+        RocketMQ's) from every broker serving ``topic`` (its masters), asked at once: broker name
+        -> its view, or None when it did not answer (consistent views; ours)."""
         assert self.api is not None
         api = self.api
         route = self.topic_route_table.get(topic)
@@ -509,7 +512,7 @@ class ClientInstance:
             return {}
         targets = [(bd.broker_name or "", bd.broker_addrs.get(MASTER_ID)) for bd in route.broker_datas]
 
-        async def one(name: str, addr: str | None) -> tuple[list[str], int] | None:
+        async def one(name: str, addr: str | None) -> tuple[list[str], int, str | None] | None:
             if addr is None:
                 return None
             try:

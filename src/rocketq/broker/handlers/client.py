@@ -29,7 +29,7 @@ from rocketq.protocol.bodies import (
     SubscriptionData,
     UnlockBatchRequestBody,
 )
-from rocketq.protocol.calls import VIEW_QUEUES_FIELD, VIEW_TOPIC_FIELD
+from rocketq.protocol.calls import VIEW_FIELD, VIEW_QUEUES_FIELD, VIEW_TOPIC_FIELD, view_stamp
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
@@ -174,6 +174,8 @@ class ClientProcessor:
             config = self._b.topics.select(topic)
             if config is not None:
                 ext[VIEW_QUEUES_FIELD] = str(config.read_queue_nums)
+                epoch = self._b.consumers.epoch(h.consumer_group)
+                ext[VIEW_FIELD] = view_stamp(epoch, config.read_queue_nums)
         return request.response(ext_fields=ext, body=body)
 
     def check_client_config(
