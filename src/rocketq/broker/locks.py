@@ -177,6 +177,23 @@ class QueueLockTable:
             del self._table[group]
         return released
 
+    def release_departed(self, group: str, members: Iterable[str]) -> set[MessageQueue]:
+        """Release ``group``'s locks held by clients not among ``members`` (rocketq only: a member
+        that left the group - its connection closed, it unregistered or it expired - cannot use
+        its locks any more, so its queues need not wait out the lock's 60 s; RocketMQ keeps them
+        until then). Returns the queues released."""
+        entries = self._table.get(group)
+        if not entries:
+            return set()
+        live = set(members)
+        gone = {mq for mq, e in entries.items() if e.client_id not in live}
+        for mq in gone:
+            log.info("lock: %s in group %s released: %s left the group", mq, group, entries[mq].client_id)
+            del entries[mq]
+        if not entries:
+            del self._table[group]
+        return gone
+
     def is_locked(self, group: str, mq: MessageQueue, client_id: str, now: float) -> bool:
         """Whether ``client_id`` holds a live lock on ``mq`` in ``group`` (a query: renews nothing)."""
         return self.owner_of(group, mq, now) == client_id

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
-from rocketq.broker.consumers import Changes, ConsumerRegistry, ConsumerRegistryConfig
+from rocketq.broker.consumers import Changes, ConsumerGroupEvent, ConsumerRegistry, ConsumerRegistryConfig
 from rocketq.broker.handlers import (
     AdminProcessor,
     ClientProcessor,
@@ -428,7 +428,12 @@ class Broker(AsyncStartClose):
 
     async def notify_groups(self, changes: Changes[RemotingConnection]) -> None:
         """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) for every CHANGE event, to its connections;
-        with ``notify_coalesce_window`` > 0, open (or join) the group's window instead."""
+        with ``notify_coalesce_window`` > 0, open (or join) the group's window instead. Queue
+        locks of clients that left a group are released first (:meth:`QueueLockTable.release_departed`)."""
+        if self.config.release_departed_locks:
+            for event in changes.events:
+                if event.kind is not ConsumerGroupEvent.REGISTER:
+                    self.locks.release_departed(event.group, self.consumers.client_ids(event.group))
         coalescer = self._coalescer
         if coalescer is None:
             await self._notify(changes.notifications())
