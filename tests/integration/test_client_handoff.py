@@ -71,7 +71,7 @@ def lock_owners(cluster: ClusterThread, group: str, topic: str, queues: int) -> 
 def test_graceful_scaling_under_a_steady_producer(cluster: ClusterThread, steps: tuple[int, ...]) -> None:
     name = "out" if steps[0] == 1 else "in"
     default = run_scaling(
-        cluster, handoff="default", steps=steps, queues=8, rate=100, phase=2.0, tag=f"d{name}"
+        cluster, handoff="rocketmq", steps=steps, queues=8, rate=100, phase=2.0, tag=f"d{name}"
     )
     clean = run_scaling(cluster, handoff="clean", steps=steps, queues=8, rate=100, phase=2.0, tag=f"c{name}")
     print(f"\n{default.line()}\n{clean.line()}")

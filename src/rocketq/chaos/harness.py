@@ -96,7 +96,7 @@ class ChaosOptions:
 
     seed: int = 1
     #: the consumers' handoff mode: the default command's ``--handoff``, and what the invariants expect
-    handoff: Literal["default", "clean"] = "default"
+    handoff: Literal["clean", "rocketmq"] = "clean"
     #: orderly consumption: the default command's ``--orderly``, and the orderly invariants
     orderly: bool = False
     #: another consumer program (see :func:`consumer_command`); ``None``: ``rocketq consume``
@@ -213,7 +213,7 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
     """The command of consumer ``name`` (reaching the cluster through name server ``namesrv``).
 
     By default ``rocketq consume`` with the plan's intervals, ``--from first``, ``--instance NAME``
-    (and ``--handoff clean`` / ``--orderly`` as asked). ``--consumer-cmd`` is split like a shell
+    (with the options' ``--handoff`` and ``--orderly``). ``--consumer-cmd`` is split like a shell
     line and each of :data:`PLACEHOLDERS` replaced in every word; the process also gets
     ``NAMESRV_ADDR`` (RocketMQ's own variable).
     """
@@ -223,8 +223,7 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
         args += ["--heartbeat-interval", f"{plan.heartbeat_interval:g}"]
         args += ["--rebalance-interval", f"{plan.rebalance_interval:g}"]
         args += ["--poll-name-server-interval", f"{plan.poll_interval:g}"]
-        if options.handoff == "clean":
-            args += ["--handoff", "clean"]
+        args += ["--handoff", options.handoff]
         if options.orderly:
             args.append("--orderly")
         if options.consistent_views:

@@ -77,8 +77,8 @@ _EPS = 1e-9
 class Expectations:
     """What a scenario promises, per mode (stated with every run's figures)."""
 
-    #: ``default`` or ``clean`` (the consumers' handoff mode)
-    handoff: Literal["default", "clean"] = "default"
+    #: ``clean`` or ``rocketmq`` (the consumers' handoff mode)
+    handoff: Literal["clean", "rocketmq"] = "clean"
     #: the scenario's changes are graceful (joins, SIGTERM stops): clean handoff owes 0 duplicates, 0 overlap
     graceful: bool = True
     #: the consumers consume orderly (adds the orderly invariants)
