@@ -174,7 +174,9 @@ def test_a_departed_members_lease_is_freed_when_the_group_changes(cluster: Clust
     q1 = MessageQueue("TopicGone", "broker-a", 1)
 
     async def departed_owner_holds_q1() -> None:
-        assert broker.locks.try_lock_batch("gone_g", [q1], "127.0.0.1@gone", now=broker.wall()) == {q1}
+        assert broker.locks.try_lock_batch("gone_g", [q1], "127.0.0.1@gone", broker.wall(), lease=True) == {
+            q1
+        }
 
     cluster.thread.call(departed_owner_holds_q1())
     got = Received()

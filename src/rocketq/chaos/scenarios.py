@@ -167,17 +167,20 @@ class Plan:
         return self.rebalance_interval + 3.0
 
     def expectations(self, *, handoff: Literal["clean", "rocketmq"], orderly: bool) -> Expectations:
-        """What this plan promises in a mode. A consumer that crashed does not hold its queues'
-        broker locks (clean handoff, orderly) any longer than it is a member: rocketq's brokers
-        release a departed member's locks at once (``release_departed_locks``), so its queues move
-        as fast as without locks (RocketMQ's broker keeps them :data:`LEASE_LIFE`)."""
+        """What this plan promises in a mode. A consumer that crashed does not hold the clean
+        handoff's leases any longer than it is a member: rocketq's brokers free a departed member's
+        leases at once (``release_departed_locks``), so its queues move as fast as without them.
+        An orderly consumer's locks are kept their whole life (:data:`LEASE_LIFE`, RocketMQ's
+        ``lockMaxLiveTime``) - it may be cut off or frozen, not dead, with messages in hand - so
+        a crashed orderly member's queues may rest that long (the documented trade-off)."""
+        wait = LEASE_LIFE if orderly and self.bounds.crash else 0.0
         return Expectations(
             handoff=handoff,
             graceful=self.bounds.graceful,
             orderly=orderly,
             overlap_episode=self.bounds.overlap_episode,
-            orphan_episode=self.bounds.orphan_episode,
-            convergence=self.convergence_bound,
+            orphan_episode=self.bounds.orphan_episode + wait,
+            convergence=self.convergence_bound + wait,
             resume=self.bounds.resume,
         )
 

@@ -552,12 +552,19 @@ class ClientInstance:
                     ) from None
 
     async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client."""
+        """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client. A
+        consumer that retries leases and is not orderly (the clean handoff) asks for leases."""
         assert self.api is not None
+        consumer = self.consumers.get(group)
+        lease = bool(getattr(consumer, "retries_leases", False)) and not getattr(
+            consumer, "consume_orderly", False
+        )
         locked: set[MessageQueue] = set()
         for name, addr, qs in self.queues_by_broker(mqs):
             try:
-                locked |= await self.api.call(addr, calls.lock_batch_mq(group, self.client_id, qs))
+                locked |= await self.api.call(
+                    addr, calls.lock_batch_mq(group, self.client_id, qs, lease=lease)
+                )
             except RocketQError as exc:
                 logger.warning("LOCK_BATCH_MQ on %s failed: %s", name, exc)
         return locked

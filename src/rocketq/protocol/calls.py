@@ -102,6 +102,7 @@ from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 __all__ = [
+    "LEASE_FIELD",
     "PULL_BYTES_FIELD",
     "PULL_STATUS",
     "VIEW_FIELD",
@@ -667,11 +668,21 @@ def _parse_locked(response: RemotingCommand) -> set[MessageQueue]:
     return set(LockBatchResponseBody.decode(response.body).lock_ok_mq_set)
 
 
-def lock_batch_mq(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> Call[set[MessageQueue]]:
-    """LOCK_BATCH_MQ: the queues the broker locked (or renewed) for ``client_id``."""
+LEASE_FIELD: Final = "rqLease"
+"""The ext field of a LOCK_BATCH_MQ of rocketq's clean handoff (concurrent consumption): the locks
+are leases, which rocketq's broker frees as soon as their holder leaves the group. Orderly
+consumers' locks go without it: the broker keeps them their full life, as RocketMQ's does, since a
+consumer cut off or frozen may still be processing what it holds. A RocketMQ broker ignores it."""
+
+
+def lock_batch_mq(
+    group: str, client_id: str, mqs: Iterable[MessageQueue], *, lease: bool = False
+) -> Call[set[MessageQueue]]:
+    """LOCK_BATCH_MQ: the queues the broker locked (or renewed) for ``client_id``; ``lease``: the
+    clean handoff's (:data:`LEASE_FIELD`)."""
     body = LockBatchRequestBody(consumer_group=group, client_id=client_id, mq_set=tuple(mqs))
     return Call(
-        _request(RequestCode.LOCK_BATCH_MQ, body=body.encode()),
+        _request(RequestCode.LOCK_BATCH_MQ, {LEASE_FIELD: "1"} if lease else None, body=body.encode()),
         _parse_locked,
         f"lock of queues for {client_id}",
     )
