@@ -16,11 +16,12 @@ hand. The definitions, in the words ``docs/chaos.md`` uses:
   had fetched it (whichever printed it first). The *bound* is how many such re-reads the
   handoffs did (messages fetched by one consumer before another started on their queue from an
   offset below them). A repeat
-  fetched by two consumers pulling the queue at the same time is *beyond the bound*. Default
-  mode: none beyond; clean handoff with graceful changes: no duplicates at all.
+  fetched by two consumers pulling the queue at the same time is *beyond the bound*. RocketMQ's
+  handoff, and any scenario with non-graceful changes: none beyond; the clean handoff with
+  graceful changes: no duplicates at all.
 * **overlap** - queue-seconds during which two or more consumers *pulled* the same queue (held it
-  by pulls), after all first members were up. Clean handoff: 0. Default mode: no single episode
-  longer than the scenario's transition bound (a handoff's own moment, not two owners that both
+  by pulls), after all first members were up. Clean handoff with graceful changes: 0. Otherwise:
+  no single episode longer than the scenario's transition bound (a handoff's own moment, not two owners that both
   believe it). The figure with messages in hand too (an old owner finishing, after the move, what
   it fetched before it) is reported beside it and not judged: no client can call a listener back.
 * **orphan** - queue-seconds during which nobody held a queue, after all first members were up;
@@ -85,7 +86,8 @@ class Expectations:
     orderly: bool = False
     #: seconds between a consumer's actions on a queue still counted as holding it
     gap: float = 1.0
-    #: default mode: the longest overlap episode allowed (a handoff's own moment)
+    #: the longest overlap episode allowed outside the clean handoff's graceful changes (a
+    #: handoff's own moment)
     overlap_episode: float = 2.0
     #: the longest orphan episode allowed
     orphan_episode: float = 2.0
