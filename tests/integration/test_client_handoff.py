@@ -187,5 +187,14 @@ def test_a_departed_members_lease_is_freed_when_the_group_changes(cluster: Clust
         assert wait_until(lambda: len(c.assigned_queues("TopicGone")) == 2, 5)
         assert time.monotonic() - started < 3.0
         assert lock_owners(cluster, "gone_g", "TopicGone", 2) == {0: c.client_id, 1: c.client_id}
+        core = c.core
+        assert isinstance(core, CleanHandoffPushCore)
+        lost = core.instance.loop_thread.call(core.lease.renew(), timeout=10.0)  # renewals stay leases
+        assert lost == []
+
+        async def released_if_it_left() -> set[MessageQueue]:
+            return broker.locks.release_departed("gone_g", [])
+
+        assert cluster.thread.call(released_if_it_left()) == {MessageQueue("TopicGone", "broker-a", 0), q1}
     finally:
         c.shutdown()

@@ -21,9 +21,10 @@ hand. The definitions, in the words ``docs/chaos.md`` uses:
   graceful changes: no duplicates at all.
 * **overlap** - queue-seconds during which two or more consumers *pulled* the same queue (held it
   by pulls), after all first members were up. Clean handoff with graceful changes: 0. Otherwise:
-  no single episode longer than the scenario's transition bound (a handoff's own moment, not two owners that both
-  believe it). The figure with messages in hand too (an old owner finishing, after the move, what
-  it fetched before it) is reported beside it and not judged: no client can call a listener back.
+  no single episode longer than the scenario's transition bound (a handoff's own moment, not two
+  owners that both believe it). The figure with messages in hand too (an old owner finishing,
+  after the move, what it fetched before it) is reported beside it and not judged: no client can
+  call a listener back.
 * **orphan** - queue-seconds during which nobody held a queue, after all first members were up;
   time a queue's broker was down, and time its holder was paused (SIGSTOP), are reported apart.
   No single episode longer than the scenario's bound.

@@ -552,13 +552,10 @@ class ClientInstance:
                     ) from None
 
     async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client. A
-        consumer that retries leases and is not orderly (the clean handoff) asks for leases."""
+        """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client (as
+        leases when :meth:`uses_leases`)."""
         assert self.api is not None
-        consumer = self.consumers.get(group)
-        lease = bool(getattr(consumer, "retries_leases", False)) and not getattr(
-            consumer, "consume_orderly", False
-        )
+        lease = self.uses_leases(group)
         locked: set[MessageQueue] = set()
         for name, addr, qs in self.queues_by_broker(mqs):
             try:
@@ -568,6 +565,14 @@ class ClientInstance:
             except RocketQError as exc:
                 logger.warning("LOCK_BATCH_MQ on %s failed: %s", name, exc)
         return locked
+
+    def uses_leases(self, group: str) -> bool:
+        """Whether ``group``'s consumer locks queues as the clean handoff's leases (it retries
+        leases and is not orderly): its LOCK_BATCH_MQ requests say so (``calls.LEASE_FIELD``)."""
+        consumer = self.consumers.get(group)
+        return bool(getattr(consumer, "retries_leases", False)) and not getattr(
+            consumer, "consume_orderly", False
+        )
 
     async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None:
         assert self.api is not None
