@@ -36,6 +36,9 @@ FOUND = [
     # the view fence compared a digest of the member list: a consumer cut off while the list went
     # A -> B -> A pulled on from its position before the cut (issue 23)
     ("split-view", 4),
+    # lease renewals went without rqLease, so a killed clean-handoff consumer's renewed leases
+    # outlived it and its queues were never consumed again (issue 23)
+    ("kill", 557434),
 ]
 SIMPLE_CONSUMER = (
     f"{shlex.quote(sys.executable)} -m rocketq.chaos.simple_consumer --namesrv {{namesrv}} --topic {{topic}} "
