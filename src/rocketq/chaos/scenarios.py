@@ -361,7 +361,11 @@ def _slow_listener(rng: random.Random, form: Form) -> dict[str, Any]:
             Action(at=start, do="slow", target=victim, rate=_SLOW_RATE),
             Action(at=round(start + _u(rng, 2.5, 3.5), 2), do="join", target="c4"),
             Action(at=round(start + _u(rng, 6.0, 7.5), 2), do="fast", target=victim),
-        )
+        ),
+        # the join is graceful, the victim is not: a listener slower than the clean handoff's
+        # bounded wait (handoff_await, 3 s) makes it hand over with messages still in its listener,
+        # which the new owner reads again (re-reads within the bound, as with RocketMQ's handoff)
+        "bounds": Bounds(graceful=False),
     }
 
 
