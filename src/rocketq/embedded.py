@@ -28,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
 from rocketq.broker import Broker
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig
@@ -159,14 +160,22 @@ class ServerProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def broker_pids(self) -> list[int]:
-        """The pids of the broker child processes (``--brokers N`` > 1; none when the broker runs in
-        the server's own process), read from ``/proc`` (Linux)."""
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+    def broker_pids(self) -> dict[str, int]:
+        """``{broker name: pid}`` of the broker child processes (``--brokers N`` > 1; empty when
+        the broker runs in the server's own process), read from ``/proc`` (Linux)."""
+        out: dict[str, int] = {}
         try:
-            return [int(p) for p in children.read_text().split()]
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
         except OSError:
-            return []
+            return out
+        for pid in map(int, children):
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue  # gone meanwhile
+            if b"--broker-name" in argv[:-1]:
+                out[argv[argv.index(b"--broker-name") + 1].decode()] = pid
+        return dict(sorted(out.items()))
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM, wait for the clean shutdown, return the exit code (SIGKILL after ``timeout``)."""
@@ -196,9 +205,11 @@ def spawn_server(
     timeout: float = 30.0,
     env: dict[str, str] | None = None,
     brokers: int = 1,
+    stderr: int | IO[str] | None = None,
 ) -> ServerProcess:
     """Start ``python -m rocketq server --brokers N`` (one broker unless asked) on free loopback
-    ports and wait for its ready line."""
+    ports and wait for its ready line; its stderr (the servers' log) goes to ``stderr`` (default:
+    this process's)."""
     args = [
         sys.executable,
         "-m",
@@ -216,7 +227,7 @@ def spawn_server(
         str(brokers),
         *extra_args,
     ]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout
     while True:

@@ -281,8 +281,8 @@ class Supervisor(AsyncStartClose):
             name, pid = child.plan.name, child.proc.pid
             if len(child.restarts) >= cfg.max_restarts:
                 self._give_up(
-                    f"broker {name} (pid {pid}) exited with code {code} after {len(child.restarts)} restarts "
-                    f"in {cfg.restart_window:g} s; not restarting it"
+                    f"broker {name} (pid {pid}) exited with code {code}, restarted {len(child.restarts)} "
+                    f"time(s) in the last {cfg.restart_window:g} s already; not restarting it"
                 )
                 return
             child.restarts.append(now)
