@@ -416,11 +416,13 @@ def _cpu_seconds(pid: int) -> float:
 
 
 async def _drive_brokers(
-    addrs: list[str], concurrency: int, duration: float, sample: object
+    addrs: list[str], concurrency: int, duration: float, sample: object, rate: float = 0.0
 ) -> tuple[int, float]:
     """``concurrency`` senders of 1 KiB SEND_MESSAGE_V2 per broker, over its 8 queues, for
     ``duration`` after a warm-up; ``sample()`` is called when the measured stretch begins and ends
-    (its results are the caller's). Returns the messages sent in the stretch and its seconds."""
+    (its results are the caller's). With ``rate`` > 0 each broker's sends are paced to ``rate``
+    a second (each send waits for its slot). Returns the messages sent in the stretch and its
+    seconds."""
     body = bytes(1024)
     async with RemotingClient() as client:
         for addr in addrs:
@@ -428,11 +430,18 @@ async def _drive_brokers(
         counting = False
         stop = False
         done = 0
+        slots = dict.fromkeys(addrs, 0)
+        begin = time.perf_counter()
 
         async def sender(addr: str, w: int) -> None:
             nonlocal done
             i = 0
             while not stop:
+                if rate > 0:
+                    slots[addr] += 1
+                    wait = begin + slots[addr] / rate - time.perf_counter()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
                 fields = _send_fields((w + i) % QUEUES, False, w * 1_000_000 + i)
                 r = await client.invoke(
                     addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, body), 30
@@ -457,7 +466,9 @@ async def _drive_brokers(
     return done, secs
 
 
-def _cpu_per_message(count: int, concurrency: int, duration: float) -> tuple[float, float, float, float]:
+def _cpu_per_message(
+    count: int, concurrency: int, duration: float, rate: float
+) -> tuple[float, float, float, float]:
     """One run of ``rocketq server --brokers count``: (broker CPU us per message, messages/s,
     broker cores busy, the supervisor's own cores busy)."""
     with (
@@ -471,7 +482,7 @@ def _cpu_per_message(count: int, concurrency: int, duration: float) -> tuple[flo
         def sample() -> None:
             samples.append((sum(_cpu_seconds(p) for p in pids), _cpu_seconds(server.pid)))
 
-        sent, secs = run(_drive_brokers(list(server.broker_addrs), concurrency, duration, sample))
+        sent, secs = run(_drive_brokers(list(server.broker_addrs), concurrency, duration, sample, rate))
         assert list(server.broker_pids().values()) == ([] if count == 1 else pids), "a broker restarted"
         server.stop()
     cpu = samples[1][0] - samples[0][0]
@@ -479,20 +490,27 @@ def _cpu_per_message(count: int, concurrency: int, duration: float) -> tuple[flo
     return cpu / sent * 1e6, sent / secs, cpu / secs, own / secs
 
 
-def brokers_main(counts: list[int], concurrency: int, duration: float, rounds: int) -> None:
+def brokers_main(counts: list[int], concurrency: int, duration: float, rounds: int, rate: float) -> None:
     """CPU per stored message of 1 and of N brokers, alternated ``rounds`` times in one session
-    (the machine is shared and noisy: the median of the rounds is reported)."""
+    (the machine is shared and noisy: the median of the rounds is reported).
+
+    A broker's CPU per message falls as its load rises (more requests per wake-up of its event
+    loop), so 1 and N brokers compare fairly at the same load per broker: ``rate`` paces each
+    broker to that many sends a second (0: as fast as the one driving process goes, which on a
+    small machine gives each of N brokers less load than the one broker got)."""
     counts = sorted({1, *counts})
     cores = len(os.sched_getaffinity(0))
     print(
-        f"rocketq brokers bench: 1 KiB SEND_MESSAGE_V2, {concurrency} in flight per broker, {duration:g} s "
+        f"rocketq brokers bench: 1 KiB SEND_MESSAGE_V2, {concurrency} in flight per broker"
+        + (f" paced to {rate:,.0f}/s per broker" if rate > 0 else " as fast as they go")
+        + f", {duration:g} s "
         f"per run, {rounds} round(s) of {counts} brokers, {cores} cores; broker CPU = /proc utime+stime of "
         "the broker processes only (the driving client excluded)"
     )
     results: dict[int, list[tuple[float, float, float, float]]] = {n: [] for n in counts}
     for r in range(rounds):
         for n in counts:
-            results[n].append(_cpu_per_message(n, concurrency, duration))
+            results[n].append(_cpu_per_message(n, concurrency, duration, rate))
             us, rate, busy, own = results[n][-1]
             print(
                 f"  round {r + 1} brokers {n}: {rate:>8,.0f} msg/s  broker CPU {us:6.1f} us/msg  "
@@ -524,6 +542,9 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=2, help="with --brokers: runs of each count (default 2)"
     )
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="with --brokers: sends/s per broker (default 0: unpaced)"
+    )
     parser.add_argument("--quick", action="store_true", help="short runs (1 s each)")
     parser.add_argument("--duration", type=float, default=4.0, help="seconds per measurement (default 4)")
     parser.add_argument("--concurrency", type=int, default=32, help="concurrent requests (default 32)")
@@ -531,7 +552,7 @@ def main() -> None:
     args = parser.parse_args()
     duration = 1.0 if args.quick else args.duration
     if args.brokers is not None:
-        brokers_main(args.brokers, args.concurrency, duration, args.rounds)
+        brokers_main(args.brokers, args.concurrency, duration, args.rounds, args.rate)
         return
     modes = ("async", "sync") if args.flush == "both" else (args.flush,)
     print(f"rocketq broker bench: {args.concurrency} concurrent requests, {duration:g} s per figure")
