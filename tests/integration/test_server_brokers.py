@@ -340,3 +340,34 @@ def test_a_broker_that_cannot_be_restarted_ends_the_supervision_with_its_reason(
     assert reason.endswith("restarted 1 time(s) in the last 60 s already; not restarting it"), reason
     assert any("exited with code -9; restarting it" in line for line in lines), lines
     assert any("did not start (exit code 2)" in line for line in lines), lines
+
+
+def test_sigint_stops_every_broker_cleanly_and_a_restart_serves_their_data(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    log = (tmp_path / "server.log").open("w", encoding="utf-8")
+    try:
+        with spawn_server(data, brokers=3, stderr=log, timeout=90) as server:
+            assert len(server.broker_addrs) == 3
+            pids = server.broker_pids()
+            assert sorted(pids) == ["broker-a", "broker-b", "broker-c"]
+            with Admin(server.namesrv_addr) as admin:
+                admin.create_topic("KeptTopic", queues=1)
+            config = ClientConfig(namesrv=server.namesrv_addr, client_ip="127.0.0.1")
+            with Producer("kept_producer", client_config=config) as p:
+                kept = Counter(
+                    p.send(Message("KeptTopic", f"k{i}")).message_queue.broker_name for i in range(30)
+                )
+            server.proc.send_signal(signal.SIGINT)
+            assert server.proc.wait(60) == 0
+            for pid in pids.values():
+                assert not Path(f"/proc/{pid}").exists()  # every child stopped, by the supervisor
+        for name in ("", "broker-b", "broker-c"):
+            assert not (data / name / "abort").exists()  # each shut down cleanly
+        with (
+            spawn_server(data, brokers=3, stderr=log, timeout=90) as server,
+            Admin(server.namesrv_addr) as admin,
+        ):
+            stats = admin.topic_stats("KeptTopic")
+            assert Counter({q.queue.broker_name: q.max_offset for q in stats.queues}) == kept
+    finally:
+        log.close()

@@ -37,12 +37,24 @@ from rocketq.broker import Broker, BrokerConfig
 from rocketq.client.loop_thread import LoopThread
 from rocketq.models import MessageQueue
 from rocketq.namesrv import NameServer, NamesrvConfig
+from rocketq.protocol import RemotingCommand, RequestCode
+from rocketq.remoting import RPCHook
 from tests.integration.clientkit import Received, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 BROKERS = 8
 QUEUES = 4  # per broker, as a topic created with --queues 4 on every broker of the cluster
+
+
+class RequestCounter(RPCHook):
+    """Requests a broker handled, by request code (RocketMQ's RPC hook point, on the broker)."""
+
+    def __init__(self) -> None:
+        self.by_code: Counter[int] = Counter()
+
+    def before_request(self, addr: str, request: RemotingCommand) -> None:
+        self.by_code[request.code] += 1
 
 
 class ManyBrokers:
@@ -52,6 +64,7 @@ class ManyBrokers:
         self.thread = LoopThread("many-brokers", use_uvloop=False)
         self.namesrv = NameServer(NamesrvConfig(port=0))
         self.brokers: list[Broker] = []
+        self.requests: list[RequestCounter] = []
 
         async def start() -> None:
             await self.namesrv.start()
@@ -63,8 +76,11 @@ class ManyBrokers:
                     namesrv_addrs=(self.namesrv.address,),
                 )
                 broker = Broker(config)
+                counter = RequestCounter()
+                broker.remoting.add_hook(counter)
                 await broker.start()
                 self.brokers.append(broker)
+                self.requests.append(counter)
 
         self.thread.call(start(), timeout=60)
         self.addr = self.namesrv.address
@@ -121,9 +137,17 @@ def test_a_producer_spreads_its_sends_evenly_one_round_trip_each(many: ManyBroke
     create(many, topic)
     total = rng.randrange(400, 1200)
     with Producer("spread_sends", client_config=many.config("p")) as p:
+        before = [counter.by_code.copy() for counter in many.requests]
         sent = Counter(p.send(Message(topic, f"m{i}")).message_queue.broker_name for i in range(total))
+        during = [counter.by_code - b for counter, b in zip(many.requests, before, strict=True)]
     assert_even(sent, total, f"seed {seed}: sends")
     assert stored_per_broker(many, topic) == sent, f"seed {seed}"  # one stored message per send
+    # one round trip per message: each broker saw one SEND per message it stored and, besides,
+    # at most the client's periodic heartbeat
+    for broker, requests in zip(many.brokers, during, strict=True):
+        name = broker.config.broker_name
+        assert requests[RequestCode.SEND_MESSAGE_V2] == sent[name], f"seed {seed}: {name} {requests}"
+        assert sum(requests.values()) - sent[name] <= 2, f"seed {seed}: {name} {requests}"
 
 
 def test_a_group_allocates_every_queue_of_every_broker_once(many: ManyBrokers) -> None:
