@@ -430,18 +430,18 @@ async def _drive_brokers(
         counting = False
         stop = False
         done = 0
-        slots = dict.fromkeys(addrs, 0)
-        begin = time.perf_counter()
+        next_at = dict.fromkeys(addrs, time.perf_counter())  # each broker's next send slot
 
         async def sender(addr: str, w: int) -> None:
             nonlocal done
             i = 0
             while not stop:
-                if rate > 0:
-                    slots[addr] += 1
-                    wait = begin + slots[addr] / rate - time.perf_counter()
-                    if wait > 0:
-                        await asyncio.sleep(wait)
+                if rate > 0:  # one slot every 1/rate s; a late sender takes the next, never catches up
+                    now = time.perf_counter()
+                    at = max(next_at[addr], now)
+                    next_at[addr] = at + 1 / rate
+                    if at > now:
+                        await asyncio.sleep(at - now)
                 fields = _send_fields((w + i) % QUEUES, False, w * 1_000_000 + i)
                 r = await client.invoke(
                     addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, body), 30
