@@ -16,13 +16,17 @@ queues on every broker, as RocketMQ's cluster-level creation does.
   SIGKILL after ``stop_timeout``, then the name server closes.
 
 The children run in sessions of their own: a terminal's Ctrl-C reaches the supervisor only, which
-stops them in order. This module sits beside :mod:`rocketq.embedded` (it imports ``namesrv``).
+stops them in order. On Linux each child also gets SIGTERM (a clean stop) if the supervisor dies
+without stopping it, SIGKILL included (``prctl(PR_SET_PDEATHSIG)``), so no broker outlives it.
+
+This module sits beside :mod:`rocketq.embedded` (it imports ``namesrv``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import re
 import signal
@@ -54,6 +58,27 @@ MAX_DEFAULT_BROKERS = 16
 and its queues to every topic created on the cluster; 16 cores is the server the issue targets."""
 
 _LISTENING = re.compile(r"^rocketq broker \S+ \(cluster \S+\) listening on (\S+?),")
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child get SIGTERM when its parent dies (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_it() -> None:  # runs in the child between fork and exec: no locks, no allocation to speak of
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the call took effect
+            os._exit(1)
+
+    return set_it
 
 
 def usable_cores() -> int:
@@ -167,6 +192,7 @@ class Supervisor(AsyncStartClose):
         self._stopping = False
         self._failed: asyncio.Future[str] | None = None
         self._watchers: list[asyncio.Task[None]] = []
+        self._preexec = _parent_death_signal()
 
     @property
     def namesrv_addr(self) -> str:
@@ -246,6 +272,7 @@ class Supervisor(AsyncStartClose):
             stdout=asyncio.subprocess.PIPE,
             stdin=asyncio.subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=self._preexec,
         )
         child.proc = proc
         assert proc.stdout is not None

@@ -15,6 +15,7 @@ import asyncio
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -138,7 +139,10 @@ def test_a_group_spreads_over_both_brokers_and_gets_every_message_once(server: S
         with Producer("spread_producer", client_config=server.config("spread-p")) as p:
             results = [p.send(Message(topic, f"m{i}")) for i in range(80)]
         per_broker = Counter(r.message_queue.broker_name for r in results)
-        assert per_broker == {"broker-a": 40, "broker-b": 40}  # round robin over all 8 queues
+        # round robin over all 8 queues (a send that times out on a loaded machine is retried on the
+        # other broker, so not exactly 40 each)
+        assert set(per_broker) == set(BROKERS)
+        assert all(36 <= n <= 44 for n in per_broker.values()), per_broker
         assert wait_until(lambda: got.distinct() == 80, 30)
 
         def owned() -> list[set[MessageQueue]]:
@@ -360,7 +364,7 @@ def test_sigint_stops_every_broker_cleanly_and_a_restart_serves_their_data(tmp_p
             server.proc.send_signal(signal.SIGINT)
             assert server.proc.wait(60) == 0
             for pid in pids.values():
-                assert not Path(f"/proc/{pid}").exists()  # every child stopped, by the supervisor
+                assert not running(pid)  # every child stopped, by the supervisor
         for name in ("", "broker-b", "broker-c"):
             assert not (data / name / "abort").exists()  # each shut down cleanly
         with (
@@ -371,3 +375,24 @@ def test_sigint_stops_every_broker_cleanly_and_a_restart_serves_their_data(tmp_p
             assert Counter({q.queue.broker_name: q.max_offset for q in stats.queues}) == kept
     finally:
         log.close()
+
+
+def running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an orphan's zombie waits for whoever adopts it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_no_broker_outlives_a_killed_supervisor(tmp_path: Path) -> None:
+    with spawn_server(tmp_path / "data", brokers=2, stderr=subprocess.DEVNULL, timeout=90) as server:
+        pids = server.broker_pids()
+        assert len(pids) == 2
+        server.proc.kill()  # SIGKILL: the supervisor cannot stop its children itself
+        server.proc.wait(30)
+        # each child got SIGTERM from the kernel (PR_SET_PDEATHSIG) and stopped cleanly
+        assert wait_until(lambda: not any(running(pid) for pid in pids.values()), 30)
+    assert not (tmp_path / "data" / "abort").exists()
+    assert not (tmp_path / "data" / "broker-b" / "abort").exists()
