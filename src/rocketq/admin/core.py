@@ -492,6 +492,17 @@ class AsyncAdmin:
             out.extend(found or ())  # None: a broker without the request
         return out
 
+    async def group_exists(self, group: str) -> bool:
+        """Whether the cluster knows consumer group ``group``: a broker of its retry topic's route
+        (made when a member first connects), a subscription config on a master (RocketMQ's
+        ``autoCreateSubscriptionGroup``), or an online member."""
+        check_group(group)
+        if await self._get_route(retry_topic(group)) is not None:
+            return True
+        if group in await self.consumer_groups():
+            return True
+        return bool(await self.consumer_connection(group))
+
     async def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
         """The group's online members with their queues (see the module docstring).
 
