@@ -3,7 +3,7 @@
 * :func:`add_command_group` for the commands made of subcommands;
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
 * :func:`number_type` makes the argparse ``type=`` checks of numbers: :func:`positive_int`,
-  :func:`positive_float`, :func:`positive_seconds`, :func:`port_number` for counts, rates,
+  :func:`positive_float`, :func:`positive_duration`, :func:`port_number` for counts, rates,
   seconds, ports - each bounded (a count by Java's ``Long.MAX_VALUE``, seconds by a year, no NaN
   or infinity), so a slip is refused before anything is allocated or started;
 * :func:`admin_session`: an :class:`~rocketq.admin.Admin` whose connection failures become one-line
@@ -45,9 +45,9 @@ __all__ = [
     "non_negative_float",
     "number_type",
     "port_number",
+    "positive_duration",
     "positive_float",
     "positive_int",
-    "positive_seconds",
     "print_json",
     "print_table",
     "topic_name",
@@ -152,13 +152,8 @@ positive_float = number_type(
     too_big="must be a finite number, got {text}",
 )
 #: seconds above zero, at most a year (NaN and infinity refused)
-positive_seconds = number_type(
-    float,
-    "not a number of seconds",
-    lambda v: v > 0,
-    "must be a positive number of seconds, got {text}",
-    most=MAX_SECONDS,
-    too_big=_A_YEAR,
+positive_duration = number_type(
+    float, "not a number", lambda v: v > 0, "must be positive, got {text}", most=MAX_SECONDS, too_big=_A_YEAR
 )
 #: seconds of zero or more, at most a year (NaN and infinity refused)
 non_negative_float = number_type(
