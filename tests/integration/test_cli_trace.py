@@ -78,7 +78,8 @@ def test_trace_flag_publishes_pub_sub_and_rebalance_records(
     assert code == 2
     assert err.splitlines() == [
         f"rocketq report: error: group cli_trace_nosuch has no data: no broker on {cluster.namesrv} knows "
-        "it (no member ever connected: no subscription config, retry topic or online member)"
+        "it (no member ever connected: no subscription config, retry topic or online member) and "
+        "RQ_SYS_REBALANCE_TOPIC holds no rebalance record of it"
     ]
     assert time.monotonic() - began < 10.0
     assert not (tmp_path / "r").exists()

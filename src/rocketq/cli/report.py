@@ -6,8 +6,9 @@ and the consumed topics through the ``rocketmq`` Spark source, and writes under 
 (default ``rocketq-report``) the tables ``consumption``, ``ownership``, ``rebalances``,
 ``duplicates``, ``pauses`` and ``lag`` (Parquet folders) and ``report.html``. stdout gets the key
 figures and the page's path, stderr one line per step as it starts; Spark's own JVM log goes to
-``spark.log`` under ``--out`` and its progress bars are off. The name server, the trace topic and
-``--topic`` are checked before Spark starts. Needs the ``spark`` extra (``pip install
+``spark.log`` under ``--out`` and its progress bars are off. The name server, the trace topic, the
+group (known to the cluster, or with rebalance records) and ``--topic`` are checked before Spark
+starts. Needs the ``spark`` extra (``pip install
 'rocketq[spark]'``) and a JDK; pyspark is imported only when the command runs.
 
 ``--since`` takes epoch ms, ISO-8601, or an age: ``30s``, ``15m``, ``2h``, ``1d`` ago.
@@ -24,10 +25,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rocketq.admin import Admin
 from rocketq.analytics import footnote
 from rocketq.cli._output import add_namesrv_option, group_name, number_type, topic_name, unreachable_hint
 from rocketq.cli.main import CliError
 from rocketq.client.config import resolve_namesrv
+from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
 from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 
@@ -190,11 +193,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rebalance_records(admin: Admin, group: str) -> bool:
+    """Whether the rebalance topic holds a record of ``group`` (its messages are keyed by group)."""
+    try:
+        return bool(admin.query_message(REBALANCE_TOPIC, group, max_num=1))
+    except UnknownTopicError:
+        return False
+
+
 def _check_sources(namesrv: str, group: str, topic: str | None) -> None:
     """Before Spark starts: the name server answers, the trace topic exists (else nothing was
-    traced), the cluster knows ``group`` (else it has no data: a typo, most likely), and
-    ``topic`` exists when given. Each failure is one line."""
-    from rocketq.admin import Admin  # noqa: PLC0415
+    traced), ``group`` has data (the cluster knows it, or the rebalance topic holds a record of
+    it; else it is a typo, most likely), and ``topic`` exists when given. Each failure is one line."""
 
     try:
         with Admin(namesrv) as admin:
@@ -206,10 +216,11 @@ def _check_sources(namesrv: str, group: str, topic: str | None) -> None:
                     f"no trace records: topic {RMQ_SYS_TRACE_TOPIC} does not exist on {namesrv} (run the "
                     "group's consumers with tracing on: rocketq consume --trace, trace=True)"
                 ) from None
-            if not admin.group_exists(group):
+            if not admin.group_exists(group) and not _rebalance_records(admin, group):
                 raise CliError(
                     f"group {group} has no data: no broker on {namesrv} knows it (no member ever "
-                    "connected: no subscription config, retry topic or online member)"
+                    f"connected: no subscription config, retry topic or online member) and "
+                    f"{REBALANCE_TOPIC} holds no rebalance record of it"
                 )
             if topic is not None:
                 try:
