@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import signal
 import socket
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
-from rocketq.cli._output import non_negative_float, number_type, port_number, positive_float
+from rocketq.cli._output import MAX_SECONDS, non_negative_float, number_type, port_number, positive_duration
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError, RocketQError
@@ -183,7 +182,7 @@ def add_broker_options(
     )
     parser.add_argument(
         "--channel-expired-timeout",
-        type=positive_float,
+        type=positive_duration,
         default=CHANNEL_EXPIRED_TIMEOUT,
         metavar="S",
         help=f"drop a client silent this many seconds (default {CHANNEL_EXPIRED_TIMEOUT:g}, RocketMQ's "
@@ -191,7 +190,7 @@ def add_broker_options(
     )
     parser.add_argument(
         "--client-scan-interval",
-        type=positive_float,
+        type=positive_duration,
         default=CLIENT_HOUSEKEEPING_INTERVAL,
         metavar="S",
         help=f"seconds between scans for silent clients (default {CLIENT_HOUSEKEEPING_INTERVAL:g}, "
@@ -199,7 +198,7 @@ def add_broker_options(
     )
     parser.add_argument(
         "--rebalance-lock-max-live-time",
-        type=positive_float,
+        type=positive_duration,
         default=REBALANCE_LOCK_MAX_LIVE_TIME,
         metavar="S",
         help=f"seconds a queue lock lives without renewal (default {REBALANCE_LOCK_MAX_LIVE_TIME:g}, "
@@ -226,10 +225,15 @@ def add_broker_options(
 positive_seconds = number_type(
     float,
     "not a number of seconds",
-    lambda v: 0 < v < math.inf,
+    lambda v: v > 0,
     "must be a positive number of seconds, got {text}",
+    most=MAX_SECONDS,
+    too_big="must be at most a year (31536000 seconds), got {text}",
 )
-positive_count = number_type(int, "not a whole number", lambda v: v >= 1, "must be at least 1, got {value}")
+positive_count = number_type(
+    int, "not a whole number", lambda v: v >= 1, "must be at least 1, got {value}", most=(1 << 31) - 1
+)
+"""A count a broker keeps in a Java ``int`` (``transactionCheckMax``)."""
 
 
 def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
