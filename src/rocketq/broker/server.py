@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from rocketq.broker.acl import AclManager, AclRefused
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumers import Changes, ConsumerRegistry, ConsumerRegistryConfig
@@ -52,6 +53,7 @@ from rocketq.broker.handlers import (
     TransactionProcessor,
     java_properties_string,
 )
+from rocketq.broker.handlers.acl import AclProcessor
 from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.registration import NamesrvRegistrar
@@ -67,7 +69,7 @@ from rocketq.broker.topics import (
 )
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.clock import ms
-from rocketq.errors import ClientStateError, RemotingError, StoreError
+from rocketq.errors import BrokerError, ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.models import from_fields
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -167,6 +169,8 @@ class Broker(AsyncStartClose):
         self._coalescer = (
             NotifyCoalescer(cfg.notify_coalesce_window) if cfg.notify_coalesce_window > 0 else None
         )
+        #: the ACL (``config.acl_file``), loaded at start; None when ACL is off
+        self.acl: AclManager | None = None
 
     @property
     def coalescer(self) -> NotifyCoalescer | None:
@@ -291,6 +295,12 @@ class Broker(AsyncStartClose):
                 ReplyProcessor(self, self._send),
             ):
                 handlers.update(processor.handlers())
+            if cfg.acl_file is not None:
+                self.acl = await asyncio.to_thread(
+                    AclManager, cfg.acl_file, check_interval=cfg.acl_check_interval, wall_ms=self.wall_ms
+                )
+                handlers.update(AclProcessor(self.acl, self._acl_identity).handlers())
+                self.remoting.set_request_guard(self._acl_guard)
             for code, handler in handlers.items():
                 self.remoting.register_handler(code, handler)  # type: ignore[arg-type]
             await self.remoting.start()
@@ -377,6 +387,30 @@ class Broker(AsyncStartClose):
     def register_handler(self, code: int, handler: Handler) -> None:
         """Add or replace a request handler (extensions, tests)."""
         self.remoting.register_handler(code, handler)
+
+    def _acl_guard(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        """The request guard when ACL is on: refused requests are answered SYSTEM_ERROR with
+        4.9's remark, as its remoting server answers its ACL hook's exception."""
+        acl = self.acl
+        assert acl is not None
+        now = asyncio.get_running_loop().time()
+        try:
+            acl.check(request, conn.remote_address, now)
+        except AclRefused as refused:
+            self.remoting.peer_log.report(
+                conn.remote_address,
+                "acl-refused",
+                now,
+                "%r: ACL refused request code %d: %s",
+                conn,
+                request.code,
+                refused.message,
+            )
+            raise BrokerError.for_code(ResponseCode.SYSTEM_ERROR, refused.remark) from None
+
+    def _acl_identity(self) -> tuple[str, str, str]:
+        cfg = self.config
+        return cfg.broker_name, self.address, cfg.broker_cluster_name
 
     # ------------------------------------------------------------------ services for the handlers
 

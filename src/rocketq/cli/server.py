@@ -22,6 +22,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rocketq.broker.acl import AclManager
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
 from rocketq.cli._output import non_negative_float, number_type, port_number, positive_float
 from rocketq.cli.main import CliError
@@ -207,6 +208,15 @@ def add_broker_options(
         "sent to the members it has then (default 0: RocketMQ's one notification per change; "
         "1.5 halved a rolling deploy's notifications in rocketq chaos, see docs/chaos.md)",
     )
+    parser.add_argument(
+        "--acl",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="turn on RocketMQ 4.9's ACL with this plain_acl.yml: the broker serves only signed "
+        "requests of its accounts and white-listed addresses (aclEnable; off by default; the file "
+        "is re-read when it changes; see docs/security.md)",
+    )
 
 
 positive_seconds = number_type(
@@ -231,7 +241,19 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
         "notify_coalesce_window": args.notify_coalesce_window,
         "store": StoreConfig(message_index_enable=args.message_index),
+        "acl_file": check_acl_file(args.acl),
     }
+
+
+def check_acl_file(path: Path | None) -> Path | None:
+    """``--acl FILE`` resolved, once it reads and parses (else a :class:`CliError` saying why)."""
+    if path is None:
+        return None
+    try:
+        AclManager(path)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    return path.resolve()
 
 
 def register(subparsers: Any) -> None:
