@@ -210,7 +210,7 @@ def add_broker_options(
     )
     parser.add_argument(
         "--acl",
-        type=Path,
+        type=acl_file,
         default=None,
         metavar="FILE",
         help="turn on RocketMQ 4.9's ACL with this plain_acl.yml: the broker serves only signed "
@@ -241,18 +241,18 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
         "notify_coalesce_window": args.notify_coalesce_window,
         "store": StoreConfig(message_index_enable=args.message_index),
-        "acl_file": check_acl_file(args.acl),
+        "acl_file": args.acl,
     }
 
 
-def check_acl_file(path: Path | None) -> Path | None:
-    """``--acl FILE`` resolved, once it reads and parses (else a :class:`CliError` saying why)."""
-    if path is None:
-        return None
+def acl_file(text: str) -> Path:
+    """An argparse ``type=`` for ``--acl FILE``: the file's absolute path once it reads and parses
+    as a ``plain_acl.yml``, else a usage error saying why (and never showing a secret)."""
+    path = Path(text)
     try:
         AclManager(path)
     except ConfigError as exc:
-        raise CliError(str(exc)) from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return path.resolve()
 
 
