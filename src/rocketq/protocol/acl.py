@@ -94,15 +94,26 @@ def _java_key(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
+def _java_sorted(keys: Iterable[str]) -> list[str]:
+    ordered = sorted(keys)
+    # code points and UTF-16 units order alike unless a key has a character beyond U+FFFF
+    if not all(k.isascii() for k in ordered) and any(max(k, default="\0") > "\uffff" for k in ordered):
+        ordered.sort(key=_java_key)
+    return ordered
+
+
 def signing_content(
     ext_fields: Mapping[str, str], body: bytes, *, leave_out: Iterable[str] = _NOT_SIGNED
 ) -> bytes:
     """The bytes 4.9 signs: the values of ``ext_fields`` but those in ``leave_out``, in the order
     of their keys, concatenated and UTF-8 encoded (an unpaired surrogate as ``?``, as Java
     encodes it), then ``body``."""
-    skip = frozenset(leave_out)
-    values = [ext_fields[k] for k in sorted(ext_fields, key=_java_key) if k not in skip]
-    return "".join(values).encode("utf-8", "replace") + body
+    skip = leave_out if isinstance(leave_out, frozenset) else frozenset(leave_out)
+    text = "".join([ext_fields[k] for k in _java_sorted(ext_fields) if k not in skip])
+    try:
+        return text.encode() + body
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace") + body
 
 
 def calc_signature(content: bytes, secret_key: str) -> str:
