@@ -44,8 +44,14 @@ accounts:
 
 def _send(body: bytes) -> RemotingCommand:
     header = SendMessageRequestHeaderV2(
-        producer_group="BenchPG", topic="BenchAcl", default_topic="TBW102", default_topic_queue_nums=4,
-        queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
+        producer_group="BenchPG",
+        topic="BenchAcl",
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=0,
+        sys_flag=0,
+        born_timestamp=int(time.time() * 1000),
+        flag=0,
         properties="UNIQ_KEY\u00017F0000010000000000000000\u0002WAIT\u0001true\u0002",
     )
     return calls.send_message_request(header, body)
@@ -72,7 +78,8 @@ def micro() -> None:
         parse = per_call(lambda req=req: SendMessageRequestHeaderV2.from_ext_fields(req.ext_fields), n)
         check = per_call(lambda req=req: decide(rules, req, "127.0.0.1"), n)
         signing = per_call(lambda size=size: sign(_send(b"x" * size), CREDS), n)
-        print(f"{size:>8} {parse * 1e6:>9.2f} {check * 1e6:>9.2f} {check / parse:>12.1f} {signing * 1e6:>8.2f}")
+        us = (parse * 1e6, check * 1e6, check / parse, signing * 1e6)
+        print(f"{size:>8} {us[0]:>9.2f} {us[1]:>9.2f} {us[2]:>12.1f} {us[3]:>8.2f}")
 
 
 def pipelined(client: BlockingRemotingClient, sends: int, signed: bool, window: int = 32) -> float:
@@ -114,7 +121,8 @@ def end_to_end(sends: int, rounds: int) -> None:
                     acls.append(pipelined(c_acl, sends, True))
                 ratios.append(acls[-1] / plains[-1])
             print(
-                f"sends/s without ACL {statistics.median(plains):,.0f}, with ACL {statistics.median(acls):,.0f}; "
+                f"sends/s without ACL {statistics.median(plains):,.0f}, "
+                f"with ACL {statistics.median(acls):,.0f}; "
                 f"ACL/plain per round: median {statistics.median(ratios):.2f} "
                 f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {rounds} rounds)"
             )
