@@ -118,6 +118,11 @@ def test_white_lists_and_admin() -> None:
     assert decide(RULES, anonymous, "192.168.0.2") is None
     with pytest.raises(AclRefused):
         decide(RULES, anonymous, "192.168.0.3")
+    # as 4.9, the request is read before the white list is looked at
+    unreadable = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {"topic": "T"})
+    assert "PlainAccessValidator.parse" in _refusal(None, unreadable, "10.10.103.7")
+    no_fields = RemotingCommand.request(RequestCode.HEART_BEAT)  # a heartbeat with no ext fields at all
+    assert decide(RULES, no_fields, "10.10.103.7") is None
     # the account's own white address: its requests pass unsigned
     unsigned_admin = RemotingCommand.request(
         RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "T", "AccessKey": "rocketmq2"}

@@ -8,6 +8,8 @@ guard (:meth:`~rocketq.remoting.RemotingServer.set_request_guard`); nothing here
 
 The rules are 4.9.4's ``PlainAccessValidator`` and ``PlainPermissionManager``, in this order:
 
+0. the resources the request touches are read first (:func:`needed_resources`); one that cannot
+   be read (a heartbeat without a body, an offset commit without its group) is refused;
 1. a request from an address on the **global white list** passes, whatever it is;
 2. with no ``AccessKey`` it is refused (``No accessKey is configured``), an unknown one too
    (``No acl config for KEY``);
@@ -499,14 +501,16 @@ def _print(resource: str) -> str:
 def decide(rules: AclRules, request: RemotingCommand, host: str) -> Account | None:
     """Pass ``request`` from ``host`` under ``rules`` (returning the account, ``None`` for a
     globally white-listed address) or raise :class:`AclRefused`; see the module docstring."""
+    ext = request.ext_fields
+    # 4.9 reads the request's resources first (a request it cannot read is refused even from a
+    # white-listed address), unless the request has no ext fields at all
+    needed = needed_resources(request) if ext or request.write_empty_ext_fields else {}
     for pattern in rules.global_white:
         if pattern.matches(host):
             return None
-    ext = request.ext_fields
     access_key = ext.get(ACCESS_KEY)
     if access_key is None:
         raise AclRefused("No accessKey is configured", _AT_NO_KEY)
-    needed = needed_resources(request)  # 4.9 parses the request before validating it
     account = rules.accounts.get(access_key)
     if account is None:
         raise AclRefused(f"No acl config for {access_key}", _AT_UNKNOWN)
