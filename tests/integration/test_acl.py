@@ -289,6 +289,23 @@ def test_acl_admin_requests_rewrite_the_file_and_apply_at_once(
         assert client.invoke(calls.delete_topic_in_broker("Nothing").request).code == ResponseCode.SUCCESS
 
 
+def test_large_requests_are_checked_off_the_loop(acl_cluster: tuple[ClusterThread, Path]) -> None:
+    """A heartbeat over the offload threshold (16 KiB) is read and verified on the worker thread."""
+    cluster, _ = acl_cluster
+    topics = {f"T{i:04d}": "*" for i in range(600)}
+    body = HeartbeatData.decode(heartbeat_request("c-big", GROUP, topics).body)
+    with BlockingRemotingClient(cluster.broker_addr) as client:
+        big = calls.send_heartbeat(body).request
+        assert len(big.body) > 16 * 1024
+        assert client.invoke(sign(big, SUB_ONLY)).code == ResponseCode.SUCCESS
+        refused = client.invoke(sign(calls.send_heartbeat(body).request, PUB_ONLY))  # group DENY
+        assert _refused(refused)
+        assert "No default permission for" in (refused.remark or "")
+        forged = sign(calls.send_heartbeat(body).request, SUB_ONLY)
+        forged.body = forged.body.replace(b"T0001", b"T9999")
+        assert "Check signature failed" in (client.invoke(forged).remark or "")
+
+
 def signed_call(call: Call[T], creds: Credentials) -> Call[T]:
     sign(call.request, creds)
     return call

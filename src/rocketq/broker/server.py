@@ -393,19 +393,20 @@ class Broker(AsyncStartClose):
         4.9's remark, as its remoting server answers its ACL hook's exception."""
         acl = self.acl
         assert acl is not None
-        now = asyncio.get_running_loop().time()
+        now = time.monotonic()  # the guard of a large request runs on the remoting worker thread
         try:
             acl.check(request, conn.remote_address, now)
         except AclRefused as refused:
-            self.remoting.peer_log.report(
-                conn.remote_address,
-                "acl-refused",
-                now,
-                "%r: ACL refused request code %d: %s",
-                conn,
-                request.code,
-                refused.message,
-            )
+            if threading.get_ident() == self._loop_thread:  # the peer log is the loop's
+                self.remoting.peer_log.report(
+                    conn.remote_address,
+                    "acl-refused",
+                    now,
+                    "%r: ACL refused request code %d: %s",
+                    conn,
+                    request.code,
+                    refused.message,
+                )
             raise BrokerError.for_code(ResponseCode.SYSTEM_ERROR, refused.remark) from None
 
     def _acl_identity(self) -> tuple[str, str, str]:

@@ -20,7 +20,8 @@ each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` an
   turns with whole batches;
 * :class:`RPCHook` objects run around every request sent and handled (RocketMQ's ACL hook point);
   a server's one request guard (:meth:`Endpoint.set_request_guard`) checks every received request
-  before its handler, and its exception is the answer (the broker's ACL);
+  before its handler, and its exception is the answer (the broker's ACL); for a request whose
+  large body is checked on the worker thread, the guard runs there too, so it must be thread-safe;
 * an unknown code is answered ``REQUEST_CODE_NOT_SUPPORTED`` with RocketMQ's remark
   ``" request type N not supported"``; a handler that raises a :class:`~rocketq.errors.BrokerError`
   answers with that error's code and remark, a :class:`~rocketq.errors.RemoteProtocolError` (the
@@ -288,7 +289,9 @@ class Endpoint:
         """Check every request peers send with ``guard(conn, request)`` before its handler (and the
         RPC hooks) run; an exception it raises answers the request as a handler's would (a
         :class:`~rocketq.errors.BrokerError` with its code and remark). Unlike an :class:`RPCHook`
-        it never sees the requests this endpoint sends. The broker's ACL is one."""
+        it never sees the requests this endpoint sends. A request whose large body is counted on
+        the worker thread (``offload_threshold``) is guarded there too, off the event loop: the
+        guard must be safe to call from that thread. The broker's ACL is one."""
         self.handlers.guard = guard
 
     def add_hook(self, hook: RPCHook) -> None:
@@ -678,7 +681,7 @@ class RemotingConnection(asyncio.Protocol):
                     return
         try:
             guard = handlers.guard
-            if guard is not None:
+            if guard is not None and not checked:
                 guard(self, request)
             if handlers.hooks:
                 for hook in handlers.hooks:
@@ -711,7 +714,11 @@ class RemotingConnection(asyncio.Protocol):
                 refusal = await offloader.run(limit.refusal, request.code, request.body)
                 if refusal is not None:
                     self._refuse(request, refusal)
-                elif not self._closed:
+                    return
+                guard = self._handlers.guard
+                if guard is not None:  # a large body's check (a signature, a heartbeat read) too
+                    await offloader.run(guard, self, request)
+                if not self._closed:
                     self._on_request(request, checked=True)  # its own hold is taken before ours ends
             except Exception as exc:  # the worker is closed (the server is shutting down)
                 self._handler_failed(request, exc)
