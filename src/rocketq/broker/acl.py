@@ -32,7 +32,7 @@ import ipaddress
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -562,7 +562,9 @@ class AclManager:
     ``dataVersion`` when the broker rewrites it.
     """
 
-    def __init__(self, path: Path, *, check_interval: float = 5.0, wall_ms: Any = None) -> None:
+    def __init__(
+        self, path: Path, *, check_interval: float = 5.0, wall_ms: Callable[[], int] | None = None
+    ) -> None:
         self.path = Path(path)
         self.check_interval = check_interval
         self._wall_ms = wall_ms
@@ -631,6 +633,8 @@ class AclManager:
         seen: set[str] = set()
         configs: list[PlainAccessConfig] = []
         for raw in self._raw.get("accounts") or []:
+            if not isinstance(raw, dict):
+                continue
             config = PlainAccessConfig.from_json({k: v for k, v in raw.items() if v is not None})
             if config.access_key in seen:
                 continue
