@@ -37,9 +37,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rocketq.broker.acl import AclManager, AclRefused
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumers import Changes, ConsumerRegistry, ConsumerRegistryConfig
@@ -53,7 +52,6 @@ from rocketq.broker.handlers import (
     TransactionProcessor,
     java_properties_string,
 )
-from rocketq.broker.handlers.acl import AclProcessor
 from rocketq.broker.locks import QueueLockConfig, QueueLockTable
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.registration import NamesrvRegistrar
@@ -69,7 +67,7 @@ from rocketq.broker.topics import (
 )
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
 from rocketq.clock import ms
-from rocketq.errors import BrokerError, ClientStateError, RemotingError, StoreError
+from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.models import from_fields
 from rocketq.protocol.codes import RequestCode, ResponseCode
@@ -79,6 +77,9 @@ from rocketq.protocol.message_id import HostPort
 from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
+
+if TYPE_CHECKING:
+    from rocketq.broker.acl import AclManager
 
 __all__ = ["Broker", "BrokerStats"]
 
@@ -296,11 +297,17 @@ class Broker(AsyncStartClose):
             ):
                 handlers.update(processor.handlers())
             if cfg.acl_file is not None:
+                # loaded only when used: PyYAML and the ACL stay out of a broker without it
+                from rocketq.broker.acl import AclManager, request_guard  # noqa: PLC0415
+                from rocketq.broker.handlers.acl import AclProcessor  # noqa: PLC0415
+
                 self.acl = await asyncio.to_thread(
                     AclManager, cfg.acl_file, check_interval=cfg.acl_check_interval, wall_ms=self.wall_ms
                 )
                 handlers.update(AclProcessor(self.acl, self._acl_identity).handlers())
-                self.remoting.set_request_guard(self._acl_guard)
+                self.remoting.set_request_guard(
+                    request_guard(self.acl, self.remoting.peer_log, self._loop_thread)
+                )
             for code, handler in handlers.items():
                 self.remoting.register_handler(code, handler)  # type: ignore[arg-type]
             await self.remoting.start()
@@ -387,27 +394,6 @@ class Broker(AsyncStartClose):
     def register_handler(self, code: int, handler: Handler) -> None:
         """Add or replace a request handler (extensions, tests)."""
         self.remoting.register_handler(code, handler)
-
-    def _acl_guard(self, conn: RemotingConnection, request: RemotingCommand) -> None:
-        """The request guard when ACL is on: refused requests are answered SYSTEM_ERROR with
-        4.9's remark, as its remoting server answers its ACL hook's exception."""
-        acl = self.acl
-        assert acl is not None
-        now = time.monotonic()  # the guard of a large request runs on the remoting worker thread
-        try:
-            acl.check(request, conn.remote_address, now)
-        except AclRefused as refused:
-            if threading.get_ident() == self._loop_thread:  # the peer log is the loop's
-                self.remoting.peer_log.report(
-                    conn.remote_address,
-                    "acl-refused",
-                    now,
-                    "%r: ACL refused request code %d: %s",
-                    conn,
-                    request.code,
-                    refused.message,
-                )
-            raise BrokerError.for_code(ResponseCode.SYSTEM_ERROR, refused.remark) from None
 
     def _acl_identity(self) -> tuple[str, str, str]:
         cfg = self.config

@@ -22,7 +22,6 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rocketq.broker.acl import AclManager
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
 from rocketq.cli._output import non_negative_float, number_type, port_number, positive_float
 from rocketq.cli.main import CliError
@@ -248,6 +247,8 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
 def acl_file(text: str) -> Path:
     """An argparse ``type=`` for ``--acl FILE``: the file's absolute path once it reads and parses
     as a ``plain_acl.yml``, else a usage error saying why (and never showing a secret)."""
+    from rocketq.broker.acl import AclManager  # noqa: PLC0415 - PyYAML only when --acl is given
+
     path = Path(text)
     try:
         AclManager(path)
