@@ -220,6 +220,15 @@ def add_broker_options(
         "sent to the members it has then (default 0: RocketMQ's one notification per change; "
         "1.5 halved a rolling deploy's notifications in rocketq chaos, see docs/chaos.md)",
     )
+    parser.add_argument(
+        "--acl",
+        type=acl_file,
+        default=None,
+        metavar="FILE",
+        help="turn on RocketMQ 4.9's ACL with this plain_acl.yml: the broker serves only signed "
+        "requests of its accounts and white-listed addresses (aclEnable; off by default; the file "
+        "is re-read when it changes; see docs/security.md)",
+    )
 
 
 positive_seconds = number_type(
@@ -249,7 +258,21 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
         "notify_coalesce_window": args.notify_coalesce_window,
         "store": StoreConfig(message_index_enable=args.message_index),
+        "acl_file": args.acl,
     }
+
+
+def acl_file(text: str) -> Path:
+    """An argparse ``type=`` for ``--acl FILE``: the file's absolute path once it reads and parses
+    as a ``plain_acl.yml``, else a usage error saying why (and never showing a secret)."""
+    from rocketq.broker.acl import AclManager  # noqa: PLC0415 - PyYAML only when --acl is given
+
+    path = Path(text)
+    try:
+        AclManager(path)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return path.resolve()
 
 
 def register(subparsers: Any) -> None:
