@@ -50,6 +50,7 @@ __all__ = [
     "from_json",
     "is_symbolic",
     "parse_offsets_option",
+    "queue_name",
     "resolve_start",
     "split_range",
     "to_json",
@@ -66,6 +67,11 @@ INITIAL_KEY: Final = "$initial"
 
 OffsetMap = dict[MessageQueue, int]
 """Next offset to read (or end, exclusive) per queue."""
+
+
+def queue_name(q: MessageQueue) -> str:
+    """``topic broker:queue``, as error messages name a queue."""
+    return f"{q.topic} {q.broker_name}:{q.queue_id}"
 
 
 def to_json(offsets: Mapping[MessageQueue, int]) -> dict[str, dict[str, dict[str, int]]]:

@@ -57,6 +57,7 @@ from rocketq.spark.offsets import (
     fair_limit,
     from_json,
     is_symbolic,
+    queue_name,
     resolve_start,
     split_range,
     to_json,
@@ -519,7 +520,7 @@ class _Planner:
                 out[r.queue] = r
         assign = self.options.assign
         if assign is not None:
-            missing = sorted(str(q) for q in assign if q not in out)
+            missing = sorted(queue_name(q) for q in assign if q not in out)
             if missing:
                 raise ConfigError(
                     f"option 'assign' names queues the topic's route does not hold: {', '.join(missing)}"
@@ -551,9 +552,12 @@ def _split_size(
     """Offsets per input partition: ``maxMessagesPerPartition``, made smaller when
     ``minPartitions`` asks for more partitions than the queues' ranges give."""
     per_part = options.max_messages_per_partition
-    if options.min_partitions is not None:
-        total = sum(max(0, e - start.get(q, e)) for q, e in end.items())
-        per_part = max(1, min(per_part, -(-total // options.min_partitions)))
+    wanted = options.min_partitions
+    if wanted is not None:
+        sizes = [e - start.get(q, e) for q, e in end.items() if e > start.get(q, e)]
+        per_part = max(1, min(per_part, -(-sum(sizes) // wanted)))
+        while per_part > 1 and sum(-(-n // per_part) for n in sizes) < wanted:
+            per_part -= 1
     return per_part
 
 
@@ -569,7 +573,7 @@ def _check_named_queues(options: SourceOptions, routes: Mapping[MessageQueue, Qu
     if options.ending_timestamps is not None:
         named.append(("endingOffsetsByTimestamp", options.ending_timestamps))
     for option, queues in named:
-        unknown = sorted(str(q) for q in queues if q not in routes)
+        unknown = sorted(queue_name(q) for q in queues if q not in routes)
         if unknown:
             known = ", ".join(sorted(f"{q.broker_name}:{q.queue_id}" for q in routes)) or "none"
             raise ConfigError(

@@ -70,7 +70,14 @@ from pyspark.sql.types import StructType
 from rocketq.client.config import resolve_namesrv
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
-from rocketq.spark.offsets import EARLIEST, LATEST, OffsetMap, StartingPosition, parse_offsets_option
+from rocketq.spark.offsets import (
+    EARLIEST,
+    LATEST,
+    OffsetMap,
+    StartingPosition,
+    parse_offsets_option,
+    queue_name,
+)
 from rocketq.spark.reader import RocketMQBatchReader, RocketMQStreamReader
 from rocketq.spark.writer import RocketMQStreamWriter, RocketMQWriter
 
@@ -241,7 +248,7 @@ def _unknown(key: str) -> str:
 def _timestamps_option(opts: Mapping[str, str], key: str) -> OffsetMap:
     value = parse_offsets_option(opts[key], OPTION_NAMES[key], allowed=())
     assert not isinstance(value, str)
-    bad = sorted(str(q) for q, ts in value.items() if ts < 0)
+    bad = sorted(queue_name(q) for q, ts in value.items() if ts < 0)
     if bad:
         raise ConfigError(f"option {OPTION_NAMES[key]!r} holds negative timestamps for {', '.join(bad)}")
     return value
@@ -291,7 +298,10 @@ def parse_options(
     namesrv_text = opts.get("namesrv") or os.environ.get("NAMESRV_ADDR")
     if not namesrv_text or not namesrv_text.strip():
         raise ConfigError("no name server: set the 'namesrv' option or the NAMESRV_ADDR environment variable")
-    namesrv = resolve_namesrv(namesrv_text)
+    try:
+        namesrv = resolve_namesrv(namesrv_text)
+    except ConfigError as exc:
+        raise ConfigError(f"option 'namesrv': {exc} (name servers separated by ';')") from None
 
     if "topic" in opts and "subscribe" in opts:
         raise ConfigError("options 'topic' and 'subscribe' are the same: give one of them")
@@ -333,7 +343,7 @@ def parse_options(
         if unlisted:
             raise ConfigError(f"option {what!r} names topics not read: {sorted(unlisted)}")
         if assign is not None:
-            extra = sorted(str(q) for q in queues if q not in assign)
+            extra = sorted(queue_name(q) for q in queues if q not in assign)
             if extra:
                 raise ConfigError(f"option {what!r} names queues not in 'assign': {', '.join(extra)}")
 
@@ -392,8 +402,8 @@ def parse_options(
                     begin = starting.offsets.get(q, EARLIEST)
                     if end != LATEST and begin >= 0 and begin > end:
                         raise ConfigError(
-                            f"options 'startingOffsets' and 'endingOffsets': {q} would start at {begin}, "
-                            f"past its end {end}"
+                            f"options 'startingOffsets' and 'endingOffsets': {queue_name(q)} would start "
+                            f"at {begin}, past its end {end}"
                         )
     elif "endingtimestamp" in opts:
         ending_timestamp = _int(opts, "endingtimestamp", 0, low=0)
