@@ -104,6 +104,13 @@ BAD: list[tuple[dict[str, str], str, str]] = [
     ),
     ({"kafka.bootstrap.servers": "h:9092"}, "batch", "Kafka option with no RocketMQ meaning: use 'namesrv'"),
     ({"topic": "A,B"}, "write", "option 'topic' of a write names one topic, got several"),
+    ({"nameServer": "h:1"}, "batch", "options 'namesrv' and 'nameServer' are the same"),
+    (
+        {"nameServer": "nohost", "namesrv": None},
+        "batch",
+        "option 'namesrv': name server address must look like",
+    ),
+    ({"maxRecordsPerPartition": "0"}, "batch", "option 'maxMessagesPerPartition' must be an integer >= 1"),
 ]
 
 
@@ -131,9 +138,6 @@ def test_every_option_has_a_bad_value_row_or_none_to_have() -> None:
     assert set(OPTION_NAMES) - free_text <= covered
 
 
-pytestmark = [pytest.mark.spark]
-
-
 def _load(
     spark: Any, ct: ClusterThread, topic: str | None = None, *, stream: bool = False, **options: str
 ) -> Any:
@@ -145,6 +149,7 @@ def _load(
     return r.load()
 
 
+@pytest.mark.spark
 @pytest.mark.integration
 def test_errors_come_at_load_in_one_line_and_stream_errors_at_start(
     spark: Any, cluster: ClusterThread
@@ -173,6 +178,7 @@ def test_errors_come_at_load_in_one_line_and_stream_errors_at_start(
         ).option("topic", "T").mode("overwrite").save()
 
 
+@pytest.mark.spark
 @pytest.mark.integration
 def test_read_options_do_what_kafkas_do(spark: Any, cluster: ClusterThread) -> None:
     """subscribe, subscribePattern, assign, the timestamp options and their strategy,

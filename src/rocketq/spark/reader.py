@@ -19,11 +19,23 @@ import re
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSourceReader,
+    DataSourceStreamReader,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -70,6 +82,7 @@ __all__ = [
     "ARROW_SCHEMA",
     "METRICS_KEY",
     "ColumnBuilder",
+    "Pushdown",
     "QueueRange",
     "RocketMQBatchReader",
     "RocketMQStreamReader",
@@ -612,6 +625,96 @@ def _batch_end(
     return out
 
 
+def _epoch_ms(value: Any) -> int | None:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return int(value.timestamp() * 1000)
+    return None
+
+
+class Pushdown:
+    """The filters a batch read applied itself (see :meth:`RocketMQBatchReader.pushFilters`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, set[Any]] = {}
+        self.offset_low = 0
+        self.offset_high: int | None = None
+        self.store_low: int | None = None
+        self.store_high: int | None = None
+        self.tags: frozenset[str] | None = None
+        self.empty = False
+
+    def _allow(self, column: str, values: set[Any]) -> None:
+        known = self.values.get(column)
+        self.values[column] = values if known is None else known & values
+
+    def add(self, f: Filter) -> bool:
+        """Take ``f`` into account; whether Spark must still evaluate it."""
+        attribute: tuple[str, ...] = getattr(f, "attribute", ())
+        if len(attribute) != 1:
+            return True
+        column = attribute[0]
+        if isinstance(f, EqualTo | In) and column in ("topic", "broker", "queue_id", "tags"):
+            values = set(f.value) if isinstance(f, In) else {f.value}
+            if column == "tags":
+                chosen = frozenset(v for v in values if isinstance(v, str))
+                self.tags = chosen if self.tags is None else self.tags & chosen
+            else:
+                self._allow(column, values)
+            return False
+        bound = getattr(f, "value", None)
+        if column == "queue_offset" and type(bound) is int:
+            if isinstance(f, GreaterThan | GreaterThanOrEqual):
+                self.offset_low = max(self.offset_low, bound + (1 if isinstance(f, GreaterThan) else 0))
+                return False
+            if isinstance(f, LessThan | LessThanOrEqual):
+                high = bound + (1 if isinstance(f, LessThanOrEqual) else 0)
+                self.offset_high = high if self.offset_high is None else min(self.offset_high, high)
+                return False
+            if isinstance(f, EqualTo):
+                self.offset_low = max(self.offset_low, bound)
+                self.offset_high = bound + 1 if self.offset_high is None else min(self.offset_high, bound + 1)
+                return False
+        if column == "store_timestamp" and (ms := _epoch_ms(bound)) is not None:
+            if isinstance(f, GreaterThan | GreaterThanOrEqual | EqualTo):
+                low = ms + (1 if isinstance(f, GreaterThan) else 0)
+                self.store_low = low if self.store_low is None else max(self.store_low, low)
+            if isinstance(f, LessThan | LessThanOrEqual | EqualTo):
+                high = ms + (0 if isinstance(f, LessThan) else 1)
+                self.store_high = high if self.store_high is None else min(self.store_high, high)
+        return True
+
+    def selects(self, q: MessageQueue) -> bool:
+        """Whether the filters leave any row of queue ``q``."""
+        if self.tags is not None and not self.tags:
+            return False
+        for column, value in (("topic", q.topic), ("broker", q.broker_name), ("queue_id", q.queue_id)):
+            allowed = self.values.get(column)
+            if allowed is not None and value not in allowed:
+                return False
+        return True
+
+    def narrow(
+        self,
+        start: Mapping[MessageQueue, int],
+        end: Mapping[MessageQueue, int],
+        at_or_after: Callable[[MessageQueue, int], int],
+    ) -> tuple[OffsetMap, OffsetMap]:
+        """The ranges cut by the offset and store-time bounds (an empty range: start = end)."""
+        begin, stop = dict(start), dict(end)
+        for q, last in end.items():
+            low = max(begin.get(q, last), self.offset_low)
+            high = last if self.offset_high is None else min(last, self.offset_high)
+            if low < high and self.store_low is not None:
+                low = max(low, at_or_after(q, self.store_low))
+            if low < high and self.store_high is not None:
+                high = min(high, at_or_after(q, self.store_high))
+            begin[q] = min(low, high)
+            stop[q] = high
+        return begin, stop
+
+
 class RocketMQBatchReader(DataSourceReader):
     """``spark.read.format("rocketmq")``: one fixed range per queue, planned on the driver."""
 
@@ -619,6 +722,24 @@ class RocketMQBatchReader(DataSourceReader):
         self.options = options
         self.schema = schema
         self.columns = projection(schema)
+        self.pushed = Pushdown()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Filters on ``topic``, ``broker``, ``queue_id``, ``queue_offset`` and ``tags`` choose
+        the queues and offset ranges read (and the broker's tag filter), and Spark needs not
+        evaluate them again; ``store_timestamp`` bounds narrow the ranges through the broker's
+        offset-by-time look-up, and Spark still checks them (store times are in store order
+        only as far as the broker's clock is). Every other filter is left to Spark."""
+        for f in filters:
+            kept = self.pushed.add(f)
+            if kept:
+                yield f
+        tags = self.pushed.tags
+        if tags is not None:
+            current = self.options.tag_set
+            chosen = tags if current is None else tags & current
+            # an empty choice reads no queue at all (see Pushdown.selects)
+            self.options = replace(self.options, tags=" || ".join(sorted(chosen)) or "*")
 
     def partitions(self) -> Sequence[InputPartition]:
         planner = _Planner(self.options)
@@ -629,6 +750,7 @@ class RocketMQBatchReader(DataSourceReader):
             maxes = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
             mins = {q: io.call(r.addr, calls.get_min_offset(q)) for q, r in routes.items()}
             _check_named_queues(options, routes)
+            routes = {q: r for q, r in routes.items() if self.pushed.selects(q)}
             start = resolve_start(
                 options.starting,
                 routes,
@@ -644,6 +766,9 @@ class RocketMQBatchReader(DataSourceReader):
                         f"{end[q]}: check startingOffsets / endingOffsets (or their timestamps)"
                     )
                 start[q] = check_data_loss(q, start[q], mins[q], fail=options.fail_on_data_loss)
+            start, end = self.pushed.narrow(
+                start, end, lambda q, ts: io.offset_at_or_after(routes[q], ts, group=options.pull_group)
+            )
             addrs = {q: r.addr for q, r in routes.items()}
             parts = _partitions(start, end, addrs, _split_size(options, start, end))
         finally:

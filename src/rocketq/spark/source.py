@@ -20,30 +20,23 @@ column              type                   value
 ``properties``      map<string,string>     every property as stored (``TAGS``, ``KEYS`` included)
 ==================  =====================  ==========================================================
 
-Options (keys are case-insensitive; see docs/spark.md for the whole story):
+Options (keys are case-insensitive; docs/spark.md has the table, and Kafka's options one by one):
 
-* ``namesrv`` — name servers, ``host:port`` separated by ``;`` (else ``NAMESRV_ADDR``);
-* ``topic`` — one topic, or several separated by commas (reads); the default topic (writes);
-* ``startingOffsets`` — ``earliest`` (batch default), ``latest`` (stream default) or offsets JSON
-  ``{"topic": {"broker-a": {"0": 42}}}`` (``-2`` earliest, ``-1`` latest; queues left out start
-  at earliest); ``startingTimestamp`` (epoch ms) takes precedence over it;
-* ``endingOffsets`` — batch only: ``latest`` (default) or offsets JSON (``-1`` latest);
-* ``tags`` — a tag expression (``*``, ``TagA || TagB``): the broker filters by tag hash, the
-  reader by exact tag, as a RocketMQ consumer does;
-* ``maxOffsetsPerTrigger`` — stream only: at most this many messages per micro-batch, shared
-  fairly across queues;
-* ``failOnDataLoss`` — ``true`` (default): fail when messages to read were removed by retention;
-  ``false``: log a warning and skip them;
-* ``pullBatchSize`` — messages per pull (default 4096); ``pullBatchBytes`` — bytes per pull
-  (default 1 MiB): rocketq's broker answers such bulk pulls, a RocketMQ broker caps each pull at
-  its own 32 messages / 256 KiB and the reader adapts;
-* ``maxMessagesPerPartition`` — a queue's range is split into input partitions of at most this
-  many offsets (default 100000);
-* ``group`` — a consumer group: pulls are made in its name, and a stream's committed progress is
-  stored as the group's offsets on the brokers (so ``rocketq group progress`` shows its lag);
-* writes: ``producerGroup`` (default ``rocketq-spark-producer``), ``sendBatchSize`` (messages per
-  ``SEND_BATCH_MESSAGE``, default 128) and ``sendBatchBytes`` (default 1 MiB);
-* ``timeout`` — seconds to wait for a broker's answer (default 10).
+* where: ``namesrv`` (name servers, else ``NAMESRV_ADDR``), ``topic`` / ``subscribe`` (a comma
+  list), ``subscribePattern`` (a regular expression over the name server's topics), ``assign``
+  (``{"T": {"broker-a": [0, 1]}}``);
+* from: ``startingOffsets`` (``earliest``, ``latest`` in streams, offsets JSON
+  ``{"topic": {"broker-a": {"0": 42}}}`` with -2/-1), ``startingTimestamp``,
+  ``startingOffsetsByTimestamp`` and ``startingOffsetsByTimestampStrategy`` (``error`` / ``latest``);
+* to (batch reads): ``endingOffsets``, ``endingTimestamp``, ``endingOffsetsByTimestamp``;
+* how much (streams): ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` with ``maxTriggerDelay``;
+* how: ``tags``, ``failOnDataLoss``, ``minPartitions``, ``pullBatchSize``, ``pullBatchBytes``,
+  ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``;
+* writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``.
+
+Every option that does not depend on batch vs stream (or read vs write) is checked when Spark
+creates the source, at ``load()``: :func:`parse_options` raises one line naming the option in
+this spelling and the values it accepts.
 """
 
 from __future__ import annotations
@@ -103,6 +96,7 @@ DEFAULT_PRODUCER_GROUP: Final = "rocketq-spark-producer"
 
 _NAMES: Final = (
     "namesrv",
+    "nameServer",
     "topic",
     "subscribe",
     "subscribePattern",
@@ -123,6 +117,7 @@ _NAMES: Final = (
     "pullBatchSize",
     "pullBatchBytes",
     "maxMessagesPerPartition",
+    "maxRecordsPerPartition",
     "group",
     "producerGroup",
     "sendBatchSize",
@@ -136,6 +131,9 @@ _NAMES: Final = (
 )
 """Every option, in rocketq's spelling (Spark hands a data source its keys lower-cased)."""
 OPTION_NAMES: Final = {name.lower(): name for name in _NAMES}
+ALIASES: Final = {"nameserver": "namesrv", "maxrecordsperpartition": "maxmessagesperpartition"}
+"""Other connectors' names for an option (rocketmq-spark's ``nameServer``, Kafka's
+``maxRecordsPerPartition``), read as rocketq's (``subscribe`` is handled with ``topic``)."""
 
 KAFKA_ONLY: Final = {
     "kafka.bootstrap.servers": "use 'namesrv' (name servers, host:port separated by ';')",
@@ -292,6 +290,14 @@ def parse_options(
             f"unknown option {'; '.join(_unknown(k) for k in unknown)} for the rocketmq data source "
             "(docs/spark.md lists the options)"
         )
+    for alias, name in ALIASES.items():
+        if alias in opts:
+            if name in opts:
+                raise ConfigError(
+                    f"options {OPTION_NAMES[name]!r} and {OPTION_NAMES[alias]!r} are the same: "
+                    "give one of them"
+                )
+            opts[name] = opts.pop(alias)
     reading = not writing
     batch = streaming is False and reading
     stream = streaming is True

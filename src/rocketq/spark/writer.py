@@ -1,23 +1,30 @@
 """Writers of the ``rocketmq`` data source: a DataFrame's rows become messages.
 
-Columns (others are ignored): ``body`` (required; binary or string, strings are sent as UTF-8),
-``topic`` (string; else the ``topic`` option), ``tags`` (string), ``keys`` (string, several keys
-separated by spaces), ``properties`` (map<string,string> of user properties). A row whose topic
-is null (and no ``topic`` option) or whose body is null fails the task with a clear error.
+Columns (others are ignored; docs/spark.md has the table): ``body`` (or Kafka's ``value``; binary or
+string, strings are sent as UTF-8), ``topic`` (string; the ``topic`` option overrides it, as
+Kafka's does), ``tags``, ``keys`` (several keys separated by spaces), ``key`` (Kafka's: stored as
+``KEYS``, and its Java ``hashCode`` picks the queue as RocketMQ's ``SelectMessageQueueByHash``),
+``queue_id`` or Kafka's ``partition`` (an index into the topic's writable queues), ``properties``
+(map<string,string>) and Kafka's ``headers`` (array<struct<key:string,value:binary>>, stored as
+properties). A row whose topic is null (and no ``topic`` option) or whose body is null fails the
+task with a clear error.
 
 Each Arrow batch Spark hands a task becomes ``SEND_BATCH_MESSAGE`` records column by column
 (:func:`encode_rows`: Arrow kernels join each row's properties and its header, body and
 properties into one buffer; no Python object per row). Every message gets a producer unique id
-(``UNIQ_KEY``, the ``msg_id`` a read returns) and ``WAIT=true``, as a Java producer's batch does.
+(``UNIQ_KEY``, the ``msg_id`` a read returns) and ``WAIT=true``, as a Java producer's batch does;
+with ``exactlyOnce`` (the default) the id is :func:`row_ids`' deterministic one and the send asks
+a rocketq broker to store each id once (``rqUniqWindow``): a replayed batch is stored once.
 The records are cut into batches of up to ``sendBatchSize`` messages and about
 ``sendBatchBytes`` bytes as the broker will store them (a larger message goes alone; the
 broker's ``maxMessageSize`` refuses what it cannot take), each batch to the next writable queue
 of the topic in turn, starting at a queue chosen by the task's partition id so that tasks spread
-over the queues, with up to :data:`SENDS_IN_FLIGHT` batches sent and not yet answered. A refused
-send fails the task with the broker's error (``CODE: <code> DESC: <remark>``); retriable
-refusals and transport failures are tried again on the next queue, twice, as RocketMQ's producer
-does (a timed-out send may then be stored twice: delivery is at least once). ``write()`` returns
-a :class:`SendCommitMessage`.
+over the queues (or to the queue the rows chose), with up to :data:`SENDS_IN_FLIGHT` batches sent
+and not yet answered. A refused send fails the task with the broker's error
+(``CODE: <code> DESC: <remark>``); retriable refusals and transport failures are tried again on
+the next queue (the same one for rows that chose it), twice, as RocketMQ's producer does (a
+timed-out send may then be stored twice on a RocketMQ broker, or with ``exactlyOnce=false``:
+delivery is at least once there). ``write()`` returns a :class:`SendCommitMessage`.
 """
 
 from __future__ import annotations
