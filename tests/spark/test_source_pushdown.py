@@ -71,7 +71,7 @@ def test_filters_choose_what_is_pulled(spark: Any, cluster: ClusterThread) -> No
     count, rows = pulled(
         lambda: df.where(F.col("tags") == "TagB").where(F.col("broker") == "broker-a").count()
     )
-    want = sum(1 for i in range(n) if i % 3 == 1) + sum(1 for i in range(n, total) if i % 3 == 1)
+    want = sum(1 for i in range(n) if i % 3 == 1)  # the late messages are all TagA
     assert rows == want
     assert count == want  # the broker filters by tag before it sends
     count, rows = pulled(lambda: df.where(F.col("broker") == "broker-z").count())
