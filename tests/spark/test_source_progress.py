@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from rocketq.errors import ConfigError
 from rocketq.protocol import calls
 from rocketq.spark.offsets import from_json
 from rocketq.spark.reader import METRICS_KEY, RocketMQStreamReader
@@ -105,5 +106,23 @@ def test_min_offsets_per_trigger_waits_up_to_max_trigger_delay(cluster: ClusterT
         third = reader.latestOffset(second, ReadAllAvailable())
         assert sum(from_json(third).values()) == 70
         assert reader.reportLatestOffset() is not None
+    finally:
+        reader.stop()
+
+
+def test_a_stream_refuses_queues_its_topic_does_not_hold(cluster: ClusterThread) -> None:
+    cluster.create_topic("StreamNamed", 2)
+    options = parse_options(
+        {
+            "namesrv": cluster.namesrv,
+            "topic": "StreamNamed",
+            "startingOffsets": '{"StreamNamed": {"broker-a": {"5": 0}}}',
+        },
+        streaming=True,
+    )
+    reader = RocketMQStreamReader(options, StructType())
+    try:
+        with pytest.raises(ConfigError, match="names queues that are not read: StreamNamed broker-a:5"):
+            reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
     finally:
         reader.stop()

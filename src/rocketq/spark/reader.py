@@ -862,6 +862,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         routes = self._refresh()
+        if is_symbolic(start):
+            _check_named_queues(self.options, routes)  # as a batch read does, before the first batch
         io = self._planner.io
         available = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
         latest = available
