@@ -115,6 +115,7 @@ def main() -> None:
     )
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--no-write", action="store_true", help="skip the write figures")
+    ap.add_argument("--timeout", type=float, default=None, help="the source's timeout option (seconds)")
     ap.add_argument("--no-tuples", action="store_true", help="skip the tuple-rows read")
     args = ap.parse_args()
 
@@ -162,6 +163,8 @@ def main() -> None:
             r = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", "BenchRead")
             if args.pull_batch is not None:
                 r = r.option("pullBatchSize", str(args.pull_batch))
+            if args.timeout is not None:
+                r = r.option("timeout", str(args.timeout))
             for k, v in opts.items():
                 r = r.option(k, v)
             return r.load()
