@@ -415,6 +415,7 @@ class _TopicSender:
         self.topic = topic
         self.options = options
         self.queues, self.auto_create = io.write_queues(topic)
+        self.by_route = list(self.queues)  # route order: what queue_id / partition / key index
         if not self.queues:
             raise RocketQError(f"topic {topic!r} has no writable queue")
         self.index = first
@@ -428,7 +429,7 @@ class _TopicSender:
         """Send ``rows``: to the queue each row names (``queue_index`` / ``key_hash``, rows of a
         queue in their order), else round-robin; see :meth:`send_records`."""
         choice = rows.queue_index
-        n = len(self.queues)
+        n = len(self.by_route)
         if choice is None and rows.key_hash is not None:
             if (rows.key_hash < 0).any():
                 raise ConfigError(f"a row for topic {self.topic!r} has a null 'key' (it picks the queue)")
@@ -445,7 +446,7 @@ class _TopicSender:
         for qi in np.unique(choice):
             picked = rows.records.take(pa.array(np.flatnonzero(choice == qi)))
             data, ends = _layout(picked)
-            self.send_records(data, ends, self.queues[int(qi)])
+            self.send_records(data, ends, self.by_route[int(qi)])
 
     def send_records(self, data: pa.Buffer, ends: np.ndarray, queue: QueueRoute | None) -> None:
         """Send records in batches of at most ``sendBatchSize`` records and about
@@ -530,6 +531,8 @@ class _TopicSender:
                 self.queues, self.auto_create = self.io.write_queues(self.topic)
             except RocketQError:
                 pass
+            else:
+                self.by_route = list(self.queues)
 
     def flush(self) -> None:
         """Wait for every batch in flight (retrying the refused ones as :meth:`send` does)."""
