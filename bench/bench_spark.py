@@ -8,7 +8,12 @@ the protocol), then with one ``local[2]`` Spark session times:
   once with Arrow record batches and once with tuples, beside Spark reading the same rows from a
   local Parquet file;
 * **write**: the data source sending a DataFrame of ``--messages`` rows (body, tags, keys) to a
-  second topic, beside Spark writing the same DataFrame to Parquet.
+  second topic, beside Spark writing the same DataFrame to Parquet (``--no-write`` skips it);
+* **analytics**: ``count()``, a group-by on ``queue_id``, and filters pushdown can answer
+  (``queue_id = 0``; a ``store_timestamp`` range matching nothing), each beside the same query on
+  the Parquet copy;
+* **first action**: the first rocketmq query of the session (a ``count()`` of a 10-message topic),
+  Python workers and imports included.
 
 Each timing is the best of ``--repeat`` runs after a warm-up. Run::
 
@@ -109,6 +114,9 @@ def main() -> None:
         "--pull-batch", type=int, default=None, help="pullBatchSize of the read (default: the source's)"
     )
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--no-write", action="store_true", help="skip the write figures")
+    ap.add_argument("--timeout", type=float, default=None, help="the source's timeout option (seconds)")
+    ap.add_argument("--no-tuples", action="store_true", help="skip the tuple-rows read")
     args = ap.parse_args()
 
     os.environ["JAVA_HOME"] = JAVA_HOME
@@ -121,6 +129,8 @@ def main() -> None:
         namesrv, broker = server.namesrv_addr, server.broker_addr
         create_topic(broker, namesrv, "BenchRead", args.queues)
         create_topic(broker, namesrv, "BenchWrite", args.queues)
+        create_topic(broker, namesrv, "BenchSmall", 1)
+        produce(namesrv, "BenchSmall", 10, args.size, 10)
         rate = produce(namesrv, "BenchRead", args.messages, args.size, args.send_batch or 256)
         print(f"produced {args.messages:,} messages of {args.size} B: {rate:,.0f} msg/s (batch sends)")
 
@@ -138,11 +148,23 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         rocketq.spark.register(spark)
+        t0 = time.perf_counter()
+        small = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", "BenchSmall").load()
+        assert small.count() == 10
+        t_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        assert small.count() == 10
+        print(
+            f"first rocketmq action of the session: {t_first:.2f} s "
+            f"(the next: {time.perf_counter() - t0:.2f} s)"
+        )
 
         def source(**opts: str) -> object:
             r = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", "BenchRead")
             if args.pull_batch is not None:
                 r = r.option("pullBatchSize", str(args.pull_batch))
+            if args.timeout is not None:
+                r = r.option("timeout", str(args.timeout))
             for k, v in opts.items():
                 r = r.option(k, v)
             return r.load()
@@ -156,7 +178,7 @@ def main() -> None:
             df.write.format("noop").mode("overwrite").save()  # type: ignore[attr-defined]
 
         t_arrow = best(lambda: noop(source()), args.repeat)
-        t_tuples = best(lambda: noop(source(arrowBatches="false")), args.repeat)
+        t_tuples = best(lambda: noop(source(arrowBatches="false")), 1 if args.no_tuples else args.repeat)
         t_parquet = best(lambda: noop(spark.read.parquet(str(parquet))), args.repeat)
 
         print(f"\nread {n:,} rows (all columns, best of {args.repeat})")
@@ -168,6 +190,22 @@ def main() -> None:
             f"  rocketmq (tuples)       {n / t_tuples:>12,.0f} rows/s   {t_parquet / t_tuples:.3f} of parquet"
         )
         print(f"  arrow / tuples          {t_tuples / t_arrow:.2f}x")
+
+        future = F.lit("2100-01-01 00:00:00").cast("timestamp")
+        queries: list[tuple[str, Callable[[object], object]]] = [
+            ("count()", lambda df: df.count()),  # type: ignore[attr-defined]
+            ("group-by queue_id", lambda df: df.groupBy("queue_id").count().collect()),  # type: ignore[attr-defined]
+            ("where queue_id = 0", lambda df: df.where(F.col("queue_id") == 0).count()),  # type: ignore[attr-defined]
+            ("where store_timestamp > 2100", lambda df: df.where(F.col("store_timestamp") > future).count()),  # type: ignore[attr-defined]
+        ]
+        print(f"\nanalytics on {n:,} rows (best of {args.repeat}; ratio = parquet time / rocketmq time)")
+        for name, query in queries:
+            t_p = best(lambda q=query: q(spark.read.parquet(str(parquet))), args.repeat)
+            t_s = best(lambda q=query: q(source()), args.repeat)
+            print(f"  {name:<30} parquet {t_p:6.2f} s   rocketmq {t_s:6.2f} s   {t_p / t_s:.2f}")
+        if args.no_write:
+            spark.stop()
+            return
 
         body = F.expr(f"unhex(repeat('ab', {args.size}))")
         rows = (

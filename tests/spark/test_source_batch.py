@@ -52,8 +52,9 @@ def test_offset_ranges_earliest_latest_json_and_ending(spark: Any, cluster: Clus
         )
 
     assert len(qs(reader(spark, cluster, "Ranges", startingOffsets="earliest"))) == 40
-    assert qs(reader(spark, cluster, "Ranges", startingOffsets="latest")) == []
-    start = '{"Ranges": {"broker-a": {"0": 15, "1": -1}}}'
+    with pytest.raises(Exception, match="'startingOffsets' cannot be latest in a batch read"):
+        reader(spark, cluster, "Ranges", startingOffsets="latest").collect()
+    start = '{"Ranges": {"broker-a": {"0": 15, "1": 20}}}'
     assert qs(reader(spark, cluster, "Ranges", startingOffsets=start)) == [(0, o) for o in range(15, 20)]
     end = '{"Ranges": {"broker-a": {"0": 3, "1": -1}}}'
     got = qs(reader(spark, cluster, "Ranges", endingOffsets=end))

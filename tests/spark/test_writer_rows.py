@@ -69,7 +69,13 @@ def test_column_wise_records_carry_what_the_per_message_encoder_would(large: boo
             "properties": pa.array([r["properties"] for r in ROWS], _MAP),
         }
     )
-    got = decoded(batch, "T1")
+    # the topic option overrides the column (Kafka's precedence)
+    overridden = decoded(batch, "T1")
+    assert list(overridden) == ["T1"]
+    assert [m.body for m in overridden["T1"]] == [r["body"].encode() for r in ROWS]
+    # without it, the column splits the rows
+    filled = batch.set_column(0, "topic", pa.array([r["topic"] or "T1" for r in ROWS], text))
+    got = decoded(filled, None)
     assert sorted(got) == ["T1", "T2"]
     want = {"T1": [ROWS[0], ROWS[2]], "T2": [ROWS[1], ROWS[3]]}
     ids: set[str] = set()

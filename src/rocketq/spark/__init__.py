@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rocketq.spark.source import RocketMQDataSource
 
-__all__ = ["RocketMQDataSource", "register"]
+__all__ = ["FILTER_PUSHDOWN_CONF", "RocketMQDataSource", "register"]
 
 
 def __getattr__(name: str) -> Any:
@@ -35,8 +35,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def register(spark: Any) -> None:
-    """Make ``format("rocketmq")`` available in ``spark`` (a ``SparkSession``)."""
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+"""The Spark SQL setting that lets Python data sources take filters (off by default in PySpark)."""
+
+
+def register(spark: Any, *, pushdown: bool = True) -> None:
+    """Make ``format("rocketmq")`` available in ``spark`` (a ``SparkSession``); with ``pushdown``
+    also turn on Spark's filter pushdown into Python data sources (:data:`FILTER_PUSHDOWN_CONF`),
+    so filters on topic, broker, queue, offsets, store time and tags choose what is pulled."""
     from rocketq.spark.source import RocketMQDataSource  # noqa: PLC0415 - pyspark only on demand
 
     spark.dataSource.register(RocketMQDataSource)
+    if pushdown:
+        spark.conf.set(FILTER_PUSHDOWN_CONF, "true")

@@ -50,6 +50,7 @@ __all__ = [
     "from_json",
     "is_symbolic",
     "parse_offsets_option",
+    "queue_name",
     "resolve_start",
     "split_range",
     "to_json",
@@ -66,6 +67,11 @@ INITIAL_KEY: Final = "$initial"
 
 OffsetMap = dict[MessageQueue, int]
 """Next offset to read (or end, exclusive) per queue."""
+
+
+def queue_name(q: MessageQueue) -> str:
+    """``topic broker:queue``, as error messages name a queue."""
+    return f"{q.topic} {q.broker_name}:{q.queue_id}"
 
 
 def to_json(offsets: Mapping[MessageQueue, int]) -> dict[str, dict[str, dict[str, int]]]:
@@ -116,7 +122,9 @@ def parse_offsets_option(
     if value.lower() in words:
         return value.lower()
     if not value.startswith("{"):
-        raise ConfigError(f"option {option!r} must be {' or '.join(words)} or offsets JSON, got {text!r}")
+        shape = '{"topic": {"broker-a": {"0": 42}}}'
+        choices = f"{' or '.join(words)} or JSON like {shape}" if words else f"JSON like {shape}"
+        raise ConfigError(f"option {option!r} must be {choices}, got {text!r}")
     try:
         obj = json.loads(value)
     except json.JSONDecodeError as exc:
@@ -129,12 +137,13 @@ class StartingPosition:
     """Where a read starts before it is resolved to numbers.
 
     ``kind`` is ``earliest``, ``latest``, ``timestamp`` (``timestamp`` ms: the first message
-    stored at or after it: ``SEARCH_OFFSET_BY_TIMESTAMP`` and one pull to check) or
+    stored at or after it: ``SEARCH_OFFSET_BY_TIMESTAMP`` and one pull to check),
     ``offsets`` (``offsets`` per queue, -2/-1 markers allowed; queues not listed start at the
-    earliest offset).
+    earliest offset) or ``timestamps`` (``offsets`` holds a timestamp per queue; queues not
+    listed start at the earliest offset).
     """
 
-    kind: Literal["earliest", "latest", "timestamp", "offsets"]
+    kind: Literal["earliest", "latest", "timestamp", "offsets", "timestamps"]
     timestamp: int | None = None
     offsets: Mapping[MessageQueue, int] = field(default_factory=dict)
 
@@ -143,7 +152,7 @@ class StartingPosition:
         out: dict[str, Any] = {INITIAL_KEY: self.kind}
         if self.kind == "timestamp":
             out["timestamp"] = self.timestamp
-        elif self.kind == "offsets":
+        elif self.kind in ("offsets", "timestamps"):
             out["offsets"] = to_json(self.offsets)
         return out
 
@@ -155,10 +164,8 @@ class StartingPosition:
             return cls(kind)
         if kind == "timestamp" and type(obj.get("timestamp")) is int:
             return cls("timestamp", timestamp=obj["timestamp"])
-        if kind == "offsets":
-            return cls(
-                "offsets", offsets=from_json(obj.get("offsets"), what="starting offsets", markers=True)
-            )
+        if kind in ("offsets", "timestamps"):
+            return cls(kind, offsets=from_json(obj.get("offsets"), what="starting offsets", markers=True))
         raise ConfigError(f"not a starting position: {json.dumps(obj)}")
 
 
@@ -189,6 +196,9 @@ def resolve_start(
         elif position.kind == "timestamp":
             assert position.timestamp is not None
             out[q] = search(q, position.timestamp)
+        elif position.kind == "timestamps":
+            ts = position.offsets.get(q)
+            out[q] = min_offset(q) if ts is None else search(q, ts)
         else:
             value = position.offsets.get(q, EARLIEST)
             if value == EARLIEST:

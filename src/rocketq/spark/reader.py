@@ -15,23 +15,46 @@ read from its earliest offset.
 from __future__ import annotations
 
 import logging
+import re
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSourceReader,
+    DataSourceStreamReader,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampType,
+)
 
 from rocketq.client.blocking import BlockingClient
-from rocketq.errors import DataLossError, RocketQError
+from rocketq.errors import ConfigError, DataLossError, RocketQError
 from rocketq.models import MessageQueue, PullStatus, QueueRoute
 from rocketq.protocol import calls
 from rocketq.protocol.message import MESSAGE_MAGIC_CODE, MessageSysFlag, decode_messages
@@ -39,12 +62,14 @@ from rocketq.protocol.message_id import HostPort
 from rocketq.protocol.properties import MessageConst, string_to_properties
 from rocketq.spark.columns import ARROW_SCHEMA, TIMESTAMP, decode_columns
 from rocketq.spark.offsets import (
+    LATEST,
     OffsetMap,
     StartingPosition,
     check_data_loss,
     fair_limit,
     from_json,
     is_symbolic,
+    queue_name,
     resolve_start,
     split_range,
     to_json,
@@ -55,15 +80,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ARROW_SCHEMA",
+    "METRICS_KEY",
     "ColumnBuilder",
+    "Pushdown",
     "QueueRange",
     "RocketMQBatchReader",
     "RocketMQStreamReader",
+    "projection",
     "read_range",
 ]
 
 logger = logging.getLogger(__name__)
 
+METRICS_KEY: Final = "$metrics"
+"""The key of the lag metrics in a stream's reported latest offset (no topic starts with ``$``)."""
 ROWS_PER_BATCH: Final = 8192
 """Rows per Arrow record batch handed to Spark (about: pull answers are not split)."""
 BYTES_PER_BATCH: Final = 8 << 20
@@ -78,6 +108,23 @@ _I16: Final = struct.Struct(">h")
 _MAGIC_V1: Final = MESSAGE_MAGIC_CODE
 _SLOW_FLAGS: Final = int(MessageSysFlag.COMPRESSED | MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6)
 _host_text: dict[bytes, str] = {}
+READ_TYPES: Final[dict[str, DataType]] = {
+    "topic": StringType(),
+    "broker": StringType(),
+    "queue_id": IntegerType(),
+    "queue_offset": LongType(),
+    "msg_id": StringType(),
+    "tags": StringType(),
+    "keys": StringType(),
+    "body": BinaryType(),
+    "born_timestamp": TimestampType(),
+    "store_timestamp": TimestampType(),
+    "born_host": StringType(),
+    "reconsume_times": IntegerType(),
+    "properties": MapType(StringType(), StringType()),
+}
+"""The read schema's Spark types by column (``SCHEMA_DDL``, without a session to parse it)."""
+_SYSTEM_PREFIXES: Final = ("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_", "SCHEDULE_TOPIC_XXXX", "TBW102")
 
 
 class QueueRange(InputPartition):
@@ -381,12 +428,40 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
     yield from emit()
 
 
-def _read(part: InputPartition, options: SourceOptions) -> Iterator[Any]:
+def _read(
+    part: InputPartition, options: SourceOptions, columns: Sequence[str] | None = None
+) -> Iterator[Any]:
+    """``part``'s rows, only ``columns`` of them when given (a user schema naming fewer)."""
     if not isinstance(part, QueueRange):  # pragma: no cover - Spark hands back our partitions
         raise TypeError(f"unexpected partition {part!r}")
     if part.start >= part.end:
         return iter(())
-    return read_range(part, options)
+    rows = read_range(part, options)
+    if columns is None:
+        return rows
+    if not options.arrow_batches:
+        index = [ARROW_SCHEMA.names.index(c) for c in columns]
+        return (tuple(row[i] for i in index) for row in rows)
+    return (batch.select(list(columns)) for batch in rows)
+
+
+def projection(schema: StructType) -> tuple[str, ...] | None:
+    """The columns a user schema asks for, ``None`` for the whole schema; a column the source
+    does not have, or of another type, raises :class:`~rocketq.errors.ConfigError`."""
+    types = READ_TYPES
+    for f in schema.fields:
+        if f.name not in types:
+            raise ConfigError(
+                f"the schema names a column {f.name!r} the rocketmq source does not have "
+                f"(its columns: {', '.join(types)})"
+            )
+        if f.dataType != types[f.name]:
+            raise ConfigError(
+                f"the schema gives column {f.name!r} the type {f.dataType.simpleString()}; "
+                f"the rocketmq source reads it as {types[f.name].simpleString()}"
+            )
+    names = tuple(f.name for f in schema.fields)
+    return None if names == tuple(types) else names
 
 
 def _partitions(
@@ -427,17 +502,217 @@ class _Planner:
         self.options = state["options"]
         self._io = None
 
+    def topics(self) -> tuple[str, ...]:
+        """The topics read: the ``topic`` option's, or the name server's topics matching
+        ``subscribePattern`` (the whole name, as Kafka matches; system topics left out)."""
+        pattern = self.options.topic_pattern
+        if pattern is None:
+            return self.options.topics
+        regex = re.compile(pattern)
+        listed: list[str] = []
+        last: Exception | None = None
+        for addr in self.io.namesrv:
+            try:
+                listed = self.io.call(addr, calls.get_all_topic_list())
+                break
+            except RocketQError as exc:
+                last = exc
+        else:
+            assert last is not None
+            raise last
+        return tuple(
+            t
+            for t in listed
+            if regex.fullmatch(t) and not t.startswith(("%RETRY%", "%DLQ%", "rmq_sys_", "RMQ_SYS_"))
+        )
+
     def routes(self) -> dict[MessageQueue, QueueRoute]:
         out: dict[MessageQueue, QueueRoute] = {}
-        for topic in self.options.topics:
+        for topic in self.topics():
             for r in self.io.read_queues(topic):
                 out[r.queue] = r
+        assign = self.options.assign
+        if assign is not None:
+            missing = sorted(queue_name(q) for q in assign if q not in out)
+            if missing:
+                raise ConfigError(
+                    f"option 'assign' names queues the topic's route does not hold: {', '.join(missing)}"
+                )
+            out = {q: r for q, r in out.items() if q in assign}
         return out
+
+    def search(self, routes: Mapping[MessageQueue, QueueRoute], q: MessageQueue, ts: int, end: int) -> int:
+        """The offset of ``q``'s first message stored at or after ``ts``; when there is none
+        (``end`` is the queue's end), ``startingOffsetsByTimestampStrategy`` decides: ``error``
+        (Kafka's default) fails, ``latest`` starts at the end."""
+        offset = self.io.offset_at_or_after(routes[q], ts, group=self.options.pull_group)
+        if offset >= end and self.options.timestamp_strategy == "error":
+            raise ConfigError(
+                f"no message of {q.topic} {q.broker_name}:{q.queue_id} was stored at or after the starting "
+                f"timestamp {ts}; set startingOffsetsByTimestampStrategy to latest to start at its end"
+            )
+        return min(offset, end)
 
     def close(self) -> None:
         if self._io is not None:
             self._io.close()
             self._io = None
+
+
+def _split_size(
+    options: SourceOptions, start: Mapping[MessageQueue, int], end: Mapping[MessageQueue, int]
+) -> int:
+    """Offsets per input partition: ``maxMessagesPerPartition``, made smaller when
+    ``minPartitions`` asks for more partitions than the queues' ranges give."""
+    per_part = options.max_messages_per_partition
+    wanted = options.min_partitions
+    if wanted is not None:
+        sizes = [e - start.get(q, e) for q, e in end.items() if e > start.get(q, e)]
+        per_part = max(1, min(per_part, -(-sum(sizes) // wanted)))
+        while per_part > 1 and sum(-(-n // per_part) for n in sizes) < wanted:
+            per_part -= 1
+    return per_part
+
+
+def _check_named_queues(options: SourceOptions, routes: Mapping[MessageQueue, QueueRoute]) -> None:
+    """Refuse offsets or timestamps JSON naming a queue the routes do not hold (a typo would
+    otherwise read from the wrong place in silence)."""
+    named: list[tuple[str, Iterable[MessageQueue]]] = []
+    if options.starting.kind in ("offsets", "timestamps"):
+        option = "startingOffsets" if options.starting.kind == "offsets" else "startingOffsetsByTimestamp"
+        named.append((option, options.starting.offsets))
+    if not isinstance(options.ending, str):
+        named.append(("endingOffsets", options.ending))
+    if options.ending_timestamps is not None:
+        named.append(("endingOffsetsByTimestamp", options.ending_timestamps))
+    for option, queues in named:
+        unknown = sorted(queue_name(q) for q in queues if q not in routes)
+        if unknown:
+            known = ", ".join(sorted(f"{q.broker_name}:{q.queue_id}" for q in routes)) or "none"
+            raise ConfigError(
+                f"option {option!r} names queues that are not read: {', '.join(unknown)} (read: {known})"
+            )
+
+
+def _batch_end(
+    options: SourceOptions,
+    planner: _Planner,
+    routes: Mapping[MessageQueue, QueueRoute],
+    maxes: Mapping[MessageQueue, int],
+) -> OffsetMap:
+    """Where a batch read ends on each queue: ``endingOffsets``, ``endingTimestamp`` or
+    ``endingOffsetsByTimestamp`` (the first message stored at or after the time; none: the
+    queue's end, as Kafka does), else the queue's end."""
+    io = planner.io
+    ending = options.ending
+    if not isinstance(ending, str):
+        return {
+            q: (maxes[q] if ending.get(q, LATEST) == LATEST else min(ending[q], maxes[q])) for q in routes
+        }
+    stamps: Mapping[MessageQueue, int] | None = options.ending_timestamps
+    if options.ending_timestamp is not None:
+        stamps = dict.fromkeys(routes, options.ending_timestamp)
+    if stamps is None:
+        return dict(maxes)
+    out: OffsetMap = {}
+    for q in routes:
+        ts = stamps.get(q)
+        out[q] = (
+            maxes[q]
+            if ts is None
+            else min(maxes[q], io.offset_at_or_after(routes[q], ts, group=options.pull_group))
+        )
+    return out
+
+
+def _epoch_ms(value: Any) -> int | None:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return int(value.timestamp() * 1000)
+    return None
+
+
+class Pushdown:
+    """The filters a batch read applied itself (see :meth:`RocketMQBatchReader.pushFilters`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, set[Any]] = {}
+        self.offset_low = 0
+        self.offset_high: int | None = None
+        self.store_low: int | None = None
+        self.store_high: int | None = None
+        self.tags: frozenset[str] | None = None
+        self.empty = False
+
+    def _allow(self, column: str, values: set[Any]) -> None:
+        known = self.values.get(column)
+        self.values[column] = values if known is None else known & values
+
+    def add(self, f: Filter) -> bool:
+        """Take ``f`` into account; whether Spark must still evaluate it."""
+        attribute: tuple[str, ...] = getattr(f, "attribute", ())
+        if len(attribute) != 1:
+            return True
+        column = attribute[0]
+        if isinstance(f, EqualTo | In) and column in ("topic", "broker", "queue_id", "tags"):
+            values = set(f.value) if isinstance(f, In) else {f.value}
+            if column == "tags":
+                chosen = frozenset(v for v in values if isinstance(v, str))
+                self.tags = chosen if self.tags is None else self.tags & chosen
+            else:
+                self._allow(column, values)
+            return False
+        bound = getattr(f, "value", None)
+        if column == "queue_offset" and type(bound) is int:
+            if isinstance(f, GreaterThan | GreaterThanOrEqual):
+                self.offset_low = max(self.offset_low, bound + (1 if isinstance(f, GreaterThan) else 0))
+                return False
+            if isinstance(f, LessThan | LessThanOrEqual):
+                high = bound + (1 if isinstance(f, LessThanOrEqual) else 0)
+                self.offset_high = high if self.offset_high is None else min(self.offset_high, high)
+                return False
+            if isinstance(f, EqualTo):
+                self.offset_low = max(self.offset_low, bound)
+                self.offset_high = bound + 1 if self.offset_high is None else min(self.offset_high, bound + 1)
+                return False
+        if column == "store_timestamp" and (ms := _epoch_ms(bound)) is not None:
+            if isinstance(f, GreaterThan | GreaterThanOrEqual | EqualTo):
+                low = ms + (1 if isinstance(f, GreaterThan) else 0)
+                self.store_low = low if self.store_low is None else max(self.store_low, low)
+            if isinstance(f, LessThan | LessThanOrEqual | EqualTo):
+                high = ms + (0 if isinstance(f, LessThan) else 1)
+                self.store_high = high if self.store_high is None else min(self.store_high, high)
+        return True
+
+    def selects(self, q: MessageQueue) -> bool:
+        """Whether the filters leave any row of queue ``q``."""
+        if self.tags is not None and not self.tags:
+            return False
+        for column, value in (("topic", q.topic), ("broker", q.broker_name), ("queue_id", q.queue_id)):
+            allowed = self.values.get(column)
+            if allowed is not None and value not in allowed:
+                return False
+        return True
+
+    def narrow(
+        self,
+        start: Mapping[MessageQueue, int],
+        end: Mapping[MessageQueue, int],
+        at_or_after: Callable[[MessageQueue, int], int],
+    ) -> tuple[OffsetMap, OffsetMap]:
+        """The ranges cut by the offset and store-time bounds (an empty range: start = end)."""
+        begin, stop = dict(start), dict(end)
+        for q, last in end.items():
+            low = max(begin.get(q, last), self.offset_low)
+            high = last if self.offset_high is None else min(last, self.offset_high)
+            if low < high and self.store_low is not None:
+                low = max(low, at_or_after(q, self.store_low))
+            if low < high and self.store_high is not None:
+                high = min(high, at_or_after(q, self.store_high))
+            begin[q] = min(low, high)
+            stop[q] = high
+        return begin, stop
 
 
 class RocketMQBatchReader(DataSourceReader):
@@ -446,40 +721,66 @@ class RocketMQBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
+        self.columns = projection(schema)
+        self.pushed = Pushdown()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Filters on ``topic``, ``broker``, ``queue_id``, ``queue_offset`` and ``tags`` choose
+        the queues and offset ranges read (and the broker's tag filter), and Spark needs not
+        evaluate them again; ``store_timestamp`` bounds narrow the ranges through the broker's
+        offset-by-time look-up, and Spark still checks them (store times are in store order
+        only as far as the broker's clock is). Every other filter is left to Spark."""
+        for f in filters:
+            kept = self.pushed.add(f)
+            if kept:
+                yield f
+        tags = self.pushed.tags
+        if tags is not None:
+            current = self.options.tag_set
+            chosen = tags if current is None else tags & current
+            # an empty choice reads no queue at all (see Pushdown.selects)
+            self.options = replace(self.options, tags=" || ".join(sorted(chosen)) or "*")
 
     def partitions(self) -> Sequence[InputPartition]:
         planner = _Planner(self.options)
+        options = self.options
         try:
             routes = planner.routes()
             io = planner.io
             maxes = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
             mins = {q: io.call(r.addr, calls.get_min_offset(q)) for q, r in routes.items()}
+            _check_named_queues(options, routes)
+            routes = {q: r for q, r in routes.items() if self.pushed.selects(q)}
             start = resolve_start(
-                self.options.starting,
+                options.starting,
                 routes,
                 min_offset=mins.__getitem__,
                 latest=maxes.__getitem__,
-                search=lambda q, ts: io.offset_at_or_after(routes[q], ts, group=self.options.pull_group),
+                search=lambda q, ts: planner.search(routes, q, ts, maxes[q]),
             )
-            ending = self.options.ending
-            if isinstance(ending, str):
-                end = dict(maxes)
-            else:
-                end = {q: (maxes[q] if ending.get(q, -1) == -1 else min(ending[q], maxes[q])) for q in routes}
+            end = _batch_end(options, planner, routes, maxes)
             for q in routes:
-                start[q] = check_data_loss(q, start[q], mins[q], fail=self.options.fail_on_data_loss)
+                if start[q] > end[q]:
+                    raise ConfigError(
+                        f"{q.topic} {q.broker_name}:{q.queue_id} would start at {start[q]}, past its end "
+                        f"{end[q]}: check startingOffsets / endingOffsets (or their timestamps)"
+                    )
+                start[q] = check_data_loss(q, start[q], mins[q], fail=options.fail_on_data_loss)
+            start, end = self.pushed.narrow(
+                start, end, lambda q, ts: io.offset_at_or_after(routes[q], ts, group=options.pull_group)
+            )
             addrs = {q: r.addr for q, r in routes.items()}
-            parts = _partitions(start, end, addrs, self.options.max_messages_per_partition)
+            parts = _partitions(start, end, addrs, _split_size(options, start, end))
         finally:
             planner.close()
-        logger.info("rocketmq batch read of %s: %d partitions", ",".join(self.options.topics), len(parts))
+        logger.info("rocketmq batch read of %s: %d partitions", ",".join(options.topics), len(parts))
         if not parts:
             # Spark wants at least one partition; an empty range reads nothing
-            return [QueueRange(self.options.topics[0], "", 0, "", 0, 0)]
+            return [QueueRange(options.topics[0] if options.topics else "", "", 0, "", 0, 0)]
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return _read(partition, self.options)
+        return _read(partition, self.options, self.columns)
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -492,9 +793,22 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
+        self.columns = projection(schema)
         self._planner = _Planner(options)
         self._routes: dict[MessageQueue, QueueRoute] = {}
         self._target: OffsetMap | None = None
+        self._report: dict[str, Any] | None = None
+        self._last_trigger = 0.0
+        self.clock: Callable[[], float] = time.monotonic
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["clock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.clock = time.monotonic
 
     def _refresh(self) -> dict[MessageQueue, QueueRoute]:
         routes = self._planner.routes()
@@ -532,9 +846,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 ),
                 latest=latest.__getitem__,
                 search=lambda q, ts: (
-                    io.offset_at_or_after(routes[q], ts, group=self.options.pull_group)
-                    if q in routes
-                    else latest[q]
+                    self._planner.search(routes, q, ts, latest[q]) if q in routes else latest[q]
                 ),
             )
         known = from_json(start, what="stream start offset")
@@ -550,8 +862,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         routes = self._refresh()
+        if is_symbolic(start):
+            _check_named_queues(self.options, routes)  # as a batch read does, before the first batch
         io = self._planner.io
-        latest = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
+        available = {q: io.call(r.addr, calls.get_max_offset(q)) for q, r in routes.items()}
+        latest = available
         if self._target is not None:
             latest = {q: min(v, self._target.get(q, v)) for q, v in latest.items()}
         begin = self._resolve(start, latest)
@@ -560,10 +875,68 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._target is not None:
             end = {q: (begin[q] if q not in self._target else v) for q, v in end.items()}
         if is_symbolic(start) and StartingPosition.from_offset(start).kind == "latest":
+            self._report_lag(available, end)
             return to_json(end)  # the first batch of a "latest" stream reads nothing
+        if self._delay(start, begin, end):
+            self._report_lag(available, begin)
+            return start
         if isinstance(limit, ReadMaxRows):
             end = fair_limit(begin, end, limit.max_rows)
+        self._report_lag(available, end)
         return to_json(end)
+
+    def _delay(
+        self, start: Mapping[str, Any], begin: Mapping[MessageQueue, int], end: Mapping[MessageQueue, int]
+    ) -> bool:
+        """``minOffsetsPerTrigger``: hold the batch back while fewer messages than that wait and
+        the last batch is less than ``maxTriggerDelay`` ago (Kafka's rule; never under
+        ``Trigger.AvailableNow``, never for the first batch)."""
+        least = self.options.min_offsets_per_trigger
+        now = self.clock()
+        if least is None or self._target is not None or is_symbolic(start):
+            self._last_trigger = now
+            return False
+        waiting = sum(max(0, end[q] - begin.get(q, end[q])) for q in end)
+        if waiting < least and now - self._last_trigger < self.options.max_trigger_delay:
+            return True
+        self._last_trigger = now
+        return False
+
+    def _report_lag(
+        self, available: Mapping[MessageQueue, int], consumed: Mapping[MessageQueue, int]
+    ) -> None:
+        """What :meth:`reportLatestOffset` shows: the queues' latest offsets and, under the
+        ``$metrics`` key, how far the batch's end is behind them (Kafka's min / avg / max
+        ``OffsetsBehindLatest``) and, with ``group``, how far the group's committed offsets are."""
+        behind = [max(0, available[q] - consumed.get(q, available[q])) for q in available]
+        metrics: dict[str, str] = {
+            "minOffsetsBehindLatest": str(min(behind, default=0)),
+            "avgOffsetsBehindLatest": f"{(sum(behind) / len(behind)) if behind else 0.0:.1f}",
+            "maxOffsetsBehindLatest": str(max(behind, default=0)),
+        }
+        group = self.options.group
+        if group is not None:
+            io = self._planner.io
+            lag = 0
+            for q, top in available.items():
+                route = self._routes.get(q)
+                if route is None:
+                    continue
+                try:
+                    committed = io.call(route.addr, calls.query_consumer_offset(group, q))
+                except RocketQError:
+                    committed = None
+                lag += top - (committed if committed is not None and committed >= 0 else 0)
+            metrics["groupOffsetsBehindLatest"] = str(lag)
+        report: dict[str, Any] = to_json(available)
+        report[METRICS_KEY] = metrics
+        self._report = report
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The queues' latest offsets as of the last :meth:`latestOffset`, with the lag metrics
+        under ``$metrics`` (PySpark lets a Python source fill ``latestOffset`` in a query's
+        progress, not its ``metrics``)."""
+        return self._report
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         end_map = from_json(end, what="stream end offset")
@@ -575,10 +948,10 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         missing = sorted(q for q in end_map if q not in addrs and begin.get(q, 0) < end_map[q])
         if missing:
             raise RocketQError(f"no broker address for queues {missing}: they left the topic's route")
-        return _partitions(begin, end_map, addrs, self.options.max_messages_per_partition)
+        return _partitions(begin, end_map, addrs, _split_size(self.options, begin, end_map))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        return _read(partition, self.options)
+        return _read(partition, self.options, self.columns)
 
     def commit(self, end: dict[str, Any]) -> None:
         group = self.options.group

@@ -20,38 +20,34 @@ column              type                   value
 ``properties``      map<string,string>     every property as stored (``TAGS``, ``KEYS`` included)
 ==================  =====================  ==========================================================
 
-Options (keys are case-insensitive; see docs/spark.md for the whole story):
+Options (keys are case-insensitive; docs/spark.md has the table, and Kafka's options one by one):
 
-* ``namesrv`` — name servers, ``host:port`` separated by ``;`` (else ``NAMESRV_ADDR``);
-* ``topic`` — one topic, or several separated by commas (reads); the default topic (writes);
-* ``startingOffsets`` — ``earliest`` (batch default), ``latest`` (stream default) or offsets JSON
-  ``{"topic": {"broker-a": {"0": 42}}}`` (``-2`` earliest, ``-1`` latest; queues left out start
-  at earliest); ``startingTimestamp`` (epoch ms) takes precedence over it;
-* ``endingOffsets`` — batch only: ``latest`` (default) or offsets JSON (``-1`` latest);
-* ``tags`` — a tag expression (``*``, ``TagA || TagB``): the broker filters by tag hash, the
-  reader by exact tag, as a RocketMQ consumer does;
-* ``maxOffsetsPerTrigger`` — stream only: at most this many messages per micro-batch, shared
-  fairly across queues;
-* ``failOnDataLoss`` — ``true`` (default): fail when messages to read were removed by retention;
-  ``false``: log a warning and skip them;
-* ``pullBatchSize`` — messages per pull (default 4096); ``pullBatchBytes`` — bytes per pull
-  (default 1 MiB): rocketq's broker answers such bulk pulls, a RocketMQ broker caps each pull at
-  its own 32 messages / 256 KiB and the reader adapts;
-* ``maxMessagesPerPartition`` — a queue's range is split into input partitions of at most this
-  many offsets (default 100000);
-* ``group`` — a consumer group: pulls are made in its name, and a stream's committed progress is
-  stored as the group's offsets on the brokers (so ``rocketq group progress`` shows its lag);
-* writes: ``producerGroup`` (default ``rocketq-spark-producer``), ``sendBatchSize`` (messages per
-  ``SEND_BATCH_MESSAGE``, default 128) and ``sendBatchBytes`` (default 1 MiB);
-* ``timeout`` — seconds to wait for a broker's answer (default 10).
+* where: ``namesrv`` (name servers, else ``NAMESRV_ADDR``), ``topic`` / ``subscribe`` (a comma
+  list), ``subscribePattern`` (a regular expression over the name server's topics), ``assign``
+  (``{"T": {"broker-a": [0, 1]}}``);
+* from: ``startingOffsets`` (``earliest``, ``latest`` in streams, offsets JSON
+  ``{"topic": {"broker-a": {"0": 42}}}`` with -2/-1), ``startingTimestamp``,
+  ``startingOffsetsByTimestamp`` and ``startingOffsetsByTimestampStrategy`` (``error`` / ``latest``);
+* to (batch reads): ``endingOffsets``, ``endingTimestamp``, ``endingOffsetsByTimestamp``;
+* how much (streams): ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` with ``maxTriggerDelay``;
+* how: ``tags``, ``failOnDataLoss``, ``minPartitions``, ``pullBatchSize``, ``pullBatchBytes``,
+  ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``;
+* writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``.
+
+Every option that does not depend on batch vs stream (or read vs write) is checked when Spark
+creates the source, at ``load()``: :func:`parse_options` raises one line naming the option in
+this spelling and the values it accepts.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, NoReturn
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -59,12 +55,22 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    InputPartition,
 )
+from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
 from rocketq.client.config import resolve_namesrv
 from rocketq.errors import ConfigError
-from rocketq.spark.offsets import OffsetMap, StartingPosition, parse_offsets_option
+from rocketq.models import MessageQueue
+from rocketq.spark.offsets import (
+    EARLIEST,
+    LATEST,
+    OffsetMap,
+    StartingPosition,
+    parse_offsets_option,
+    queue_name,
+)
 from rocketq.spark.reader import RocketMQBatchReader, RocketMQStreamReader
 from rocketq.spark.writer import RocketMQStreamWriter, RocketMQWriter
 
@@ -88,30 +94,68 @@ DEFAULT_PULL_GROUP: Final = "rocketq_spark_reader"
 """The consumer group pulls are made in when no ``group`` option is given."""
 DEFAULT_PRODUCER_GROUP: Final = "rocketq-spark-producer"
 
-_KNOWN: Final = frozenset(
-    {
-        "namesrv",
-        "topic",
-        "startingoffsets",
-        "endingoffsets",
-        "startingtimestamp",
-        "tags",
-        "maxoffsetspertrigger",
-        "failondataloss",
-        "pullbatchsize",
-        "pullbatchbytes",
-        "maxmessagesperpartition",
-        "group",
-        "producergroup",
-        "sendbatchsize",
-        "sendbatchbytes",
-        "timeout",
-        "arrowbatches",
-        # options Spark itself (or users by habit) pass to every source and sink
-        "path",
-        "checkpointlocation",
-    }
+_NAMES: Final = (
+    "namesrv",
+    "nameServer",
+    "topic",
+    "subscribe",
+    "subscribePattern",
+    "assign",
+    "startingOffsets",
+    "endingOffsets",
+    "startingTimestamp",
+    "endingTimestamp",
+    "startingOffsetsByTimestamp",
+    "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "tags",
+    "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
+    "minPartitions",
+    "failOnDataLoss",
+    "pullBatchSize",
+    "pullBatchBytes",
+    "maxMessagesPerPartition",
+    "maxRecordsPerPartition",
+    "group",
+    "producerGroup",
+    "sendBatchSize",
+    "sendBatchBytes",
+    "exactlyOnce",
+    "timeout",
+    "arrowBatches",
+    # options Spark itself (or users by habit) pass to every source and sink
+    "path",
+    "checkpointLocation",
 )
+"""Every option, in rocketq's spelling (Spark hands a data source its keys lower-cased)."""
+OPTION_NAMES: Final = {name.lower(): name for name in _NAMES}
+ALIASES: Final = {"nameserver": "namesrv", "maxrecordsperpartition": "maxmessagesperpartition"}
+"""Other connectors' names for an option (rocketmq-spark's ``nameServer``, Kafka's
+``maxRecordsPerPartition``), read as rocketq's (``subscribe`` is handled with ``topic``)."""
+
+KAFKA_ONLY: Final = {
+    "kafka.bootstrap.servers": "use 'namesrv' (name servers, host:port separated by ';')",
+    "kafka.group.id": "use 'group'",
+    "groupidprefix": "use 'group' (a stream's progress is stored as that group's offsets)",
+    "includeheaders": "the 'properties' column always holds every property",
+    "kafkaconsumer.polltimeoutms": "use 'timeout' (seconds)",
+    "fetchoffset.numretries": "rocketq asks each broker once per plan (see 'timeout')",
+    "fetchoffset.retryintervalms": "rocketq asks each broker once per plan (see 'timeout')",
+    "maxoffsetspertrigger.bytes": "no byte limit: use 'maxOffsetsPerTrigger'",
+    "key.serializer": "keys are strings: the 'key' / 'keys' columns",
+    "value.serializer": "bodies are bytes or UTF-8 strings: the 'body' (or 'value') column",
+    "key.deserializer": "the 'keys' column is a string",
+    "value.deserializer": "the 'body' column is binary",
+}
+"""Kafka options with no RocketMQ meaning, and what to use instead (the unknown-option error)."""
+
+DEFAULT_MAX_TRIGGER_DELAY: Final = 15 * 60.0
+"""Kafka's ``maxTriggerDelay`` default (15 minutes), in seconds."""
+
+_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNITS: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,9 +165,17 @@ class SourceOptions:
     namesrv: tuple[str, ...]
     topics: tuple[str, ...]
     starting: StartingPosition
+    topic_pattern: str | None = None
+    assign: frozenset[MessageQueue] | None = None
     ending: str | OffsetMap = "latest"
+    ending_timestamp: int | None = None
+    ending_timestamps: OffsetMap | None = None
+    timestamp_strategy: str = "error"
     tags: str = "*"
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay: float = DEFAULT_MAX_TRIGGER_DELAY
+    min_partitions: int | None = None
     fail_on_data_loss: bool = True
     pull_batch_size: int = 4096
     pull_batch_bytes: int = 1 << 20
@@ -132,6 +184,7 @@ class SourceOptions:
     producer_group: str = DEFAULT_PRODUCER_GROUP
     send_batch_size: int = 128
     send_batch_bytes: int = 1 << 20
+    exactly_once: bool = True
     timeout: float = 10.0
     arrow_batches: bool = True
 
@@ -148,83 +201,249 @@ class SourceOptions:
         return frozenset(t.strip() for t in expr.split("||") if t.strip())
 
 
-def _int(options: Mapping[str, str], key: str, name: str, default: int, low: int = 1) -> int:
+def _int(options: Mapping[str, str], key: str, default: int, low: int = 1) -> int:
     raw = options.get(key)
+    name = OPTION_NAMES[key]
     if raw is None:
         return default
     try:
         value = int(raw.strip())
     except ValueError:
-        raise ConfigError(f"option {name!r} must be an integer, got {raw!r}") from None
+        raise ConfigError(f"option {name!r} must be an integer >= {low}, got {raw!r}") from None
     if value < low:
-        raise ConfigError(f"option {name!r} must be >= {low}, got {value}")
+        raise ConfigError(f"option {name!r} must be an integer >= {low}, got {value}")
     return value
 
 
-def _bool(options: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     raw = options.get(key)
     if raw is None:
         return default
     value = raw.strip().lower()
     if value not in ("true", "false"):
-        raise ConfigError(f"option {name!r} must be true or false, got {raw!r}")
+        raise ConfigError(f"option {OPTION_NAMES[key]!r} must be true or false, got {raw!r}")
     return value == "true"
 
 
+def parse_duration(text: str, option: str) -> float:
+    """Seconds of a Spark-style duration (``15m``, ``30s``, ``500ms``, ``1h``; a bare number is
+    milliseconds, as Spark's ``timeStringAsMs`` reads it)."""
+    m = _DURATION.match(text)
+    if m is None:
+        raise ConfigError(f"option {option!r} must be a duration like 500ms, 30s, 15m or 1h, got {text!r}")
+    return float(m.group(1)) * _UNITS[(m.group(2) or "ms").lower()]
+
+
+def _unknown(key: str) -> str:
+    hint = KAFKA_ONLY.get(key)
+    if hint is not None:
+        return f"{key!r} is a Kafka option with no RocketMQ meaning: {hint}"
+    close = difflib.get_close_matches(key, list(OPTION_NAMES), n=1, cutoff=0.75)
+    guess = f" (did you mean {OPTION_NAMES[close[0]]!r}?)" if close else ""
+    return f"{key!r}{guess}"
+
+
+def _timestamps_option(opts: Mapping[str, str], key: str) -> OffsetMap:
+    value = parse_offsets_option(opts[key], OPTION_NAMES[key], allowed=())
+    assert not isinstance(value, str)
+    bad = sorted(queue_name(q) for q, ts in value.items() if ts < 0)
+    if bad:
+        raise ConfigError(f"option {OPTION_NAMES[key]!r} holds negative timestamps for {', '.join(bad)}")
+    return value
+
+
+def parse_assign(text: str) -> frozenset[MessageQueue]:
+    """The queues of an ``assign`` option: ``{"T": {"broker-a": [0, 1]}}`` (Kafka's
+    ``{"T": [0, 1]}`` with the broker level RocketMQ queues have)."""
+    shape = 'JSON like {"T": {"broker-a": [0, 1]}}'
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"option 'assign' must be {shape}: {exc}") from None
+    if not isinstance(obj, dict) or not obj:
+        raise ConfigError(f"option 'assign' must be {shape}")
+    out: set[MessageQueue] = set()
+    for topic, brokers in obj.items():
+        if not isinstance(brokers, dict) or not brokers:
+            raise ConfigError(f"option 'assign': topic {topic!r} must map broker names to lists of queue ids")
+        for broker, ids in brokers.items():
+            if not isinstance(ids, list) or not ids or any(type(i) is not int or i < 0 for i in ids):
+                raise ConfigError(f"option 'assign': {topic}/{broker} must be a list of queue ids >= 0")
+            out.update(MessageQueue(topic, broker, i) for i in ids)
+    return frozenset(out)
+
+
 def parse_options(
-    options: Mapping[str, str], *, streaming: bool = False, writing: bool = False
+    options: Mapping[str, str], *, streaming: bool | None = False, writing: bool = False
 ) -> SourceOptions:
-    """Check and parse the options of a read (``streaming`` or batch) or a write.
+    """Check and parse the options of a read (``streaming`` or batch) or a write; with
+    ``streaming=None`` (the data source being created at ``load()``, mode unknown), every check
+    that does not depend on the mode.
 
     Keys are matched case-insensitively. Every problem raises :class:`~rocketq.errors.ConfigError`
-    naming the option.
+    naming the option (in rocketq's spelling) and the values it accepts.
     """
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
-    unknown = sorted(set(opts) - _KNOWN)
+    unknown = sorted(set(opts) - set(OPTION_NAMES))
     if unknown:
         raise ConfigError(
-            f"unknown option(s) {', '.join(map(repr, unknown))} for the rocketmq data source "
-            "(see docs/spark.md for the options)"
+            f"unknown option {'; '.join(_unknown(k) for k in unknown)} for the rocketmq data source "
+            "(docs/spark.md lists the options)"
         )
+    for alias, name in ALIASES.items():
+        if alias in opts:
+            if name in opts:
+                raise ConfigError(
+                    f"options {OPTION_NAMES[name]!r} and {OPTION_NAMES[alias]!r} are the same: "
+                    "give one of them"
+                )
+            opts[name] = opts.pop(alias)
+    reading = not writing
+    batch = streaming is False and reading
+    stream = streaming is True
     namesrv_text = opts.get("namesrv") or os.environ.get("NAMESRV_ADDR")
     if not namesrv_text or not namesrv_text.strip():
         raise ConfigError("no name server: set the 'namesrv' option or the NAMESRV_ADDR environment variable")
-    namesrv = resolve_namesrv(namesrv_text)
-    topics = tuple(t.strip() for t in opts.get("topic", "").split(",") if t.strip())
-    if not topics and not writing:
-        raise ConfigError("option 'topic' is required: one topic or several separated by commas")
+    try:
+        namesrv = resolve_namesrv(namesrv_text)
+    except ConfigError as exc:
+        raise ConfigError(f"option 'namesrv': {exc} (name servers separated by ';')") from None
+
+    if "topic" in opts and "subscribe" in opts:
+        raise ConfigError("options 'topic' and 'subscribe' are the same: give one of them")
+    topic_text = opts.get("topic", opts.get("subscribe", ""))
+    topics = tuple(t.strip() for t in topic_text.split(",") if t.strip())
+    pattern: str | None = None
+    assign: frozenset[MessageQueue] | None = None
+    subscribers = [n for n in ("topic", "subscribe", "subscribepattern", "assign") if n in opts]
+    if "subscribepattern" in opts:
+        pattern = opts["subscribepattern"].strip()
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"option 'subscribePattern' is not a regular expression: {exc}") from None
+        if not pattern:
+            raise ConfigError("option 'subscribePattern' must be a non-empty regular expression")
+    if "assign" in opts:
+        assign = parse_assign(opts["assign"])
+    if reading and len(subscribers) > 1:
+        raise ConfigError(
+            "give one of the options 'topic' (or 'subscribe'), 'subscribePattern' and 'assign', got "
+            + ", ".join(OPTION_NAMES[n] for n in subscribers)
+        )
+    if reading and not subscribers:
+        raise ConfigError(
+            "option 'topic' is required: one topic or several separated by commas "
+            "(or 'subscribePattern' / 'assign')"
+        )
+    if "topic" in opts and not topics and reading:
+        raise ConfigError("option 'topic' names no topic: one topic or several separated by commas")
     if writing and len(topics) > 1:
         raise ConfigError("option 'topic' of a write names one topic, got several")
+    if assign is not None:
+        topics = tuple(sorted({q.topic for q in assign}))
+    known_topics = None if pattern is not None else set(topics)
+
+    def check_topics(what: str, queues: Iterable[MessageQueue]) -> None:
+        unlisted = {q.topic for q in queues} - known_topics if known_topics is not None else set()
+        if unlisted:
+            raise ConfigError(f"option {what!r} names topics not read: {sorted(unlisted)}")
+        if assign is not None:
+            extra = sorted(queue_name(q) for q in queues if q not in assign)
+            if extra:
+                raise ConfigError(f"option {what!r} names queues not in 'assign': {', '.join(extra)}")
 
     starting: StartingPosition
+    starters = [n for n in ("startingoffsetsbytimestamp", "startingtimestamp") if n in opts]
+    if len(starters) > 1:
+        raise ConfigError("give one of 'startingTimestamp' and 'startingOffsetsByTimestamp'")
     if "startingtimestamp" in opts:
-        ts = _int(opts, "startingtimestamp", "startingTimestamp", 0, low=0)
+        ts = _int(opts, "startingtimestamp", 0, low=0)
         starting = StartingPosition("timestamp", timestamp=ts)
+    elif "startingoffsetsbytimestamp" in opts:
+        per_queue = _timestamps_option(opts, "startingoffsetsbytimestamp")
+        check_topics("startingOffsetsByTimestamp", per_queue)
+        starting = StartingPosition("timestamps", offsets=per_queue)
     else:
-        parsed = parse_offsets_option(
-            opts.get("startingoffsets", "latest" if streaming else "earliest"), "startingOffsets"
-        )
-        if isinstance(parsed, str):
-            starting = StartingPosition("earliest" if parsed == "earliest" else "latest")
+        default = "latest" if stream else "earliest"
+        parsed_start = parse_offsets_option(opts.get("startingoffsets", default), "startingOffsets")
+        if isinstance(parsed_start, str):
+            if parsed_start == "latest" and batch:
+                raise ConfigError(
+                    "option 'startingOffsets' cannot be latest in a batch read (it would read nothing): "
+                    "use earliest, offsets JSON or a timestamp"
+                )
+            starting = StartingPosition("earliest" if parsed_start == "earliest" else "latest")
         else:
-            unlisted = {q.topic for q in parsed} - set(topics)
-            if unlisted:
-                raise ConfigError(f"option 'startingOffsets' names topics not in 'topic': {sorted(unlisted)}")
-            starting = StartingPosition("offsets", offsets=parsed)
+            check_topics("startingOffsets", parsed_start)
+            if batch and any(v == LATEST for v in parsed_start.values()):
+                raise ConfigError("option 'startingOffsets' cannot use -1 (latest) in a batch read")
+            starting = StartingPosition("offsets", offsets=parsed_start)
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise ConfigError(
+            f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got "
+            f"{opts['startingoffsetsbytimestampstrategy']!r}"
+        )
 
     ending: str | OffsetMap = "latest"
+    enders = [n for n in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp") if n in opts]
+    if stream and enders:
+        raise ConfigError(f"option {OPTION_NAMES[enders[0]]!r} applies to batch reads only")
+    if len(enders) > 1:
+        raise ConfigError(
+            "give one of 'endingOffsets', 'endingTimestamp' and 'endingOffsetsByTimestamp', got "
+            + ", ".join(OPTION_NAMES[n] for n in enders)
+        )
+    ending_timestamp: int | None = None
+    ending_timestamps: OffsetMap | None = None
     if "endingoffsets" in opts:
-        if streaming:
-            raise ConfigError("option 'endingOffsets' applies to batch reads only")
         ending = parse_offsets_option(opts["endingoffsets"], "endingOffsets", allowed=("latest",))
-        if not isinstance(ending, str) and any(v == -2 for v in ending.values()):
-            raise ConfigError("option 'endingOffsets' cannot use -2 (earliest)")
+        if not isinstance(ending, str):
+            if any(v == EARLIEST for v in ending.values()):
+                raise ConfigError("option 'endingOffsets' cannot use -2 (earliest)")
+            check_topics("endingOffsets", ending)
+            if starting.kind == "offsets":
+                for q, end in ending.items():
+                    begin = starting.offsets.get(q, EARLIEST)
+                    if end != LATEST and begin >= 0 and begin > end:
+                        raise ConfigError(
+                            f"options 'startingOffsets' and 'endingOffsets': {queue_name(q)} would start "
+                            f"at {begin}, past its end {end}"
+                        )
+    elif "endingtimestamp" in opts:
+        ending_timestamp = _int(opts, "endingtimestamp", 0, low=0)
+    elif "endingoffsetsbytimestamp" in opts:
+        ending_timestamps = _timestamps_option(opts, "endingoffsetsbytimestamp")
+        check_topics("endingOffsetsByTimestamp", ending_timestamps)
+    if (
+        starting.kind == "timestamp"
+        and ending_timestamp is not None
+        and starting.timestamp is not None
+        and starting.timestamp > ending_timestamp
+    ):
+        raise ConfigError(
+            f"options 'startingTimestamp' ({starting.timestamp}) and 'endingTimestamp' "
+            f"({ending_timestamp}): the start is past the end"
+        )
 
     max_per_trigger: int | None = None
+    min_per_trigger: int | None = None
+    for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"):
+        if batch and key in opts:
+            raise ConfigError(f"option {OPTION_NAMES[key]!r} applies to streaming reads only")
     if "maxoffsetspertrigger" in opts:
-        if not streaming:
-            raise ConfigError("option 'maxOffsetsPerTrigger' applies to streaming reads only")
-        max_per_trigger = _int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", 0)
+        max_per_trigger = _int(opts, "maxoffsetspertrigger", 0)
+    if "minoffsetspertrigger" in opts:
+        min_per_trigger = _int(opts, "minoffsetspertrigger", 0)
+        if max_per_trigger is not None and min_per_trigger > max_per_trigger:
+            raise ConfigError(
+                f"option 'minOffsetsPerTrigger' ({min_per_trigger}) is over 'maxOffsetsPerTrigger' "
+                f"({max_per_trigger})"
+            )
+    max_delay = DEFAULT_MAX_TRIGGER_DELAY
+    if "maxtriggerdelay" in opts:
+        max_delay = parse_duration(opts["maxtriggerdelay"], "maxTriggerDelay")
 
     tags = opts.get("tags", "*").strip() or "*"
     group = opts.get("group", "").strip() or None
@@ -232,39 +451,53 @@ def parse_options(
     try:
         timeout = float(timeout_raw)
     except ValueError:
-        raise ConfigError(f"option 'timeout' must be a number of seconds, got {timeout_raw!r}") from None
+        raise ConfigError(f"option 'timeout' must be a number of seconds > 0, got {timeout_raw!r}") from None
     if not timeout > 0:
-        raise ConfigError(f"option 'timeout' must be > 0, got {timeout_raw!r}")
+        raise ConfigError(f"option 'timeout' must be a number of seconds > 0, got {timeout_raw!r}")
     return SourceOptions(
         namesrv=namesrv,
         topics=topics,
         starting=starting,
+        topic_pattern=pattern,
+        assign=assign,
         ending=ending,
+        ending_timestamp=ending_timestamp,
+        ending_timestamps=ending_timestamps,
+        timestamp_strategy=strategy,
         tags=tags,
         max_offsets_per_trigger=max_per_trigger,
-        fail_on_data_loss=_bool(opts, "failondataloss", "failOnDataLoss", True),
-        pull_batch_size=_int(opts, "pullbatchsize", "pullBatchSize", 4096),
-        pull_batch_bytes=_int(opts, "pullbatchbytes", "pullBatchBytes", 1 << 20),
-        max_messages_per_partition=_int(opts, "maxmessagesperpartition", "maxMessagesPerPartition", 100_000),
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay=max_delay,
+        min_partitions=_int(opts, "minpartitions", 0) if "minpartitions" in opts else None,
+        fail_on_data_loss=_bool(opts, "failondataloss", True),
+        pull_batch_size=_int(opts, "pullbatchsize", 4096),
+        pull_batch_bytes=_int(opts, "pullbatchbytes", 1 << 20),
+        max_messages_per_partition=_int(opts, "maxmessagesperpartition", 100_000),
         group=group,
         producer_group=opts.get("producergroup", "").strip() or DEFAULT_PRODUCER_GROUP,
-        send_batch_size=_int(opts, "sendbatchsize", "sendBatchSize", 128),
-        send_batch_bytes=_int(opts, "sendbatchbytes", "sendBatchBytes", 1 << 20),
+        send_batch_size=_int(opts, "sendbatchsize", 128),
+        send_batch_bytes=_int(opts, "sendbatchbytes", 1 << 20),
+        exactly_once=_bool(opts, "exactlyonce", True),
         timeout=timeout,
-        arrow_batches=_bool(opts, "arrowbatches", "arrowBatches", True),
+        arrow_batches=_bool(opts, "arrowbatches", True),
     )
 
 
 class RocketMQDataSource(DataSource):
     """``format("rocketmq")``: read and write RocketMQ topics, batch and streaming.
 
-    Register it with :func:`rocketq.spark.register`. The options are parsed (and checked) when
+    Register it with :func:`rocketq.spark.register`. Spark creates it at ``load()``: the options
+    that do not depend on batch vs stream (or read vs write) are checked there, the rest when
     Spark asks for a reader or writer, on the driver.
     """
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         self.options = options
+        try:
+            parse_options(options, streaming=None, writing="topic" not in _lower(options))
+        except ConfigError as exc:
+            raise ConfigError(str(exc)) from None  # one frame in the traceback Spark prints
 
     @classmethod
     def name(cls) -> str:
@@ -274,13 +507,59 @@ class RocketMQDataSource(DataSource):
         return SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQBatchReader(parse_options(self.options), schema)
+        return RocketMQBatchReader(_checked(self.options, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return RocketMQStreamReader(parse_options(self.options, streaming=True), schema)
+        try:
+            return RocketMQStreamReader(parse_options(self.options, streaming=True), schema)
+        except ConfigError as exc:
+            # raised from here, PySpark's stream runner hides it behind its own UnboundLocalError
+            return _RefusedStreamReader(str(exc))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RocketMQWriter(parse_options(self.options, writing=True), schema)
+        _no_overwrite(overwrite)
+        return RocketMQWriter(_checked(self.options, writing=True), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RocketMQStreamWriter(parse_options(self.options, writing=True), schema)
+        _no_overwrite(overwrite)
+        return RocketMQStreamWriter(_checked(self.options, writing=True), schema)
+
+
+def _lower(options: Mapping[str, str]) -> set[str]:
+    return {str(k).lower() for k in options}
+
+
+def _checked(options: Mapping[str, str], *, streaming: bool = False, writing: bool = False) -> SourceOptions:
+    try:
+        return parse_options(options, streaming=streaming, writing=writing)
+    except ConfigError as exc:
+        raise ConfigError(str(exc)) from None  # one frame in the traceback Spark prints
+
+
+def _no_overwrite(overwrite: bool) -> None:
+    if overwrite:
+        raise ConfigError(
+            "save mode 'overwrite' is not supported: a RocketMQ topic is append-only (use mode('append'))"
+        )
+
+
+class _RefusedStreamReader(DataSourceStreamReader):
+    """A stream whose options were refused: every call raises the one-line error."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def _fail(self) -> NoReturn:
+        raise ConfigError(self.message)
+
+    def initialOffset(self) -> dict[str, Any]:
+        self._fail()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        self._fail()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        self._fail()
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        self._fail()

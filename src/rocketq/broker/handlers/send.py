@@ -22,6 +22,14 @@ store's synchronous append:
   no fsync within ``sync_flush_timeout`` answers FLUSH_DISK_TIMEOUT (the message is stored, as
   in RocketMQ).
 
+**Stored once (rocketq's extension).** A ``SEND_BATCH_MESSAGE`` whose header carries the field
+``rqUniqWindow`` (seconds; RocketMQ's broker ignores fields it does not know) asks for its messages
+to be stored once: a message whose ``UNIQ_KEY`` the topic already holds, stored within that
+window, is dropped, found through the message index (the look-up ``QUERY_MESSAGE`` makes). The
+answer's ``msgId`` lists only the records stored (empty, with ``queueOffset`` -1, when every one
+was a copy). The check and the append run under one lock, so two copies sent at once are stored
+once too. The Spark writer uses it for exactly-once writes (docs/spark.md).
+
 Store failures are answers, not crashes: an oversized message MESSAGE_ILLEGAL, a full disk or a
 store that stopped accepting writes SERVICE_NOT_AVAILABLE, another write error SYSTEM_ERROR.
 
@@ -37,6 +45,8 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
@@ -107,6 +117,10 @@ _V1_CODES: Final = frozenset({int(RequestCode.SEND_MESSAGE), int(RequestCode.SEN
 _SEND_BATCH: Final = int(RequestCode.SEND_BATCH_MESSAGE)
 _MULTI_TAG: Final = TopicFilterType.MULTI_TAG
 _ROCKETMQ: Final = SerializeType.ROCKETMQ
+UNIQ_WINDOW_FIELD: Final = "rqUniqWindow"
+"""Header field of a batch send asking for its messages to be stored once (seconds of window)."""
+MAX_UNIQ_WINDOW: Final = 7 * 24 * 3600
+"""The longest window honoured (a week): older copies are looked for no further."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -144,6 +158,7 @@ class SendProcessor:
         self._hosts: dict[RemotingConnection, HostPort] = {}
         self._reject_transactions = cfg.reject_transaction_message
         self._max_size = broker.config.max_message_size
+        self._once_lock = threading.Lock()
 
     def handlers(self) -> dict[int, object]:
         return {
@@ -395,8 +410,9 @@ class SendProcessor:
         header_props[_CLUSTER] = self._cluster
         batch_props = java_properties_string(header_props, max_entries)
         wait = header_props.get(_WAIT) != "false"
+        window = _uniq_window(request.ext_fields.get(UNIQ_WINDOW_FIELD))
         store = functools.partial(
-            self._store_batch,
+            self._store_batch_once if window else self._store_batch,
             request.body,
             topic,
             queue_id,
@@ -404,6 +420,7 @@ class SendProcessor:
             h.born_timestamp,
             self.born_host(conn),
             batch_props,
+            **({"window": window} if window else {}),
         )
         # a batch costs by its records (about 12 µs each to decode, encode and append): a few
         # hundred are cheaper inline than handed to the worker thread, however large their bodies
@@ -416,7 +433,8 @@ class SendProcessor:
                 request, lambda: self._large_batch(conn, request, topic, queue_id, store, wait), in_turn=False
             )
         put, ids = store()
-        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
+        if put.message_count:
+            self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
         return self._respond(conn, request, put, queue_id, ids, wait)
 
     async def _large_batch(
@@ -431,7 +449,8 @@ class SendProcessor:
         """A batch over the offload threshold: decoded, encoded and appended on the worker thread
         (the store may be called from any thread), answered on the loop."""
         put, ids = await conn.off_loop(store)
-        self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
+        if put.message_count:
+            self._b.stats.on_put(topic, put.message_count, put.wrote_bytes, put.store_timestamp)
         return self._respond(conn, request, put, queue_id, ids, wait)
 
     def _store_batch(
@@ -443,9 +462,13 @@ class SendProcessor:
         born_timestamp: int,
         born_host: HostPort,
         batch_props: str,
+        *,
+        window: int = 0,
     ) -> tuple[PutResult, str]:
         """Decode a batch, encode its stored records, append them; the put and the ids of its
-        messages. Thread-safe: touches only the store (thread-safe) and this call's values."""
+        messages. Thread-safe: touches only the store (thread-safe) and this call's values.
+        With ``window`` (seconds), the records whose ``UNIQ_KEY`` the topic holds already are left
+        out (see the module docstring); the caller holds the lock that makes it atomic."""
         limit = self._b.config.max_message_size
         if len(body) > limit:  # refused before any record is decoded
             raise _too_big("batch body", len(body), limit)
@@ -477,6 +500,13 @@ class SendProcessor:
                 f"the batch is illegal: {total} bytes stored, over the broker's maxMessageSize "
                 f"of {limit} bytes",
             )
+        if window:
+            keep = self._not_stored(topic, properties, window)
+            if len(keep) < len(records):
+                if not keep:
+                    return PutResult(-1, -1, 0, 0, 0, ()), ""
+                records = [records[i] for i in keep]
+                properties = [properties[i] for i in keep]
         tags = MessageConst.TAGS
         codes = [tags_code(p.get(tags)) for p in properties]
         try:
@@ -484,6 +514,31 @@ class SendProcessor:
         except (StoreError, ConfigError, OSError) as exc:
             raise _store_failure(exc) from None
         return put, ",".join([self.msg_id(o) for o in put.commit_log_offsets])
+
+    def _store_batch_once(self, *args: object, window: int) -> tuple[PutResult, str]:
+        """:meth:`_store_batch` with copies left out, under the lock that makes the look-up and
+        the append one step (two copies sent at once are stored once)."""
+        with self._once_lock:
+            return self._store_batch(*args, window=window)  # type: ignore[arg-type]
+
+    def _not_stored(self, topic: str, properties: list[dict[str, str]], window: int) -> list[int]:
+        """Indexes of the messages whose unique key ``topic`` does not hold from the last
+        ``window`` seconds (nor an earlier message of the same batch)."""
+        store = self._b.store
+        now = int(time.time() * 1000)
+        begin = now - window * 1000
+        seen: set[str] = set()
+        keep: list[int] = []
+        for i, props in enumerate(properties):
+            key = props.get(MessageConst.UNIQ_KEY)
+            if key is None:
+                keep.append(i)
+                continue
+            if key in seen or store.query_message(topic, key, 1, begin, now + 60_000).messages:
+                continue
+            seen.add(key)
+            keep.append(i)
+        return keep
 
     def _respond(
         self,
@@ -620,6 +675,16 @@ class SendProcessor:
             return response
         self._after_flush(conn, request, put, response)
         return None
+
+
+def _uniq_window(raw: str | None) -> int:
+    """Seconds of a batch's ``rqUniqWindow`` field (0: absent or not a positive number)."""
+    if not raw:
+        return 0
+    try:
+        return max(0, min(int(raw), MAX_UNIQ_WINDOW))
+    except ValueError:
+        return 0
 
 
 def topic_not_exist_remark(topic: str, *, pull: bool = False) -> str:
