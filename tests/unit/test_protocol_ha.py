@@ -26,15 +26,16 @@ OFFSETS = st.integers(min_value=0, max_value=2**63 - 1)
 def test_golden_transfer_layout() -> None:
     # WriteSocketService: putLong(thisOffset), putInt(size), then the mapped bytes
     frame = encode_transfer(0x0102030405060708, b"\xca\xfe")
-    assert frame == bytes.fromhex("0102030405060708" "00000002" "cafe")
-    assert HA_HEADER_SIZE == 12 and HA_TRANSFER_BATCH_SIZE == 32768
+    assert frame == bytes.fromhex("010203040506070800000002cafe")
+    assert HA_HEADER_SIZE == 12
+    assert HA_TRANSFER_BATCH_SIZE == 32768
 
 
 def test_golden_heartbeat_layout() -> None:
     # a heartbeat: putLong(nextTransferFromWhere), putInt(0), no body
-    assert encode_transfer(1 << 30) == bytes.fromhex("0000000040000000" "00000000")
+    assert encode_transfer(1 << 30) == bytes.fromhex("000000004000000000000000")
     dec = TransferDecoder()
-    dec.receive_data(bytes.fromhex("0000000040000000" "00000000"))
+    dec.receive_data(bytes.fromhex("000000004000000000000000"))
     assert dec.next_transfer() == Transfer(1 << 30, b"")
     assert Transfer(1 << 30, b"").is_heartbeat
 
@@ -108,7 +109,8 @@ def test_garbage_either_decodes_waits_or_raises(garbage: bytes) -> None:
     dec.receive_data(garbage)
     try:
         while (t := dec.next_transfer()) is not None:
-            assert t.offset >= 0 and len(t.body) <= 64
+            assert t.offset >= 0
+            assert len(t.body) <= 64
     except RemoteProtocolError:
         pass
 

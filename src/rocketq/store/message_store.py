@@ -879,7 +879,9 @@ class MessageStore(Closing):
                 raise self._not_writable()
             if offset != log_.max_offset:
                 if log_.max_offset or log_.files.segments or offset % log_.segment_size:
-                    raise StoreError(f"replicated bytes at {offset}, but the commit log ends at {log_.max_offset}")
+                    raise StoreError(
+                        f"replicated bytes at {offset}, but the commit log ends at {log_.max_offset}"
+                    )
                 log_.files.create(offset)
                 log_.max_offset = self.reput_offset = offset
                 log_.flushed_offset = offset

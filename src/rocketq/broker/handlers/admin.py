@@ -378,7 +378,7 @@ class AdminProcessor:
             "namesrvAddr": ";".join(cfg.namesrv_addrs),
             "storePathRootDir": b.store.root,
             "flushDiskType": "SYNC_FLUSH" if cfg.flush == "sync" else "ASYNC_FLUSH",
-            "brokerRole": "ASYNC_MASTER",
+            "brokerRole": _ROLE_NAMES[cfg.role],
             "maxMessageSize": cfg.max_message_size,
             "messageDelayLevel": cfg.message_delay_level,
             "autoCreateTopicEnable": cfg.auto_create_topic_enable,
@@ -432,6 +432,9 @@ class AdminProcessor:
             "flushDiskType": "SYNC_FLUSH" if b.config.flush == "sync" else "ASYNC_FLUSH",
             # rocketq's: fsyncs of the sync-flush group commit since start (0 under async flush)
             "commitLogGroupCommitFsyncs": str(store.group_commit_fsyncs),
+            # rocketq's: the role, and the bytes the slave is behind its master (-1: no HA link)
+            "brokerRole": _ROLE_NAMES[b.config.role],
+            "haSlaveLagBytes": str(_lag if (_lag := b.ha_lag_bytes()) is not None else -1),
             "brokerName": b.config.broker_name,
             "brokerCluster": b.config.broker_cluster_name,
             "brokerAddr": b.address,
@@ -443,6 +446,9 @@ class AdminProcessor:
             "pid": str(os.getpid()),
         }
         return request.response(body=KVTable(table=table).encode())
+
+
+_ROLE_NAMES = {"async-master": "ASYNC_MASTER", "sync-master": "SYNC_MASTER", "slave": "SLAVE"}
 
 
 def _java_text(value: object) -> str:
