@@ -22,7 +22,9 @@ from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, wait_u
 
 pytestmark = pytest.mark.integration
 
-FAST_HA = HAConfig(heartbeat_interval=0.5, housekeeping_interval=3.0, slave_timeout=1.0, reconnect_interval=0.3)
+FAST_HA = HAConfig(
+    heartbeat_interval=0.5, housekeeping_interval=3.0, slave_timeout=1.0, reconnect_interval=0.3
+)
 
 
 def slave_config(cluster: ClusterThread, tmp_path: Path, **overrides: object) -> BrokerConfig:
@@ -47,7 +49,8 @@ def pair(tmp_path: Path) -> Iterator[tuple[ClusterThread, Broker]]:
     cluster.thread.call(slave.start(), timeout=30)
     try:
         master = cluster.cluster.broker
-        assert master is not None and master.ha_master is not None
+        assert master is not None
+        assert master.ha_master is not None
         ha = master.ha_master
         assert wait_until(lambda: bool(ha.slaves) and ha.slaves[0].ack_offset >= 0, 10)
         yield cluster, slave
@@ -66,7 +69,9 @@ def test_a_sync_master_answers_send_ok_once_the_slave_has_the_bytes(
     n = random.randint(20, 60)
     print("messages", n)
     with Producer("ha_producer", client_config=cluster.client_config()) as producer:
-        results = [producer.send(Message("HaTopic", f"m{i}".encode() * random.randint(1, 400))) for i in range(n)]
+        results = [
+            producer.send(Message("HaTopic", f"m{i}".encode() * random.randint(1, 400))) for i in range(n)
+        ]
     assert all(r.status is SendStatus.SEND_OK for r in results)
     # every SEND_OK message is on the slave already, in the same queue at the same offset
     for r in results:
@@ -79,7 +84,8 @@ def test_a_sync_master_answers_send_ok_once_the_slave_has_the_bytes(
     (bd,) = route.broker_datas
     assert dict(bd.broker_addrs) == {0: master.address, 1: slave.address}
     # the slave learnt its master's HA address from its registration answer
-    assert slave.ha_client is not None and slave.ha_client.master_address is not None
+    assert slave.ha_client is not None
+    assert slave.ha_client.master_address is not None
     assert slave.ha_client.master_address.endswith(f":{master.ha_master.port}")  # type: ignore[union-attr]
     # and copies the master's topics, offsets and groups
     assert wait_until(lambda: slave.topics.select("HaTopic") is not None, 10)
@@ -103,7 +109,8 @@ def test_a_slave_refuses_sends_and_a_sync_master_without_slave_says_so(
     assert code == ResponseCode.SERVICE_NOT_AVAILABLE, remark
     cluster.thread.call(slave.close(), timeout=30)
     master = cluster.cluster.broker
-    assert master is not None and master.ha_master is not None
+    assert master is not None
+    assert master.ha_master is not None
     assert wait_until(lambda: not master.ha_master.slaves, 10)  # type: ignore[union-attr]
     with Producer("ha_alone", client_config=cluster.client_config()) as producer:
         result = producer.send(Message("HaAlone", b"y"))

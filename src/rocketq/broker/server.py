@@ -37,6 +37,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from rocketq.broker.coalesce import NotifyCoalescer
@@ -71,6 +72,7 @@ from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.models import from_fields
+from rocketq.protocol.bodies import TopicConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
@@ -676,8 +678,25 @@ class Broker(AsyncStartClose):
             pull.on_arrival(topic, queue_id, max_offset, tag_code, properties)
         if self._ha_master is not None:
             self._ha_master.notify_append()
+        elif self._ha_client is not None:
+            self._slave_saw_queue(topic, queue_id)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
+
+    def _slave_saw_queue(self, topic: str, queue_id: int) -> None:
+        """A slave stored a message of a topic (or queue) its copied table lacks - one its master
+        created since the last table sync. Ours: it takes a provisional config covering the queue
+        so it can serve the message if the master dies before the next sync (a RocketMQ 4.9 slave
+        answers TOPIC_NOT_EXIST until then); the master's config replaces it at the next sync."""
+        topics = self._topics
+        if topics is None:
+            return
+        config = topics.select(topic)
+        if config is not None and queue_id < config.read_queue_nums:
+            return
+        nums = max(queue_id + 1, config.read_queue_nums if config is not None else 0)
+        base = config if config is not None else TopicConfig(topic, nums, nums, PERM_RW)
+        topics.update(replace(base, read_queue_nums=nums, write_queue_nums=nums), self.wall())
 
     def _connection_closed(self, conn: RemotingConnection) -> None:
         changes = self.consumers.connection_closed(conn)
