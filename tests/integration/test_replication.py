@@ -142,9 +142,22 @@ def test_consumers_read_from_the_slave_while_the_master_is_gone(
         assert wait_until(lambda: bool(got.update(m.msg_id for m in consumer.poll(0.2))) or got >= sent, 15)
         assert got >= sent
         consumer.commit_sync()  # to the slave: the master is gone
-    # the slave keeps them (RocketMQ 4.9's slave takes UPDATE_CONSUMER_OFFSET as any broker does)
-    committed = {q: slave.store.consumer_offsets.query_offset("ha_read_group", "HaRead", q) for q in (0, 1)}
-    assert sum(committed.values()) == n
+        # the slave keeps them (RocketMQ 4.9's slave takes UPDATE_CONSUMER_OFFSET as any broker does)
+        on_slave = slave.store.consumer_offsets
+        assert sum(on_slave.query_offset("ha_read_group", "HaRead", q) for q in (0, 1)) == n
+        # the master comes back (same data, same port): the consumer's next commit goes to it
+        back = Broker(replace(master.config, port=master.port))
+        cluster.thread.call(back.start(), timeout=30)
+        try:
+            mq0 = next(iter(consumer.assignment()))
+            assert wait_until(
+                lambda: consumer.core.instance.find_broker_address_in_publish(mq0.broker_name), 10
+            )
+            consumer.commit_sync()
+            on_master = back.store.consumer_offsets
+            assert sum(on_master.query_offset("ha_read_group", "HaRead", q) for q in (0, 1)) == n
+        finally:
+            cluster.thread.call(back.close(), timeout=30)
 
 
 async def _route(namesrv: str, topic: str) -> TopicRouteData:
