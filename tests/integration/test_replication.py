@@ -89,6 +89,11 @@ def test_a_sync_master_answers_send_ok_once_the_slave_has_the_bytes(
     assert slave.ha_client.master_address.endswith(f":{master.ha_master.port}")  # type: ignore[union-attr]
     # and copies the master's topics, offsets and groups
     assert wait_until(lambda: slave.topics.select("HaTopic") is not None, 10)
+    # the runtime tables (what the dashboard's /metrics reads) say the roles and the slave's lag
+    on_master = cluster.thread.call(_runtime(master.address), timeout=10)
+    on_slave = cluster.thread.call(_runtime(slave.address), timeout=10)
+    assert (on_master["brokerRole"], on_slave["brokerRole"]) == ("SYNC_MASTER", "SLAVE")
+    assert on_master["haSlaveLagBytes"] == on_slave["haSlaveLagBytes"] == "0"
 
 
 def test_a_slave_refuses_sends_and_a_sync_master_without_slave_says_so(
@@ -164,5 +169,13 @@ async def _route(namesrv: str, topic: str) -> TopicRouteData:
     client = RemotingClient()
     try:
         return await client.call(namesrv, calls.get_route_info(topic), 5.0)
+    finally:
+        await client.close()
+
+
+async def _runtime(addr: str) -> dict[str, str]:
+    client = RemotingClient()
+    try:
+        return await client.call(addr, calls.get_broker_runtime_info(), 5.0)
     finally:
         await client.close()

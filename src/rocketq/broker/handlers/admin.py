@@ -432,9 +432,8 @@ class AdminProcessor:
             "flushDiskType": "SYNC_FLUSH" if b.config.flush == "sync" else "ASYNC_FLUSH",
             # rocketq's: fsyncs of the sync-flush group commit since start (0 under async flush)
             "commitLogGroupCommitFsyncs": str(store.group_commit_fsyncs),
-            # rocketq's: the role, and the bytes the slave is behind its master (-1: no HA link)
+            # rocketq's: the role (and below, the bytes the slave is behind, once linked)
             "brokerRole": _ROLE_NAMES[b.config.role],
-            "haSlaveLagBytes": str(_lag if (_lag := b.ha_lag_bytes()) is not None else -1),
             "brokerName": b.config.broker_name,
             "brokerCluster": b.config.broker_cluster_name,
             "brokerAddr": b.address,
@@ -445,6 +444,9 @@ class AdminProcessor:
             "scheduleDelivered": str(b.schedule_delivered),
             "pid": str(os.getpid()),
         }
+        lag = b.ha_lag_bytes()
+        if lag is not None:
+            table["haSlaveLagBytes"] = str(lag)
         return request.response(body=KVTable(table=table).encode())
 
 
