@@ -3,7 +3,9 @@ sync replication's answers, the slave's table sync, reading from the slave with 
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +18,7 @@ from rocketq.broker.config import BrokerConfig
 from rocketq.broker.ha import HAConfig
 from rocketq.protocol import ResponseCode, calls
 from rocketq.protocol.bodies import TopicRouteData
+from rocketq.protocol.ha import encode_report
 from rocketq.remoting import RemotingClient
 from tests.integration.brokerkit import send_request
 from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, wait_until
@@ -179,3 +182,31 @@ async def _runtime(addr: str) -> dict[str, str]:
         return await client.call(addr, calls.get_broker_runtime_info(), 5.0)
     finally:
         await client.close()
+
+
+def test_a_slave_that_does_not_ack_in_time_gets_flush_slave_timeout(tmp_path: Path) -> None:
+    cluster = ClusterThread(tmp_path / "master", role="sync-master", ha=FAST_HA)
+    try:
+        master = cluster.cluster.broker
+        assert master is not None
+        assert master.ha_master is not None
+        ha = master.ha_master
+        cluster.create_topic("HaSlow", 1)
+
+        async def mute_slave() -> asyncio.StreamWriter:
+            # a slave (this test, on the HA codec) that reports once and never acknowledges again
+            _reader, writer = await asyncio.open_connection("127.0.0.1", ha.port)
+            writer.write(encode_report(master.store.commit_log_max_offset))
+            await writer.drain()
+            return writer
+
+        writer = cluster.thread.call(mute_slave(), timeout=10)
+        assert wait_until(lambda: bool(ha.slaves) and ha.slaves[0].ack_offset >= 0, 10)
+        began = time.monotonic()
+        with Producer("ha_slow", client_config=cluster.client_config()) as producer:
+            result = producer.send(Message("HaSlow", b"z" * random.randint(1, 2000)))
+        assert result.status is SendStatus.FLUSH_SLAVE_TIMEOUT
+        assert time.monotonic() - began >= FAST_HA.slave_timeout * 0.9
+        writer.close()
+    finally:
+        cluster.close()

@@ -132,9 +132,6 @@ class BrokerConfig:
     the name server's answer to its registration (RocketMQ's default)."""
     ha: HAConfig = field(default_factory=HAConfig)
     """The HA link's intervals and limits (``haSendHeartbeatInterval``, ``slaveTimeout``...)."""
-    slave_read_enable: bool = False
-    """``slaveReadEnable``: a master whose consumer lags past ``accessMessageInMemoryMaxRatio``
-    of memory suggests pulling from the slave (``whichBrokerWhenConsumeSlowly``)."""
     slave_sync_period: float = 10.0
     """How often a slave copies its master's topics, offsets and groups (``SlaveSynchronize``,
     every 10 s after 3 s)."""

@@ -115,6 +115,21 @@ def _answer_round(waiters: list[_Waiter], exc: BaseException | None) -> None:
             conn.send_response(request, response)
 
 
+def _answer_replica(
+    conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand, acked: bool | None
+) -> None:
+    """Write a sync master's answer: ``acked`` None means no slave was available, False that
+    none acknowledged in time."""
+    if acked is None:
+        response.code = ResponseCode.SLAVE_NOT_AVAILABLE
+        response.remark = "the message is stored on the master but no slave is available"
+    elif not acked:
+        response.code = ResponseCode.FLUSH_SLAVE_TIMEOUT
+        response.remark = "the message is stored on the master but the slave did not ack it in time"
+    if not request.is_oneway and not conn.is_closed:
+        conn.send_response(request, response)
+
+
 class _Listener(ConnectionListener):
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
@@ -513,7 +528,12 @@ class Broker(AsyncStartClose):
         ha = self._ha_master
         end = put.commit_log_offset + put.wrote_bytes
         replica = ha.wait_for(end) if ha is not None and ha.slave_ok(end) else None
-        self._spawn(self._answer_replicated(put, replica, conn, request, response), "broker-replica-wait")
+        if put.durable is not None:  # both waits: one task
+            self._spawn(self._answer_replicated(put, replica, conn, request, response), "broker-replica-wait")
+        elif replica is None:
+            _answer_replica(conn, request, response, None)
+        else:  # the common case: one callback, no task
+            replica.add_done_callback(lambda done: _answer_replica(conn, request, response, done.result()))
 
     async def _answer_replicated(
         self,
@@ -531,14 +551,7 @@ class Broker(AsyncStartClose):
             except Exception:  # a failed or slow fsync: the store logs it
                 response.code = ResponseCode.FLUSH_DISK_TIMEOUT
                 response.remark = "the message is stored but its flush to disk failed or timed out"
-        if replica is None:
-            response.code = ResponseCode.SLAVE_NOT_AVAILABLE
-            response.remark = "the message is stored on the master but no slave is available"
-        elif not await replica:
-            response.code = ResponseCode.FLUSH_SLAVE_TIMEOUT
-            response.remark = "the message is stored on the master but the slave did not ack it in time"
-        if not request.is_oneway and not conn.is_closed:
-            conn.send_response(request, response)
+        _answer_replica(conn, request, response, None if replica is None else await replica)
 
     def _round_timed_out(self, waiters: list[_Waiter]) -> None:
         if self._round is waiters:  # later sends of this round get a timer of their own
