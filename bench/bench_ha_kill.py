@@ -57,7 +57,7 @@ class Proc:
             self._ready.set()
         self._ready.set()
 
-    def address(self, timeout: float = 20.0) -> str:
+    def address(self, timeout: float = 60.0) -> str:
         if not self._ready.wait(timeout) or not self.lines:
             raise RuntimeError(f"rocketq {self.proc.args} did not start")
         match = _ADDR.search(self.lines[0])
@@ -147,7 +147,7 @@ def run_round(seed: int, role: str = "sync-master", root: Path | None = None) ->
             "ha_kill_producer", client_config=config, config=ProducerConfig(send_msg_timeout=2.0)
         ) as producer:
             # the topic is created by the first sends (auto-create); wait for the slave to link
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 try:
                     if producer.send(Message(topic, b"warm-up")).status is SendStatus.SEND_OK:
@@ -214,7 +214,7 @@ def run_round(seed: int, role: str = "sync-master", root: Path | None = None) ->
             verify.subscribe(topic, "*")
             again: set[bytes] = set()
             with verify:
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + 60
                 while not acked <= again and time.monotonic() < deadline:
                     again.update(m.body for m in verify.poll(0.2))
             phase("new group read the slave")
