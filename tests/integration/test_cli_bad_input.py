@@ -173,6 +173,17 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
             ["server", "--channel-expired-timeout", "0"],
             "argument --channel-expired-timeout: must be positive, got 0",
         ),
+        ("server: slave role", ["server", "--role", "slave"], "rocketq server runs a master"),
+        (
+            "broker: slave with id 0",
+            ["broker", "--namesrv", ns, "--role", "slave", "--broker-id", "0", "--data-dir", str(tmp / "ha")],
+            "a slave's broker_id must be 1 or more, got 0",
+        ),
+        (
+            "broker: master with id 1",
+            ["broker", "--namesrv", ns, "--broker-id", "1", "--data-dir", str(tmp / "ha")],
+            "a master's broker_id must be 0, got 1",
+        ),
         (
             "broker: scan text",
             ["broker", "--namesrv", ns, "--client-scan-interval", "soon"],

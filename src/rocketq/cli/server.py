@@ -436,8 +436,8 @@ def _serve_with_slave(args: argparse.Namespace, cluster: EmbeddedCluster, data_d
         return [
             f"{READY_PREFIX} namesrv={c.namesrv_addr} broker={c.broker_addr} data={data_dir}",
             f"rocketq name server on {c.namesrv_addr}, broker {args.broker_name} "
-            f"(cluster {args.cluster}, {args.role}) on {c.broker_addr}"
-            f", {args.flush} flush, data in {data_dir}",
+            f"(cluster {args.cluster}) on {c.broker_addr}, {args.flush} flush, {args.role}, "
+            f"data in {data_dir}",
             f"rocketq slave of {args.broker_name} (brokerId 1) on {s.address}, data in {data_dir / 'slave'}",
         ]
 
