@@ -26,7 +26,7 @@ def test_roles_and_ids_are_checked() -> None:
         {"role": "slave", "broker_id": 1, "ha_master_address": "nohost"},
     ):
         with pytest.raises(ConfigError):
-            BrokerConfig(**bad)  # type: ignore[arg-type]
+            BrokerConfig(**bad)
 
 
 def test_one_ack_answers_every_send_below_it_and_the_rest_time_out(tmp_path: Path) -> None:
