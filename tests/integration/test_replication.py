@@ -20,7 +20,7 @@ from rocketq.protocol import ResponseCode, calls
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.ha import encode_report
 from rocketq.remoting import RemotingClient
-from tests.integration.brokerkit import send_request
+from tests.integration.brokerkit import pull_request, send_request
 from tests.integration.clientkit import FAST_DELAY_LEVELS, ClusterThread, wait_until
 
 pytestmark = pytest.mark.integration
@@ -115,6 +115,20 @@ def test_a_slave_refuses_sends_and_a_sync_master_without_slave_says_so(
 
     code, remark = cluster.thread.call(send(slave.address), timeout=10)
     assert code == ResponseCode.SERVICE_NOT_AVAILABLE, remark
+    # a pull's commit flag is ignored on a slave (4.9's storeOffsetEnable), as the master's
+    # offsets are what the slave copies
+    assert wait_until(lambda: slave.topics.select("HaAlone") is not None, 10)
+
+    async def pull_committing(addr: str) -> int:
+        client = RemotingClient()
+        try:
+            request = pull_request("ha_alone_group", "HaAlone", 0, 0, commit_offset=1)
+            return (await client.invoke(addr, request, 5.0)).code
+        finally:
+            await client.close()
+
+    assert cluster.thread.call(pull_committing(slave.address), timeout=10) != ResponseCode.SYSTEM_ERROR
+    assert slave.store.consumer_offsets.query_offset("ha_alone_group", "HaAlone", 0) == -1
     cluster.thread.call(slave.close(), timeout=30)
     master = cluster.cluster.broker
     assert master is not None

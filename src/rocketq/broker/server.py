@@ -14,6 +14,9 @@
   and a check round every ``transaction_check_interval``);
 * a :class:`~rocketq.broker.registration.NamesrvRegistrar` (REGISTER_BROKER every 30 s and on
   every topic change, UNREGISTER_BROKER at close);
+* replication (:mod:`rocketq.broker.ha`, ``docs/replication.md``): a master's HA listener (and,
+  as a sync master, sends answered once a slave acknowledged them), or a slave's link to its
+  master and its periodic copy of the master's tables (a slave refuses sends);
 * housekeeping: a connection listener that drops a closed connection's consumers, producers and
   held pulls and notifies the groups it left; a scan every ``client_scan_interval`` for clients
   silent longer than ``channel_expired_timeout``; the periodic check of held pulls.
