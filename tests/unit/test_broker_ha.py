@@ -51,3 +51,21 @@ def test_one_ack_answers_every_send_below_it_and_the_rest_time_out(tmp_path: Pat
             assert not ha.slave_ok(ack)  # no slave connected: SLAVE_NOT_AVAILABLE
 
     asyncio.run(run())
+
+
+def test_a_taken_ha_port_gives_way_only_when_derived(tmp_path: Path) -> None:
+    async def run() -> None:
+        with MessageStore(tmp_path, StoreConfig(), start_services=False) as store:
+            first = HAMaster(store, "127.0.0.1", 0)
+            await first.start()
+            try:
+                with pytest.raises(OSError, match="in use"):
+                    await HAMaster(store, "127.0.0.1", first.port).start()
+                second = HAMaster(store, "127.0.0.1", first.port)
+                await second.start(fallback=True)
+                assert second.port not in (0, first.port)
+                await second.close()
+            finally:
+                await first.close()
+
+    asyncio.run(run())

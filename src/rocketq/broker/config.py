@@ -126,7 +126,8 @@ class BrokerConfig:
     See ``docs/replication.md``."""
     ha_listen_port: int | None = None
     """``haListenPort``: where a master listens for its slaves. ``None``: the listen port + 1
-    (RocketMQ's 10912), or a free port when ``port`` is 0."""
+    (RocketMQ's 10912) - or, ours, a free port when that one is taken or ``port`` is 0 (the
+    name servers are told the port bound)."""
     ha_master_address: str | None = None
     """``haMasterAddress`` (``HOST:PORT``) of a slave's master HA listener; ``None``: learnt from
     the name server's answer to its registration (RocketMQ's default)."""

@@ -109,8 +109,16 @@ class HAMaster:
         self.acked_offset = 0
         self.port = 0
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self._host, self._want_port)
+    async def start(self, *, fallback: bool = False) -> None:
+        """Listen; with ``fallback``, a taken port gives way to a free one (logged): the port
+        registered with the name servers is the one bound, and slaves learn it from there."""
+        try:
+            self._server = await asyncio.start_server(self._serve, self._host, self._want_port)
+        except OSError as exc:
+            if not fallback or not self._want_port:
+                raise
+            log.warning("HA port %s is not free (%s): listening on a free port instead", self._want_port, exc)
+            self._server = await asyncio.start_server(self._serve, self._host, 0)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("HA listener on %s:%s", self._host, self.port)
 

@@ -424,7 +424,8 @@ class Broker(AsyncStartClose):
         store = self.store
         if cfg.role != "slave":
             self._ha_master = HAMaster(store, cfg.host, want, cfg.ha)
-            await self._ha_master.start()
+            # the derived port (listen port + 1) may be taken; an explicit one must be had
+            await self._ha_master.start(fallback=cfg.ha_listen_port is None)
             return self._ha_master.port
         self._ha_client = HAClient(store, cfg.ha_master_address, cfg.ha)
         self._ha_client.start()
