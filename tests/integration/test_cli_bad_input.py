@@ -478,5 +478,5 @@ def test_bad_inputs_get_one_line_exit_2_and_change_nothing(live: Live) -> None:
             )
     assert not problems, "\n".join(problems)
     assert _state(live) == before
-    for leftover in ("d1", "d2", "d3", "r"):  # refused before anything was created
+    for leftover in ("d1", "d2", "d3", "r", "ha"):  # refused before anything was created
         assert not (live.tmp / leftover / "commitlog").exists(), leftover
