@@ -1,6 +1,12 @@
 """Broker throughput and latency: ``rocketq server`` in its own process, driven over loopback.
 
     python bench/bench_broker.py [--quick] [--duration SECONDS] [--concurrency N]
+    python bench/bench_broker.py --brokers N[,N...] [--rounds R] [--duration SECONDS]
+
+With ``--brokers``, the **CPU per stored message** of ``rocketq server --brokers N`` for N = 1 and
+each N given (see :func:`brokers_main`): the brokers' own CPU (``/proc/<pid>/stat`` utime + stime
+of the broker processes only, the driving client excluded), the efficiency
+``CPU/msg(1) / CPU/msg(N)`` and the capacity per core it implies. Otherwise:
 
 For each flush mode (async, sync) a fresh ``rocketq server`` runs in a subprocess (uvloop, temp
 data dir, free ports). This process drives it with rocketq's asyncio ``RemotingClient`` (uvloop):
@@ -402,14 +408,152 @@ def _producer_async(namesrv: str, flush: str, concurrency: int, duration: float)
     return _producer_figure(flush, f"Producer.send_async 1024 B x{concurrency} tasks", latencies, secs, cpu)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` so far, in seconds (``/proc/<pid>/stat`` fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _drive_brokers(
+    addrs: list[str], concurrency: int, duration: float, sample: object, rate: float = 0.0
+) -> tuple[int, float]:
+    """``concurrency`` senders of 1 KiB SEND_MESSAGE_V2 per broker, over its 8 queues, for
+    ``duration`` after a warm-up; ``sample()`` is called when the measured stretch begins and ends
+    (its results are the caller's). With ``rate`` > 0 each broker's sends are paced to ``rate``
+    a second (each send waits for its slot). Returns the messages sent in the stretch and its
+    seconds."""
+    body = bytes(1024)
+    async with RemotingClient() as client:
+        for addr in addrs:
+            await _create_topic(client, addr)
+        counting = False
+        stop = False
+        done = 0
+        next_at = dict.fromkeys(addrs, time.perf_counter())  # each broker's next send slot
+
+        async def sender(addr: str, w: int) -> None:
+            nonlocal done
+            i = 0
+            while not stop:
+                if rate > 0:  # one slot every 1/rate s; a late sender takes the next, never catches up
+                    now = time.perf_counter()
+                    at = max(next_at[addr], now)
+                    next_at[addr] = at + 1 / rate
+                    if at > now:
+                        await asyncio.sleep(at - now)
+                fields = _send_fields((w + i) % QUEUES, False, w * 1_000_000 + i)
+                r = await client.invoke(
+                    addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, body), 30
+                )
+                if r.code != ResponseCode.SUCCESS:
+                    raise RuntimeError(f"send failed: {r.code} {r.remark}")
+                if counting:
+                    done += 1
+                i += 1
+
+        tasks = [asyncio.create_task(sender(a, w)) for a in addrs for w in range(concurrency)]
+        await asyncio.sleep(min(1.0, duration / 4))  # warm-up: connections, caches, first segment
+        sample()  # type: ignore[operator]
+        counting = True
+        t0 = time.perf_counter()
+        await asyncio.sleep(duration)
+        counting = False
+        secs = time.perf_counter() - t0
+        sample()  # type: ignore[operator]
+        stop = True
+        await asyncio.gather(*tasks)
+    return done, secs
+
+
+def _cpu_per_message(
+    count: int, concurrency: int, duration: float, rate: float
+) -> tuple[float, float, float, float]:
+    """One run of ``rocketq server --brokers count``: (broker CPU us per message, messages/s,
+    broker cores busy, the supervisor's own cores busy)."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        spawn_server(Path(tmp) / "data", brokers=count, timeout=90) as server,
+    ):
+        pids = [server.pid] if count == 1 else list(server.broker_pids().values())
+        assert len(pids) == count, f"expected {count} broker processes, found {pids}"
+        samples: list[tuple[float, float]] = []
+
+        def sample() -> None:
+            samples.append((sum(_cpu_seconds(p) for p in pids), _cpu_seconds(server.pid)))
+
+        sent, secs = run(_drive_brokers(list(server.broker_addrs), concurrency, duration, sample, rate))
+        assert list(server.broker_pids().values()) == ([] if count == 1 else pids), "a broker restarted"
+        server.stop()
+    cpu = samples[1][0] - samples[0][0]
+    own = samples[1][1] - samples[0][1] if count > 1 else 0.0
+    return cpu / sent * 1e6, sent / secs, cpu / secs, own / secs
+
+
+def brokers_main(counts: list[int], concurrency: int, duration: float, rounds: int, rate: float) -> None:
+    """CPU per stored message of 1 and of N brokers, alternated ``rounds`` times in one session
+    (the machine is shared and noisy: the median of the rounds is reported).
+
+    A broker's CPU per message falls as its load rises (more requests per wake-up of its event
+    loop), so 1 and N brokers compare fairly at the same load per broker: ``rate`` paces each
+    broker to that many sends a second (0: as fast as the one driving process goes, which on a
+    small machine gives each of N brokers less load than the one broker got)."""
+    counts = sorted({1, *counts})
+    cores = len(os.sched_getaffinity(0))
+    print(
+        f"rocketq brokers bench: 1 KiB SEND_MESSAGE_V2, {concurrency} in flight per broker"
+        + (f" paced to {rate:,.0f}/s per broker" if rate > 0 else " as fast as they go")
+        + f", {duration:g} s "
+        f"per run, {rounds} round(s) of {counts} brokers, {cores} cores; broker CPU = /proc utime+stime of "
+        "the broker processes only (the driving client excluded)"
+    )
+    results: dict[int, list[tuple[float, float, float, float]]] = {n: [] for n in counts}
+    for r in range(rounds):
+        for n in counts:
+            results[n].append(_cpu_per_message(n, concurrency, duration, rate))
+            us, rate, busy, own = results[n][-1]
+            print(
+                f"  round {r + 1} brokers {n}: {rate:>8,.0f} msg/s  broker CPU {us:6.1f} us/msg  "
+                f"({busy:4.2f} cores busy; supervisor + name server {own:4.2f})",
+                flush=True,
+            )
+    base = statistics.median(x[0] for x in results[1])
+    for n in counts:
+        us = statistics.median(x[0] for x in results[n])
+        rate = statistics.median(x[1] for x in results[n])
+        eff = base / us
+        print(
+            f"brokers {n}: {rate:>8,.0f} msg/s here, broker CPU {us:6.1f} us/msg (median), "
+            f"efficiency {eff:4.2f} = CPU/msg(1) / CPU/msg({n}); implies {1e6 / us:>7,.0f} msg/s per core, "
+            f"{cores} cores here ~{cores * 1e6 / us:,.0f} msg/s, 16 cores ~{16 * 1e6 / us:,.0f} msg/s "
+            "(brokers' CPU only: clients elsewhere)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--brokers",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=None,
+        metavar="N[,N...]",
+        help="measure broker CPU per message for 1 and these broker counts instead",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="with --brokers: runs of each count (default 2)"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="with --brokers: sends/s per broker (default 0: unpaced)"
+    )
     parser.add_argument("--quick", action="store_true", help="short runs (1 s each)")
     parser.add_argument("--duration", type=float, default=4.0, help="seconds per measurement (default 4)")
     parser.add_argument("--concurrency", type=int, default=32, help="concurrent requests (default 32)")
     parser.add_argument("--flush", choices=("async", "sync", "both"), default="both")
     args = parser.parse_args()
     duration = 1.0 if args.quick else args.duration
+    if args.brokers is not None:
+        brokers_main(args.brokers, args.concurrency, duration, args.rounds, args.rate)
+        return
     modes = ("async", "sync") if args.flush == "both" else (args.flush,)
     print(f"rocketq broker bench: {args.concurrency} concurrent requests, {duration:g} s per figure")
     for flush in modes:

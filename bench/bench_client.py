@@ -279,7 +279,7 @@ def bench_balance(namesrv: str, topic: str, rounds: int) -> list[float]:
 
 
 def bench_scaling(
-    namesrv: str, topic: str, phase: float, handoff: str = "default"
+    namesrv: str, topic: str, phase: float, handoff: str = "rocketmq"
 ) -> tuple[int, int, int, float]:
     """``(sent, lost, duplicates, longest delay s)`` for 1 → 3 → 2 consumers at 200 msg/s, with the
     given handoff mode (``"clean"``: leases, commit-then-unlock; see

@@ -172,7 +172,7 @@ class Server:
         self._log = self.log_path.open("a", encoding="utf-8")
         self._log.write(f"--- start {time.strftime('%H:%M:%S')}\n")
         self._log.flush()
-        args = [sys.executable, "-m", "rocketq", "server", "--data-dir", str(self.data_dir)]
+        args = [sys.executable, "-m", "rocketq", "server", "--brokers", "1", "--data-dir", str(self.data_dir)]
         args += ["--namesrv-port", "0", "--broker-port", "0", "--flush", "async"]
         t0 = time.perf_counter()
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._log, text=True)

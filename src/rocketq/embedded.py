@@ -10,7 +10,9 @@ the lab and the demo use it in process::
 
 For a cluster in a **separate process**, :func:`spawn_server` runs ``rocketq server`` on free ports
 and returns its addresses, read from the first line the command prints
-(:data:`READY_PREFIX`, then ``namesrv=HOST:PORT broker=HOST:PORT data=DIR``).
+(:data:`READY_PREFIX`, then ``namesrv=HOST:PORT broker=HOST:PORT data=DIR``; with several brokers
+``brokers=HOST:PORT,...`` comes first, so a parser that knows only the three fields still reads the
+first broker as ``broker``).
 
 This module sits above both servers (it imports ``namesrv`` and ``broker``); neither imports it.
 """
@@ -26,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO
 
 from rocketq.broker import Broker
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig
@@ -47,6 +50,7 @@ READY_PREFIX = "rocketq server ready:"
 """The first line ``rocketq server`` prints once both servers listen."""
 
 _READY = re.compile(r"namesrv=(\S+) broker=(\S+) data=(.+)$")
+_BROKERS = re.compile(r"^brokers=(\S+) ")
 
 
 class EmbeddedCluster(AsyncStartClose):
@@ -113,21 +117,33 @@ class EmbeddedCluster(AsyncStartClose):
 
 @dataclass(frozen=True, slots=True)
 class ReadyLine:
-    """What ``rocketq server``'s first line says: both addresses and the data directory."""
+    """What ``rocketq server``'s first line says: the addresses and the data directory
+    (``broker_addrs`` lists every broker, the first being ``broker_addr``)."""
 
     namesrv_addr: str
     broker_addr: str
     data_dir: Path
+    broker_addrs: tuple[str, ...] = ()
 
 
 def parse_ready_line(line: str) -> ReadyLine:
-    """Read the ``rocketq server ready: namesrv=... broker=... data=...`` line."""
+    """Read the ``rocketq server ready: [brokers=...] namesrv=... broker=... data=...`` line.
+
+    >>> parse_ready_line("rocketq server ready: namesrv=h:1 broker=h:2 data=/d").broker_addrs
+    ('h:2',)
+    >>> line = "rocketq server ready: brokers=h:2,h:3 namesrv=h:1 broker=h:2 data=/d x"
+    >>> parse_ready_line(line).broker_addrs, parse_ready_line(line).data_dir.as_posix()
+    (('h:2', 'h:3'), '/d x')
+    """
     if not line.startswith(READY_PREFIX):
         raise ConfigError(f"not a ready line: {line!r}")
-    match = _READY.search(line[len(READY_PREFIX) :].strip())
+    rest = line[len(READY_PREFIX) :].strip()
+    match = _READY.search(rest)
     if match is None:
         raise ConfigError(f"malformed ready line: {line!r}")
-    return ReadyLine(match.group(1), match.group(2), Path(match.group(3)))
+    listed = _BROKERS.match(rest)
+    addrs = tuple(listed.group(1).split(",")) if listed else (match.group(2),)
+    return ReadyLine(match.group(1), match.group(2), Path(match.group(3)), addrs)
 
 
 class ServerProcess:
@@ -137,11 +153,29 @@ class ServerProcess:
         self.proc = proc
         self.namesrv_addr = ready.namesrv_addr
         self.broker_addr = ready.broker_addr
+        self.broker_addrs = ready.broker_addrs
         self.data_dir = ready.data_dir
 
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    def broker_pids(self) -> dict[str, int]:
+        """``{broker name: pid}`` of the broker child processes (``--brokers N`` > 1; empty when
+        the broker runs in the server's own process), read from ``/proc`` (Linux)."""
+        out: dict[str, int] = {}
+        try:
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        except OSError:
+            return out
+        for pid in map(int, children):
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue  # gone meanwhile
+            if b"--broker-name" in argv[:-1]:
+                out[argv[argv.index(b"--broker-name") + 1].decode()] = pid
+        return dict(sorted(out.items()))
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM, wait for the clean shutdown, return the exit code (SIGKILL after ``timeout``)."""
@@ -170,8 +204,12 @@ def spawn_server(
     extra_args: tuple[str, ...] = (),
     timeout: float = 30.0,
     env: dict[str, str] | None = None,
+    brokers: int = 1,
+    stderr: int | IO[str] | None = None,
 ) -> ServerProcess:
-    """Start ``python -m rocketq server`` on free loopback ports and wait for its ready line."""
+    """Start ``python -m rocketq server --brokers N`` (one broker unless asked) on free loopback
+    ports and wait for its ready line; its stderr (the servers' log) goes to ``stderr`` (default:
+    this process's)."""
     args = [
         sys.executable,
         "-m",
@@ -185,9 +223,11 @@ def spawn_server(
         "0",
         "--flush",
         flush,
+        "--brokers",
+        str(brokers),
         *extra_args,
     ]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout
     while True:

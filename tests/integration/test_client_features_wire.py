@@ -221,7 +221,7 @@ def test_sql92_consumer_requests_are_java_s(recorded: dict[int, list[RemotingCom
     for r in ours_pulls:
         assert r.ext_fields["expressionType"] == "SQL92"
         if "subscription" not in r.ext_fields:  # Java posts no subscription by default; neither do we
-            # Java's fields, plus the consumer's view (rqView: the view fence, which a RocketMQ
+            # Java's fields, plus the consumer's view (rqEpoch: the view fence, which a RocketMQ
             # broker ignores); one more field can change a Java HashMap's order, not its content
             fields = [k for k in r.ext_fields if k != VIEW_FIELD]
             assert r.ext_fields.get(VIEW_FIELD) is not None

@@ -34,8 +34,9 @@ OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 @pytest.fixture
 def short_lease_cluster(tmp_path: Path) -> Iterator[ClusterThread]:
     """A broker keeping queue locks 2 s instead of 60 s (clients renew every 20 s: only for a
-    test of what happens when an owner stops renewing)."""
-    c = ClusterThread(tmp_path / "cluster", rebalance_lock_max_live_time=2.0)
+    test of what happens when an owner stops renewing), and keeping a departed member's locks
+    until then, as RocketMQ's broker does."""
+    c = ClusterThread(tmp_path / "cluster", rebalance_lock_max_live_time=2.0, release_departed_locks=False)
     try:
         yield c
     finally:
@@ -71,7 +72,7 @@ def lock_owners(cluster: ClusterThread, group: str, topic: str, queues: int) -> 
 def test_graceful_scaling_under_a_steady_producer(cluster: ClusterThread, steps: tuple[int, ...]) -> None:
     name = "out" if steps[0] == 1 else "in"
     default = run_scaling(
-        cluster, handoff="default", steps=steps, queues=8, rate=100, phase=2.0, tag=f"d{name}"
+        cluster, handoff="rocketmq", steps=steps, queues=8, rate=100, phase=2.0, tag=f"d{name}"
     )
     clean = run_scaling(cluster, handoff="clean", steps=steps, queues=8, rate=100, phase=2.0, tag=f"c{name}")
     print(f"\n{default.line()}\n{clean.line()}")
@@ -135,7 +136,8 @@ def test_queues_are_consumed_under_the_owners_lease_and_released_on_shutdown(clu
 def test_a_queue_whose_lease_is_held_elsewhere_waits_for_its_expiry(
     short_lease_cluster: ClusterThread,
 ) -> None:
-    """A crashed owner never unlocks: the queue moves when the broker lease expires (2 s here)."""
+    """A crashed owner never unlocks: on a broker that keeps a departed member's locks (RocketMQ's),
+    the queue moves when the broker lease expires (2 s here)."""
     cluster = short_lease_cluster
     cluster.create_topic("TopicCrash", 2)
     broker = cluster.cluster.broker
@@ -158,5 +160,45 @@ def test_a_queue_whose_lease_is_held_elsewhere_waits_for_its_expiry(
         added = [r for r in c.rebalance_records("TopicCrash") if q1 in r.added]
         assert added
         assert added[0].trigger is RebalanceTrigger.START
+    finally:
+        c.shutdown()
+
+
+def test_a_departed_members_lease_is_freed_when_the_group_changes(cluster: ClusterThread) -> None:
+    """rocketq's broker (``release_departed_locks``, the default): a lease held by a client that is
+    no member of the group any more is freed at the group's next change - here the new consumer's
+    own joining - so the queue is taken at once, not after the lease's 60 s."""
+    cluster.create_topic("TopicGone", 2)
+    broker = cluster.cluster.broker
+    assert broker is not None
+    q1 = MessageQueue("TopicGone", "broker-a", 1)
+
+    async def departed_owner_holds_q1() -> None:
+        assert broker.locks.try_lock_batch("gone_g", [q1], "127.0.0.1@gone", broker.wall(), lease=True) == {
+            q1
+        }
+
+    cluster.thread.call(departed_owner_holds_q1())
+    got = Received()
+    c = clean_consumer(cluster, "gone_g", "TopicGone", "c1", got)
+    started = time.monotonic()
+    c.start()
+    try:
+        assert wait_until(lambda: len(c.assigned_queues("TopicGone")) == 2, 5)
+        assert time.monotonic() - started < 3.0
+        assert lock_owners(cluster, "gone_g", "TopicGone", 2) == {0: c.client_id, 1: c.client_id}
+        core = c.core
+        assert isinstance(core, CleanHandoffPushCore)
+        lost = core.instance.loop_thread.call(core.lease.renew(), timeout=10.0)  # renewals stay leases
+        assert lost == []
+
+        async def released_if_it_left() -> set[MessageQueue]:
+            return broker.locks.release_departed("gone_g", [])
+
+        released = cluster.thread.call(released_if_it_left())
+        assert {mq for mq in released if mq.topic == "TopicGone"} == {
+            MessageQueue("TopicGone", "broker-a", 0),
+            q1,
+        }
     finally:
         c.shutdown()

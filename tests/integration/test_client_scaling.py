@@ -187,7 +187,7 @@ def run_scaling(
 @pytest.mark.slow
 def test_the_issue_scenario_16_queues_200_msgs_1_3_2(cluster: ClusterThread) -> None:
     """Both modes, the issue's figures; clean handoff must show no duplicate and no loss."""
-    default = run_scaling(cluster, handoff="default", tag="d")
+    default = run_scaling(cluster, handoff="rocketmq", tag="d")
     clean = run_scaling(cluster, handoff="clean", tag="c")
     print()
     print("RocketMQ 4.9.4 (the issue):  duplicates 1, lost 0, longest pause 1.14s")

@@ -21,7 +21,7 @@ import pytest
 from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketq.client.producer.direct import ThreadConnections
 from rocketq.protocol import RemotingCommand, RequestCode, decode_batch, decode_frame, encode_frame
-from rocketq.protocol.calls import VIEW_FIELD, VIEW_TOPIC_FIELD
+from rocketq.protocol.calls import LEASE_FIELD, VIEW_FIELD, VIEW_TOPIC_FIELD
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.remoting import RemotingClient, RemotingConnection
@@ -47,7 +47,9 @@ CLIENT_CODES = {
 #: rocketq-only ext fields its consumers add, per request code (see docs/chaos.md, the view fence)
 ROCKETQ_FIELDS = {
     RequestCode.PULL_MESSAGE: {VIEW_FIELD},
+    RequestCode.UPDATE_CONSUMER_OFFSET: {VIEW_FIELD},  # the stamp the queue was pulled under
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: {VIEW_TOPIC_FIELD},
+    RequestCode.LOCK_BATCH_MQ: {LEASE_FIELD},  # the clean handoff's leases
 }
 
 
@@ -167,9 +169,10 @@ def test_our_requests_carry_the_java_clients_fields_and_flags(recorded: list[Rem
                 form = (form[0], 2)  # our shutdown commit is synchronous on purpose
             extra = [k for k in request.ext_fields if k in ROCKETQ_FIELDS.get(code, set())]
             if extra:
-                # a rocketq consumer's view (rqView on pulls, rqTopic on member-list queries), which
-                # a RocketMQ broker ignores: Java's fields besides (one more field can change a Java
-                # HashMap's order, not its content)
+                # a rocketq consumer's view (rqEpoch on pulls and commits, rqTopic on member-list
+                # queries, rqLease on the clean handoff's locks), which a RocketMQ broker ignores:
+                # Java's fields besides (one more field can change a Java HashMap's order, not
+                # its content)
                 assert ROCKETQ_FIELDS[code] == set(extra), (RequestCode(code).name, extra)
                 rest = frozenset(request.ext_fields) - set(extra)
                 assert (rest, form[1]) in {(frozenset(f), flag) for f, flag in java_forms}, (form, java_forms)

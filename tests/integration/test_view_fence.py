@@ -1,5 +1,5 @@
 """The view fence and per-broker views, against the embedded broker: what the broker answers a pull
-carrying a consumer's view (``rqView``) and a member-list query naming a topic (``rqTopic``), and
+carrying a consumer's view stamp (``rqEpoch``) and a member-list query naming a topic (``rqTopic``), and
 what rocketq's push consumer does with a refusal."""
 
 from __future__ import annotations
@@ -65,8 +65,10 @@ def _pull(mq: MessageQueue, offset: int = 0) -> PullMessageRequestHeader:
 def test_the_broker_answers_its_members_and_queue_count_to_a_query_naming_the_topic(
     consumer: PushConsumer,
 ) -> None:
-    ids, queue_nums = _call(consumer, calls.get_consumer_view(GROUP, TOPIC))
+    ids, queue_nums, stamp = _call(consumer, calls.get_consumer_view(GROUP, TOPIC))
     assert (ids, queue_nums) == ([consumer.client_id], 4)
+    assert stamp is not None
+    assert calls.parse_view_stamp(stamp)[1] == 4
     # the plain query (RocketMQ's clients) gets the list alone, as from RocketMQ's broker
     assert _call(consumer, calls.get_consumer_list_by_group(GROUP)) == [consumer.client_id]
 
@@ -76,8 +78,9 @@ def test_a_pull_with_a_stale_view_is_refused_and_one_with_the_current_view_is_se
 ) -> None:
     mq = consumer.assigned_queues(TOPIC)[0]
     current = consumer.core.rebalance.views[(TOPIC, mq.broker_name)]
-    assert current == calls.view_digest([consumer.client_id], 4)
-    stale = calls.view_digest([consumer.client_id, "127.0.0.1@gone"], 4)
+    assert current == _call(consumer, calls.get_consumer_view(GROUP, TOPIC))[2]
+    epoch, _ = calls.parse_view_stamp(current)
+    stale = calls.view_stamp(epoch - 1, 4)
     refused = _call(consumer, calls.pull_message(_pull(mq, 7), view=stale))
     assert refused.status is PullStatus.VIEW_CHANGED
     assert (refused.next_begin_offset, refused.view_queue_nums, refused.body) == (7, 4, b"")
@@ -98,7 +101,7 @@ def test_a_consumer_refused_for_its_view_rebalances_before_it_pulls_again(consum
     async def pull_on_a_stale_view() -> float | None:
         # on the loop, right before the pull: a rebalance under way cannot put the good view back
         # first (the pull would then be held for new messages, not refused)
-        core.rebalance.views[key] = calls.view_digest(["127.0.0.1@someone-else"], 4)  # gone stale
+        core.rebalance.views[key] = calls.view_stamp(calls.parse_view_stamp(good)[0] - 1, 4)  # gone stale
         return await core.pull_once(request)
 
     wait = core.instance.loop_thread.call(pull_on_a_stale_view(), timeout=10.0)
@@ -126,11 +129,16 @@ def test_a_rebalance_shares_the_queues_the_broker_has_over_a_stale_route(
     assert len(consumer.assigned_queues(TOPIC)) == 4
 
 
-def test_a_commit_on_a_stale_view_may_move_the_offset_forward_not_back(consumer: PushConsumer) -> None:
+def test_a_commit_on_a_stale_view_may_move_the_offset_forward_not_back(
+    cluster: ClusterThread, consumer: PushConsumer
+) -> None:
     idle = "view_fence_idle"  # a group nobody consumes with: no periodic commit gets in the way
     mq = MessageQueue(TOPIC, consumer.assigned_queues(TOPIC)[0].broker_name, 1)
-    current = calls.view_digest([], 4)  # the broker lists no member of it
-    stale = calls.view_digest(["127.0.0.1@long-gone"], 4)
+    broker = cluster.cluster.broker
+    assert broker is not None
+    epoch = broker.consumers.epoch(idle)  # the broker lists no member of it
+    current = calls.view_stamp(epoch, 4)
+    stale = calls.view_stamp(epoch - 1, 4)
 
     def commit(offset: int, view: str | None) -> int:
         _call(consumer, calls.update_consumer_offset(idle, mq, offset, view=view))

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.broker.consumers import (
     CHANNEL_EXPIRED_TIMEOUT,
@@ -24,6 +27,7 @@ from rocketq.broker.consumers import (
 from rocketq.broker.producers import ProducerRegistry
 from rocketq.broker.subscriptions import SubscriptionGroupManager
 from rocketq.broker.topics import TopicConfigManager
+from rocketq.broker.view_fence import GENERATION_FILE, next_boot_generation
 from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.protocol.bodies import (
     ConsumeFromWhere,
@@ -537,3 +541,68 @@ def test_apply_unregister_client() -> None:
     )
     assert ch.notifications() == [("G", ["conn-b"])]
     assert consumers.client_ids("G") == ["c2"]
+
+
+# ------------------------------------------------------------------ epochs (the view fence)
+
+_ACTIONS = ("join", "leave", "close", "expire", "beat", "bump")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    actions=st.lists(st.tuples(st.sampled_from(_ACTIONS), st.integers(0, 3)), min_size=1, max_size=30),
+    base=st.integers(0, 5),
+)
+def test_a_groups_epoch_grows_on_every_change_of_its_members_and_never_repeats(
+    actions: list[tuple[str, int]], base: int
+) -> None:
+    """Random joins, leaves, closes, expiries, plain heartbeats and bumps: the epoch moves exactly
+    when the member list changed (or a bump said so), only up, so a list that comes back to what
+    it was (A -> B -> A) never gets an epoch it had before."""
+    print(f"drawn: base generation {base}, actions {actions}")
+    reg: ConsumerRegistry[str] = ConsumerRegistry(
+        ConsumerRegistryConfig(channel_expired_timeout=10.0), epoch_base=base << 32
+    )
+    now = 0.0
+    live: dict[str, float] = {}  # conn -> last heartbeat
+    seen: list[int] = [reg.epoch("g")]
+    assert seen[0] == base << 32
+    for action, n in actions:
+        conn = f"conn{n}"
+        before = sorted(reg.client_ids("g"))
+        now += 1.0
+        if action in ("join", "beat"):
+            if action == "beat" and conn not in live:
+                continue
+            heartbeat(reg, conn, f"c@{n}", now, [sub("T")])
+            live[conn] = now
+        elif action == "leave":
+            apply_unregister_client(
+                f"c@{n}", None, "g", conn, now, consumers=reg, producers=ProducerRegistry(10.0),
+                groups=SubscriptionGroupManager(now=now),
+            )  # fmt: skip
+            live.pop(conn, None)
+        elif action == "close":
+            reg.connection_closed(conn)
+            live.pop(conn, None)
+        elif action == "expire":
+            now += 11.0 if live.get(conn) is not None else 0.0
+            reg.scan_expired(now)
+            live = {c: t for c, t in live.items() if now - t <= 10.0}
+        else:
+            reg.bump(["g"])
+        epoch = reg.epoch("g")
+        changed = sorted(reg.client_ids("g")) != before or action == "bump"
+        assert (epoch > seen[-1]) if changed else (epoch == seen[-1]), (action, n, before)
+        if changed:
+            assert epoch not in seen
+        seen.append(epoch)
+
+
+def test_the_boot_generation_counts_starts_so_epochs_of_two_runs_never_meet(tmp_path: Path) -> None:
+    assert [next_boot_generation(tmp_path, 1000.5) for _ in range(3)] == [1000, 1001, 1002]
+    assert next_boot_generation(tmp_path, 5000.0) == 5000  # the clock is ahead: it wins
+    assert next_boot_generation(tmp_path, 10.0) == 5001  # the clock went back: the count wins
+    (tmp_path / GENERATION_FILE).write_text("damaged")
+    assert next_boot_generation(tmp_path, 6000.0) == 6000  # lost count: the clock still moved on
+    assert (tmp_path / GENERATION_FILE).read_text() == "6000\n"

@@ -150,3 +150,20 @@ def test_module_doctests() -> None:
     failures, tried = doctest.testmod(locks_module)
     assert tried > 0
     assert failures == 0
+
+
+def test_a_departed_members_leases_are_freed_and_orderly_locks_kept() -> None:
+    """release_departed frees the leases (clean handoff) of clients no longer in the group, keeps
+    their orderly locks (they may still be processing) and everyone's locks who stayed."""
+    table = QueueLockTable()
+    q = [MessageQueue("T", "b", i) for i in range(4)]
+    assert table.try_lock_batch("g", q[:1], "gone", 0.0, lease=True) == {q[0]}
+    assert table.try_lock_batch("g", q[1:2], "gone", 0.0) == {q[1]}  # orderly
+    assert table.try_lock_batch("g", q[2:3], "stays", 0.0, lease=True) == {q[2]}
+    assert table.try_lock_batch("h", q[3:], "gone", 0.0, lease=True) == {q[3]}  # another group
+    assert table.release_departed("g", ["stays"]) == {q[0]}
+    assert table.owner_of("g", q[0], 1.0) is None
+    assert table.owner_of("g", q[1], 1.0) == "gone"
+    assert table.owner_of("g", q[2], 1.0) == "stays"
+    assert table.owner_of("h", q[3], 1.0) == "gone"
+    assert table.release_departed("nosuch", []) == set()

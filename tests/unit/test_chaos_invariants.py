@@ -43,7 +43,7 @@ from rocketq.chaos.timeline import (
 A0 = ("broker-a", 0)
 A1 = ("broker-a", 1)
 QUEUES = (A0, A1)
-DEFAULT = Expectations()
+DEFAULT = Expectations(handoff="rocketmq")
 CLEAN = Expectations(handoff="clean")
 
 
@@ -487,16 +487,16 @@ def test_summary_gives_each_figure_as_mean_and_worst_per_scenario_and_mode() -> 
         plan = make_plan("kill", seed, Form(short=True))
         result = ChaosResult("kill", options, plan)
         result.invariants = [
-            InvariantResult("duplicates", dups == 0 or handoff == "default", dups, "msgs", ""),
+            InvariantResult("duplicates", dups == 0 or handoff == "rocketmq", dups, "msgs", ""),
             InvariantResult("convergence", not math.isinf(converge), converge, "s", ""),
             InvariantResult("notifications", None, 16, "", ""),
         ]
         return result
 
-    runs = [run(1, "default", 2, 0.5), run(2, "default", 4, math.inf), run(1, "clean", 1, 1.0)]
+    runs = [run(1, "rocketmq", 2, 0.5), run(2, "rocketmq", 4, math.inf), run(1, "clean", 1, 1.0)]
     rows = summary(runs)
     assert [(r["mode"], r["runs"], r["passed"]) for r in rows] == [
-        ("handoff default", 2, 1),
+        ("handoff rocketmq", 2, 1),
         ("handoff clean", 1, 0),
     ]
     assert rows[0]["duplicates"] == {"mean": 3.0, "max": 4}

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.allocate import get_strategy
 from rocketq.client.config import ReadOffsetType
@@ -15,6 +17,7 @@ from rocketq.client.rebalance.impl import PullRequest, RebalanceImpl, allocate_t
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
+from rocketq.protocol.calls import view_stamp as calls_view_stamp
 from rocketq.protocol.topics import retry_topic
 
 T = "TopicTest"
@@ -403,11 +406,18 @@ class ViewsContext(Context):
         self.asked = 0
         #: the read queue count each broker says (absent: -1, a broker that does not say)
         self.queue_nums: dict[str, int] = {}
+        #: the view stamp each broker says (absent: None, a broker without epochs)
+        self.stamps: dict[str, str] = {}
 
-    async def find_consumer_views(self, topic: str, group: str) -> dict[str, tuple[list[str], int] | None]:
+    async def find_consumer_views(
+        self, topic: str, group: str
+    ) -> dict[str, tuple[list[str], int, str | None] | None]:
         answers = self.rounds[min(self.asked, len(self.rounds) - 1)]
         self.asked += 1
-        return {b: None if ids is None else (ids, self.queue_nums.get(b, -1)) for b, ids in answers.items()}
+        return {
+            b: None if ids is None else (ids, self.queue_nums.get(b, -1), self.stamps.get(b))
+            for b, ids in answers.items()
+        }
 
 
 def make_views(
@@ -519,14 +529,49 @@ def test_per_broker_views_give_every_queue_one_owner_while_the_brokers_disagree(
     assert sorted(owned) == qs(16)  # each queue exactly once, none orphaned
 
 
-def test_per_broker_views_record_each_brokers_digest_for_the_fence() -> None:
-    from rocketq.protocol.calls import view_digest
-
+def test_per_broker_views_record_each_brokers_stamp_for_the_fence() -> None:
     answers: dict[str, list[str] | None] = {"broker-a": ["c@2", "c@1"], "broker-b": None}
-    impl, _ = make_views("c@1", [answers], fallback="per-broker")
+    impl, ctx = make_views("c@1", [answers], fallback="per-broker")
+    ctx.stamps = {"broker-a": "7/8", "broker-b": "3/8"}
     run(impl)
-    a_queues = sum(1 for mq in qs(16) if mq.broker_name == "broker-a")
-    assert impl.views == {(T, "broker-a"): view_digest(["c@1", "c@2"], a_queues)}
+    assert impl.views == {(T, "broker-a"): "7/8"}  # broker-b did not answer: no stamp learnt from it
+    ctx.stamps = {}  # broker-a answers without a stamp now (a RocketMQ broker): no fence for it
+    run(impl)
+    assert impl.views == {}
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=8))
+def test_a_queue_kept_over_an_epoch_jump_resumes_from_the_committed_offset(steps: list[int]) -> None:
+    """The group's epoch on broker-a moves by a drawn step between rebalances; the members stay
+    the same, so every rebalance keeps the same queues. A step of 0 or 1 means this consumer saw
+    every change: it keeps its position. A larger step means changes it did not see (another
+    member may have pulled its queues meanwhile): it drops them and adds them again at the
+    committed offset."""
+    print(f"drawn: epoch steps {steps}")
+    answers: dict[str, list[str] | None] = {"broker-a": ["c@1", "c@2"]}
+    impl, ctx = make_views("c@1", [answers], fallback="per-broker")
+    store = impl.offset_store
+    assert isinstance(store, MemoryOffsets)
+    epoch = 2**32 + 5
+    ctx.stamps = {"broker-a": calls_view_stamp(epoch, 16)}
+    [first] = run(impl)
+    mine = sorted(first.owned)
+    for step in steps:
+        for mq in mine:  # consumed ahead of what the group committed
+            store.update_offset(mq, 100, False)
+            store.stored[mq] = 40
+        epoch += step
+        ctx.stamps = {"broker-a": calls_view_stamp(epoch, 16)}
+        [record] = run(impl)
+        assert sorted(record.owned) == mine
+        if step > 1:
+            assert sorted(record.removed) == sorted(record.added) == mine
+            assert record.pull_from == dict.fromkeys(mine, 100)  # its own commit went first, forward
+        else:
+            assert record.removed == record.added == ()
+            assert all(store.memory_offset(mq) == 100 for mq in mine)
+        assert impl.views[(T, "broker-a")] == calls_view_stamp(epoch, 16)
 
 
 def test_a_brokers_own_queue_count_outranks_a_stale_route_until_the_route_agrees() -> None:

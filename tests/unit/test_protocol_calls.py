@@ -197,7 +197,12 @@ def test_a_view_fenced_pull_carries_the_view_and_reads_the_brokers_refusal() -> 
         consumer_group="g", topic="T", queue_id=3, queue_offset=5, max_msg_nums=32,
         sys_flag=0, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
     )  # fmt: skip
-    view = calls.view_digest(["c2", "c1"], 4)
+    view = calls.view_stamp(2**32 + 3, 4)
+    assert view == "4294967299/4"
+    assert calls.parse_view_stamp(view) == (2**32 + 3, 4)
+    for bad in ("", "7", "a/4", "7/", "/4", "7/4/1"):
+        with pytest.raises(RemoteProtocolError):
+            calls.parse_view_stamp(bad)
     call = calls.pull_message(header, view=view)
     assert call.request.ext_fields[calls.VIEW_FIELD] == view
     assert calls.VIEW_FIELD not in calls.pull_message(header).request.ext_fields
@@ -214,12 +219,16 @@ def test_a_view_fenced_pull_carries_the_view_and_reads_the_brokers_refusal() -> 
     member_call = calls.get_consumer_view("g", "T")
     assert member_call.request.ext_fields[calls.VIEW_TOPIC_FIELD] == "T"
     body = b'{"consumerIdList":["c1"]}'
-    answer = member_call.request.response(ext_fields={calls.VIEW_QUEUES_FIELD: "4"}, body=body)
-    assert member_call.parse(answer) == (["c1"], 4)
+    ext = {calls.VIEW_QUEUES_FIELD: "4", calls.VIEW_FIELD: "9/4"}
+    answer = member_call.request.response(ext_fields=ext, body=body)
+    assert member_call.parse(answer) == (["c1"], 4, "9/4")
     assert member_call.parse(member_call.request.response(ext_fields={}, body=body)) == (
         ["c1"],
         -1,
+        None,
     )  # RocketMQ's
+    with pytest.raises(RemoteProtocolError):
+        member_call.parse(member_call.request.response(ext_fields={calls.VIEW_FIELD: "x"}, body=body))
 
 
 def test_oneway_calls_are_flagged_and_need_no_answer() -> None:

@@ -242,12 +242,15 @@ class ConsumerRegistry(Generic[C]):
     one event loop.
     """
 
-    __slots__ = ("_by_conn", "_config", "_groups")
+    __slots__ = ("_by_conn", "_config", "_epoch_base", "_epochs", "_groups")
 
-    def __init__(self, config: ConsumerRegistryConfig | None = None) -> None:
+    def __init__(self, config: ConsumerRegistryConfig | None = None, *, epoch_base: int = 0) -> None:
         self._config = config or ConsumerRegistryConfig()
         self._groups: dict[str, _Group[C]] = {}
         self._by_conn: dict[C, dict[str, None]] = {}  # connection -> its groups, in join order
+        #: group -> (its member ids, sorted, as of its last epoch; how many times they changed)
+        self._epochs: dict[str, tuple[tuple[str, ...], int]] = {}
+        self._epoch_base = epoch_base
 
     @property
     def config(self) -> ConsumerRegistryConfig:
@@ -297,6 +300,7 @@ class ConsumerRegistry(Generic[C]):
         )
         topics_changed, filter_changed = self._update_subscriptions(info, subs)
         changed = new_member or topics_changed
+        self._observe(group)
         events: list[GroupEvent[C]] = []
         if notify and (changed or (filter_changed and self._config.notify_on_subscription_update)):
             events.append(self._change(info, "register"))
@@ -315,6 +319,7 @@ class ConsumerRegistry(Generic[C]):
         removed = self._remove_channel(info, conn)
         if removed is not None:
             log.info("consumer %s (%s) unregistered from group %s", client_id, removed.remote_addr, group)
+            self._observe(group)
         events: list[GroupEvent[C]] = []
         if not info.channels:
             events.extend(self._drop_group(info, "unregister"))
@@ -345,6 +350,7 @@ class ConsumerRegistry(Generic[C]):
             )
             if not info.channels:
                 events.extend(self._drop_group(info, "close"))
+            self._observe(name)
             if notify_enabled is None or notify_enabled(name):
                 events.append(self._change(info, "close"))
         return Changes(True, tuple(events))
@@ -376,11 +382,41 @@ class ConsumerRegistry(Generic[C]):
             if not info.channels:
                 log.warning("consumer group %s has no member left after expiry: dropped", info.name)
                 del self._groups[info.name]
+            self._observe(info.name)
+            if not info.channels:
                 if self._config.notify_on_expiry:
                     events.append(GroupEvent(ConsumerGroupEvent.UNREGISTER, info.name, "expiry"))
             elif self._config.notify_on_expiry and (notify_enabled is None or notify_enabled(info.name)):
                 events.append(self._change(info, "expiry"))
         return Changes(bool(close), tuple(events), tuple(close))
+
+    # ---------------------------------------------------------------- epochs
+
+    def set_epoch_base(self, base: int) -> None:
+        """Start every group's epoch at ``base`` (the broker's boot generation shifted left by 32
+        bits, so that no epoch of this run equals one of an earlier run)."""
+        self._epoch_base = base
+
+    def epoch(self, group: str) -> int:
+        """The group's epoch: a number that goes up whenever the group's member list changes (or
+        :meth:`bump` says what it allocates with changed), and never repeats - the fence rocketq's
+        consumers pull and commit under (``docs/rebalance.md``). A list that changes and changes
+        back (A -> B -> A) has a new epoch, which a digest of the list could not tell."""
+        entry = self._epochs.get(group)
+        return self._epoch_base + (0 if entry is None else entry[1])
+
+    def bump(self, groups: Iterable[str]) -> None:
+        """Advance the epochs of ``groups``: what they allocate with (a topic's queues) changed."""
+        for name in groups:
+            ids, count = self._epochs.get(name, ((), 0))
+            self._epochs[name] = (ids, count + 1)
+
+    def _observe(self, group: str) -> None:
+        """Advance ``group``'s epoch if its member list differs from the one of its last epoch."""
+        ids = tuple(sorted(self.client_ids(group)))
+        last, count = self._epochs.get(group, ((), 0))
+        if ids != last:
+            self._epochs[group] = (ids, count + 1)
 
     # ---------------------------------------------------------------- queries
 

@@ -77,11 +77,13 @@ class LockInfo:
 
 
 class _Entry:
-    __slots__ = ("client_id", "last_renewed")
+    __slots__ = ("client_id", "last_renewed", "lease")
 
-    def __init__(self, client_id: str, last_renewed: float) -> None:
+    def __init__(self, client_id: str, last_renewed: float, lease: bool = False) -> None:
         self.client_id = client_id
         self.last_renewed = last_renewed
+        #: a clean handoff's lease (freed when its holder leaves the group), not an orderly lock
+        self.lease = lease
 
 
 class QueueLockTable:
@@ -100,13 +102,14 @@ class QueueLockTable:
         return now - entry.last_renewed > self._max_live
 
     def try_lock_batch(
-        self, group: str, mqs: Iterable[MessageQueue], client_id: str, now: float
+        self, group: str, mqs: Iterable[MessageQueue], client_id: str, now: float, *, lease: bool = False
     ) -> set[MessageQueue]:
         """Lock (or renew) what can be locked of ``mqs`` for ``client_id``; return that subset.
 
         Queues ``client_id`` already holds are renewed and returned; free queues and queues whose
         lock has expired (whoever held it) become ``client_id``'s; queues under another client's
-        live lock are left out.
+        live lock are left out. ``lease``: the locks are a clean handoff's leases (see
+        :meth:`release_departed`).
         """
         locked: set[MessageQueue] = set()
         entries = self._table.get(group)
@@ -115,12 +118,13 @@ class QueueLockTable:
         for mq in mqs:
             entry = entries.get(mq)
             if entry is None:
-                entries[mq] = _Entry(client_id, now)
+                entries[mq] = _Entry(client_id, now, lease)
                 log.info("lock: %s in group %s is free, now held by %s", mq, group, client_id)
                 locked.add(mq)
                 continue
             if entry.client_id == client_id and not self._expired(entry, now):
                 entry.last_renewed = now
+                entry.lease = lease
                 locked.add(mq)
                 continue
             if self._expired(entry, now):
@@ -133,6 +137,7 @@ class QueueLockTable:
                 )
                 entry.client_id = client_id
                 entry.last_renewed = now
+                entry.lease = lease
                 locked.add(mq)
                 continue
             log.warning(
@@ -176,6 +181,25 @@ class QueueLockTable:
         if not entries:
             del self._table[group]
         return released
+
+    def release_departed(self, group: str, members: Iterable[str]) -> set[MessageQueue]:
+        """Release ``group``'s leases held by clients not among ``members`` (rocketq only: a member
+        that left the group - its connection closed, it unregistered or it expired - must not
+        keep its queues unconsumed for the lock's 60 s; RocketMQ keeps them until then). Only
+        leases (the clean handoff's, concurrent consumption) are released: an orderly consumer
+        cut off or frozen may still be processing what it holds, and its lock must outlive the
+        30 s it trusts it for. Returns the queues released."""
+        entries = self._table.get(group)
+        if not entries:
+            return set()
+        live = set(members)
+        gone = {mq for mq, e in entries.items() if e.lease and e.client_id not in live}
+        for mq in gone:
+            log.info("lock: %s in group %s released: %s left the group", mq, group, entries[mq].client_id)
+            del entries[mq]
+        if not entries:
+            del self._table[group]
+        return gone
 
     def is_locked(self, group: str, mq: MessageQueue, client_id: str, now: float) -> bool:
         """Whether ``client_id`` holds a live lock on ``mq`` in ``group`` (a query: renews nothing)."""

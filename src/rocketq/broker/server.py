@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
-from rocketq.broker.consumers import Changes, ConsumerRegistry, ConsumerRegistryConfig
+from rocketq.broker.consumers import Changes, ConsumerGroupEvent, ConsumerRegistry, ConsumerRegistryConfig
 from rocketq.broker.ha import HAClient, HAMaster, SlaveSynchronize
 from rocketq.broker.handlers import (
     AdminProcessor,
@@ -71,6 +71,7 @@ from rocketq.broker.topics import (
     TopicManagerConfig,
 )
 from rocketq.broker.transactions import CheckResult, TransactionalMessageService
+from rocketq.broker.view_fence import next_boot_generation
 from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
@@ -324,6 +325,8 @@ class Broker(AsyncStartClose):
         if cfg.role == "slave":
             store.become_replica()
         try:
+            generation = await asyncio.to_thread(next_boot_generation, store.config_dir, self.wall())
+            self.consumers.set_epoch_base(generation << 32)
             topic_table = TopicConfigTable(store.config_dir / "topics.json")
             group_table = SubscriptionGroupTable(store.config_dir / "subscriptionGroup.json")
             for table in (topic_table, group_table):
@@ -568,7 +571,12 @@ class Broker(AsyncStartClose):
 
     async def notify_groups(self, changes: Changes[RemotingConnection]) -> None:
         """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) for every CHANGE event, to its connections;
-        with ``notify_coalesce_window`` > 0, open (or join) the group's window instead."""
+        with ``notify_coalesce_window`` > 0, open (or join) the group's window instead. Queue
+        locks of clients that left a group are released first (:meth:`QueueLockTable.release_departed`)."""
+        if self.config.release_departed_locks:
+            for event in changes.events:
+                if event.kind is not ConsumerGroupEvent.REGISTER:
+                    self.locks.release_departed(event.group, self.consumers.client_ids(event.group))
         coalescer = self._coalescer
         if coalescer is None:
             await self._notify(changes.notifications())
@@ -640,6 +648,10 @@ class Broker(AsyncStartClose):
                 self._persist_topics_soon(table)
             else:
                 self._persist_topics(table)
+        if change.kind in ("update", "delete"):
+            # what the groups consuming it allocate with may have changed: a new epoch fences
+            # pulls made on the old queues (a count that changes and changes back included)
+            self.consumers.bump(self.consumers.groups_consuming(change.topic))
         if self._registrar is not None:
             self._registrar.request_soon()
 

@@ -86,6 +86,7 @@ PLACEHOLDERS = (
 
 _SETTLE = 1.5  # seconds observed after the drain, so that "settled" means settled for a moment
 _STARTUP_TIMEOUT = 60.0
+_JOIN_ALLOWANCE = 1.0  # seconds a joining consumer may take to start before the schedule waits for it
 _F_SETPIPE_SZ = 1031  # Linux fcntl: set a pipe's capacity
 _SAMPLE_EVERY = 0.01  # seconds between samples of a slow consumer's written output
 
@@ -96,7 +97,7 @@ class ChaosOptions:
 
     seed: int = 1
     #: the consumers' handoff mode: the default command's ``--handoff``, and what the invariants expect
-    handoff: Literal["default", "clean"] = "default"
+    handoff: Literal["clean", "rocketmq"] = "clean"
     #: orderly consumption: the default command's ``--orderly``, and the orderly invariants
     orderly: bool = False
     #: another consumer program (see :func:`consumer_command`); ``None``: ``rocketq consume``
@@ -213,7 +214,7 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
     """The command of consumer ``name`` (reaching the cluster through name server ``namesrv``).
 
     By default ``rocketq consume`` with the plan's intervals, ``--from first``, ``--instance NAME``
-    (and ``--handoff clean`` / ``--orderly`` as asked). ``--consumer-cmd`` is split like a shell
+    (with the options' ``--handoff`` and ``--orderly``). ``--consumer-cmd`` is split like a shell
     line and each of :data:`PLACEHOLDERS` replaced in every word; the process also gets
     ``NAMESRV_ADDR`` (RocketMQ's own variable).
     """
@@ -223,8 +224,7 @@ def consumer_command(plan: Plan, options: ChaosOptions, name: str, namesrv: str)
         args += ["--heartbeat-interval", f"{plan.heartbeat_interval:g}"]
         args += ["--rebalance-interval", f"{plan.rebalance_interval:g}"]
         args += ["--poll-name-server-interval", f"{plan.poll_interval:g}"]
-        if options.handoff == "clean":
-            args += ["--handoff", "clean"]
+        args += ["--handoff", options.handoff]
         if options.orderly:
             args.append("--orderly")
         if options.consistent_views:
@@ -451,11 +451,14 @@ class ChaosRun:
         self.t0 = time.monotonic()
         self.last_change = self.t0
         self.producer.start()
+        shift = 0.0
         for action in sorted(plan.actions, key=lambda a: a.at):
-            delay = self.t0 + action.at - time.monotonic()
+            delay = self.t0 + shift + action.at - time.monotonic()
             if delay > 0:
                 time.sleep(delay)  # the schedule itself: faults happen at their planned times
             self._do(action)
+            if action.do == "join":
+                shift += self._await_joined(action.target)
         self.producer.join(plan.produce_seconds + 30.0)
         if self.producer.error is not None:
             raise LabError(f"the producer failed: {self.producer.error}")
@@ -526,6 +529,30 @@ class ChaosRun:
             return self._lines_exact(names)
 
         self.lab.wait_until(ready, timeout, what)
+
+    def _await_joined(self, name: str) -> float:
+        """Wait until joiner ``name`` printed its first REBALANCE line; return by how much its
+        start took longer than :data:`_JOIN_ALLOWANCE`: the rest of the schedule moves that much
+        later, so that what the plan meant to happen while it joins (a lost notification, an old
+        member stopping after its replacement is up) does, however slowly a loaded machine starts
+        a process."""
+        began = time.monotonic()
+        consumer = self.consumers[name]
+
+        def joined() -> bool:
+            if consumer.worker is not None and not consumer.worker.running:
+                raise LabError(
+                    f"consumer {name} exited ({consumer.worker.proc.returncode}): {consumer.worker.tail()}"
+                )
+            return any(isinstance(item, Rebalance) for item in consumer.items())
+
+        self.lab.wait_until(joined, _STARTUP_TIMEOUT, f"{name} to join")
+        late = time.monotonic() - began - _JOIN_ALLOWANCE
+        if late <= 0:
+            return 0.0
+        self.say(f"{time.monotonic() - self.t0:6.2f} s  {name} took {late + _JOIN_ALLOWANCE:.2f} s to join: "
+                 f"the rest of the schedule moves {late:.2f} s later")  # fmt: skip
+        return late
 
     def _alive(self) -> list[str]:
         return [c.name for c in self.consumers.values() if c.ended is None and c.how == "running"]

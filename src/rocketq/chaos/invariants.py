@@ -16,13 +16,15 @@ hand. The definitions, in the words ``docs/chaos.md`` uses:
   had fetched it (whichever printed it first). The *bound* is how many such re-reads the
   handoffs did (messages fetched by one consumer before another started on their queue from an
   offset below them). A repeat
-  fetched by two consumers pulling the queue at the same time is *beyond the bound*. Default
-  mode: none beyond; clean handoff with graceful changes: no duplicates at all.
+  fetched by two consumers pulling the queue at the same time is *beyond the bound*. RocketMQ's
+  handoff, and any scenario with non-graceful changes: none beyond; the clean handoff with
+  graceful changes: no duplicates at all.
 * **overlap** - queue-seconds during which two or more consumers *pulled* the same queue (held it
-  by pulls), after all first members were up. Clean handoff: 0. Default mode: no single episode
-  longer than the scenario's transition bound (a handoff's own moment, not two owners that both
-  believe it). The figure with messages in hand too (an old owner finishing, after the move, what
-  it fetched before it) is reported beside it and not judged: no client can call a listener back.
+  by pulls), after all first members were up. Clean handoff with graceful changes: 0. Otherwise:
+  no single episode longer than the scenario's transition bound (a handoff's own moment, not two
+  owners that both believe it). The figure with messages in hand too (an old owner finishing,
+  after the move, what it fetched before it) is reported beside it and not judged: no client can
+  call a listener back.
 * **orphan** - queue-seconds during which nobody held a queue, after all first members were up;
   time a queue's broker was down, and time its holder was paused (SIGSTOP), are reported apart.
   No single episode longer than the scenario's bound.
@@ -77,15 +79,16 @@ _EPS = 1e-9
 class Expectations:
     """What a scenario promises, per mode (stated with every run's figures)."""
 
-    #: ``default`` or ``clean`` (the consumers' handoff mode)
-    handoff: Literal["default", "clean"] = "default"
+    #: ``clean`` or ``rocketmq`` (the consumers' handoff mode)
+    handoff: Literal["clean", "rocketmq"] = "clean"
     #: the scenario's changes are graceful (joins, SIGTERM stops): clean handoff owes 0 duplicates, 0 overlap
     graceful: bool = True
     #: the consumers consume orderly (adds the orderly invariants)
     orderly: bool = False
     #: seconds between a consumer's actions on a queue still counted as holding it
     gap: float = 1.0
-    #: default mode: the longest overlap episode allowed (a handoff's own moment)
+    #: the longest overlap episode allowed outside the clean handoff's graceful changes (a
+    #: handoff's own moment)
     overlap_episode: float = 2.0
     #: the longest orphan episode allowed
     orphan_episode: float = 2.0

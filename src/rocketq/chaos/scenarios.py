@@ -30,6 +30,7 @@ from rocketq.protocol.codes import RequestCode
 __all__ = [
     "BROKERS",
     "LEASE_LIFE",
+    "RANDOM_KINDS",
     "SCENARIOS",
     "Action",
     "Bounds",
@@ -165,13 +166,14 @@ class Plan:
             return self.bounds.convergence
         return self.rebalance_interval + 3.0
 
-    def expectations(self, *, handoff: Literal["default", "clean"], orderly: bool) -> Expectations:
-        """What this plan promises in a mode. With the clean handoff or orderly consumption, a
-        consumer that crashed keeps its queues' broker locks until the broker expires them
-        (:data:`LEASE_LIFE`, RocketMQ's ``lockMaxLiveTime``), so its queues may rest that long
-        (the documented trade-off)."""
-        locked = handoff == "clean" or orderly
-        wait = LEASE_LIFE if locked and self.bounds.crash else 0.0
+    def expectations(self, *, handoff: Literal["clean", "rocketmq"], orderly: bool) -> Expectations:
+        """What this plan promises in a mode. A consumer that crashed does not hold the clean
+        handoff's leases any longer than it is a member: rocketq's brokers free a departed member's
+        leases at once (``release_departed_locks``), so its queues move as fast as without them.
+        An orderly consumer's locks are kept their whole life (:data:`LEASE_LIFE`, RocketMQ's
+        ``lockMaxLiveTime``) - it may be cut off or frozen, not dead, with messages in hand - so
+        a crashed orderly member's queues may rest that long (the documented trade-off)."""
+        wait = LEASE_LIFE if orderly and self.bounds.crash else 0.0
         return Expectations(
             handoff=handoff,
             graceful=self.bounds.graceful,
@@ -359,7 +361,11 @@ def _slow_listener(rng: random.Random, form: Form) -> dict[str, Any]:
             Action(at=start, do="slow", target=victim, rate=_SLOW_RATE),
             Action(at=round(start + _u(rng, 2.5, 3.5), 2), do="join", target="c4"),
             Action(at=round(start + _u(rng, 6.0, 7.5), 2), do="fast", target=victim),
-        )
+        ),
+        # the join is graceful, the victim is not: a listener slower than the clean handoff's
+        # bounded wait (handoff_await, 3 s) makes it hand over with messages still in its listener,
+        # which the new owner reads again (re-reads within the bound, as with RocketMQ's handoff)
+        "bounds": Bounds(graceful=False),
     }
 
 
@@ -372,6 +378,90 @@ def _rolling_deploy(rng: random.Random, form: Form) -> dict[str, Any]:
         actions.append(Action(at=at, do="stop", target=old))
         at = round(at + _u(rng, 0.5, 1.5), 2)
     return {"actions": tuple(actions)}
+
+
+RANDOM_KINDS = ("cut", "notify", "heartbeats", "pause", "stale", "broker-restart", "kill", "stop", "join")
+"""The faults the ``random`` scenario draws from (2 to 4 of them, each at most once)."""
+
+
+def _random(rng: random.Random, form: Form) -> dict[str, Any]:
+    """A combination of faults drawn from the seed: what no named scenario thought of. At most one
+    consumer leaves (killed or stopped) and it is the target of nothing else."""
+    kinds = rng.sample(RANDOM_KINDS, rng.randint(2, 4))
+    last = form.produce_seconds - 1.0  # every fault heals before the producer stops
+
+    def window(low: float, high: float) -> tuple[float, float]:
+        length = _u(rng, low, high)
+        start = _u(rng, 1.5, max(1.5, last - length))
+        return start, round(start + length, 2)
+
+    leaving = next((k for k in kinds if k in ("kill", "stop")), None)
+    if leaving is not None:
+        kinds = [k for k in kinds if k not in ("kill", "stop") or k == leaving]
+    gone = rng.choice(FIRST) if leaving is not None else None
+    staying = [c for c in FIRST if c != gone]
+    actions: list[Action] = []
+    for kind in kinds:
+        victim = rng.choice(staying)
+        broker = rng.choice(BROKERS)
+        if kind == "cut":
+            start, end = window(2.0, 6.0)
+            fault = Fault(kind="cut", consumer=victim, target=broker)
+            actions += [Action(at=start, do="fault", target="cut", fault=fault)]
+            actions += [Action(at=end, do="heal", target="cut")]
+        elif kind == "notify":
+            start, end = window(2.0, 5.0)
+            code = RequestCode.NOTIFY_CONSUMER_IDS_CHANGED
+            fault = Fault(kind="drop", code=code, consumer=victim, direction="to-client")
+            actions += [Action(at=start, do="fault", target="notify", fault=fault)]
+            actions += [Action(at=round(start + _u(rng, 0.3, 1.0), 2), do="join", target="c4")]
+            actions += [Action(at=end, do="heal", target="notify")]
+        elif kind == "heartbeats":
+            start, end = window(2.0, 2 * _EXPIRY + 2.0)
+            code = RequestCode.HEART_BEAT
+            fault = Fault(kind="drop", code=code, consumer=victim, target=broker, direction="to-server")
+            actions += [Action(at=start, do="fault", target="heartbeats", fault=fault)]
+            actions += [Action(at=end, do="heal", target="heartbeats")]
+        elif kind == "pause":
+            start, end = window(1.0, _EXPIRY + 4.0)
+            actions += [
+                Action(at=start, do="pause", target=victim),
+                Action(at=end, do="resume", target=victim),
+            ]
+        elif kind == "stale":
+            start, end = window(3.0, 6.0)
+            fault = Fault(kind="stale-route", consumer=victim, target=NAMESRV)
+            actions += [Action(at=start, do="fault", target="stale", fault=fault)]
+            actions += [Action(at=round(start + 0.5, 2), do="expand", queues=6)]
+            actions += [Action(at=end, do="heal", target="stale")]
+        elif kind == "broker-restart":
+            start, end = window(1.0, 3.0)
+            how = rng.choice(("SIGTERM", "SIGKILL"))
+            actions += [Action(at=start, do="broker-stop", target=BROKERS[1], signal=how)]
+            actions += [Action(at=end, do="broker-start", target=BROKERS[1])]
+        elif kind in ("kill", "stop"):
+            assert gone is not None
+            actions += [Action(at=_u(rng, 1.5, last - 1.0), do=kind, target=gone)]
+        else:  # join
+            actions += [Action(at=_u(rng, 1.5, last - 1.0), do="join", target="c5")]
+    restart = "broker-restart" in kinds
+    return {
+        "actions": tuple(sorted(actions, key=lambda a: a.at)),
+        "broker_args": _EXPIRY_ARGS,
+        "heartbeat_interval": _HEARTBEAT,
+        "poll_interval": 1.0,
+        "settings": (
+            f"faults drawn from the seed: {', '.join(kinds)}",
+            _EXPIRY_WORDS,
+            "consumers and the producer refresh routes every 1 s (RocketMQ: 30 s)",
+        ),
+        "bounds": Bounds(
+            graceful=False,
+            crash="kill" in kinds,
+            orphan_episode=10.0 if restart else 2.0,
+            resume=10.0 if restart else None,
+        ),
+    }
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -439,6 +529,13 @@ SCENARIOS: dict[str, Scenario] = {
             "notifications and rebalances counted",
             "apache/rocketmq#9115 (notification storms)",
             _rolling_deploy,
+        ),
+        Scenario(
+            "random",
+            "two to four faults drawn from the seed - cuts, lost notifications, lost heartbeats, pauses, "
+            "stale routes, a broker restart, a kill, a stop, a join - at times drawn from it too",
+            "whatever the named scenarios did not think of",
+            _random,
         ),
     )
 }

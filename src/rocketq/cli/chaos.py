@@ -72,10 +72,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--handoff",
-        choices=("default", "clean"),
-        default="default",
+        choices=("clean", "rocketmq"),
+        default=None,
         help="the consumers' handoff mode (passed to rocketq consume; with --consumer-cmd, what the "
-        "program does); clean: duplicates and overlap must be 0 on graceful changes",
+        "program does): clean (rocketq consume's default; with --consumer-cmd: rocketmq) owes 0 "
+        "duplicates and 0 overlap on graceful changes; rocketmq: RocketMQ's handoff, duplicates "
+        "within the handoff bound",
     )
     parser.add_argument(
         "--orderly", action="store_true", help="orderly consumption (adds the exclusive and order invariants)"
@@ -124,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError(f"unknown scenario {args.scenario!r}; scenarios: {', '.join(SCENARIOS)}, all")
     if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
         raise CliError(f"data dir {args.data_dir} exists and is not a directory")
+    if args.handoff is None:
+        args.handoff = "rocketmq" if args.consumer_cmd else "clean"
     options = from_fields(ChaosOptions, args)  # its fields are the options of the same names
     try:  # a bad --consumer-cmd is refused before anything starts
         plan = make_plan(names[0], args.seed, Form(short=args.short))

@@ -130,9 +130,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--handoff",
-        choices=("clean",),
-        help="clean: a queue is consumed only under a broker lease, and changes owner only after the "
-        "old owner committed it (no duplicates when consumers join or leave gracefully)",
+        choices=("clean", "rocketmq"),
+        help="clean (the default): a queue is consumed only under a broker lease, and changes owner "
+        "only after the old owner committed it (no duplicates when consumers join or leave "
+        "gracefully); rocketmq: RocketMQ's handoff (the new owner starts from the last commit at "
+        "once, so messages consumed but not yet committed are consumed again)",
     )
     add_view_options(
         parser,

@@ -1,11 +1,16 @@
-"""``rocketq server``: a name server and a broker in one process, the embedded default.
+"""``rocketq server``: a name server and its brokers, the embedded default for one machine.
 
-Prints where both listen and where the data is - the first line is machine-readable
-(``rocketq server ready: namesrv=HOST:PORT broker=HOST:PORT data=DIR``, see
-:mod:`rocketq.embedded`) - runs until SIGINT or SIGTERM, then shuts down cleanly (the broker
-unregisters, flushes, writes its checkpoint and config files) and exits 0. Restarted on the same
-data directory it serves everything acknowledged before. A port in use or an unusable data
-directory is one line on stderr and exit code 2.
+``--brokers 1`` runs the name server and one broker in one process. ``--brokers N`` (N > 1, the
+default on a machine with several cores: see :func:`rocketq.supervisor.default_broker_count`)
+runs the name server here and N ``rocketq broker`` child processes, one cluster, supervised by
+:class:`rocketq.supervisor.Supervisor` (a broker that dies is restarted and the restart is said on
+stderr). Prints where everything listens and where the data is - the first line is
+machine-readable (``rocketq server ready: namesrv=HOST:PORT broker=HOST:PORT data=DIR``, with
+``brokers=HOST:PORT,...`` in front when N > 1, see :mod:`rocketq.embedded`) - runs until SIGINT or
+SIGTERM, then shuts down cleanly (each broker unregisters, flushes, writes its checkpoint and
+config files) and exits 0. Restarted on the same data directory it serves everything acknowledged
+before. A port in use or an unusable data directory is one line on stderr and exit code 2; a
+broker that cannot be kept running is one line and exit code 1.
 """
 
 from __future__ import annotations
@@ -28,10 +33,18 @@ from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_dat
 from rocketq.cli._output import non_negative_float, number_type, port_number, positive_float
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
-from rocketq.errors import ConfigError
+from rocketq.errors import ConfigError, RocketQError
 from rocketq.namesrv import DEFAULT_PORT
 from rocketq.remoting import run
 from rocketq.store.config import StoreConfig
+from rocketq.supervisor import (
+    MAX_DEFAULT_BROKERS,
+    Supervisor,
+    SupervisorConfig,
+    broker_plan,
+    broker_summary,
+    default_broker_count,
+)
 
 __all__ = [
     "SERVER_SWITCH_INTERVAL",
@@ -40,6 +53,7 @@ __all__ = [
     "broker_feature_options",
     "check_data_dir",
     "check_port",
+    "child_broker_args",
     "port_number",
     "register",
     "run_until_signal",
@@ -272,10 +286,10 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "server",
-        help="run a name server and a broker in one process (the embedded default)",
+        help="run a name server and its brokers, one per core by default (the embedded default)",
         description=(
-            "Run a RocketMQ-compatible name server and broker in one process until SIGINT or "
-            "SIGTERM. Real RocketMQ 4.9 clients can use it: point them at the name server."
+            "Run a RocketMQ-compatible name server and --brokers N brokers (one cluster) until SIGINT "
+            "or SIGTERM. Real RocketMQ 4.9 clients can use it: point them at the name server."
         ),
     )
 
@@ -288,6 +302,16 @@ def register(subparsers: Any) -> None:
         )
 
     add_broker_options(parser, namesrv_port)
+    parser.add_argument(
+        "--brokers",
+        type=positive_count,
+        default=None,
+        metavar="N",
+        help=f"broker processes, one cluster (default: one per core this process may use, at most "
+        f"{MAX_DEFAULT_BROKERS}: {default_broker_count()} here). 1 runs the broker in this process; "
+        "N > 1 runs N `rocketq broker` children named broker-a, broker-b, ... on --broker-port, +10, "
+        "+20, ..., with their data in DIR, DIR/broker-b, ..., restarted if they die",
+    )
     parser.add_argument(
         "--with-slave",
         action="store_true",
@@ -387,6 +411,11 @@ def _run(args: argparse.Namespace) -> int:
     check_data_dir(data_dir)
     check_port(args.host, args.namesrv_port, "name server")
     check_port(args.host, args.broker_port, "broker")
+    brokers = args.brokers if args.brokers is not None else (1 if args.with_slave else default_broker_count())
+    if brokers > 1 and args.with_slave:
+        raise CliError("--with-slave runs one broker and its slave: leave out --brokers or give --brokers 1")
+    if brokers > 1:
+        return _run_supervised(args, data_dir, brokers)
     try:
         cluster = EmbeddedCluster(
             data_dir=data_dir,
@@ -442,3 +471,91 @@ def _serve_with_slave(args: argparse.Namespace, cluster: EmbeddedCluster, data_d
         ]
 
     return serve_until_signal("server", lambda: _WithSlave(cluster, slave), ready)
+
+
+_SET_PER_CHILD = {
+    "help", "namesrv", "data_dir", "host", "broker_port", "broker_name", "cluster",
+    # each child is a master of its own name: ids and HA ports are its own
+    "broker_id", "ha_listen_port", "ha_master_address",
+}  # fmt: skip
+
+
+def child_broker_args(args: argparse.Namespace) -> list[str]:
+    """The options of :func:`add_broker_options` in ``args`` that differ from their defaults (flush,
+    feature switches), to pass to every child ``rocketq broker``; the ones set per child (name,
+    port, data dir, host, cluster) are left out."""
+    shared = argparse.ArgumentParser(add_help=False)
+    add_broker_options(shared)
+    out: list[str] = []
+    for action in shared._actions:
+        if action.dest in _SET_PER_CHILD or not action.option_strings or not hasattr(args, action.dest):
+            continue
+        value = getattr(args, action.dest)
+        if value == action.default:
+            continue
+        if action.nargs == 0:  # store_true / store_false
+            if value == action.const:
+                out.append(action.option_strings[0])
+        else:
+            out += [action.option_strings[0], str(value)]
+    return out
+
+
+def _run_supervised(args: argparse.Namespace, data_dir: Path, count: int) -> int:
+    """``--brokers N`` for N > 1: the name server here, N supervised ``rocketq broker`` children."""
+    try:
+        plans = broker_plan(args.broker_name, args.broker_port, data_dir, count)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    for plan in plans[1:]:
+        check_data_dir(plan.data_dir)
+        check_port(args.host, plan.port, f"broker {plan.name}")
+    config = SupervisorConfig(
+        host=args.host,
+        namesrv_port=args.namesrv_port,
+        cluster=args.cluster,
+        brokers=tuple(plans),
+        broker_args=tuple(child_broker_args(args)),
+    )
+
+    def report(line: str) -> None:
+        print(f"rocketq server: {line}", file=sys.stderr, flush=True)
+
+    failure: list[str] = []
+
+    async def main(stop: asyncio.Event) -> None:
+        supervisor = Supervisor(config, report)
+        try:
+            await supervisor.start()
+        except RocketQError as exc:
+            raise CliError(str(exc)) from None
+        try:
+            addrs = supervisor.broker_addrs
+            print(
+                f"{READY_PREFIX} brokers={','.join(addrs)} namesrv={supervisor.namesrv_addr} "
+                f"broker={addrs[0]} data={data_dir}",
+                flush=True,
+            )
+            print(
+                f"rocketq name server on {supervisor.namesrv_addr}, {count} brokers "
+                f"(cluster {args.cluster}): {broker_summary(supervisor.broker_names, addrs)}; "
+                f"{args.flush} flush, data in {data_dir} "
+                f"(the first broker's) and {data_dir}/<broker name>",
+                flush=True,
+            )
+            reason = await supervisor.wait(stop)
+            if reason is not None:
+                failure.append(reason)
+                report(f"{reason}; stopping every broker")
+            else:
+                print(
+                    "rocketq server stopping: each broker flushes and writes its checkpoint",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        finally:
+            await supervisor.close()
+        print("rocketq server stopped", file=sys.stderr, flush=True)
+
+    run_until_signal(main)
+    return 1 if failure else 0

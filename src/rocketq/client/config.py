@@ -362,11 +362,14 @@ class PushConsumerConfig:
     #: Orderly: seconds one queue may be consumed without a break before the thread yields
     #: (``rocketmq.client.maxTimeConsumeContinuously`` 60000 ms).
     max_time_consume_continuously: float = 60.0
-    #: How queues change owners (ours): ``"default"`` is RocketMQ (the old and the new owner may
-    #: overlap; the dropped queue's offset is committed one-way, so a rebalance can re-deliver);
-    #: ``"clean"`` consumes a queue only under a broker lease and hands it over commit-then-unlock
-    #: (see :mod:`rocketq.client.consumer.clean_handoff`).
-    handoff: Literal["default", "clean"] = "default"
+    #: How queues change owners (ours). ``"clean"``, the default, consumes a queue only under a
+    #: broker lease and hands it over commit-then-unlock (see
+    #: :mod:`rocketq.client.consumer.clean_handoff`): no duplicates on graceful changes, and on
+    #: rocketq's broker a crashed member's leases are freed when it leaves the group. ``"rocketmq"``
+    #: is RocketMQ's (the old and the new owner may overlap; the dropped queue's offset is
+    #: committed one-way, so a rebalance can re-deliver): choose it against a RocketMQ cluster
+    #: if a crashed consumer's queues must not wait out its leases (60 s there).
+    handoff: Literal["clean", "rocketmq"] = "clean"
     #: Clean handoff: seconds the old owner waits for the queue's cached messages to be consumed
     #: and committed before abandoning the rest to the new owner (ours).
     handoff_await: float = 3.0
@@ -427,8 +430,10 @@ class PushConsumerConfig:
             raise ConfigError("consumer_timeout_when_suspend must exceed broker_suspend_max_time")
         if self.await_termination < 0 or self.pull_interval < 0:
             raise ConfigError("await_termination and pull_interval must be >= 0")
-        if self.handoff not in ("default", "clean"):
-            raise ConfigError(f"handoff must be 'default' or 'clean', got {self.handoff!r}")
+        if self.handoff not in ("clean", "rocketmq"):
+            renamed = str(self.handoff) == "default"
+            hint = " (RocketMQ's handoff is called 'rocketmq' now)" if renamed else ""
+            raise ConfigError(f"handoff must be 'clean' or 'rocketmq', got {self.handoff!r}{hint}")
         if self.unlock_delay < 0 or self.handoff_await < 0:
             raise ConfigError("unlock_delay and handoff_await must be >= 0")
         if self.lease_retry_max < self.lease_retry_min:

@@ -505,10 +505,13 @@ class ClientInstance:
             logger.warning("GET_CONSUMER_LIST_BY_GROUP %s from %s failed: %s", group, addr, exc)
             return None
 
-    async def find_consumer_views(self, topic: str, group: str) -> dict[str, tuple[list[str], int] | None]:
-        """The group's client ids and the broker's read queue count of ``topic`` (-1: a broker
-        that does not say, RocketMQ's) from every broker serving ``topic`` (its masters), asked
-        at once: broker name -> its view, or None when it did not answer (consistent views; ours)."""
+    async def find_consumer_views(
+        self, topic: str, group: str
+    ) -> dict[str, tuple[list[str], int, str | None] | None]:
+        """The group's client ids, the broker's read queue count of ``topic`` (-1: a broker that
+        does not say, RocketMQ's) and its view stamp (the group's epoch there; ``None`` from
+        RocketMQ's) from every broker serving ``topic`` (its masters), asked at once: broker name
+        -> its view, or None when it did not answer (consistent views; ours)."""
         assert self.api is not None
         api = self.api
         route = self.topic_route_table.get(topic)
@@ -519,7 +522,7 @@ class ClientInstance:
             return {}
         targets = [(bd.broker_name or "", bd.broker_addrs.get(MASTER_ID)) for bd in route.broker_datas]
 
-        async def one(name: str, addr: str | None) -> tuple[list[str], int] | None:
+        async def one(name: str, addr: str | None) -> tuple[list[str], int, str | None] | None:
             if addr is None:
                 return None
             try:
@@ -559,15 +562,27 @@ class ClientInstance:
                     ) from None
 
     async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client."""
+        """LOCK_BATCH_MQ for ``mqs`` on their brokers; the queues now locked for this client (as
+        leases when :meth:`uses_leases`)."""
         assert self.api is not None
+        lease = self.uses_leases(group)
         locked: set[MessageQueue] = set()
         for name, addr, qs in self.queues_by_broker(mqs):
             try:
-                locked |= await self.api.call(addr, calls.lock_batch_mq(group, self.client_id, qs))
+                locked |= await self.api.call(
+                    addr, calls.lock_batch_mq(group, self.client_id, qs, lease=lease)
+                )
             except RocketQError as exc:
                 logger.warning("LOCK_BATCH_MQ on %s failed: %s", name, exc)
         return locked
+
+    def uses_leases(self, group: str) -> bool:
+        """Whether ``group``'s consumer locks queues as the clean handoff's leases (it retries
+        leases and is not orderly): its LOCK_BATCH_MQ requests say so (``calls.LEASE_FIELD``)."""
+        consumer = self.consumers.get(group)
+        return bool(getattr(consumer, "retries_leases", False)) and not getattr(
+            consumer, "consume_orderly", False
+        )
 
     async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None:
         assert self.api is not None

@@ -321,6 +321,6 @@ def _summary(console: Console, run: ScalingRun) -> None:
         console.print(f"  {line}", markup=False)
     console.print(
         "  (the same definitions and code as `rocketq report`; `rocketq lab rebalance-cost` compares the "
-        "default handoff with the clean one)",
+        "clean handoff, rocketq's default, with RocketMQ's)",
         markup=False,
     )

@@ -482,6 +482,8 @@ class Lab:
             os.fspath(data),
             "--namesrv-port",
             "0",
+            "--brokers",  # one broker in the server's process; more brokers are `rocketq broker`s
+            "1",
         ]
         args += ["--broker-port", "0", "--broker-name", broker_name, *self.server_args]
         proc = _spawn(args, stdout=subprocess.PIPE, stderr=self._log(broker_name))

@@ -5,9 +5,9 @@ grows from 1 to 3 consumer processes and shrinks to 2 (:func:`~rocketq.lab.scali
 Every change of the group's member list moves queues; :func:`rocketq.analytics.analyze` gives,
 from the consumers' own records, the pause of each moved queue, and over each change's window the
 duplicates and the peak backlog (the definitions ``rocketq report`` uses too, printed under the
-table). It runs twice: with RocketMQ's default handoff - the new
+table). It runs twice: with RocketMQ's handoff (``handoff="rocketmq"``) - the new
 owner starts from the last *committed* offset while the old owner's commits are asynchronous,
-so what was consumed but not yet committed is consumed again - and with rocketq's clean handoff,
+so what was consumed but not yet committed is consumed again - and with rocketq's clean handoff (its default),
 where a queue changes owner only after the old owner committed it. The checks: no message lost
 in either; no duplicate with the clean handoff. RocketMQ 4.9.4's Java push consumers on its own
 broker in this scenario (the issue's reference): 1 duplicate, 0 lost, longest pause 1.14 s; the
@@ -26,8 +26,8 @@ from rocketq.lab.scaling import ScalingRun, run_scaling
 from rocketq.lab.scenario import Run
 from rocketq.lab.worker import handoff_available
 
-TOPICS = {"default": "LabCostDefault", "clean": "LabCostClean"}
-GROUPS = {"default": "lab-cost-default", "clean": "lab-cost-clean"}
+TOPICS = {"rocketmq": "LabCostRocketMQ", "clean": "LabCostClean"}
+GROUPS = {"rocketmq": "lab-cost-rocketmq", "clean": "lab-cost-clean"}
 REFERENCE = "RocketMQ 4.9.4 Java push consumers, same scenario: 1 duplicate, 0 lost, longest pause 1.14 s"
 CLEAN_TARGET_PAUSE_MS = 600
 
@@ -39,7 +39,7 @@ def _fmt(ms: int | None) -> str:
 def run(run: Run) -> None:
     rate = float(run.options.extra.get("rate", 200.0))
     phase = float(run.options.extra.get("phase_seconds", 3.0))
-    modes = ["default"] + (["clean"] if handoff_available() else [])
+    modes = ["rocketmq"] + (["clean"] if handoff_available() else [])
     spark = bool(run.options.extra.get("spark", False))
     why_not = spark_status() if spark else "not asked for (--spark)"
     if why_not is None:
@@ -53,7 +53,7 @@ def run(run: Run) -> None:
             GROUPS[mode],
             rate=rate,
             phase_seconds=phase,
-            handoff=None if mode == "default" else "clean",
+            handoff=mode,
             trace=why_not is None,
         )
         if why_not is None:
@@ -165,9 +165,9 @@ def _notes(mode: str, res: ScalingRun) -> list[str]:
             f"{_change_text(res, c)}: {c.moves} queues moved, {c.duplicates} duplicates, "
             f"peak backlog {c.peak_backlog}{detail}"
         )
-    if mode == "default":
+    if mode == "rocketmq":
         out.append(
-            "default handoff: the new owner reads the offset the old owner last committed; commits are "
+            "rocketmq handoff: the new owner reads the offset the old owner last committed; commits are "
             "asynchronous (every 1 s here, 5 s in RocketMQ) plus one on the way out, so anything consumed "
             "after the last commit that reached the broker first is consumed again"
         )

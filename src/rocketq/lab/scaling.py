@@ -279,7 +279,7 @@ def run_scaling(
     run = ScalingRun(
         topic=topic,
         group=group,
-        handoff=handoff or "default",
+        handoff=handoff or "clean",
         rate=rate,
         sizes=tuple(sizes),
         sent=producer.snapshot(),

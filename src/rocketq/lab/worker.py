@@ -172,7 +172,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", default="AVG")
     p.add_argument("--strategy-options", default=None, help="JSON object")
     p.add_argument("--balance", choices=("topic", "group"), default="topic")
-    p.add_argument("--handoff", choices=("clean",), default=None)
+    p.add_argument("--handoff", choices=("clean", "rocketmq"), default=None)
     p.add_argument("--from", dest="start", choices=("first", "last"), default="first")
     p.add_argument("--persist-interval", type=float, default=1.0)
     p.add_argument(

@@ -29,7 +29,6 @@ rocketq.errors.TopicNotExistError: CODE: 17 DESC: no such topic
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -103,6 +102,7 @@ from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC
 
 __all__ = [
+    "LEASE_FIELD",
     "PULL_BYTES_FIELD",
     "PULL_STATUS",
     "VIEW_FIELD",
@@ -140,6 +140,7 @@ __all__ = [
     "lock_batch_mq",
     "parse_pull_response",
     "parse_send_response",
+    "parse_view_stamp",
     "pull_message",
     "put_kv_config",
     "query_consumer_offset",
@@ -154,8 +155,8 @@ __all__ = [
     "unlock_batch_mq",
     "unregister_client",
     "update_consumer_offset",
-    "view_digest",
     "view_message_by_id",
+    "view_stamp",
 ]
 
 T_co = TypeVar("T_co", covariant=True)
@@ -395,9 +396,11 @@ PULL_STATUS: Final[dict[int, PullStatus]] = {
 """The pull status each pull response code means (any other code is an error)."""
 
 
-VIEW_FIELD: Final = "rqView"
-"""The ext field of a PULL_MESSAGE (rocketq's consumers) and of a PULL_VIEW_CHANGED answer: a
-:func:`view_digest`. A RocketMQ broker ignores it; rocketq's checks it (see ``docs/chaos.md``)."""
+VIEW_FIELD: Final = "rqEpoch"
+"""The ext field of rocketq's view fence: a :func:`view_stamp` (``"<epoch>/<read queues>"``). A
+rocketq consumer sends the stamp it allocated a broker's queues under with each pull and offset
+commit; rocketq's broker sends its own in a member-list answer asked with :data:`VIEW_TOPIC_FIELD`
+and in a PULL_VIEW_CHANGED answer. A RocketMQ broker ignores it (see ``docs/rebalance.md``)."""
 VIEW_QUEUES_FIELD: Final = "rqViewQueues"
 """The ext field of a PULL_VIEW_CHANGED answer: the broker's read queue count of the topic."""
 PULL_BYTES_FIELD: Final = "rqPullBytes"
@@ -406,16 +409,29 @@ int): rocketq's broker then returns up to the request's ``maxMsgNums`` messages 
 cap of 32 (within its own bulk limits). A RocketMQ broker ignores it and caps as always."""
 
 
-def view_digest(client_ids: Iterable[str], queue_nums: int) -> str:
-    """The digest of what a consumer allocated one broker's queues of a topic with: the group's
-    members as that broker listed them (a set: order and repeats do not count) and the broker's
-    read queue count. Consumer and broker compute it alike; equal digests mean equal inputs.
+def view_stamp(epoch: int, queue_nums: int) -> str:
+    """The stamp of what a consumer allocated one broker's queues of a topic under: the group's
+    epoch on that broker (a number the broker raises on every change of the group's members or of
+    the topic's queues, and never repeats) and the broker's read queue count of the topic. Equal
+    stamps mean nothing changed in between: a list that changed and changed back has a new epoch.
 
-    >>> view_digest(["c2", "c1", "c1"], 4) == view_digest(["c1", "c2"], 4) != view_digest(["c1"], 4)
-    True
+    >>> view_stamp(7, 4)
+    '7/4'
+    >>> parse_view_stamp(view_stamp(2**33 + 1, 16))
+    (8589934593, 16)
     """
-    text = "\n".join(sorted(set(client_ids))) + f"\n#{queue_nums}"
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return f"{epoch}/{queue_nums}"
+
+
+def parse_view_stamp(stamp: str) -> tuple[int, int]:
+    """A :func:`view_stamp`'s epoch and queue count; :class:`RemoteProtocolError` if malformed."""
+    epoch, sep, nums = stamp.partition("/")
+    try:
+        if not sep:
+            raise ValueError(stamp)
+        return int(epoch), int(nums)
+    except ValueError:
+        raise RemoteProtocolError(f"a malformed view stamp {stamp[:40]!r}") from None
 
 
 def parse_pull_response(response: RemotingCommand) -> PullResult:
@@ -454,8 +470,8 @@ def pull_message(
     header: PullMessageRequestHeader, *, view: str | None = None, bulk_bytes: int | None = None
 ) -> Call[PullResult]:
     """PULL_MESSAGE: up to ``max_msg_nums`` messages from ``queue_offset`` (FOUND, NO_NEW_MSG,
-    NO_MATCHED_MSG or OFFSET_ILLEGAL). ``view``: the consumer's :func:`view_digest` of the broker,
-    sent as ``rqView``; rocketq's broker answers VIEW_CHANGED when its own differs. ``bulk_bytes``:
+    NO_MATCHED_MSG or OFFSET_ILLEGAL). ``view``: the consumer's :func:`view_stamp` of the broker,
+    sent as ``rqEpoch``; rocketq's broker answers VIEW_CHANGED when its own differs. ``bulk_bytes``:
     sent as ``rqPullBytes`` (see :data:`PULL_BYTES_FIELD`)."""
     extra: dict[str, str] = {}
     if view is not None:
@@ -530,22 +546,27 @@ def get_consumer_list_by_group(group: str) -> Call[list[str]]:
 
 VIEW_TOPIC_FIELD: Final = "rqTopic"
 """The ext field a rocketq consumer adds to GET_CONSUMER_LIST_BY_GROUP: the topic it rebalances;
-rocketq's broker answers with ``rqViewQueues``, its read queue count of that topic."""
+rocketq's broker answers with ``rqViewQueues``, its read queue count of that topic, and
+``rqEpoch``, its :func:`view_stamp` of the group and topic."""
 
 
-def _parse_consumer_view(response: RemotingCommand) -> tuple[list[str], int]:
+def _parse_consumer_view(response: RemotingCommand) -> tuple[list[str], int, str | None]:
     ids = _parse_consumer_ids(response)
     try:
         queue_nums = int(response.ext_fields.get(VIEW_QUEUES_FIELD, "-1"))
     except ValueError:
         raise RemoteProtocolError(f"a member list answer with a bad {VIEW_QUEUES_FIELD}") from None
-    return ids, queue_nums
+    stamp = response.ext_fields.get(VIEW_FIELD)
+    if stamp is not None:
+        parse_view_stamp(stamp)
+    return ids, queue_nums, stamp
 
 
-def get_consumer_view(group: str, topic: str) -> Call[tuple[list[str], int]]:
-    """GET_CONSUMER_LIST_BY_GROUP asked for ``topic`` (``rqTopic``): the group's members and the
+def get_consumer_view(group: str, topic: str) -> Call[tuple[list[str], int, str | None]]:
+    """GET_CONSUMER_LIST_BY_GROUP asked for ``topic`` (``rqTopic``): the group's members, the
     broker's read queue count of the topic - what the consumer allocates that broker's queues
-    with. A RocketMQ broker answers the members only: the count is then -1."""
+    with - and the :func:`view_stamp` of both (the group's epoch). A RocketMQ broker answers the
+    members only: the count is then -1 and the stamp ``None``."""
     header = GetConsumerListByGroupRequestHeader(consumer_group=group)
     fields = header.to_ext_fields(extra={VIEW_TOPIC_FIELD: topic})
     return Call(
@@ -578,7 +599,7 @@ def update_consumer_offset(
     group: str, mq: MessageQueue, offset: int, *, oneway: bool = False, view: str | None = None
 ) -> Call[None]:
     """UPDATE_CONSUMER_OFFSET (clients send it oneway every 5 s, and waited-for at shutdown).
-    ``view``: the :func:`view_digest` the consumer pulled the queue with (``rqView``); rocketq's
+    ``view``: the :func:`view_stamp` the consumer pulled the queue with (``rqEpoch``); rocketq's
     broker does not let a commit on a stale view move the offset back."""
     header = UpdateConsumerOffsetRequestHeader(
         consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset
@@ -648,11 +669,21 @@ def _parse_locked(response: RemotingCommand) -> set[MessageQueue]:
     return set(LockBatchResponseBody.decode(response.body).lock_ok_mq_set)
 
 
-def lock_batch_mq(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> Call[set[MessageQueue]]:
-    """LOCK_BATCH_MQ: the queues the broker locked (or renewed) for ``client_id``."""
+LEASE_FIELD: Final = "rqLease"
+"""The ext field of a LOCK_BATCH_MQ of rocketq's clean handoff (concurrent consumption): the locks
+are leases, which rocketq's broker frees as soon as their holder leaves the group. Orderly
+consumers' locks go without it: the broker keeps them their full life, as RocketMQ's does, since a
+consumer cut off or frozen may still be processing what it holds. A RocketMQ broker ignores it."""
+
+
+def lock_batch_mq(
+    group: str, client_id: str, mqs: Iterable[MessageQueue], *, lease: bool = False
+) -> Call[set[MessageQueue]]:
+    """LOCK_BATCH_MQ: the queues the broker locked (or renewed) for ``client_id``; ``lease``: the
+    clean handoff's (:data:`LEASE_FIELD`)."""
     body = LockBatchRequestBody(consumer_group=group, client_id=client_id, mq_set=tuple(mqs))
     return Call(
-        _request(RequestCode.LOCK_BATCH_MQ, body=body.encode()),
+        _request(RequestCode.LOCK_BATCH_MQ, {LEASE_FIELD: "1"} if lease else None, body=body.encode()),
         _parse_locked,
         f"lock of queues for {client_id}",
     )

@@ -304,9 +304,9 @@ class RocketQResponseCode(IntEnum):
     rocketq's clients send), so a RocketMQ client never sees one."""
 
     PULL_VIEW_CHANGED = 10951
-    """A pull carried ``rqView`` (the member list and queue count the consumer allocated this
-    broker's queues with) and the broker's own differ now: no messages; the answer's
-    ``rqView``/``rqViewQueues`` fields say the broker's. See :func:`rocketq.protocol.calls.view_digest`."""
+    """A pull carried ``rqEpoch`` (the stamp - group epoch and queue count - the consumer allocated
+    this broker's queues under) and the broker's own differs now: no messages; the answer's
+    ``rqEpoch``/``rqViewQueues`` fields say the broker's. See :func:`rocketq.protocol.calls.view_stamp`."""
 
 
 class PullSysFlag(IntFlag):

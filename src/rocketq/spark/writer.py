@@ -12,8 +12,10 @@ properties into one buffer; no Python object per row). Every message gets a prod
 The records are cut into batches of up to ``sendBatchSize`` messages and about
 ``sendBatchBytes`` bytes as the broker will store them (a larger message goes alone; the
 broker's ``maxMessageSize`` refuses what it cannot take), each batch to the next writable queue
-of the topic in turn, starting at a queue chosen by the task's partition id so that tasks spread
-over the queues, with up to :data:`SENDS_IN_FLIGHT` batches sent and not yet answered. A refused
+of the topic in turn, taken broker by broker (the first queue of every broker, then the second of
+every broker, ...: consecutive batches go to different brokers, see :func:`across_brokers`),
+starting at a queue chosen by the task's partition id so that tasks spread over the brokers and
+queues, with up to :data:`SENDS_IN_FLIGHT` batches sent and not yet answered. A refused
 send fails the task with the broker's error (``CODE: <code> DESC: <remark>``); retriable
 refusals and transport failures are tried again on the next queue, twice, as RocketMQ's producer
 does (a timed-out send may then be stored twice: delivery is at least once). ``write()`` returns
@@ -251,6 +253,23 @@ class _InFlight:
     attempt: int
 
 
+def across_brokers(queues: Sequence[QueueRoute]) -> list[QueueRoute]:
+    """``queues`` (a route's order: broker by broker) reordered to take one queue of each broker
+    in turn, so that a task sending a few batches, and tasks starting at neighbouring indexes,
+    land on different brokers rather than on the first broker's queues.
+
+    >>> from rocketq.models import MessageQueue
+    >>> qs = [QueueRoute(MessageQueue("T", b, i), "") for b in ("a", "b") for i in range(3)]
+    >>> [q.queue.short for q in across_brokers(qs)]
+    ['a:0', 'b:0', 'a:1', 'b:1', 'a:2', 'b:2']
+    """
+    by_broker: dict[str, list[QueueRoute]] = {}
+    for q in queues:
+        by_broker.setdefault(q.queue.broker_name, []).append(q)
+    rounds = max((len(qs) for qs in by_broker.values()), default=0)
+    return [qs[i] for i in range(rounds) for qs in by_broker.values() if i < len(qs)]
+
+
 class _TopicSender:
     """Batches of one topic, round-robin over its writable queues, up to :data:`SENDS_IN_FLIGHT`
     of them sent and not yet answered."""
@@ -261,7 +280,8 @@ class _TopicSender:
         self.io = io
         self.topic = topic
         self.options = options
-        self.queues, self.auto_create = io.write_queues(topic)
+        queues, self.auto_create = io.write_queues(topic)
+        self.queues = across_brokers(queues)
         if not self.queues:
             raise RocketQError(f"topic {topic!r} has no writable queue")
         self.index = first
@@ -338,9 +358,11 @@ class _TopicSender:
         if self.auto_create:
             # the broker created the topic on the first send: use its real route from now on
             try:
-                self.queues, self.auto_create = self.io.write_queues(self.topic)
+                queues, self.auto_create = self.io.write_queues(self.topic)
             except RocketQError:
                 pass
+            else:
+                self.queues = across_brokers(queues)
 
     def flush(self) -> None:
         """Wait for every batch in flight (retrying the refused ones as :meth:`send` does)."""

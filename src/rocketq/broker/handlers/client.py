@@ -29,7 +29,7 @@ from rocketq.protocol.bodies import (
     SubscriptionData,
     UnlockBatchRequestBody,
 )
-from rocketq.protocol.calls import VIEW_QUEUES_FIELD, VIEW_TOPIC_FIELD
+from rocketq.protocol.calls import LEASE_FIELD, VIEW_FIELD, VIEW_QUEUES_FIELD, VIEW_TOPIC_FIELD, view_stamp
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
@@ -174,6 +174,8 @@ class ClientProcessor:
             config = self._b.topics.select(topic)
             if config is not None:
                 ext[VIEW_QUEUES_FIELD] = str(config.read_queue_nums)
+                epoch = self._b.consumers.epoch(h.consumer_group)
+                ext[VIEW_FIELD] = view_stamp(epoch, config.read_queue_nums)
         return request.response(ext_fields=ext, body=body)
 
     def check_client_config(
@@ -210,7 +212,8 @@ class ClientProcessor:
             return conn.large_request(request, lambda: self._large_lock_batch(conn, request))
         body = parse_body(LockBatchRequestBody, request, "LOCK_BATCH_MQ", self._max_json)
         group, client_id = _lock_owner(body, "LOCK_BATCH_MQ")
-        locked = self._b.locks.try_lock_batch(group, body.mq_set, client_id, self._b.wall())
+        lease = LEASE_FIELD in request.ext_fields
+        locked = self._b.locks.try_lock_batch(group, body.mq_set, client_id, self._b.wall(), lease=lease)
         return request.response(body=_locked_answer(body.mq_set, locked))
 
     async def _large_lock_batch(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
@@ -222,9 +225,10 @@ class ClientProcessor:
         group, client_id = _lock_owner(body, "LOCK_BATCH_MQ")
         locked: set[MessageQueue] = set()
         now = self._b.wall()
+        lease = LEASE_FIELD in request.ext_fields
         ticks = conn.time_slice()
         for part in _parts(body.mq_set, _LOCK_PART):
-            locked |= self._b.locks.try_lock_batch(group, part, client_id, now)
+            locked |= self._b.locks.try_lock_batch(group, part, client_id, now, lease=lease)
             await ticks.tick()
         return request.response(body=await conn.off_loop(_locked_answer, body.mq_set, locked))
 

@@ -44,12 +44,12 @@ run again without permission to suspend and its answer written on the request's 
 loop timer follows the earliest deadline, so a timed-out pull is answered on time, not up to 5 s
 late as in RocketMQ. The piggy-backed commit offset (flag 1) is stored on the first run only.
 
-**View fence (rocketq only).** A pull carrying ``rqView`` - rocketq's push consumers send the
-:func:`~rocketq.protocol.calls.view_digest` of the member list this broker gave their last
-rebalance and of this broker's queue count they allocated with - is checked against the group's
-members and the topic's read queues here now, on the first run and again when a held pull wakes.
-When they differ the answer is ``PULL_VIEW_CHANGED`` with no messages and the broker's digest and
-queue count, so a consumer acting on a stale view (a lost notification, a pause, a stale route)
+**View fence (rocketq only).** A pull carrying ``rqEpoch`` - rocketq's push consumers send the
+:func:`~rocketq.protocol.calls.view_stamp` their last rebalance allocated this broker's queues
+under: the group's epoch on this broker and its queue count of the topic - is checked against the
+group's epoch and the topic's read queues here now, on the first run and again when a held pull
+wakes. When they differ the answer is ``PULL_VIEW_CHANGED`` with no messages and the broker's stamp
+and queue count, so a consumer acting on a stale view (a lost notification, a pause, a stale route)
 cannot fetch from a queue another member may own now; its piggy-backed commit is still stored if
 it does not move the group's offset back (:mod:`rocketq.broker.view_fence`). A pull without the
 field (RocketMQ's clients) is served as RocketMQ serves it.
@@ -77,7 +77,7 @@ from rocketq.broker.longpoll import PullHoldTable
 from rocketq.broker.view_fence import commit_allowed
 from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
-from rocketq.protocol.calls import PULL_BYTES_FIELD, VIEW_FIELD, VIEW_QUEUES_FIELD, view_digest
+from rocketq.protocol.calls import PULL_BYTES_FIELD, VIEW_FIELD, VIEW_QUEUES_FIELD, view_stamp
 from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, RocketQResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
@@ -308,7 +308,7 @@ class PullProcessor:
         offset = p.queue_offset
         their_view = request.ext_fields.get(VIEW_FIELD)
         if their_view is not None:  # a rocketq consumer's view of this broker: refuse a stale one
-            current = view_digest(b.consumers.client_ids(group), config.read_queue_nums)
+            current = view_stamp(b.consumers.epoch(group), config.read_queue_nums)
             if their_view != current:
                 offsets = b.store.consumer_offsets
                 commit = allow_suspend and sys_flag & _COMMIT_OFFSET and b.config.role != "slave"

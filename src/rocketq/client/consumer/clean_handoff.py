@@ -27,12 +27,13 @@ only requests a RocketMQ 4.9 broker serves (LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, QUER
 * a consumer shutting down gracefully commits every offset synchronously, then unlocks every
   queue, then unregisters.
 
-The trade-off: a consumer that **crashes** keeps its leases until the broker expires them (60 s in
-RocketMQ, ``rocketmq.broker.rebalance.lockMaxLiveTime``; ``BrokerConfig.rebalance_lock_max_live_time``
-in ours), so its queues pause that long, where the default mode moves them as soon as the broker
-expires the consumer's connection (~2 minutes in RocketMQ without a clean close, but at once on a
-broken TCP connection). Clean handoff buys zero duplicates on graceful scaling with slower
-failover after crashes.
+A consumer that **crashes** (or is cut off, or frozen past the broker's expiry) cannot hand over.
+Its locks are leases (``rqLease`` on LOCK_BATCH_MQ), and rocketq's broker frees them the moment it
+leaves the group (``BrokerConfig.release_departed_locks``), so its queues move as soon as with
+RocketMQ's handoff. A RocketMQ broker keeps them until it expires them (60 s,
+``rocketmq.broker.rebalance.lockMaxLiveTime``): against a RocketMQ cluster the clean handoff buys
+zero duplicates on graceful scaling with slower failover after crashes, and ``handoff="rocketmq"``
+is the other choice.
 
 The decisions are pure and driven by ``now`` (:class:`QueueHandoff` here; the lease rules,
 :class:`~rocketq.client.rebalance.leases.LeaseRetry` and

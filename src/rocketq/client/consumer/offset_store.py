@@ -100,7 +100,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         super().__init__(group)
         self._api = api
         self._locate = locate
-        #: the view fence: the view digest a queue was last pulled with, sent with its commits
+        #: the view fence: the view stamp a queue was last pulled under, sent with its commits
         #: (set by a push consumer with ``view_fence``; None: commits carry no view)
         self.view_of: Callable[[MessageQueue], str | None] | None = None
 

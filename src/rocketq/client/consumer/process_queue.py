@@ -61,6 +61,9 @@ class DropReason(enum.StrEnum):
     UNASSIGNED = "unassigned"
     #: a clean handoff drained it, committed its offset and released its lease
     HANDED_OVER = "handed-over"
+    #: the group's epoch on its broker jumped past one this consumer saw: another member may have
+    #: pulled it meanwhile, so it is added again at the group's committed offset
+    VIEW_JUMPED = "view-jumped"
 
 
 class ProcessQueue:

@@ -458,6 +458,8 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
             return None
         self._pull_from_which_node[mq] = response.suggest_which_broker_id
         status = response.status
+        if view is not None and status is not PullStatus.VIEW_CHANGED:
+            self._pulled_views[mq] = view  # its commits carry the view it was pulled under
         if status is PullStatus.FOUND:
             msgs = found_messages(response, sub, mq, self.stats, begin)
             if msgs is None:
@@ -477,8 +479,6 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
             if pq.msg_count == 0:
                 self.offset_store.update_offset(mq, request.next_offset, True)
             return 0.0
-        if view is not None and status is not PullStatus.VIEW_CHANGED:
-            self._pulled_views[mq] = view  # its commits carry the view it was pulled under
         if status is PullStatus.VIEW_CHANGED:
             # the broker's members or queues differ from what we allocated its queues with: fetch
             # nothing from it until a rebalance on its new list has run (which may drop this queue)

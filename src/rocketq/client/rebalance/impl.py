@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -37,7 +37,7 @@ from rocketq.clock import now_ms
 from rocketq.errors import RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData
-from rocketq.protocol.calls import view_digest
+from rocketq.protocol.calls import parse_view_stamp
 from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = [
@@ -247,6 +247,15 @@ _TableUpdate = tuple[
 ]
 
 
+def _follows(old: str, new: str) -> bool:
+    """Whether stamp ``new`` is the epoch right after ``old``'s (or the same): no change of the
+    group in between that this consumer did not see."""
+    try:
+        return parse_view_stamp(new)[0] - parse_view_stamp(old)[0] in (0, 1)
+    except RocketQError:
+        return False
+
+
 def agreed_view(
     answers: Mapping[str, Sequence[str] | None], *, timed_out: bool, fallback: str = "union"
 ) -> list[str] | None:
@@ -376,9 +385,12 @@ class RebalanceImpl:
         #: "per-broker", "union", "intersection" or "off" (see PushConsumerConfig.consistent_views)
         self.consistent_views = consistent_views
         self.view_agreement_timeout = view_agreement_timeout
-        #: (topic, broker name) -> the view digest the last rebalance allocated that broker's
-        #: queues with (sent with pulls: the view fence); only for brokers whose list it read
+        #: (topic, broker name) -> the view stamp (the group's epoch on that broker and its queue
+        #: count) the last rebalance that read the broker's list allocated its queues under, sent
+        #: with pulls and commits (the view fence); kept while the broker does not answer
         self.views: dict[tuple[str, str], str] = {}
+        #: (topic, broker name) -> the stamp the last member-list answer of the broker carried
+        self._stamps_read: dict[tuple[str, str], str] = {}
         #: (topic, broker name) -> the read queue count the broker itself said (a PULL_VIEW_CHANGED
         #: answer), kept over the name server's routes until they say the same
         self.broker_queue_nums: dict[tuple[str, str], int] = {}
@@ -468,6 +480,7 @@ class RebalanceImpl:
                 logger.warning("rebalance of %s for group %s: no route for the topic yet", topic, self.group)
             return self._publish(trigger, topic, start, error="no route for the topic")
         all_sorted = tuple(sorted_queues(mq_set))
+        jumped: set[str] = set()
         if self.message_model is MessageModel.BROADCASTING:
             mine: list[MessageQueue] = list(all_sorted)
             cid_all: list[str] = []
@@ -485,7 +498,7 @@ class RebalanceImpl:
             if answers is not None:  # the brokers' own queue counts may have corrected the route's
                 mq_set = self.topic_subscribe_info.get(topic, mq_set)
                 all_sorted = tuple(sorted_queues(mq_set))
-            self._record_views(topic, mq_set, answers)
+            jumped = self._record_views(topic, answers)
             if not ids:
                 logger.warning("rebalance of %s for group %s: no consumer ids", topic, self.group)
                 error = "no consumer ids from the brokers"
@@ -516,7 +529,9 @@ class RebalanceImpl:
                     error=f"allocation failed: {exc}",
                 )  # fmt: skip
         self.allocated[topic] = frozenset(mine)
-        changed, added, removed, expired, committed, requests = await self._update_table(topic, mine)
+        changed, added, removed, expired, committed, requests = await self._update_table(
+            topic, mine, resume_brokers=jumped
+        )
         await self._announce(topic, frozenset(mq_set), frozenset(mine), changed, requests)
         return self._publish(
             trigger, topic, start, client_ids=tuple(cid_all), all_queues=all_sorted, added=added,
@@ -525,28 +540,51 @@ class RebalanceImpl:
 
     async def _ask_every_broker(self, topic: str) -> Mapping[str, Sequence[str] | None] | None:
         """Every broker's member list of the group (None: a context that knows one broker only);
-        the read queue counts of ``topic`` the brokers say are believed over the route's."""
+        the read queue counts of ``topic`` the brokers say are believed over the route's, and the
+        stamps they say are kept for :meth:`_record_views`."""
         ask = getattr(self.context, "find_consumer_views", None)
         if ask is None:
             return None
-        views: Mapping[str, tuple[Sequence[str], int] | None] = await ask(topic, self.group)
+        views: Mapping[str, tuple[Sequence[str], int, str | None] | None] = await ask(topic, self.group)
         for broker, view in views.items():
-            if view is not None and view[1] >= 0:
+            if view is None:
+                continue
+            if view[1] >= 0:
                 self.broker_said_queue_nums(topic, broker, view[1])
+            if view[2] is not None:
+                self._stamps_read[(topic, broker)] = view[2]
+            else:
+                self._stamps_read.pop((topic, broker), None)
         return {broker: None if view is None else view[0] for broker, view in views.items()}
 
-    def _record_views(
-        self, topic: str, mq_set: frozenset[MessageQueue], answers: Mapping[str, Sequence[str] | None] | None
-    ) -> None:
-        """Keep the view digest of each broker whose list this rebalance read (the view fence)."""
-        for key in [k for k in self.views if k[0] == topic]:
-            del self.views[key]
+    def _record_views(self, topic: str, answers: Mapping[str, Sequence[str] | None] | None) -> set[str]:
+        """Keep the stamp of each broker whose list this rebalance read (the view fence), and
+        return the brokers whose epoch moved by more than one since the last rebalance: the group
+        changed there while this consumer did not look (a cut, a pause, a lost notification, two
+        changes at once), so a member may have pulled this consumer's queues of that broker in
+        between, further than this consumer's position. Those queues resume from the group's
+        committed offset. A broker that did not answer keeps its last stamp: pulls stay fenced
+        by it."""
         if answers is None:
-            return
+            for key in [k for k in self.views if k[0] == topic]:
+                del self.views[key]
+            return set()
+        for key in [k for k in self.views if k[0] == topic and k[1] not in answers]:
+            del self.views[key]
+        jumped: set[str] = set()
         for broker, ids in answers.items():
-            if ids is not None:
-                nums = sum(1 for mq in mq_set if mq.broker_name == broker)
-                self.views[(topic, broker)] = view_digest(ids, nums)
+            key = (topic, broker)
+            if ids is None:
+                continue
+            stamp = self._stamps_read.get(key)
+            if stamp is None:  # a broker without epochs (RocketMQ's): no fence
+                self.views.pop(key, None)
+                continue
+            old = self.views.get(key)
+            if old is not None and old != stamp and not _follows(old, stamp):
+                jumped.add(broker)
+            self.views[key] = stamp
+        return jumped
 
     async def _agreed_consumer_ids(
         self, topic: str
@@ -647,14 +685,26 @@ class RebalanceImpl:
             return True
         return False
 
-    async def _update_table(self, topic: str, allocated: Sequence[MessageQueue]) -> _TableUpdate:
+    async def _update_table(
+        self, topic: str, allocated: Sequence[MessageQueue], *, resume_brokers: Set[str] = frozenset()
+    ) -> _TableUpdate:
+        """Drop the queues no longer allocated (and the idle ones), add the new ones. Queues of
+        ``resume_brokers`` this consumer keeps are dropped and added again: they resume from the
+        group's committed offset, not from this consumer's position (see :meth:`_record_views`)."""
         passive = self.hooks.consume_type is ConsumeType.CONSUME_PASSIVELY
         idle = self.pull_max_idle if passive else None
-        diff = diff_queues(self.process_queue_table, topic, allocated, now=time.time(), pull_max_idle=idle)
         changed = False
         committed: dict[MessageQueue, int] = {}
         removed: list[MessageQueue] = []
         expired: list[MessageQueue] = []
+        table = self.process_queue_table
+        for mq in sorted(mq for mq in table if mq.topic == topic and mq.broker_name in resume_brokers):
+            logger.info("%s: the group changed on %s while this consumer was not looking; resuming "
+                        "from the committed offset", mq, mq.broker_name)  # fmt: skip
+            if await self._drop(mq, committed, DropReason.VIEW_JUMPED):
+                removed.append(mq)
+                changed = True
+        diff = diff_queues(self.process_queue_table, topic, allocated, now=time.time(), pull_max_idle=idle)
         for mq in diff.removed:
             if await self._drop(mq, committed, DropReason.REBALANCED):
                 removed.append(mq)

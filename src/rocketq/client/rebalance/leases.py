@@ -66,6 +66,8 @@ class LeaseContext(Protocol):
 
     async def lock_queues(self, group: str, mqs: Sequence[MessageQueue]) -> set[MessageQueue]: ...
 
+    def uses_leases(self, group: str) -> bool: ...
+
     async def unlock_queues(self, group: str, mqs: Sequence[MessageQueue], *, oneway: bool) -> None: ...
 
 
@@ -246,9 +248,10 @@ async def lock_all(
     skipped = set(skip)
     owned = [mq for mq, pq in table.items() if not pq.dropped and mq not in skipped]
     lost: list[MessageQueue] = []
+    lease = instance.uses_leases(group)
     for name, addr, mqs in instance.queues_by_broker(owned):
         try:
-            locked = await api.call(addr, calls.lock_batch_mq(group, instance.client_id, mqs))
+            locked = await api.call(addr, calls.lock_batch_mq(group, instance.client_id, mqs, lease=lease))
         except RocketQError as exc:
             logger.warning("renewing the locks of %d queue(s) on %s failed: %s", len(mqs), name, exc)
             continue
