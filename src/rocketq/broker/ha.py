@@ -83,6 +83,8 @@ class SlaveView:
     ack_offset: int = -1
     last_read: float = 0.0
     next_offset: int = -1
+    more: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set on every append (and by the slave's first report): this link's writer looks again."""
 
 
 @dataclass(order=True, slots=True)
@@ -102,7 +104,6 @@ class HAMaster:
         self.config = config or HAConfig()
         self._server: asyncio.Server | None = None
         self._links: dict[asyncio.Task[None], SlaveView] = {}
-        self._more = asyncio.Event()
         self._waiters: list[_Waiter] = []
         self._seq = itertools.count()
         #: The furthest offset any slave acknowledged (``push2SlaveMaxOffset``).
@@ -151,7 +152,8 @@ class HAMaster:
 
     def notify_append(self) -> None:
         """The commit log grew: wake the links (call on the loop)."""
-        self._more.set()
+        for view in self._links.values():
+            view.more.set()
 
     def slave_ok(self, master_put_where: int) -> bool:
         """A slave is connected and not too far behind (``HAService.isSlaveOK``)."""
@@ -224,7 +226,7 @@ class HAMaster:
             if view.request_offset < 0:
                 view.request_offset = offset
                 log.info("slave %s asks for the commit log from %s", view.address, offset)
-                self._more.set()
+                view.more.set()
             elif offset > (end := self._store.commit_log_max_offset):
                 raise RemoteProtocolError(f"the slave reports {offset}, past this commit log's end {end}")
             view.ack_offset = offset
@@ -234,7 +236,7 @@ class HAMaster:
         store = self._store
         cfg = self.config
         while view.request_offset < 0:
-            await self._wait_more(cfg.heartbeat_interval)
+            await _wait_more(view.more, cfg.heartbeat_interval)
         if view.request_offset == 0:
             end = store.commit_log_max_offset
             start = end - end % store.commit_log.segment_size
@@ -252,22 +254,22 @@ class HAMaster:
                 view.next_offset += len(data)
                 await writer.drain()
                 continue
-            if not await self._wait_more(cfg.heartbeat_interval):
+            if not await _wait_more(view.more, cfg.heartbeat_interval):
                 writer.write(encode_transfer_header(view.next_offset, 0))
                 await writer.drain()
 
-    async def _wait_more(self, timeout: float) -> bool:
-        """Wait for an append (True) or ``timeout`` (False)."""
-        more = self._more
-        if more.is_set():
-            more.clear()
-            return True
-        try:
-            await asyncio.wait_for(more.wait(), timeout)
-        except TimeoutError:
-            return False
+
+async def _wait_more(more: asyncio.Event, timeout: float) -> bool:
+    """Wait for an append (True) or ``timeout`` (False)."""
+    if more.is_set():
         more.clear()
         return True
+    try:
+        await asyncio.wait_for(more.wait(), timeout)
+    except TimeoutError:
+        return False
+    more.clear()
+    return True
 
 
 def _expire(fut: asyncio.Future[bool]) -> None:
