@@ -9,6 +9,8 @@ same call again (perhaps elsewhere) can succeed.
 
     RocketQError
     ├── ConfigError                 bad configuration or argument (also a ValueError)
+    │   ├── TopicExistsError            a create would change an existing topic (nothing changed)
+    │   └── SystemTopicError            a change to a system topic without its named override
     ├── RemoteProtocolError         bytes that are not RocketMQ remoting frames / headers / bodies
     ├── RemotingError               the transport failed
     │   ├── RemotingConnectError        could not connect               (retriable)
@@ -69,7 +71,9 @@ __all__ = [
     "StoreFullError",
     "SubscriptionError",
     "SystemBusyError",
+    "SystemTopicError",
     "TopicExistAlreadyError",
+    "TopicExistsError",
     "TopicNotExistError",
     "UnknownGroupError",
     "UnknownTopicError",
@@ -84,6 +88,31 @@ class RocketQError(Exception):
 
 class ConfigError(RocketQError, ValueError):
     """A configuration value or argument is not acceptable."""
+
+
+class TopicExistsError(ConfigError):
+    """An admin create named a topic that exists with other settings: nothing was changed.
+
+    ``changes`` says, one line per broker, what the create would have changed (fewer queues name
+    the queues whose messages would stop being read); an update (``update=True``,
+    ``update_topic``, ``rocketq topic update``) applies them.
+    """
+
+    def __init__(self, message: str, changes: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.changes = changes
+
+
+class SystemTopicError(ConfigError):
+    """An admin call would create, change or delete a system topic (``TBW102``, the delay topic, a
+    cluster's or broker's own topic, a group's retry or dead-letter topic ...) and was not given
+    the override naming that topic: nothing was changed. ``topic`` is the topic, ``refusal`` the
+    message without the how-to-override sentence (each interface says how in its own terms)."""
+
+    def __init__(self, message: str, *, topic: str = "", refusal: str = "") -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.refusal = refusal or message
 
 
 class RemoteProtocolError(RocketQError):

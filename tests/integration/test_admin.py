@@ -4,6 +4,8 @@ broker for the cluster-wide calls, and an AsyncAdmin on its own event loop."""
 from __future__ import annotations
 
 import asyncio
+import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,12 +18,16 @@ from rocketq.embedded import EmbeddedCluster
 from rocketq.errors import (
     ConfigError,
     RemotingConnectError,
+    RocketQError,
+    SystemTopicError,
+    TopicExistsError,
     UnknownGroupError,
     UnknownTopicError,
 )
 from rocketq.models import MessageQueue
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, calls
 from rocketq.protocol.headers import ResetOffsetRequestHeader
+from rocketq.remoting.client import RemotingClient
 from tests.integration.clientkit import ClusterThread, Received, wait_until
 
 pytestmark = pytest.mark.integration
@@ -94,8 +100,13 @@ def test_cluster_wide_create_order_conf_stats_and_delete_over_two_brokers(
             ("broker-a", 3), ("broker-b", 3)
         ]  # fmt: skip
         assert admin.order_conf("AdmTwo") == "broker-a:3;broker-b:3"
+        # a create on a broker that holds the topic changes nothing and says what would change
+        with pytest.raises(TopicExistsError, match="on broker-b: read queues 3 -> 5") as refused:
+            admin.create_topic("AdmTwo", queues=5, order=True, broker=second.address)
+        assert refused.value.changes == ("on broker-b: read queues 3 -> 5, write queues 3 -> 5",)
+        assert admin.order_conf("AdmTwo") == "broker-a:3;broker-b:3"
         # one broker only: its entry merges into the order config
-        admin.create_topic("AdmTwo", queues=5, order=True, broker=second.address)
+        admin.create_topic("AdmTwo", queues=5, order=True, broker=second.address, update=True)
         assert admin.order_conf("AdmTwo") == "broker-a:3;broker-b:5"
         stats = admin.topic_stats("AdmTwo")
         assert [q.queue.short for q in stats.queues] == [f"broker-a:{i}" for i in range(3)] + [
@@ -290,3 +301,105 @@ def test_monitoring_calls_see_brokers_topics_groups_producers_and_messages(
             admin.view_message(first.msg_id + "00")
     finally:
         c.shutdown()
+
+
+def _shape(admin: Admin, topic: str) -> list[tuple[str | None, int, int, int]]:
+    return [
+        (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm)
+        for q in admin.topic_route(topic).queue_datas
+    ]
+
+
+def test_create_on_an_existing_topic_changes_nothing_and_says_what_would(
+    cluster: ClusterThread, admin: Admin
+) -> None:
+    """The dashboard's and Admin's create used to overwrite: 4 queues with 20 messages became 1."""
+    seed = random.randrange(1 << 32)
+    print(f"seed {seed}")  # shown with a failure
+    rng = random.Random(seed)
+    held = rng.randint(2, 16)
+    fewer = rng.randint(1, held - 1)
+    count = rng.randint(held, 40)
+    admin.create_topic("AdmExists", queues=held)
+    with Producer("adm_x", client_config=cluster.client_config("adm_x")) as p:
+        for i in range(count):
+            p.send(Message("AdmExists", f"m{i}"), queue=MessageQueue("AdmExists", "broker-a", i % held))
+    before = admin.topic_stats("AdmExists")
+    lost = f"[{fewer}..{held - 1}]" if held - fewer > 1 else f"[{fewer}]"
+    with pytest.raises(TopicExistsError, match=re.escape(f"messages in queues {lost} stop being read")) as e:
+        admin.create_topic("AdmExists", queues=fewer)
+    assert e.value.changes == (
+        f"on broker-a: read queues {held} -> {fewer}, messages in queues {lost} stop being read, "
+        f"write queues {held} -> {fewer}",
+    ), seed
+    with pytest.raises(TopicExistsError, match="perm 6 -> 4"):
+        admin.create_topic("AdmExists", queues=held, perm=4)
+    assert _shape(admin, "AdmExists") == [("broker-a", held, held, 6)], seed
+    assert admin.topic_stats("AdmExists") == before, seed
+    # the same settings again: no error, nothing written; an explicit update applies the change
+    assert admin.create_topic("AdmExists", queues=held) == {"broker-a": cluster.broker_addr}
+    admin.create_topic("AdmExists", queues=fewer, update=True)
+    assert _shape(admin, "AdmExists") == [("broker-a", fewer, fewer, 6)], seed
+
+
+SYSTEM_TOPICS = ("TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", "broker-a", "OFFSET_MOVED_EVENT",
+                 "SELF_TEST_TOPIC", "BenchmarkTest", "DefaultCluster_REPLY_TOPIC")  # fmt: skip
+
+
+def test_system_topics_need_an_override_naming_them(cluster: ClusterThread, admin: Admin) -> None:
+    shapes = {t: _shape(admin, t) for t in SYSTEM_TOPICS}
+    seed = random.randrange(1 << 32)
+    print(f"seed {seed}")  # shown with a failure
+    rng = random.Random(seed)
+    for topic in SYSTEM_TOPICS:
+        slips = [None, topic[:-1], topic.lower(), topic + " ", "TBW102" if topic != "TBW102" else "broker-a"]
+        slip = rng.choice([x for x in slips if x != topic])  # near misses: none passes
+        with pytest.raises(SystemTopicError, match=f"topic {re.escape(topic)} is a system topic"):
+            admin.delete_topic(topic, force_system_topic=slip)
+        with pytest.raises(SystemTopicError, match="not changed"):
+            admin.update_topic(topic, queues=1, force_system_topic=slip)
+        with pytest.raises(SystemTopicError):
+            admin.create_topic(topic, queues=rng.randint(1, 64), force_system_topic=slip)
+    with pytest.raises(SystemTopicError, match="retry topic"):
+        admin.delete_topic("%RETRY%some_group")
+    assert {t: _shape(admin, t) for t in SYSTEM_TOPICS} == shapes, seed
+    # the broker itself refuses, as RocketMQ 4.9's does, a tool that does not ask first
+    for topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster"):
+        for request in (
+            calls.delete_topic_in_broker(topic).request,
+            calls.create_topic(topic, 1, 1).request,
+        ):
+            response = cluster.thread.call(_invoke(cluster.broker_addr, request))
+            assert (response.code, response.remark) == (
+                ResponseCode.SYSTEM_ERROR,
+                f"The topic[{topic}] is conflict with system topic.",
+            )
+    assert {t: _shape(admin, t) for t in SYSTEM_TOPICS} == shapes, seed
+
+
+def test_a_forced_delete_of_tbw102_and_its_forced_recreation_need_no_restart(
+    cluster: ClusterThread, admin: Admin
+) -> None:
+    """Before: TBW102 deleted, auto-creation failed, and made again (perm 6) it still failed."""
+    admin.delete_topic("TBW102", force_system_topic="TBW102")
+    with (
+        Producer("adm_auto", client_config=cluster.client_config("adm_auto")) as p,
+        pytest.raises(RocketQError),
+    ):
+        p.send(Message("AdmAutoOne", b"x"))
+    admin.create_topic("TBW102", queues=8, force_system_topic="TBW102")
+    assert _shape(admin, "TBW102") == [("broker-a", 8, 8, 7)]  # the template again (INHERIT kept)
+    with Producer("adm_auto2", client_config=cluster.client_config("adm_auto2")) as p:
+        assert p.send(Message("AdmAutoTwo", b"x")).status.name == "SEND_OK"
+    # the cluster's own topic, deleted with its override, can be made again too
+    admin.delete_topic("DefaultCluster", force_system_topic="DefaultCluster")
+    admin.create_topic("DefaultCluster", queues=16, force_system_topic="DefaultCluster")
+    assert _shape(admin, "DefaultCluster") == [("broker-a", 16, 16, 7)]
+
+
+async def _invoke(addr: str, request: RemotingCommand) -> RemotingCommand:
+    client = RemotingClient()
+    try:
+        return await client.invoke(addr, request, 5.0)
+    finally:
+        await client.close()

@@ -10,7 +10,12 @@ the test topic's route and the test group's committed offsets (refused ``group r
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
+import math
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -21,8 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.admin import Admin
+from rocketq.cli.main import build_parser, main
 from rocketq.embedded import ServerProcess, spawn_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -229,6 +237,32 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
             ["topic", "create", TOPIC, "--queues", "2", *at],
             "read queues 8 -> 2, messages in queues [2..7] stop being read",
         ),
+        (
+            "topic delete of the auto-creation template",
+            ["topic", "delete", "TBW102", *at],
+            "TBW102 is a system topic (the template every auto-created topic is made from",
+        ),
+        (
+            "topic delete of TBW102, the override naming another topic",
+            ["topic", "delete", "TBW102", "--force-system-topic", "TBW10", *at],
+            "not deleted (the override given names 'TBW10')",
+        ),
+        (
+            "topic update shrinking the delay topic",
+            ["topic", "update", "SCHEDULE_TOPIC_XXXX", "--queues", "1", *at],
+            "add --force-system-topic SCHEDULE_TOPIC_XXXX",
+        ),
+        (
+            "topic delete of the cluster's topic",
+            ["topic", "delete", "DefaultCluster", *at],
+            "the topic of cluster DefaultCluster",
+        ),
+        (
+            "topic create over the broker's topic",
+            ["topic", "create", "broker-a", "--queues", "4", *at],
+            "broker-a",
+        ),
+        ("topic delete of a retry topic", ["topic", "delete", f"%RETRY%{GROUP}", *at], "retry topic"),
         ("topic: blank name", ["topic", "create", "", "--queues", "2", *at], "the topic is blank"),
         (
             "topic: illegal characters",
@@ -277,6 +311,17 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
         ("produce: text", ["produce", TOPIC, "--count", "ten", *at], "not an integer: 'ten'"),
         ("produce: NaN rate", ["produce", TOPIC, "--rate", "nan", *at], "must be positive, got nan"),
         ("produce: small size", ["produce", TOPIC, "--size", "3", *at], "--size must be at least"),
+        (
+            "produce: huge size (was a MemoryError)",
+            ["produce", TOPIC, "--size", "99999999999", *at],
+            "--size: must be at most 4194304 bytes",
+        ),
+        (
+            "produce: batches over maxMessageSize",
+            ["produce", TOPIC, "--count", "99999999999", "--batch", "99999999", *at],
+            "over RocketMQ's maxMessageSize",
+        ),
+        ("produce: count=--", ["produce", TOPIC, "--count=--", *at], "expected one argument"),
         ("produce: illegal topic", ["produce", "a/b", *at], "characters other"),
         (
             "produce: name server is a broker",
@@ -446,7 +491,11 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
 def _state(live: Live) -> tuple[object, ...]:
     with Admin(live.ns) as admin:
         route = admin.topic_route(TOPIC)
+        system = [
+            admin.topic_route(t).queue_datas for t in ("TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster")
+        ]
         return (
+            system,
             sorted(admin.topic_list()),
             sorted(
                 (qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, qd.perm) for qd in route.queue_datas
@@ -480,3 +529,214 @@ def test_bad_inputs_get_one_line_exit_2_and_change_nothing(live: Live) -> None:
     assert _state(live) == before
     for leftover in ("d1", "d2", "d3", "r", "ha"):  # refused before anything was created
         assert not (live.tmp / leftover / "commitlog").exists(), leftover
+
+
+# ------------------------------------------------------------------------- every numeric option
+# Each numeric option of every command with the values it accepts; the tests below draw values
+# outside them (negative, zero where meaningless, huge, not finite, not numbers at all) and run
+# the command in this process (``rocketq.cli.main.main``, what the ``rocketq`` script runs), so
+# hundreds of draws take seconds: each must be one line on stderr, exit 2, nothing else.
+
+_MAX_BODY = 4 * 1024 * 1024
+_LONG = (1 << 63) - 1
+_YEAR = 365 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class Numeric:
+    argv: tuple[str, ...]  # the command up to the option (a valid command otherwise)
+    option: str
+    kind: type  # int or float
+    low: float  # the smallest value accepted (floats: see low_open)
+    high: float  # the largest
+    low_open: bool = False  # floats: low itself refused (positive numbers)
+
+    def refused(self, value: float) -> bool:
+        if self.kind is float and not math.isfinite(value):
+            return True
+        below = value <= self.low if self.low_open else value < self.low
+        return below or value > self.high
+
+
+def _numeric_options(ns: str, data: Path) -> list[Numeric]:
+    at = ("--namesrv", ns)
+    alloc = ("allocate", "--queues", "4", "--consumers", "2")
+    server = ("server", "--data-dir", str(data / "s"), "--namesrv-port", "0", "--broker-port", "0")
+    broker = ("broker", *at, "--data-dir", str(data / "b"), "--broker-port", "0")
+    consume = ("consume", TOPIC, "--group", "num_g", *at)
+    seconds = {"kind": float, "low": 0.0, "high": _YEAR, "low_open": True}
+    window = {"kind": float, "low": 0.0, "high": _YEAR}
+    rate = {"kind": float, "low": 0.0, "high": sys.float_info.max, "low_open": True}
+    count = {"kind": int, "low": 1, "high": _LONG}
+    port = {"kind": int, "low": 0, "high": 65535}
+    queues = {"kind": int, "low": 1, "high": 1024}
+    options = [
+        Numeric(alloc, "--queues", int, 1, 1_000_000),
+        Numeric(alloc, "--consumers", int, 1, 100_000),
+        Numeric(alloc, "--brokers", int, 1, 26 * 27),
+        Numeric(alloc, "--from-consumers", int, 1, 100_000),
+        Numeric(alloc, "--duplicate-ids", int, 0, 1),
+        Numeric(alloc, "--virtual-nodes", int, 1, 10_000),
+        Numeric(alloc, "--rooms", int, 1, 1_000),
+        Numeric(("namesrv",), "--port", **port),
+        Numeric(("dashboard", *at), "--port", **port),
+        Numeric(("dashboard", *at), "--metrics-interval", **seconds),
+        Numeric(("dashboard", *at), "--poll", **seconds),
+        Numeric(("exporter", *at), "--port", **port),
+        Numeric(("exporter", *at), "--metrics-interval", **seconds),
+        Numeric(("topic", "create", "NumT", *at), "--queues", **queues),
+        Numeric(("topic", "create", "NumT", "--queues", "2", *at), "--read-queues", **queues),
+        Numeric(("topic", "create", "NumT", "--queues", "2", *at), "--write-queues", **queues),
+        Numeric(("topic", "update", TOPIC, *at), "--queues", **queues),
+        Numeric(("topic", "update", TOPIC, *at), "--read-queues", **queues),
+        Numeric(("topic", "update", TOPIC, *at), "--write-queues", **queues),
+        Numeric(("produce", TOPIC, *at), "--count", **count),
+        Numeric(("produce", TOPIC, *at), "--size", int, 1, _MAX_BODY),
+        Numeric(
+            ("produce", TOPIC, "--count", "1000000", "--size", "4096", *at),
+            "--batch",
+            int,
+            1,
+            _MAX_BODY // (4096 + 20),
+        ),
+        Numeric(("produce", TOPIC, *at), "--rate", **rate),
+        Numeric(consume, "--count", **count),
+        *(
+            Numeric(consume, o, **seconds)
+            for o in (
+                "--seconds",
+                "--heartbeat-interval",
+                "--poll-name-server-interval",
+                "--rebalance-interval",
+            )
+        ),
+        Numeric(consume, "--rebalance-min-interval", **window),
+        Numeric(("message", "query", "--topic", TOPIC, "--key", "k", *at), "--max", int, 1, 64),
+        Numeric(("report", "--group", GROUP, *at), "--bucket", int, 1, 31_536_000_000),
+        Numeric(("lab", "rebalance-cost"), "--rate", **rate),
+        Numeric(("lab", "rebalance-cost"), "--phase-seconds", **seconds),
+        Numeric(("demo",), "--seconds", **seconds),
+        Numeric(("demo",), "--rate", **rate),
+        Numeric(("chaos", "kill"), "--runs", **count),
+        Numeric(("chaos", "kill"), "--seed", int, 0, math.inf),  # any seed of 0 or more is a schedule
+        Numeric(("chaos", "kill"), "--notify-coalesce-window", **window),
+        Numeric(("chaos", "kill"), "--rebalance-min-interval", **window),
+    ]
+    for base in (server, broker):
+        options += [
+            Numeric(base, "--broker-port", **port),
+            Numeric(base, "--transaction-timeout", **seconds),
+            Numeric(base, "--transaction-check-interval", **seconds),
+            Numeric(base, "--transaction-check-max", int, 1, (1 << 31) - 1),
+            Numeric(base, "--channel-expired-timeout", **seconds),
+            Numeric(base, "--client-scan-interval", **seconds),
+            Numeric(base, "--rebalance-lock-max-live-time", **seconds),
+            Numeric(base, "--notify-coalesce-window", **window),
+        ]
+    options.append(Numeric(server, "--namesrv-port", **port))
+    return options
+
+
+_NOT_NUMBERS = ("", " ", "x", "ten", "0x10", "5 apples", "1,5", "--", "one.5", "٣.x", "-", "1e", "+-1")
+
+
+def _bad_value(o: Numeric, rng: random.Random) -> str:
+    """A value ``o`` must refuse, drawn from every way of being wrong."""
+    way = rng.randrange(5)
+    if way == 0:
+        return rng.choice(_NOT_NUMBERS + (("1.5", "1e3", "nan", "inf") if o.kind is int else ()))
+    if o.kind is float and way == 1:
+        return rng.choice(["nan", "-nan", "inf", "-inf", "1e999", "-1e999", "NaN", "Infinity"])
+    if way <= 2 and (o.low > 0 or o.low_open):  # zero or just below the least accepted
+        value = o.low - (rng.random() if o.kind is float else 1) if rng.random() < 0.5 else 0
+        return repr(float(value)) if o.kind is float else str(int(value))
+    if way == 3 or not math.isfinite(o.high):  # negative
+        value = -rng.choice([1, rng.randint(1, 1000), rng.randint(1, 1 << 70)])
+        return repr(value * rng.random()) if o.kind is float and rng.random() < 0.5 else str(value)
+    # huge: just above the most accepted, or far above
+    if o.kind is int:
+        return str(int(o.high) + rng.choice([1, rng.randint(1, 1000), rng.randint(1, 1 << 80)]))
+    return repr(o.high * rng.choice([1.0 + 1e-9, 2.0, 1e10])) if o.high < 1e300 else "1e999"
+
+
+_PARSER: list[argparse.ArgumentParser] = []  # built once: building it again for each draw costs 20 ms
+
+
+def _run_in_process(argv: list[str]) -> tuple[int, str, str]:
+    """``rocketq ARGV`` in this process: exit code, stdout, stderr. A command the parser accepts
+    runs (``main``) only if it is one that refuses in its handler (allocate, produce, report); any
+    other accepted here would start a server or a client, and is reported as accepted instead."""
+    if not _PARSER:
+        _PARSER.append(build_parser())
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            args = _PARSER[0].parse_args(argv)
+        except SystemExit as stop:
+            return int(stop.code or 0), out.getvalue(), err.getvalue()
+        if args.command not in ("allocate", "produce", "report"):
+            return -1, out.getvalue(), "accepted by the parser"
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _judge(o: Numeric, value: str) -> str | None:
+    """Why ``rocketq ... OPTION=VALUE`` misbehaved, or None when it answered one line, exit 2."""
+    argv = [*o.argv, f"{o.option}={value}"]
+    try:
+        code, out, err = _run_in_process(argv)
+    except BaseException as exc:  # what would have been a traceback
+        return f"rocketq {' '.join(argv)!r} raised {type(exc).__name__}: {exc}"
+    lines = err.splitlines()
+    if code != 2 or out or len(lines) != 1 or o.option not in lines[0]:
+        return f"rocketq {' '.join(argv)!r} -> exit {code}, stdout {out[-200:]!r}, stderr {err[-300:]!r}"
+    return None
+
+
+def test_every_numeric_option_refuses_every_kind_of_bad_value(live: Live) -> None:
+    """Each numeric option of each command, three values drawn at random from each way of being
+    wrong (the seed is printed; ROCKETQ_TEST_SEED replays it)."""
+    seed = int(os.environ.get("ROCKETQ_TEST_SEED") or random.randrange(1 << 32))
+    print(f"\nnumeric options: seed {seed} (ROCKETQ_TEST_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    before = _state(live)
+    options = _numeric_options(live.ns, live.tmp / "numeric")
+    problems = []
+    for o in options:
+        for _ in range(3):
+            value = _bad_value(o, rng)
+            assert not _is_number(value, o), (o, value)
+            why = _judge(o, value)
+            if why is not None:
+                problems.append(why)
+    assert not problems, f"seed {seed}:\n" + "\n".join(problems)
+    assert _state(live) == before
+    assert not (live.tmp / "numeric").exists()  # no server made its data dir
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_numeric_options_under_hypothesis(live: Live, data: st.DataObject) -> None:
+    """The same property with Hypothesis choosing the option and the bad value (it shrinks a
+    failure to the simplest value that shows it)."""
+    options = _numeric_options(live.ns, live.tmp / "numeric")
+    o = data.draw(st.sampled_from(options), label="option")
+    number = st.integers() if o.kind is int else st.floats(allow_nan=True, allow_infinity=True)
+    value = data.draw(
+        st.one_of(
+            number.filter(lambda v: o.refused(float(v))).map(str),
+            st.sampled_from(_NOT_NUMBERS),
+            st.text(alphabet="0123456789.-+eExna ", max_size=8).filter(lambda t: not _is_number(t, o)),
+        ),
+        label="value",
+    )
+    assert _judge(o, value) is None
+
+
+def _is_number(text: str, o: Numeric) -> bool:
+    """Whether ``text`` is a value ``o`` accepts."""
+    try:
+        value = o.kind(text)
+    except (ValueError, OverflowError):
+        return False
+    return not o.refused(float(value))

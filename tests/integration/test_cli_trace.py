@@ -8,6 +8,8 @@ back and matches them with the messages the commands reported.
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +31,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]
 
 
 def test_trace_flag_publishes_pub_sub_and_rebalance_records(
-    cluster: ClusterThread, capsys: pytest.CaptureFixture[str]
+    cluster: ClusterThread, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     with Admin(cluster.namesrv) as admin:
         admin.create_topic("CliTraceT", queues=2)
@@ -65,3 +67,22 @@ def test_trace_flag_publishes_pub_sub_and_rebalance_records(
     assert {d["client_id"] for d in mine} == {recvs[0].client_id}
     assert mine[0]["trigger"] == "start"
     assert mine[-1]["trigger"] == "shutdown"
+
+    # `report` on a group the cluster does not know: one line, exit 2, before Spark starts (it used
+    # to run Spark for about a minute and print zeros for the group); on a known one it goes on
+    began = time.monotonic()
+    code = main(
+        ["report", "--group", "cli_trace_nosuch", "--out", str(tmp_path / "r"), "--namesrv", cluster.namesrv]
+    )
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.splitlines() == [
+        f"rocketq report: error: group cli_trace_nosuch has no data: no broker on {cluster.namesrv} knows "
+        "it (no member ever connected: no subscription config, retry topic or online member) and "
+        "RQ_SYS_REBALANCE_TOPIC holds no rebalance record of it"
+    ]
+    assert time.monotonic() - began < 10.0
+    assert not (tmp_path / "r").exists()
+    with Admin(cluster.namesrv) as admin:
+        assert admin.group_exists("cli_trace_cg")
+        assert not admin.group_exists("cli_trace_nosuch")

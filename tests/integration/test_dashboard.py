@@ -9,6 +9,7 @@ with ``rocketq group progress``.
 from __future__ import annotations
 
 import json
+import random
 import signal
 import urllib.error
 import urllib.request
@@ -23,6 +24,7 @@ from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, M
 from rocketq.admin import Admin
 from rocketq.cli.main import main
 from rocketq.dashboard import BackgroundServer, DashboardConfig, create_app, create_exporter_app
+from rocketq.models import MessageQueue
 from tests import browserkit
 from tests.integration.clientkit import ClusterThread, Received, wait_until
 from tests.integration.clikit import CliProcess, consume_args
@@ -286,6 +288,69 @@ def test_topic_create_and_offset_reset_through_the_forms(
         assert errors == []
     finally:
         c1.shutdown()
+
+
+def test_create_form_on_an_existing_topic_changes_nothing_and_offers_the_update(
+    cluster: ClusterThread, admin: Admin, dashboard: BackgroundServer, chromium: Any, shots: Path
+) -> None:
+    """Before: the form made a topic of 4 queues holding 20 messages 1 queue and said "created"."""
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    held = rng.randint(2, 8)
+    fewer = rng.randint(1, held - 1)
+    cluster.create_topic("Held", held)
+    config = ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="dash-held")
+    with Producer("dash_held", client_config=config) as p:
+        for i in range(20):
+            p.send(Message("Held", f"m{i}"), queue=MessageQueue("Held", "broker-a", i % held))
+    before = admin.topic_stats("Held")
+    page, errors = new_page(chromium)
+    page.goto(dashboard.url + "topics")
+    page.fill("#create input[name=topic]", "Held")
+    page.fill("#create input[name=queues]", str(fewer))
+    page.click("#create button")
+    banner = page.wait_for_selector("#would-change")
+    text = banner.inner_text()
+    lost = f"[{fewer}..{held - 1}]" if held - fewer > 1 else f"[{fewer}]"
+    assert "nothing was changed" in text, (seed, text)
+    assert f"read queues {held} -> {fewer}, messages in queues {lost} stop being read" in text, (seed, text)
+    assert "created" not in page.inner_text("main"), seed
+    page.screenshot(path=str(shots / "topic-exists.png"), full_page=True)
+    assert [q.read_queue_nums for q in admin.topic_route("Held").queue_datas] == [held], seed
+    assert admin.topic_stats("Held") == before, seed
+    # the update is offered as a button of its own, and does what it said
+    page.click("#apply-update button")
+    page.wait_for_url("**/topics/Held**")
+    assert f"topic Held updated to {fewer} queues" in page.inner_text(".banner.notice")
+    assert [q.read_queue_nums for q in admin.topic_route("Held").queue_datas] == [fewer], seed
+
+    # a system topic: refused, a mistyped override refused too, the named one reaches the next check
+    page.goto(dashboard.url + "topics")
+    page.fill("#create input[name=topic]", "SCHEDULE_TOPIC_XXXX")
+    page.fill("#create input[name=queues]", "1")
+    page.click("#create button")
+    assert (
+        "is a system topic (it holds delayed messages" in page.wait_for_selector("#system-topic").inner_text()
+    )
+    page.screenshot(path=str(shots / "system-topic.png"), full_page=True)
+    page.fill("#override input[name=force_system_topic]", "SCHEDULE_TOPIC_XXX")
+    page.click("#override button")
+    assert (
+        "the override given names 'SCHEDULE_TOPIC_XXX'"
+        in page.wait_for_selector("#system-topic").inner_text()
+    )
+    page.fill("#override input[name=force_system_topic]", "SCHEDULE_TOPIC_XXXX")
+    page.click("#override button")
+    assert "read queues 18 -> 1" in page.wait_for_selector("#would-change").inner_text()
+    assert [q.read_queue_nums for q in admin.topic_route("SCHEDULE_TOPIC_XXXX").queue_datas] == [18]
+    # a system topic's own page asks for its name before an update
+    page.goto(dashboard.url + "topics/TBW102")
+    assert "TBW102 is a system topic" in page.inner_text("main")
+    page.fill("input[name=write_queues]", "1")
+    page.click("section.card form button")
+    assert "not changed" in page.inner_text("main")
+    assert [q.write_queue_nums for q in admin.topic_route("TBW102").queue_datas] == [8]
+    assert errors == []
 
 
 def test_metrics_match_rocketq_group_progress(

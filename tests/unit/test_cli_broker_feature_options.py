@@ -3,6 +3,8 @@ transaction checks reach :class:`BrokerConfig`; bad values are one line and exit
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rocketq.broker import BrokerConfig
@@ -42,7 +44,7 @@ def test_defaults_are_rocketmqs() -> None:
     [
         ("--transaction-timeout", "0", "must be a positive number of seconds"),
         ("--transaction-check-interval", "soon", "not a number of seconds"),
-        ("--transaction-timeout", "inf", "must be a positive number of seconds"),
+        ("--transaction-timeout", "inf", "must be at most a year (31536000 seconds), got inf"),
         ("--transaction-check-max", "0", "must be at least 1"),
     ],
 )
@@ -56,3 +58,38 @@ def test_bad_values_are_one_line_and_exit_2(
     assert len(err) == 1
     assert message in err[0]
     assert "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize("command", [["server"], ["broker", "--namesrv", "127.0.0.1:9876"]])
+def test_acl_file_reaches_the_broker_config(command: list[str], tmp_path: Path) -> None:
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text("accounts:\n  - accessKey: RocketMQ\n    secretKey: '12345678'\n    admin: true\n")
+    config = BrokerConfig(**broker_feature_options(build_parser().parse_args([*command, "--acl", str(acl)])))
+    assert config.acl_file == acl.resolve()
+    assert BrokerConfig(**broker_feature_options(build_parser().parse_args(command))).acl_file is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read the ACL file"),
+        ("accounts: [ {unclosed", "is not valid YAML"),
+        ("accounts:\n  - accessKey: RocketMQ\n    secretKey: 'tiny-s'\n", "length should longer than 6"),
+        ("globalWhiteRemoteAddresses: ['10.0.0.300-400']\n", "white address"),
+    ],
+)
+def test_bad_acl_files_are_one_line_and_exit_2(
+    content: str | None, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    acl = tmp_path / "plain_acl.yml"
+    if content is not None:
+        acl.write_text(content)
+    data_dir = tmp_path / "data"
+    with pytest.raises(SystemExit) as info:
+        main(["server", "--data-dir", str(data_dir), "--acl", str(acl)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert message in err[0]
+    assert "tiny-s" not in err[0]
+    assert not data_dir.exists()  # nothing changed before the error

@@ -44,6 +44,11 @@ What each call does, as RocketMQ 4.9.4's ``mqadmin`` does it:
   by queue and offset (a pull of one message as ``TOOLS_CONSUMER``), and a message's trace from
   the trace topic (:meth:`AsyncAdmin.message_trace`).
 
+Creating a topic that exists changes nothing (:class:`~rocketq.errors.TopicExistsError` says what
+would change; ``update=True`` applies it), and system topics are not created, changed or deleted
+without an override naming them (:class:`~rocketq.errors.SystemTopicError`): ``admin/guard.py``,
+the one place the CLI, the dashboard and these calls share.
+
 Errors are one-line :class:`~rocketq.errors.RocketQError`\\ s: :class:`~rocketq.errors.UnknownTopicError`,
 :class:`~rocketq.errors.UnknownGroupError`, :class:`~rocketq.errors.RemotingConnectError` naming the
 name server or broker that could not be reached, :class:`~rocketq.errors.BrokerError` for refusals.
@@ -56,6 +61,7 @@ from rocketq.models import DuplicateClientId
 from . import values
 from .core import AsyncAdmin
 from .facade import Admin
+from .guard import is_protected_topic, system_topic_role, topic_changes
 from .monitoring import (
     TOOLS_CONSUMER_GROUP,
     BrokerRuntime,
@@ -76,7 +82,10 @@ __all__ = [
     "MessageTrace",
     "QueueRead",
     "TraceEvent",
+    "is_protected_topic",
     "message_dict",
+    "system_topic_role",
+    "topic_changes",
     "trace_events",
 ]
 __all__ += values.__all__

@@ -26,6 +26,7 @@ from rocketq.errors import (
     RemotingConnectError,
     RemotingTimeoutError,
     RocketQError,
+    TopicExistsError,
     UnknownGroupError,
     UnknownTopicError,
 )
@@ -37,6 +38,7 @@ from rocketq.protocol.bodies import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ProducerConnection,
+    QueueData,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicRouteData,
@@ -46,7 +48,7 @@ from rocketq.protocol.codes import MASTER_ID, PullSysFlag
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import MessageExt, decode_messages
 from rocketq.protocol.message_id import parse_offset_msg_id, parse_uniq_id
-from rocketq.protocol.topics import is_retry_or_dlq_topic, is_system_topic, retry_topic
+from rocketq.protocol.topics import Perm, is_retry_or_dlq_topic, is_system_topic, retry_topic
 from rocketq.protocol.trace import (
     RMQ_SYS_TRACE_TOPIC,
     TraceContext,
@@ -55,6 +57,7 @@ from rocketq.protocol.trace import (
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import RemotingClientConfig
 
+from .guard import check_system_topic, topic_changes
 from .monitoring import TOOLS_CONSUMER_GROUP, BrokerRuntime, MessageTrace, QueueRead, trace_events
 from .values import (
     _FIRST,
@@ -74,6 +77,8 @@ from .values import (
 )
 
 logger = logging.getLogger(__name__)
+
+_INHERIT = int(Perm.INHERIT)
 
 # ------------------------------------------------------------------------------------ the core
 
@@ -234,13 +239,20 @@ class AsyncAdmin:
         broker: str | None = None,
         cluster: str | None = None,
         wait: float = 5.0,
+        update: bool = False,
+        force_system_topic: str | None = None,
     ) -> dict[str, str]:
-        """Create (or overwrite) ``topic`` on one broker (``broker`` address), every master of a
-        cluster, or — when neither is given — every master of the only cluster.
+        """Create ``topic`` on one broker (``broker`` address), every master of a cluster, or —
+        when neither is given — every master of the only cluster.
 
         ``queues`` sets both queue counts; ``read_queues``/``write_queues`` override one of them.
         Returns ``{broker name: address}`` of the brokers written. Waits up to ``wait`` seconds
         for the name server's route to show the change.
+
+        A topic that exists on a broker written is not changed: :class:`TopicExistsError` says
+        what would change (the same settings again change nothing and are no error), unless
+        ``update`` is true. A system topic (:func:`~rocketq.admin.guard.is_protected_topic`) is
+        not written unless ``force_system_topic`` names it: :class:`SystemTopicError`.
         """
         read = read_queues if read_queues is not None else queues
         write = write_queues if write_queues is not None else queues
@@ -248,8 +260,27 @@ class AsyncAdmin:
             raise ConfigError("say how many queues: queues, or both read_queues and write_queues")
         _check_topic_args(topic, read, write, perm)
         targets = await self._targets(broker, cluster)
-        for name, addr in targets.items():
-            await self._update_topic_config(addr, topic, read, write, perm, order)
+        forced = await self._check_system_topic(topic, "create", force_system_topic)
+        route = await self._get_route(topic)
+        held = {qd.broker_name: qd for qd in route.queue_datas if qd.broker_name} if route else {}
+        existing = {name: held[name] for name in targets if name in held}
+        write_to = targets
+        if existing:
+            changes = topic_changes(existing, read=read, write=write, perm=perm)
+            if order and await self.order_conf(topic) is None:
+                changes.append("it becomes an ordered topic")
+            if changes and not update:
+                raise TopicExistsError(
+                    f"topic {topic} exists ({_counts(existing)}); not changed. An update would change "
+                    + "; ".join(changes),
+                    tuple(changes),
+                )
+            if not changes:  # the same settings again: nothing to write where it is
+                write_to = {n: a for n, a in targets.items() if n not in existing}
+                if not write_to:
+                    return targets
+        for name, addr in write_to.items():
+            await self._update_topic_config(addr, topic, read, write, perm, order, forced)
             logger.info(
                 "topic %s: %d read / %d write queues, perm %d on %s (%s)",
                 topic,
@@ -276,10 +307,13 @@ class AsyncAdmin:
         broker: str | None = None,
         cluster: str | None = None,
         wait: float = 5.0,
+        force_system_topic: str | None = None,
     ) -> dict[str, str]:
         """Change an existing topic on the brokers that hold it (or one broker / one cluster's
-        masters); what is not given keeps each broker's current value from the route."""
+        masters); what is not given keeps each broker's current value from the route. A system
+        topic is not changed unless ``force_system_topic`` names it (:class:`SystemTopicError`)."""
         route = await self.topic_route(topic)
+        forced = await self._check_system_topic(topic, "change", force_system_topic)
         current = {qd.broker_name: qd for qd in route.queue_datas if qd.broker_name is not None}
         if broker is not None or cluster is not None:
             targets = await self._targets(broker, cluster)
@@ -298,7 +332,7 @@ class AsyncAdmin:
                 raise ConfigError(f"topic {topic} is not on broker {name}: say how many queues it gets there")
             p = perm if perm is not None else (qd.perm if qd else 6)
             _check_topic_args(topic, read, write, p)
-            await self._update_topic_config(addr, topic, read, write, p, is_order)
+            await self._update_topic_config(addr, topic, read, write, p, is_order, forced)
             expect[name] = (read, write, p)
         if order:
             await self._set_order_conf(topic, {n: expect[n][1] for n in targets}, merge=broker is not None)
@@ -307,9 +341,13 @@ class AsyncAdmin:
         await self._await_route(topic, expect, wait)
         return targets
 
-    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> dict[str, str]:
+    async def delete_topic(
+        self, topic: str, *, cluster: str | None = None, force_system_topic: str | None = None
+    ) -> dict[str, str]:
         """Delete ``topic`` in its brokers (every broker of ``cluster`` when given), then in every
-        name server, as ``mqadmin deleteTopic`` does; returns the brokers it was deleted from."""
+        name server, as ``mqadmin deleteTopic`` does; returns the brokers it was deleted from.
+        A system topic is not deleted unless ``force_system_topic`` names it (:class:`SystemTopicError`)."""
+        forced = await self._check_system_topic(topic, "delete", force_system_topic)
         if cluster is not None:
             info = await self.cluster_info()
             if cluster not in info.cluster_addr_table:
@@ -326,10 +364,17 @@ class AsyncAdmin:
                 for bid, a in sorted(bd.broker_addrs.items())
             }
         for addr in brokers.values():
-            await self._call(addr, calls.delete_topic_in_broker(topic))
+            await self._call(addr, calls.delete_topic_in_broker(topic, force_system_topic=forced))
         await self._all_namesrv(lambda: calls.delete_topic_in_namesrv(topic, cluster=cluster))
         await self._delete_order_conf(topic)
         return brokers
+
+    async def _check_system_topic(self, topic: str, doing: str, force: str | None) -> bool:
+        """:func:`~rocketq.admin.guard.check_system_topic` with the cluster's and brokers' names."""
+        info = await self.cluster_info()
+        return check_system_topic(
+            topic, doing, force, clusters=info.cluster_addr_table, brokers=info.broker_addr_table
+        )
 
     async def _targets(self, broker: str | None, cluster: str | None) -> dict[str, str]:
         if broker is not None and cluster is not None:
@@ -350,9 +395,10 @@ class AsyncAdmin:
         return targets
 
     async def _update_topic_config(
-        self, addr: str, topic: str, read: int, write: int, perm: int, order: bool
+        self, addr: str, topic: str, read: int, write: int, perm: int, order: bool, forced: bool = False
     ) -> None:
-        await self._call(addr, calls.create_topic(topic, read, write, perm=perm, order=order))
+        call = calls.create_topic(topic, read, write, perm=perm, order=order, force_system_topic=forced)
+        await self._call(addr, call)
 
     async def _set_order_conf(self, topic: str, queues: Mapping[str, int], *, merge: bool) -> None:
         """``ORDER_TOPIC_CONFIG`` ``brokerName:writeQueues;...`` in every name server
@@ -386,11 +432,12 @@ class AsyncAdmin:
         while True:
             route = await self._get_route(topic)
             if route is not None:
+                # PERM_INHERIT aside: a broker keeps it on the topics it makes as templates (TBW102)
                 seen = {
-                    qd.broker_name: (qd.read_queue_nums, qd.write_queue_nums, qd.perm)
+                    qd.broker_name: (qd.read_queue_nums, qd.write_queue_nums, qd.perm & ~_INHERIT)
                     for qd in route.queue_datas
                 }
-                if all(seen.get(name) == want for name, want in expect.items()):
+                if all(seen.get(n) == (r, w, p & ~_INHERIT) for n, (r, w, p) in expect.items()):
                     return
             if time.monotonic() >= deadline:
                 logger.warning("topic %s: the name server's route does not show the change yet", topic)
@@ -444,6 +491,17 @@ class AsyncAdmin:
             found = await self._call(addr, calls.query_duplicate_client_ids(addr, group))
             out.extend(found or ())  # None: a broker without the request
         return out
+
+    async def group_exists(self, group: str) -> bool:
+        """Whether the cluster knows consumer group ``group``: a broker of its retry topic's route
+        (made when a member first connects), a subscription config on a master (RocketMQ's
+        ``autoCreateSubscriptionGroup``), or an online member."""
+        check_group(group)
+        if await self._get_route(retry_topic(group)) is not None:
+            return True
+        if group in await self.consumer_groups():
+            return True
+        return bool(await self.consumer_connection(group))
 
     async def group_members(self, group: str, *, strategy: str | None = None) -> GroupMembers:
         """The group's online members with their queues (see the module docstring).
@@ -960,6 +1018,13 @@ def _reason(exc: BaseException) -> str:
     text = str(exc)
     _, sep, rest = text.partition(": ")
     return rest if sep else text
+
+
+def _counts(held: Mapping[str, QueueData]) -> str:
+    return ", ".join(
+        f"{qd.read_queue_nums} read / {qd.write_queue_nums} write queues, perm {qd.perm} on {name}"
+        for name, qd in sorted(held.items())
+    )
 
 
 def _check_topic_args(topic: str, read: int, write: int, perm: int) -> None:

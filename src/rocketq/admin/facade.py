@@ -72,6 +72,7 @@ class Admin(Closing):
     consumer_connection = _blocking(AsyncAdmin.consumer_connection)
     running_info = _blocking(AsyncAdmin.running_info)
     duplicate_client_ids = _blocking(AsyncAdmin.duplicate_client_ids)
+    group_exists = _blocking(AsyncAdmin.group_exists)
     group_members = _blocking(AsyncAdmin.group_members)
     group_progress = _blocking(AsyncAdmin.group_progress)
     reset_offsets = _blocking(AsyncAdmin.reset_offsets)

@@ -244,6 +244,14 @@ class BrokerConfig:
     remoting: ServerConfig = field(default_factory=ServerConfig)
     """Transport settings of the broker's listener."""
 
+    # -- access control
+    acl_file: Path | None = None
+    """``aclEnable`` with this ``plain_acl.yml`` (RocketMQ 4.9's ACL 1.0, see ``docs/security.md``):
+    every request must be signed by an account of the file, or come from a white-listed address.
+    ``None`` (the default, as ``aclEnable=false``): nothing is refused."""
+    acl_check_interval: float = 5.0
+    """How often the ACL file is looked at for changes (``AclFileWatchService``: 5 s)."""
+
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0..65535, got {self.port}")
@@ -282,6 +290,7 @@ class BrokerConfig:
             "slave_sync_period",
             "transaction_timeout",
             "transaction_check_interval",
+            "acl_check_interval",
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")

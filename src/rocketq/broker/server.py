@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
@@ -89,6 +89,9 @@ from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
 from rocketq.store.message_store import PutResult
+
+if TYPE_CHECKING:
+    from rocketq.broker.acl import AclManager
 
 __all__ = ["Broker", "BrokerStats"]
 
@@ -197,6 +200,8 @@ class Broker(AsyncStartClose):
         self._coalescer = (
             NotifyCoalescer(cfg.notify_coalesce_window) if cfg.notify_coalesce_window > 0 else None
         )
+        #: the ACL (``config.acl_file``), loaded at start; None when ACL is off
+        self.acl: AclManager | None = None
 
     @property
     def coalescer(self) -> NotifyCoalescer | None:
@@ -357,6 +362,18 @@ class Broker(AsyncStartClose):
                 ReplyProcessor(self, self._send),
             ):
                 handlers.update(processor.handlers())
+            if cfg.acl_file is not None:
+                # loaded only when used: PyYAML and the ACL stay out of a broker without it
+                from rocketq.broker.acl import AclManager, request_guard  # noqa: PLC0415
+                from rocketq.broker.handlers.acl import AclProcessor  # noqa: PLC0415
+
+                self.acl = await asyncio.to_thread(
+                    AclManager, cfg.acl_file, check_interval=cfg.acl_check_interval, wall_ms=self.wall_ms
+                )
+                handlers.update(AclProcessor(self.acl, self._acl_identity).handlers())
+                self.remoting.set_request_guard(
+                    request_guard(self.acl, self.remoting.peer_log, self._loop_thread)
+                )
             for code, handler in handlers.items():
                 self.remoting.register_handler(code, handler)  # type: ignore[arg-type]
             await self.remoting.start()
@@ -486,6 +503,10 @@ class Broker(AsyncStartClose):
     def register_handler(self, code: int, handler: Handler) -> None:
         """Add or replace a request handler (extensions, tests)."""
         self.remoting.register_handler(code, handler)
+
+    def _acl_identity(self) -> tuple[str, str, str]:
+        cfg = self.config
+        return cfg.broker_name, self.address, cfg.broker_cluster_name
 
     # ------------------------------------------------------------------ services for the handlers
 

@@ -202,7 +202,7 @@ class TopicConfigTable(MemoryTopicTable, StoredTable[TopicConfig]):
 class TopicConfigManager:
     """RocketMQ's ``TopicConfigManager``: the broker's topic table (see the module docstring)."""
 
-    __slots__ = ("_config", "_listener", "_system_topics", "_table")
+    __slots__ = ("_builtins", "_config", "_listener", "_system_topics", "_table")
 
     def __init__(
         self,
@@ -238,6 +238,7 @@ class TopicConfigManager:
             builtins.append(TopicConfig(cfg.msg_trace_topic_name, 1, 1))
         builtins.append(TopicConfig(reply_topic(cfg.broker_cluster_name), 1, 1))
         self._system_topics.update(c.topic_name or "" for c in builtins)
+        self._builtins = {c.topic_name or "": c for c in builtins}
         missing = [c for c in builtins if c.topic_name not in self._table]
         if missing:
             self._table.put_all(missing, now_ms=ms(now))
@@ -273,6 +274,10 @@ class TopicConfigManager:
     def is_system_topic(self, topic: str) -> bool:
         """``TopicValidator.isSystemTopic``: built-in topics (this broker's included) and ``rmq_sys_*``."""
         return topic in self._system_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+    def builtin(self, topic: str) -> TopicConfig | None:
+        """The config this broker gives ``topic`` at start when it is one of its built-in topics."""
+        return self._builtins.get(topic)
 
     def is_order_topic(self, topic: str) -> bool:
         config = self._table.get(topic)

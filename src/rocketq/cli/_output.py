@@ -3,7 +3,9 @@
 * :func:`add_command_group` for the commands made of subcommands;
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
 * :func:`number_type` makes the argparse ``type=`` checks of numbers: :func:`positive_int`,
-  :func:`positive_float`, :func:`port_number` for counts, rates, seconds, ports;
+  :func:`positive_float`, :func:`positive_duration`, :func:`port_number` for counts, rates,
+  seconds, ports - each bounded (a count by Java's ``Long.MAX_VALUE``, seconds by a year, no NaN
+  or infinity), so a slip is refused before anything is allocated or started;
 * :func:`admin_session`: an :class:`~rocketq.admin.Admin` whose connection failures become one-line
   :class:`~rocketq.cli.main.CliError`\\ s with a hint (``is `rocketq server` running?``);
 * tables through rich (plain text when stdout is not a terminal, never wrapped), JSON lines.
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ __all__ = [
     "non_negative_float",
     "number_type",
     "port_number",
+    "positive_duration",
     "positive_float",
     "positive_int",
     "print_json",
@@ -98,35 +100,69 @@ def add_view_options(parser: argparse.ArgumentParser, views_help: str, fence_hel
 
 
 def number_type(
-    convert: Callable[[str], N], not_a: str, accept: Callable[[N], bool], refusal: str
+    convert: Callable[[str], N],
+    not_a: str,
+    accept: Callable[[N], bool],
+    refusal: str,
+    *,
+    most: N | None = None,
+    too_big: str = "must be at most {most}, got {text}",
 ) -> Callable[[str], N]:
-    """An argparse ``type=``: ``convert(text)`` when ``accept`` takes the number, else a usage error
-    naming the value: ``"<not_a>: 'text'"`` when it is no number at all, else ``refusal`` with
-    ``{text}`` / ``{value}`` filled in."""
+    """An argparse ``type=``: ``convert(text)`` when ``accept`` takes the number (and it is at most
+    ``most``), else a usage error naming the value: ``"<not_a>: 'text'"`` when it is no number at
+    all, ``refusal`` when ``accept`` refuses it, ``too_big`` above ``most`` (``{text}``,
+    ``{value}`` and ``{most}`` filled in)."""
 
     def parse(text: str) -> N:
         try:
             value = convert(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"{not_a}: {text!r}") from None
         if not accept(value):
             raise argparse.ArgumentTypeError(refusal.format(text=text, value=value))
+        if most is not None and not value <= most:
+            raise argparse.ArgumentTypeError(too_big.format(text=text, value=value, most=most))
         return value
 
     return parse
 
 
-#: an integer above zero
-positive_int = number_type(int, "not an integer", lambda v: v > 0, "must be positive, got {value}")
+JAVA_LONG_MAX = (1 << 63) - 1
+"""The largest count the CLI takes (Java's ``Long.MAX_VALUE``: RocketMQ's offsets and counts are longs)."""
+MAX_SECONDS = 365 * 24 * 3600.0
+"""The longest duration the CLI takes, a year: more is a slip of the keyboard (and past what a
+thread's wait accepts, ``threading.TIMEOUT_MAX``, a wait fails)."""
+_A_YEAR = "must be at most a year (31536000 seconds), got {text}"
+
+#: an integer above zero, at most Java's Long.MAX_VALUE
+positive_int = number_type(
+    int, "not an integer", lambda v: v > 0, "must be positive, got {value}", most=JAVA_LONG_MAX
+)
 #: a TCP port, 0..65535 (0 for any)
 port_number = number_type(
     int, "not a port number", lambda v: 0 <= v <= 65535, "port must be 0..65535, got {value}"
 )
-#: a number above zero (NaN refused)
-positive_float = number_type(float, "not a number", lambda v: v > 0, "must be positive, got {text}")
-#: a finite number of zero or more (NaN refused)
+#: a finite number above zero (NaN and infinity refused): a rate
+positive_float = number_type(
+    float,
+    "not a number",
+    lambda v: v > 0,
+    "must be positive, got {text}",
+    most=sys.float_info.max,
+    too_big="must be a finite number, got {text}",
+)
+#: seconds above zero, at most a year (NaN and infinity refused)
+positive_duration = number_type(
+    float, "not a number", lambda v: v > 0, "must be positive, got {text}", most=MAX_SECONDS, too_big=_A_YEAR
+)
+#: seconds of zero or more, at most a year (NaN and infinity refused)
 non_negative_float = number_type(
-    float, "not a number", lambda v: 0 <= v < math.inf, "must be 0 or more, got {text}"
+    float,
+    "not a number",
+    lambda v: v >= 0,
+    "must be 0 or more, got {text}",
+    most=MAX_SECONDS,
+    too_big=_A_YEAR,
 )
 
 

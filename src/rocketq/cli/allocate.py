@@ -242,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
     _positive("--queues", args.queues, _MAX_QUEUES)
     _positive("--consumers", args.consumers, _MAX_CONSUMERS)
     _positive("--brokers", args.brokers, _MAX_BROKERS)
+    _positive("--virtual-nodes", args.virtual_nodes, 10_000)  # checked even where it does not apply
     if args.rooms is not None:
         _positive("--rooms", args.rooms, 1_000)  # 0 rooms is nonsense: leave the option out
     args.rooms = args.rooms or 0

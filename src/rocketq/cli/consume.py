@@ -54,7 +54,7 @@ from rocketq.cli._output import (
     add_view_options,
     group_name,
     non_negative_float,
-    positive_float,
+    positive_duration,
     positive_int,
     topic_name,
     unreachable_hint,
@@ -153,7 +153,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="stop after printing N messages (later deliveries are handed back to the broker for redelivery)",
     )
-    parser.add_argument("--seconds", type=positive_float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--seconds", type=positive_duration, metavar="S", help="stop after S seconds")
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' (default *)"
@@ -167,7 +167,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--heartbeat-interval",
-        type=positive_float,
+        type=positive_duration,
         default=30.0,
         metavar="S",
         help="seconds between heartbeats to every broker (default 30, RocketMQ's); lower it for a "
@@ -175,7 +175,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--poll-name-server-interval",
-        type=positive_float,
+        type=positive_duration,
         default=30.0,
         metavar="S",
         help="seconds between route refreshes from the name server (default 30, RocketMQ's "
@@ -183,7 +183,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--rebalance-interval",
-        type=positive_float,
+        type=positive_duration,
         default=20.0,
         metavar="S",
         help="seconds between periodic rebalances (default 20, RocketMQ's "

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from rocketq.cli._output import add_namesrv_option, port_number, positive_float
+from rocketq.cli._output import add_namesrv_option, port_number, positive_duration
 from rocketq.cli.main import CliError
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
 from rocketq.errors import ConfigError
@@ -32,7 +32,7 @@ def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
     )
     parser.add_argument(
         "--metrics-interval",
-        type=positive_float,
+        type=positive_duration,
         default=5.0,
         metavar="SECONDS",
         help="poll every consumer group this often for the rocketq_ metrics (default 5)",
@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
     add_watch_options(parser, port=DEFAULT_DASHBOARD_PORT)
     parser.add_argument(
         "--poll",
-        type=positive_float,
+        type=positive_duration,
         default=1.0,
         metavar="SECONDS",
         help="poll a group someone is looking at this often (default 1)",

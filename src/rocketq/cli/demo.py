@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rocketq.cli._output import positive_float, print_json
+from rocketq.cli._output import positive_duration, positive_float, print_json
 from rocketq.lab.demo import DemoOptions, run_demo
 from rocketq.lab.harness import interrupt_on_sigterm
 
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--seconds", type=positive_float, default=24.0, metavar="S", help="seconds of traffic (default 24)"
+        "--seconds", type=positive_duration, default=24.0, metavar="S", help="seconds of traffic (default 24)"
     )
     parser.add_argument(
         "--rate", type=positive_float, default=200.0, metavar="N", help="messages per second (default 200)"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.allocate import strategy_names
-from rocketq.cli._output import positive_float, print_json
+from rocketq.cli._output import positive_duration, positive_float, print_json
 from rocketq.cli.main import CliError
 from rocketq.lab.harness import interrupt_on_sigterm
 from rocketq.lab.narrate import Narrator
@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--phase-seconds",
-        type=positive_float,
+        type=positive_duration,
         metavar="S",
         help="rebalance-cost: seconds between scaling steps (default 3)",
     )

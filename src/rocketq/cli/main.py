@@ -12,7 +12,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rocketq import __version__
 from rocketq.errors import RocketQError
@@ -37,6 +37,13 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # ``--count=--``: argparse drops the "--" and, with nothing left, skips the option's type
+        # check and stores [] (a traceback later); it is a missing value
+        if action.nargs is None and action.option_strings and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected one argument, got '--'")
+        return super()._get_values(action, arg_strings)
 
 
 def build_parser() -> argparse.ArgumentParser:

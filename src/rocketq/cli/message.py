@@ -27,7 +27,7 @@ from rocketq.cli._output import (
     add_command_group,
     admin_session,
     format_ms,
-    positive_int,
+    number_type,
     print_json,
     print_table,
     topic_name,
@@ -40,6 +40,14 @@ from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 __all__ = ["register"]
 
 _NOT_FOUND = 1
+_max_num = number_type(
+    int,
+    "not an integer",
+    lambda v: v > 0,
+    "must be positive, got {value}",
+    most=64,
+    too_big="must be at most {most} (a broker answers at most 64 messages, maxMsgsNumBatch), got {value}",
+)
 
 
 def _time(text: str) -> int:
@@ -100,7 +108,7 @@ def register(subparsers: Any) -> None:
     query.add_argument("--begin", type=_time, metavar="TIME", help="stored at or after (default: any time)")
     query.add_argument("--end", type=_time, metavar="TIME", help="stored at or before (default: any time)")
     query.add_argument(
-        "--max", type=positive_int, default=64, metavar="N", help="messages per broker (default 64)"
+        "--max", type=_max_num, default=64, metavar="N", help="messages per broker, 1..64 (default 64)"
     )
     add_admin_options(query, _query, "the messages")
 

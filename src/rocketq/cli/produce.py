@@ -48,6 +48,7 @@ from rocketq.admin import Admin
 from rocketq.cli._output import (
     add_namesrv_option,
     group_name,
+    number_type,
     positive_float,
     positive_int,
     print_json,
@@ -56,6 +57,7 @@ from rocketq.cli._output import (
 )
 from rocketq.cli.main import CliError
 from rocketq.client import LocalTransactionState, Message, Producer, SendResult, TransactionProducer
+from rocketq.client.config import ProducerConfig
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, RocketQError
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SYSTEM_PROPERTY_NAMES
@@ -189,7 +191,10 @@ def register(subparsers: Any) -> None:
         "--body", metavar="TEXT", help="body text; '-<sequence number>' is appended (default 'message')"
     )
     body.add_argument(
-        "--size", type=positive_int, metavar="BYTES", help="fixed body size, sequence number first"
+        "--size",
+        type=_body_size,
+        metavar="BYTES",
+        help=f"fixed body size, sequence number first (at most {MAX_BODY:,}: RocketMQ's maxMessageSize)",
     )
     parser.add_argument("--tag", metavar="T", help="tag of every message")
     parser.add_argument("--keys", metavar="K", help="key(s) of every message, space-separated")
@@ -272,11 +277,39 @@ def _batches(first: int, count: int, size: int) -> Iterator[range]:
         yield range(start, min(start + size, count))
 
 
+MAX_BODY = ProducerConfig().max_message_size
+"""The largest body (and batch) a producer sends: RocketMQ's ``maxMessageSize``, 4 MiB."""
+_BATCH_ENTRY = 20  # bytes a batch adds per message besides body and properties (sizes, magic, CRC, flag)
+
+_body_size = number_type(
+    int,
+    "not a number of bytes",
+    lambda v: v > 0,
+    "must be positive, got {value}",
+    most=MAX_BODY,
+    too_big="must be at most {most} bytes (RocketMQ's maxMessageSize, 4 MiB), got {value}",
+)
+
+
+def _check_batch(args: argparse.Namespace) -> None:
+    """Refuse, before anything is built, a batch larger than a producer may send."""
+    body = args.size if args.size is not None else len(args.body or "") + 32
+    per = min(args.batch, args.count)
+    least = per * (body + _BATCH_ENTRY)
+    if least > MAX_BODY:
+        raise CliError(
+            f"--batch {args.batch} of {body}-byte bodies makes batches of at least {least:,} bytes, over "
+            f"RocketMQ's maxMessageSize ({MAX_BODY:,} bytes); send fewer per batch"
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.transaction is None and args.check_answer is not None:
         raise CliError("--check-answer answers the checks of --transaction sends; add --transaction")
     if args.transaction is not None and args.batch:
         raise CliError("--transaction sends one message per transaction; --batch does not apply")
+    if args.batch:
+        _check_batch(args)
     group = args.group or (TX_GROUP if args.transaction else "DEFAULT_PRODUCER")
     checks = _Checks(args.transaction, args.check_answer) if args.transaction else None
     try:

@@ -6,8 +6,9 @@ and the consumed topics through the ``rocketmq`` Spark source, and writes under 
 (default ``rocketq-report``) the tables ``consumption``, ``ownership``, ``rebalances``,
 ``duplicates``, ``pauses`` and ``lag`` (Parquet folders) and ``report.html``. stdout gets the key
 figures and the page's path, stderr one line per step as it starts; Spark's own JVM log goes to
-``spark.log`` under ``--out`` and its progress bars are off. The name server, the trace topic and
-``--topic`` are checked before Spark starts. Needs the ``spark`` extra (``pip install
+``spark.log`` under ``--out`` and its progress bars are off. The name server, the trace topic, the
+group (known to the cluster, or with rebalance records) and ``--topic`` are checked before Spark
+starts. Needs the ``spark`` extra (``pip install
 'rocketq[spark]'``) and a JDK; pyspark is imported only when the command runs.
 
 ``--since`` takes epoch ms, ISO-8601, or an age: ``30s``, ``15m``, ``2h``, ``1d`` ago.
@@ -24,10 +25,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rocketq.admin import Admin
 from rocketq.analytics import footnote
-from rocketq.cli._output import add_namesrv_option, group_name, topic_name, unreachable_hint
+from rocketq.cli._output import add_namesrv_option, group_name, number_type, topic_name, unreachable_hint
 from rocketq.cli.main import CliError
 from rocketq.client.config import resolve_namesrv
+from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
 from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 
@@ -36,6 +39,14 @@ SPARK_LOG = "spark.log"
 
 __all__ = ["parse_since", "register"]
 
+_bucket_ms = number_type(
+    int,
+    "not a number of milliseconds",
+    lambda v: v > 0,
+    "--bucket must be a positive number of milliseconds, got {value}",
+    most=31_536_000_000,
+    too_big="--bucket must be at most a year ({most} ms), got {value}",
+)
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -50,16 +61,21 @@ def parse_since(text: str, now_ms: int | None = None) -> int:
     1700000000000
     """
     value = text.strip()
-    if value.isdigit():
-        return int(value)
-    m = _AGE.match(value)
-    if m:
-        now = int(time.time() * 1000) if now_ms is None else now_ms
-        return now - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+    now = int(time.time() * 1000) if now_ms is None else now_ms
     try:
-        return int(datetime.fromisoformat(value).timestamp() * 1000)
-    except ValueError:
+        if value.isdigit():
+            when = int(value)
+        elif m := _AGE.match(value):
+            when = now - int(float(m.group(1)) * _UNIT_MS[m.group(2)])
+        else:
+            when = int(datetime.fromisoformat(value).timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
         raise CliError(f"--since must be epoch ms, an age such as 15m, or ISO-8601; got {text!r}") from None
+    if when > now:
+        raise CliError(f"--since {text} is in the future")
+    if when < 0:
+        raise CliError(f"--since {text} is before 1970")
+    return when
 
 
 def register(subparsers: Any) -> None:
@@ -87,7 +103,11 @@ def register(subparsers: Any) -> None:
         "--out", metavar="DIR", default="rocketq-report", help="output directory (default: %(default)s)"
     )
     parser.add_argument(
-        "--bucket", metavar="MS", type=int, default=None, help="time bucket of the plots and lag, ms"
+        "--bucket",
+        metavar="MS",
+        type=_bucket_ms,
+        default=None,
+        help="time bucket of the plots and lag, ms (1 .. a day)",
     )
     parser.add_argument("--master", default="local[2]", help="Spark master (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -97,12 +117,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     since = parse_since(args.since) if args.since else None
-    if args.bucket is not None and args.bucket <= 0:
-        raise CliError("--bucket must be a positive number of milliseconds")
     try:
         namesrv = ";".join(resolve_namesrv(args.namesrv))
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+    _check_sources(namesrv, args.group, args.topic)  # before pyspark loads: a slip is told at once
     try:
         from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark only when run
 
@@ -112,7 +131,6 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(
             f"rocketq report needs the spark extra (pip install 'rocketq[spark]'): {exc}"
         ) from None
-    _check_sources(namesrv, args.topic)
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -175,10 +193,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_sources(namesrv: str, topic: str | None) -> None:
+def _rebalance_records(admin: Admin, group: str) -> bool:
+    """Whether the rebalance topic holds a record of ``group`` (its messages are keyed by group)."""
+    try:
+        return bool(admin.query_message(REBALANCE_TOPIC, group, max_num=1))
+    except UnknownTopicError:
+        return False
+
+
+def _check_sources(namesrv: str, group: str, topic: str | None) -> None:
     """Before Spark starts: the name server answers, the trace topic exists (else nothing was
-    traced), and so does ``topic`` when given. Each failure is one line."""
-    from rocketq.admin import Admin  # noqa: PLC0415
+    traced), ``group`` has data (the cluster knows it, or the rebalance topic holds a record of
+    it; else it is a typo, most likely), and ``topic`` exists when given. Each failure is one line."""
 
     try:
         with Admin(namesrv) as admin:
@@ -190,6 +216,12 @@ def _check_sources(namesrv: str, topic: str | None) -> None:
                     f"no trace records: topic {RMQ_SYS_TRACE_TOPIC} does not exist on {namesrv} (run the "
                     "group's consumers with tracing on: rocketq consume --trace, trace=True)"
                 ) from None
+            if not admin.group_exists(group) and not _rebalance_records(admin, group):
+                raise CliError(
+                    f"group {group} has no data: no broker on {namesrv} knows it (no member ever "
+                    f"connected: no subscription config, retry topic or online member) and "
+                    f"{REBALANCE_TOPIC} holds no rebalance record of it"
+                )
             if topic is not None:
                 try:
                     admin.topic_route(topic)

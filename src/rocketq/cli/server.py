@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import signal
 import socket
@@ -30,7 +29,7 @@ from typing import Any, TypeVar
 
 from rocketq.broker import Broker
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
-from rocketq.cli._output import non_negative_float, number_type, port_number, positive_float
+from rocketq.cli._output import MAX_SECONDS, non_negative_float, number_type, port_number, positive_duration
 from rocketq.cli.main import CliError
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError, RocketQError
@@ -185,7 +184,7 @@ def add_broker_options(
     )
     parser.add_argument(
         "--channel-expired-timeout",
-        type=positive_float,
+        type=positive_duration,
         default=CHANNEL_EXPIRED_TIMEOUT,
         metavar="S",
         help=f"drop a client silent this many seconds (default {CHANNEL_EXPIRED_TIMEOUT:g}, RocketMQ's "
@@ -193,7 +192,7 @@ def add_broker_options(
     )
     parser.add_argument(
         "--client-scan-interval",
-        type=positive_float,
+        type=positive_duration,
         default=CLIENT_HOUSEKEEPING_INTERVAL,
         metavar="S",
         help=f"seconds between scans for silent clients (default {CLIENT_HOUSEKEEPING_INTERVAL:g}, "
@@ -201,7 +200,7 @@ def add_broker_options(
     )
     parser.add_argument(
         "--rebalance-lock-max-live-time",
-        type=positive_float,
+        type=positive_duration,
         default=REBALANCE_LOCK_MAX_LIVE_TIME,
         metavar="S",
         help=f"seconds a queue lock lives without renewal (default {REBALANCE_LOCK_MAX_LIVE_TIME:g}, "
@@ -251,15 +250,29 @@ def add_broker_options(
         "sent to the members it has then (default 0: RocketMQ's one notification per change; "
         "1.5 halved a rolling deploy's notifications in rocketq chaos, see docs/chaos.md)",
     )
+    parser.add_argument(
+        "--acl",
+        type=acl_file,
+        default=None,
+        metavar="FILE",
+        help="turn on RocketMQ 4.9's ACL with this plain_acl.yml: the broker serves only signed "
+        "requests of its accounts and white-listed addresses (aclEnable; off by default; the file "
+        "is re-read when it changes; see docs/security.md)",
+    )
 
 
 positive_seconds = number_type(
     float,
     "not a number of seconds",
-    lambda v: 0 < v < math.inf,
+    lambda v: v > 0,
     "must be a positive number of seconds, got {text}",
+    most=MAX_SECONDS,
+    too_big="must be at most a year (31536000 seconds), got {text}",
 )
-positive_count = number_type(int, "not a whole number", lambda v: v >= 1, "must be at least 1, got {value}")
+positive_count = number_type(
+    int, "not a whole number", lambda v: v >= 1, "must be at least 1, got {value}", most=(1 << 31) - 1
+)
+"""A count a broker keeps in a Java ``int`` (``transactionCheckMax``)."""
 non_negative_int = number_type(int, "not a whole number", lambda v: v >= 0, "must be 0 or more, got {value}")
 
 
@@ -280,7 +293,21 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "broker_id": args.broker_id if args.broker_id is not None else (1 if args.role == "slave" else 0),
         "ha_listen_port": args.ha_listen_port,
         "ha_master_address": args.ha_master_address,
+        "acl_file": args.acl,
     }
+
+
+def acl_file(text: str) -> Path:
+    """An argparse ``type=`` for ``--acl FILE``: the file's absolute path once it reads and parses
+    as a ``plain_acl.yml``, else a usage error saying why (and never showing a secret)."""
+    from rocketq.broker.acl import AclManager  # noqa: PLC0415 - PyYAML only when --acl is given
+
+    path = Path(text)
+    try:
+        AclManager(path)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return path.resolve()
 
 
 def register(subparsers: Any) -> None:

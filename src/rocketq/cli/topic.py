@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from rocketq.admin import Admin
-from rocketq.analytics import id_ranges
+from rocketq.admin import Admin, is_protected_topic, topic_changes
 from rocketq.cli._output import (
     add_admin_options,
     add_command_group,
@@ -24,7 +25,7 @@ from rocketq.cli._output import (
     topic_name,
 )
 from rocketq.cli.main import CliError
-from rocketq.errors import UnknownTopicError
+from rocketq.errors import SystemTopicError, TopicExistsError, UnknownTopicError
 from rocketq.protocol.bodies import TopicRouteData
 
 __all__ = ["is_system_topic", "register"]
@@ -99,6 +100,7 @@ def register(subparsers: Any) -> None:
                 action="store_true",
                 help="if the topic exists, change it to these settings (else an existing topic is refused)",
             )
+        _add_force_option(p)
         add_admin_options(p, _create if name == "create" else _update)
 
     p = sub.add_parser(
@@ -108,6 +110,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
     p.add_argument("--cluster", metavar="NAME", help="delete on every broker of this cluster")
+    _add_force_option(p)
     add_admin_options(p, _delete)
 
     p = sub.add_parser(
@@ -169,24 +172,48 @@ def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin
 
 
 def _create(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv) as admin:
+    with admin_session(args.namesrv) as admin, _system_topic_hint(args, "create"):
         try:
-            current = admin.topic_route(args.topic)
+            before = admin.topic_route(args.topic)
         except UnknownTopicError:
-            current = None
-        if current is not None and current.queue_datas:
-            changes = _what_changes(args, current)
-            if not changes and not args.order:
-                return _same(args, current)
+            before = None
+        try:
+            brokers = admin.create_topic(
+                args.topic,
+                perm=args.perm,
+                order=bool(args.order),
+                force_system_topic=args.force_system_topic,
+                **_passed_on(args),
+            )
+        except TopicExistsError as exc:  # the admin layer's check: nothing was changed
             if not args.update:
-                what = "; ".join(changes) if changes else "it would become an ordered topic"
                 raise CliError(
-                    f"topic {args.topic} exists ({_counts(current)}); not changed. To change it use "
-                    f"`rocketq topic update {args.topic} ...` or add --update ({what})"
-                )
-            return _update_with(admin, args, changes)
-        brokers = admin.create_topic(args.topic, perm=args.perm, order=bool(args.order), **_passed_on(args))
+                    f"{exc} (to change it: `rocketq topic update {args.topic} ...` or add --update)"
+                ) from None
+            return _update_with(admin, args, list(exc.changes))
+        held = {qd.broker_name for qd in before.queue_datas} if before is not None else set()
+        if before is not None and held and set(brokers) <= held:
+            return _same(args, before)
         return _changed(args, brokers, "created", admin)
+
+
+def _add_force_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force-system-topic",
+        metavar="TOPIC",
+        help="the override that lets this command change or delete a system topic (TBW102, "
+        "SCHEDULE_TOPIC_XXXX, the cluster's or a broker's topic, a group's %%RETRY%%/%%DLQ%% topic ...): "
+        "the topic's name again",
+    )
+
+
+@contextmanager
+def _system_topic_hint(args: argparse.Namespace, doing: str) -> Iterator[None]:
+    """A refused system topic as one line that says how to override it here."""
+    try:
+        yield
+    except SystemTopicError as exc:
+        raise CliError(f"{exc.refusal}. To {doing} it anyway add --force-system-topic {exc.topic}") from None
 
 
 def _passed_on(args: argparse.Namespace) -> dict[str, Any]:
@@ -215,46 +242,30 @@ def _counts(route: TopicRouteData) -> str:
     )
 
 
-def _what_changes(args: argparse.Namespace, route: TopicRouteData) -> list[str]:
-    """What applying the options to the existing topic changes, per broker, in words."""
-    out = []
-    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
-        read = args.read_queues if args.read_queues is not None else args.queues
-        write = args.write_queues if args.write_queues is not None else args.queues
-        read = qd.read_queue_nums if read is None else read
-        write = qd.write_queue_nums if write is None else write
-        where = f"on {qd.broker_name}: "
-        parts = []
-        if read != qd.read_queue_nums:
-            parts.append(f"read queues {qd.read_queue_nums} -> {read}")
-            if read < qd.read_queue_nums:
-                parts.append(
-                    f"messages in queues {id_ranges(range(read, qd.read_queue_nums))} stop being read"
-                )
-        if write != qd.write_queue_nums:
-            parts.append(f"write queues {qd.write_queue_nums} -> {write}")
-        if args.perm is not None and args.perm != qd.perm:
-            parts.append(f"perm {qd.perm} -> {args.perm}")
-        if parts:
-            out.append(where + ", ".join(parts))
-    return out
-
-
 def _update(args: argparse.Namespace) -> int:
     if all(v is None for v in (args.queues, args.read_queues, args.write_queues, args.perm, args.order)):
         raise CliError("nothing to change: give --queues, --read-queues, --write-queues, --perm or --order")
-    with admin_session(args.namesrv) as admin:
+    with admin_session(args.namesrv) as admin, _system_topic_hint(args, "change"):
         try:
             current = admin.topic_route(args.topic)
         except UnknownTopicError:
             raise CliError(
                 f"topic {args.topic} does not exist; create it: rocketq topic create {args.topic} --queues N"
             ) from None
-        return _update_with(admin, args, _what_changes(args, current))
+        held = {qd.broker_name: qd for qd in current.queue_datas if qd.broker_name}
+        read = args.read_queues if args.read_queues is not None else args.queues
+        write = args.write_queues if args.write_queues is not None else args.queues
+        return _update_with(admin, args, topic_changes(held, read=read, write=write, perm=args.perm))
 
 
 def _update_with(admin: Admin, args: argparse.Namespace, changes: list[str]) -> int:
-    brokers = admin.update_topic(args.topic, perm=args.perm, order=args.order, **_passed_on(args))
+    brokers = admin.update_topic(
+        args.topic,
+        perm=args.perm,
+        order=args.order,
+        force_system_topic=args.force_system_topic,
+        **_passed_on(args),
+    )
     if not args.json:
         for line in changes or ["nothing changed: the topic already had these settings"]:
             print(f"topic {args.topic} {line}")
@@ -262,8 +273,10 @@ def _update_with(admin: Admin, args: argparse.Namespace, changes: list[str]) -> 
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv) as admin:
-        brokers = admin.delete_topic(args.topic, cluster=args.cluster)
+    with admin_session(args.namesrv) as admin, _system_topic_hint(args, "delete"):
+        brokers = admin.delete_topic(
+            args.topic, cluster=args.cluster, force_system_topic=args.force_system_topic
+        )
     if args.json:
         print_json({"topic": args.topic, "deleted": [{"broker": n, "addr": a} for n, a in brokers.items()]})
     else:
@@ -272,35 +285,9 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
-_SYSTEM_TOPICS = frozenset(
-    {
-        "TBW102",
-        "SCHEDULE_TOPIC_XXXX",
-        "BenchmarkTest",
-        "OFFSET_MOVED_EVENT",
-        "SELF_TEST_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    }
-)
-
-
-def is_system_topic(topic: str, own_names: frozenset[str] = frozenset()) -> bool:
-    """RocketMQ's system topics (``TopicValidator.isSystemTopic``), rocketq's ``RQ_SYS_*``,
-    retry and dead-letter topics, and the topics named after a cluster or broker (``own_names``).
-
-    >>> [is_system_topic(t) for t in ("TourTopic", "RMQ_SYS_TRACE_TOPIC", "%RETRY%tour", "TBW102")]
-    [False, True, True, True]
-    """
-    upper = topic.upper()
-    return (
-        topic in _SYSTEM_TOPICS
-        or topic in own_names
-        or upper.startswith(("RMQ_SYS_", "RQ_SYS_"))
-        or topic.startswith(("%RETRY%", "%DLQ%"))
-        or topic.endswith("_REPLY_TOPIC")  # a cluster's request-reply topic
-    )
+is_system_topic = is_protected_topic
+"""The topics ``topic list`` hides without ``--all`` and the topic commands protect: the admin
+layer's :func:`~rocketq.admin.is_protected_topic` (``own_names``: the clusters' and brokers' names)."""
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -16,7 +16,9 @@ Every asset (templates, CSS, JavaScript) ships in the package; nothing is fetche
 elsewhere. A failure to reach a name server or broker, an unknown topic or group, or a bad form
 value is the page's banner (with HTTP 502, 404 or 400), never a stack trace; anything unexpected
 is logged and shown as one line. Forms that change something carry a per-process token (a page
-of another site cannot post them).
+of another site cannot post them). Creating a topic that exists changes nothing: the page says what
+would change and offers the update as a button of its own; a system topic is written only when
+the form names it again (the admin layer's checks, :mod:`rocketq.admin.guard`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from rocketq.errors import (
     ConfigError,
     RemotingError,
     RocketQError,
+    SystemTopicError,
+    TopicExistsError,
     UnknownGroupError,
     UnknownTopicError,
 )
@@ -161,22 +165,39 @@ class _Pages:
         )
 
     async def create_topic(self, request: Request) -> Response:
+        """The "Create a topic" form. A topic that exists is not changed: the page says what the
+        settings would change and offers the update as a button of its own; a system topic is
+        not written unless the form's override field names it (the admin layer's checks)."""
+        asked: dict[str, Any] = {}
         try:
             form = await self._checked_form(request)
             topic = form.get("topic", "").strip()
             queues = _queue_count(form.get("queues", ""), "queues")
             perm = _perm(form.get("perm", "6"))
+            update = form.get("update") == "1"
+            force = form.get("force_system_topic", "").strip() or None
+            order = form.get("order") == "on"
+            asked = {"topic": topic, "queues": queues, "perm": perm, "order": order, "force": force}
             await self.monitor.admin.create_topic(
-                topic, queues=queues, perm=perm, order=form.get("order") == "on"
+                topic, queues=queues, perm=perm, order=order, update=update, force_system_topic=force
+            )
+        except TopicExistsError as exc:
+            return await self.topics_page(request, 409, would_change={**asked, "changes": exc.changes})
+        except SystemTopicError as exc:
+            return await self.topics_page(
+                request, 409, system_topic={**asked, "refusal": exc.refusal, "doing": "create or change"}
             )
         except RocketQError as exc:
-            return await self.guarded(
-                request,
-                "topics.html",
-                lambda: views.topics_view(self.monitor),
-                form_error=describe_error(exc),
-            )
-        return _redirect(f"/topics/{quote(topic, safe='')}", f"topic {topic} created with {queues} queues")
+            return await self.topics_page(request, _status_of(exc), form_error=describe_error(exc))
+        done = "updated to" if update else "created with"
+        return _redirect(f"/topics/{quote(topic, safe='')}", f"topic {topic} {done} {queues} queues")
+
+    async def topics_page(self, request: Request, status: int, **extra: Any) -> HTMLResponse:
+        """The topics page with a form's answer (``extra``) above the table."""
+        page = await self.guarded(request, "topics.html", lambda: views.topics_view(self.monitor), **extra)
+        if page.status_code == 200:
+            page.status_code = status
+        return page
 
     async def update_topic(self, request: Request) -> Response:
         topic = request.path_params["topic"]
@@ -185,14 +206,18 @@ class _Pages:
             read = _queue_count(form.get("read_queues", ""), "read queues", optional=True)
             write = _queue_count(form.get("write_queues", ""), "write queues", optional=True)
             perm = _perm(form["perm"]) if form.get("perm") else None
-            await self.monitor.admin.update_topic(topic, read_queues=read, write_queues=write, perm=perm)
+            force = form.get("force_system_topic", "").strip() or None
+            await self.monitor.admin.update_topic(
+                topic, read_queues=read, write_queues=write, perm=perm, force_system_topic=force
+            )
         except RocketQError as exc:
+            error = f"{exc.refusal}" if isinstance(exc, SystemTopicError) else describe_error(exc)
             return await self.guarded(
                 request,
                 "topic.html",
                 lambda: views.topic_view(self.monitor, topic),
                 topic=topic,
-                form_error=describe_error(exc),
+                form_error=error,
             )
         return _redirect(f"/topics/{quote(topic, safe='')}", f"topic {topic} updated")
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from rocketq.admin import BrokerRuntime, GroupMembers, TraceEvent
+from rocketq.admin import BrokerRuntime, GroupMembers, TraceEvent, is_protected_topic, system_topic_role
 from rocketq.allocate import AllocationStrategy, Balance, get_strategy, strategy_names
 from rocketq.allocate.examples import broker_names, client_ids, plan_change
 from rocketq.dashboard.monitor import GroupWatch, Monitor, is_user_group
@@ -191,6 +191,8 @@ async def topic_view(m: Monitor, topic: str) -> dict[str, Any]:
     except RocketQError as exc:
         groups, groups_error = [], str(exc)
     order = await m.admin.order_conf(topic)
+    info = await m.cached("cluster", 2.0, m.admin.cluster_info)
+    clusters, brokers = set(info.cluster_addr_table), set(info.broker_addr_table)
     per_broker = []
     for qd in sorted(route.queue_datas, key=lambda q: q.broker_name or ""):
         queues = [
@@ -218,6 +220,8 @@ async def topic_view(m: Monitor, topic: str) -> dict[str, Any]:
     return {
         "topic": topic,
         "kind": topic_kind(topic),
+        "protected": is_protected_topic(topic, clusters | brokers),
+        "role": system_topic_role(topic, clusters, brokers),
         "order": order,
         "brokers": per_broker,
         "total_messages": stats.total_messages,

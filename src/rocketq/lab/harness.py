@@ -611,8 +611,9 @@ class Lab:
         return self._producer
 
     def create_topic(self, topic: str, queues: int) -> list[MessageQueue]:
-        """Create ``topic`` with ``queues`` queues on every broker; its readable queues, sorted."""
-        self.admin.create_topic(topic, queues=queues)
+        """Create ``topic`` with ``queues`` queues on every broker, or change it to that many;
+        its readable queues, sorted."""
+        self.admin.create_topic(topic, queues=queues, update=True)
         return self.queues(topic)
 
     def queues(self, topic: str) -> list[MessageQueue]:

@@ -99,7 +99,7 @@ from rocketq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.message import MessageExt, decode_messages
-from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC
+from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, FORCE_SYSTEM_TOPIC_FIELD
 
 __all__ = [
     "LEASE_FIELD",
@@ -705,10 +705,17 @@ def unlock_batch_mq(
 
 
 def create_topic(
-    topic: str, read_queues: int, write_queues: int, *, perm: int = 6, order: bool = False
+    topic: str,
+    read_queues: int,
+    write_queues: int,
+    *,
+    perm: int = 6,
+    order: bool = False,
+    force_system_topic: bool = False,
 ) -> Call[None]:
     """UPDATE_AND_CREATE_TOPIC for one broker, as ``mqadmin updateTopic`` sends it (default topic
-    ``TBW102``, single-tag filter, no system flag); ``perm`` 6 is read and write."""
+    ``TBW102``, single-tag filter, no system flag); ``perm`` 6 is read and write.
+    ``force_system_topic`` adds rocketq's override of a system topic (:data:`FORCE_SYSTEM_TOPIC_FIELD`)."""
     header = CreateTopicRequestHeader(
         topic=topic,
         default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -719,17 +726,18 @@ def create_topic(
         topic_sys_flag=0,
         order=order,
     )
-    return Call(
-        _request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()), _none, f"create topic {topic}"
-    )
+    ext = _forced(header.to_ext_fields(), topic, force_system_topic)
+    return Call(_request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), _none, f"create topic {topic}")
 
 
-def delete_topic_in_broker(topic: str) -> Call[None]:
-    """DELETE_TOPIC_IN_BROKER."""
-    header = DeleteTopicRequestHeader(topic=topic)
-    return Call(
-        _request(RequestCode.DELETE_TOPIC_IN_BROKER, header.to_ext_fields()), _none, f"delete topic {topic}"
-    )
+def delete_topic_in_broker(topic: str, *, force_system_topic: bool = False) -> Call[None]:
+    """DELETE_TOPIC_IN_BROKER (with rocketq's override of a system topic when ``force_system_topic``)."""
+    ext = _forced(DeleteTopicRequestHeader(topic=topic).to_ext_fields(), topic, force_system_topic)
+    return Call(_request(RequestCode.DELETE_TOPIC_IN_BROKER, ext), _none, f"delete topic {topic}")
+
+
+def _forced(ext: dict[str, str], topic: str, force: bool) -> dict[str, str]:
+    return {**ext, FORCE_SYSTEM_TOPIC_FIELD: topic} if force else ext
 
 
 def _parse_topic_stats(response: RemotingCommand) -> TopicStatsTable | None:

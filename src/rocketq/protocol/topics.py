@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_TOPIC_QUEUE_NUMS",
     "DLQ_GROUP_TOPIC_PREFIX",
     "DLQ_NUMS_PER_GROUP",
+    "FORCE_SYSTEM_TOPIC_FIELD",
     "REPLY_TOPIC_POSTFIX",
     "RETRY_GROUP_TOPIC_PREFIX",
     "RMQ_SYS_BENCHMARK_TOPIC",
@@ -74,6 +75,11 @@ TOPIC_MAX_LENGTH: Final = 127
 SCHEDULE_TOPIC_QUEUE_NUM: Final = 18
 """Queues of ``SCHEDULE_TOPIC_XXXX``: one per delay level."""
 DLQ_NUMS_PER_GROUP: Final = 1
+FORCE_SYSTEM_TOPIC_FIELD: Final = "rocketqForceSystemTopic"
+"""rocketq's own ext field of UPDATE_AND_CREATE_TOPIC and DELETE_TOPIC_IN_BROKER: its value, the
+topic's name repeated, lets a rocketq broker change or delete one of its system topics, which it
+otherwise refuses as RocketMQ 4.9's broker does (``The topic[...] is conflict with system topic.``).
+A RocketMQ broker ignores the field (and refuses)."""
 
 CID_RMQ_SYS_PREFIX: Final = "CID_RMQ_SYS_"
 """``MixAll.CID_RMQ_SYS_PREFIX``: the system consumer groups' names start with it."""

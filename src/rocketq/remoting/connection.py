@@ -19,6 +19,9 @@ each end answers the other's. A broker pushes ``NOTIFY_CONSUMER_IDS_CHANGED`` an
   rest are made, so the peer (on another core) works on them at once instead of both ends taking
   turns with whole batches;
 * :class:`RPCHook` objects run around every request sent and handled (RocketMQ's ACL hook point);
+  a server's one request guard (:meth:`Endpoint.set_request_guard`) checks every received request
+  before its handler, and its exception is the answer (the broker's ACL); for a request whose
+  large body is checked on the worker thread, the guard runs there too, so it must be thread-safe;
 * an unknown code is answered ``REQUEST_CODE_NOT_SUPPORTED`` with RocketMQ's remark
   ``" request type N not supported"``; a handler that raises a :class:`~rocketq.errors.BrokerError`
   answers with that error's code and remark, a :class:`~rocketq.errors.RemoteProtocolError` (the
@@ -97,6 +100,7 @@ __all__ = [
     "HandlerTable",
     "RPCHook",
     "RemotingConnection",
+    "RequestGuard",
     "describe_exception",
     "format_address",
 ]
@@ -157,15 +161,21 @@ class RPCHook:
         """Called with the response to ``request``, received or made."""
 
 
-class HandlerTable:
-    """Request handlers by request code, a fallback for codes not registered, and the RPC hooks."""
+#: ``guard(connection, request)``: raises to refuse a received request before its handler runs.
+RequestGuard: TypeAlias = Callable[["RemotingConnection", RemotingCommand], None]
 
-    __slots__ = ("_by_code", "default", "hooks")
+
+class HandlerTable:
+    """Request handlers by request code, a fallback for codes not registered, the RPC hooks, and
+    the request guard (one check every received request passes before its handler)."""
+
+    __slots__ = ("_by_code", "default", "guard", "hooks")
 
     def __init__(self) -> None:
         self._by_code: dict[int, Handler] = {}
         self.default: Handler | None = None
         self.hooks: list[RPCHook] = []
+        self.guard: RequestGuard | None = None
 
     def register(self, code: int, handler: Handler) -> None:
         """Handle requests with ``code`` by ``handler`` (replacing any handler it had)."""
@@ -274,6 +284,15 @@ class Endpoint:
     def set_default_handler(self, handler: Handler | None) -> None:
         """Handle requests whose code has no handler of its own (``None``: answer NOT_SUPPORTED)."""
         self.handlers.default = handler
+
+    def set_request_guard(self, guard: RequestGuard | None) -> None:
+        """Check every request peers send with ``guard(conn, request)`` before its handler (and the
+        RPC hooks) run; an exception it raises answers the request as a handler's would (a
+        :class:`~rocketq.errors.BrokerError` with its code and remark). Unlike an :class:`RPCHook`
+        it never sees the requests this endpoint sends. A request whose large body is counted on
+        the worker thread (``offload_threshold``) is guarded there too, off the event loop: the
+        guard must be safe to call from that thread. The broker's ACL is one."""
+        self.handlers.guard = guard
 
     def add_hook(self, hook: RPCHook) -> None:
         """Run ``hook`` around every request this endpoint sends and handles (see :class:`RPCHook`)."""
@@ -661,6 +680,9 @@ class RemotingConnection(asyncio.Protocol):
                     self._refuse(request, refusal)
                     return
         try:
+            guard = handlers.guard
+            if guard is not None and not checked:
+                guard(self, request)
             if handlers.hooks:
                 for hook in handlers.hooks:
                     hook.before_request(self.remote_address, request)
@@ -692,7 +714,11 @@ class RemotingConnection(asyncio.Protocol):
                 refusal = await offloader.run(limit.refusal, request.code, request.body)
                 if refusal is not None:
                     self._refuse(request, refusal)
-                elif not self._closed:
+                    return
+                guard = self._handlers.guard
+                if guard is not None:  # a large body's check (a signature, a heartbeat read) too
+                    await offloader.run(guard, self, request)
+                if not self._closed:
                     self._on_request(request, checked=True)  # its own hold is taken before ours ends
             except Exception as exc:  # the worker is closed (the server is shutting down)
                 self._handler_failed(request, exc)

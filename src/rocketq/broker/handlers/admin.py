@@ -8,7 +8,19 @@ GET_PRODUCER_CONNECTION_LIST, GET_CONSUMER_RUNNING_INFO (relayed to the client o
 connection, its answer returned as is). Offsets: INVOKE_BROKER_TO_RESET_OFFSET. Broker:
 GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG (read-only: UPDATE_BROKER_CONFIG is not supported).
 
+System topics: UPDATE_AND_CREATE_TOPIC and DELETE_TOPIC_IN_BROKER of one of the broker's system
+topics (``TopicValidator``'s, ``rmq_sys_*``, and those it made at start: ``TBW102``, the cluster's and
+its own name, the reply topic) answer SYSTEM_ERROR ``The topic[...] is conflict with system topic.``,
+as RocketMQ 4.9.4's ``AdminBrokerProcessor`` does.
+
 Deviations, on purpose:
+
+* rocketq's admin tools may override that refusal with the ext field ``rocketqForceSystemTopic``
+  naming the topic (:data:`~rocketq.protocol.topics.FORCE_SYSTEM_TOPIC_FIELD`; a Java tool never
+  sends it). A forced create of a built-in topic that carries ``PERM_INHERIT`` (``TBW102``, the
+  cluster's and the broker's topic) keeps that bit, so ``TBW102`` deleted and made again is the
+  auto-creation template again without a restart. (RocketMQ 4.6/4.7 refused a create of the
+  cluster's topic only, "conflict with system reserved words"; 4.9 refuses every system topic.)
 
 * INVOKE_BROKER_TO_RESET_OFFSET for a group with no online consumer: RocketMQ answers
   CONSUMER_NOT_ONLINE and changes nothing; rocketq commits the new offsets itself (so an offline
@@ -67,7 +79,7 @@ from rocketq.protocol.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
-from rocketq.protocol.topics import validate_topic
+from rocketq.protocol.topics import FORCE_SYSTEM_TOPIC_FIELD, Perm, is_inherited, validate_topic
 from rocketq.remoting import RemotingConnection
 
 from .common import parse_header, system_error, with_body
@@ -113,22 +125,22 @@ class AdminProcessor:
     def create_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
         h = parse_header(CreateTopicRequestHeader, request)
-        problem = validate_topic(h.topic)
-        if problem is not None:
-            raise system_error(problem)
-        if h.topic == b.config.broker_cluster_name:
-            raise system_error(f"the topic[{h.topic}] is conflict with system reserved words.")
+        self._check_system_topic(request, h.topic)
         try:
             filter_type = TopicFilterType[h.topic_filter_type]
         except KeyError:
             raise system_error(f"unknown topicFilterType {h.topic_filter_type!r}") from None
         if h.read_queue_nums < 0 or h.write_queue_nums < 0:
             raise system_error("queue numbers must not be negative")
+        builtin = b.topics.builtin(h.topic)
+        perm = h.perm
+        if builtin is not None and is_inherited(builtin.perm):
+            perm |= int(Perm.INHERIT)  # TBW102 made again (forced) is a template again
         config = TopicConfig(
             topic_name=h.topic,
             read_queue_nums=h.read_queue_nums,
             write_queue_nums=h.write_queue_nums,
-            perm=h.perm,
+            perm=perm,
             topic_filter_type=filter_type,
             topic_sys_flag=h.topic_sys_flag or 0,
             order=h.order,
@@ -139,10 +151,24 @@ class AdminProcessor:
     def delete_topic(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
         h = parse_header(DeleteTopicRequestHeader, request)
+        self._check_system_topic(request, h.topic)
         b.topics.delete(h.topic, b.wall())
         b.store.delete_topics([h.topic])
         b.store.consumer_offsets.remove_topic(h.topic)
         return request.response()
+
+    def _check_system_topic(self, request: RemotingCommand, topic: str) -> None:
+        """RocketMQ 4.9's checks of an admin create or delete: a valid name, and not one of this
+        broker's system topics (``TopicValidator.isSystemTopic`` with the topics it made at start:
+        ``TBW102``, ``SCHEDULE_TOPIC_XXXX``, its cluster's and its own name ...) - unless the request
+        carries rocketq's override naming the topic (:data:`FORCE_SYSTEM_TOPIC_FIELD`)."""
+        problem = validate_topic(topic)
+        if problem is not None:
+            raise system_error(problem)
+        if self._b.topics.is_system_topic(topic):
+            if request.ext_fields.get(FORCE_SYSTEM_TOPIC_FIELD) != topic:
+                raise system_error(f"The topic[{topic}] is conflict with system topic.")
+            log.warning("system topic %s changed or deleted on request (override given)", topic)
 
     def all_topic_config(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         return request.response(body=self._b.topics.wrapper().encode())
