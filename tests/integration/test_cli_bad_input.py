@@ -181,6 +181,17 @@ def _cases(live: Live) -> list[tuple[str, list[str], str]]:
             ["server", "--channel-expired-timeout", "0"],
             "argument --channel-expired-timeout: must be positive, got 0",
         ),
+        ("server: slave role", ["server", "--role", "slave"], "rocketq server runs a master"),
+        (
+            "broker: slave with id 0",
+            ["broker", "--namesrv", ns, "--role", "slave", "--broker-id", "0", "--data-dir", str(tmp / "ha")],
+            "a slave's broker_id must be 1 or more, got 0",
+        ),
+        (
+            "broker: master with id 1",
+            ["broker", "--namesrv", ns, "--broker-id", "1", "--data-dir", str(tmp / "ha")],
+            "a master's broker_id must be 0, got 1",
+        ),
         (
             "broker: scan text",
             ["broker", "--namesrv", ns, "--client-scan-interval", "soon"],
@@ -516,7 +527,7 @@ def test_bad_inputs_get_one_line_exit_2_and_change_nothing(live: Live) -> None:
             )
     assert not problems, "\n".join(problems)
     assert _state(live) == before
-    for leftover in ("d1", "d2", "d3", "r"):  # refused before anything was created
+    for leftover in ("d1", "d2", "d3", "r", "ha"):  # refused before anything was created
         assert not (live.tmp / leftover / "commitlog").exists(), leftover
 
 

@@ -19,8 +19,10 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
+from rocketq.broker.ha import HAConfig
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
@@ -32,7 +34,9 @@ __all__ = [
     "DEFAULT_BROKER_PORT",
     "DEFAULT_DATA_DIR",
     "DEFAULT_MESSAGE_DELAY_LEVEL",
+    "ROLES",
     "BrokerConfig",
+    "BrokerRole",
     "default_data_dir",
     "parse_delay_levels",
     "parse_namesrv_addrs",
@@ -46,6 +50,16 @@ DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 
 
 DEFAULT_DATA_DIR = "rocketq-data"
 """Ours: the data directory when neither ``--data-dir`` nor ``$ROCKETQ_HOME`` names one."""
+
+BrokerRole = Literal["async-master", "sync-master", "slave"]
+"""``brokerRole``: ``ASYNC_MASTER``, ``SYNC_MASTER`` or ``SLAVE``, in rocketq's spelling."""
+
+ROLES: dict[str, BrokerRole] = {
+    "ASYNC_MASTER": "async-master",
+    "SYNC_MASTER": "sync-master",
+    "SLAVE": "slave",
+}
+"""RocketMQ's role names (as a ``broker.conf`` writes them) to rocketq's."""
 
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _LEVEL = re.compile(r"(\d+)(ms|s|m|h|d)")
@@ -103,7 +117,25 @@ class BrokerConfig:
     broker_cluster_name: str = "DefaultCluster"
     """``brokerClusterName``."""
     broker_id: int = 0
-    """``brokerId``: 0 is the master (rocketq brokers are always masters)."""
+    """``brokerId``: 0 for a master, 1 or more for a slave (registered under the master's
+    ``broker_name``)."""
+    role: BrokerRole = "async-master"
+    """``brokerRole`` (``ASYNC_MASTER``): ``async-master`` answers a send once stored;
+    ``sync-master`` once a slave also has it (SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT when
+    none can); ``slave`` takes its master's commit log over the HA link and serves reads.
+    See ``docs/replication.md``."""
+    ha_listen_port: int | None = None
+    """``haListenPort``: where a master listens for its slaves. ``None``: the listen port + 1
+    (RocketMQ's 10912) - or, ours, a free port when that one is taken or ``port`` is 0 (the
+    name servers are told the port bound)."""
+    ha_master_address: str | None = None
+    """``haMasterAddress`` (``HOST:PORT``) of a slave's master HA listener; ``None``: learnt from
+    the name server's answer to its registration (RocketMQ's default)."""
+    ha: HAConfig = field(default_factory=HAConfig)
+    """The HA link's intervals and limits (``haSendHeartbeatInterval``, ``slaveTimeout``...)."""
+    slave_sync_period: float = 10.0
+    """How often a slave copies its master's topics, offsets and groups (``SlaveSynchronize``,
+    every 10 s after 3 s)."""
     region_id: str = "DefaultRegion"
     """``regionId``: answered in every send response as ``MSG_REGION``."""
     trace_on: bool = True
@@ -227,8 +259,18 @@ class BrokerConfig:
             value = getattr(self, name)
             if not value or value.isspace():
                 raise ConfigError(f"{name} must not be blank")
-        if self.broker_id != 0:
-            raise ConfigError("rocketq brokers are masters: broker_id must be 0 (slaves are not supported)")
+        if self.role not in ("async-master", "sync-master", "slave"):
+            raise ConfigError(f"role must be async-master, sync-master or slave, not {self.role!r}")
+        if self.role == "slave" and self.broker_id < 1:
+            raise ConfigError(f"a slave's broker_id must be 1 or more, got {self.broker_id}")
+        if self.role != "slave" and self.broker_id != 0:
+            raise ConfigError(f"a master's broker_id must be 0, got {self.broker_id} (use role slave)")
+        if self.ha_listen_port is not None and not 0 <= self.ha_listen_port <= 65535:
+            raise ConfigError(f"ha_listen_port must be 0..65535, got {self.ha_listen_port}")
+        if self.ha_master_address is not None:
+            parse_namesrv_addrs(self.ha_master_address)
+            if ";" in self.ha_master_address:
+                raise ConfigError("ha_master_address names one HOST:PORT")
         if self.flush not in ("async", "sync"):
             raise ConfigError(f"flush must be 'async' or 'sync', not {self.flush!r}")
         if self.max_message_size <= 0:
@@ -245,6 +287,7 @@ class BrokerConfig:
             "register_period",
             "register_timeout",
             "client_call_timeout",
+            "slave_sync_period",
             "transaction_timeout",
             "transaction_check_interval",
             "acl_check_interval",

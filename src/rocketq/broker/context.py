@@ -32,6 +32,7 @@ from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.message_id import HostPort
 from rocketq.remoting import RemotingConnection
 from rocketq.store import MessageStore
+from rocketq.store.message_store import PutResult
 
 __all__ = [
     "AdminContext",
@@ -111,6 +112,22 @@ class SendContext(Clock, Tables, Storage, Protocol):
         """Write ``response`` once the group commit's fsync ``cf`` completes (sync flush)."""
         ...
 
+    @property
+    def is_slave(self) -> bool:
+        """A slave: it takes no send (its master's commit log only)."""
+        ...
+
+    @property
+    def replicates_sync(self) -> bool:
+        """A sync master: a waiting send is answered by :meth:`answer_when_replicated`."""
+        ...
+
+    def answer_when_replicated(
+        self, put: PutResult, conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand
+    ) -> None:
+        """Write ``response`` once a slave has the message (and its fsync is done, if any)."""
+        ...
+
 
 class PullContext(Clock, Tables, Storage, Protocol):
     """What PULL_MESSAGE and its held pulls use: the straight line of the pull path - group,
@@ -158,6 +175,10 @@ class AdminContext(Clock, Tables, Storage, Registries, Protocol):
     def held_pulls(self) -> int: ...
     @property
     def schedule_delivered(self) -> int: ...
+
+    def ha_lag_bytes(self) -> int | None:
+        """Bytes the slave is behind its master (``None``: no HA link yet)."""
+        ...
 
     def log_client_failure(self, client_id: str, exc: Exception) -> None:
         """A call the broker made to a client failed (logged, not answered)."""

@@ -22,7 +22,11 @@ from rocketq.errors import RemotingError
 from rocketq.protocol.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from rocketq.protocol.headers import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
 from rocketq.remoting import RemotingClient, RemotingClientConfig
 
 __all__ = ["NamesrvRegistrar"]
@@ -51,7 +55,10 @@ class NamesrvRegistrar:
         initial_delay: float = 10.0,
         timeout: float = 6.0,
         compressed: bool = False,
+        on_answer: Callable[[RegisterBrokerResponseHeader], None] | None = None,
     ) -> None:
+        """``on_answer`` gets every accepting name server's answer: a slave learns its master's
+        address and HA address from it (RocketMQ's ``RegisterBrokerResult``)."""
         self.namesrv_addrs = namesrv_addrs
         self._broker_name = broker_name
         self._broker_addr = broker_addr
@@ -63,6 +70,7 @@ class NamesrvRegistrar:
         self._initial_delay = initial_delay
         self._timeout = timeout
         self._compressed = compressed
+        self._on_answer = on_answer
         self._client = RemotingClient(config=RemotingClientConfig(request_timeout=timeout, idle_timeout=None))
         self._task: asyncio.Task[None] | None = None
         self._soon: asyncio.Event = asyncio.Event()
@@ -138,6 +146,11 @@ class NamesrvRegistrar:
             )
             return False
         self.registrations += 1
+        if self._on_answer is not None:
+            try:
+                self._on_answer(RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields or {}))
+            except Exception:
+                log.exception("the registration answer of %s was not usable", addr)
         log.debug("registered with name server %s", addr)
         return True
 

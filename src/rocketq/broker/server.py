@@ -14,6 +14,9 @@
   and a check round every ``transaction_check_interval``);
 * a :class:`~rocketq.broker.registration.NamesrvRegistrar` (REGISTER_BROKER every 30 s and on
   every topic change, UNREGISTER_BROKER at close);
+* replication (:mod:`rocketq.broker.ha`, ``docs/replication.md``): a master's HA listener (and,
+  as a sync master, sends answered once a slave acknowledged them), or a slave's link to its
+  master and its periodic copy of the master's tables (a slave refuses sends);
 * housekeeping: a connection listener that drops a closed connection's consumers, producers and
   held pulls and notifies the groups it left; a scan every ``client_scan_interval`` for clients
   silent longer than ``channel_expired_timeout``; the periodic check of held pulls.
@@ -37,11 +40,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumers import Changes, ConsumerGroupEvent, ConsumerRegistry, ConsumerRegistryConfig
+from rocketq.broker.ha import HAClient, HAMaster, SlaveSynchronize
 from rocketq.broker.handlers import (
     AdminProcessor,
     ClientProcessor,
@@ -71,13 +76,19 @@ from rocketq.clock import ms
 from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.models import from_fields
+from rocketq.protocol.bodies import TopicConfig
 from rocketq.protocol.codes import RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import CheckTransactionStateRequestHeader, NotifyConsumerIdsChangedRequestHeader
+from rocketq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    RegisterBrokerResponseHeader,
+)
 from rocketq.protocol.message_id import HostPort
 from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.remoting import ConnectionListener, Handler, RemotingConnection, RemotingServer
 from rocketq.store import FileIO, MessageStore
+from rocketq.store.message_store import PutResult
 
 if TYPE_CHECKING:
     from rocketq.broker.acl import AclManager
@@ -109,6 +120,21 @@ def _answer_round(waiters: list[_Waiter], exc: BaseException | None) -> None:
             response.remark = remark
         if not request.is_oneway and not conn.is_closed:
             conn.send_response(request, response)
+
+
+def _answer_replica(
+    conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand, acked: bool | None
+) -> None:
+    """Write a sync master's answer: ``acked`` None means no slave was available, False that
+    none acknowledged in time."""
+    if acked is None:
+        response.code = ResponseCode.SLAVE_NOT_AVAILABLE
+        response.remark = "the message is stored on the master but no slave is available"
+    elif not acked:
+        response.code = ResponseCode.FLUSH_SLAVE_TIMEOUT
+        response.remark = "the message is stored on the master but the slave did not ack it in time"
+    if not request.is_oneway and not conn.is_closed:
+        conn.send_response(request, response)
 
 
 class _Listener(ConnectionListener):
@@ -160,6 +186,9 @@ class Broker(AsyncStartClose):
         self._pull: PullProcessor | None = None
         self._send: SendProcessor | None = None
         self._store_host: HostPort | None = None
+        self._ha_master: HAMaster | None = None
+        self._ha_client: HAClient | None = None
+        self._slave_sync: SlaveSynchronize | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
@@ -216,6 +245,38 @@ class Broker(AsyncStartClose):
         return self._registrar
 
     @property
+    def ha_master(self) -> HAMaster | None:
+        """A master's HA listener (``None`` on a slave or before start)."""
+        return self._ha_master
+
+    @property
+    def ha_client(self) -> HAClient | None:
+        """A slave's link to its master (``None`` on a master)."""
+        return self._ha_client
+
+    @property
+    def slave_sync(self) -> SlaveSynchronize | None:
+        return self._slave_sync
+
+    @property
+    def is_slave(self) -> bool:
+        return self.config.role == "slave"
+
+    @property
+    def replicates_sync(self) -> bool:
+        """A sync master: a waiting send is answered once a slave has it."""
+        return self.config.role == "sync-master"
+
+    def ha_lag_bytes(self) -> int | None:
+        """Bytes the slave is behind: the master's view (its closest slave) or the slave's own;
+        ``None`` when no link was ever up."""
+        if self._ha_master is not None:
+            return self._ha_master.lag_bytes()
+        if self._ha_client is not None:
+            return self._ha_client.lag_bytes()
+        return None
+
+    @property
     def store_host(self) -> HostPort:
         """This broker as a message's store host (``brokerIP1`` and the bound port)."""
         return self._need(self._store_host, "store_host")
@@ -266,6 +327,8 @@ class Broker(AsyncStartClose):
             tags_code_function=schedule_tags_code_function(self.delay_levels),
         )
         self._store = store
+        if cfg.role == "slave":
+            store.become_replica()
         try:
             generation = await asyncio.to_thread(next_boot_generation, store.config_dir, self.wall())
             self.consumers.set_epoch_base(generation << 32)
@@ -319,7 +382,8 @@ class Broker(AsyncStartClose):
             self._schedule = ScheduleService(
                 store, self.delay_levels, persist_interval=cfg.flush_delay_offset_interval, clock=self._clock
             )
-            self._schedule.start()
+            if cfg.role != "slave":  # a slave's schedule progress is its master's, synced
+                self._schedule.start()
             send = self._send
             self._transactions = TransactionalMessageService(
                 store,
@@ -334,36 +398,75 @@ class Broker(AsyncStartClose):
             )
             await asyncio.to_thread(self._transactions.load)
             self._started = True
+            port = self.remoting.port
+            ha_port = await self._start_ha(port)
             if cfg.namesrv_addrs:
-                port = self.remoting.port
                 self._registrar = NamesrvRegistrar(
                     cfg.namesrv_addrs,
                     broker_name=cfg.broker_name,
                     broker_addr=self.address,
                     cluster_name=cfg.broker_cluster_name,
-                    ha_server_addr=f"{cfg.advertised_ip}:{port + 1 if port < 65535 else port}",
+                    ha_server_addr=f"{cfg.advertised_ip}:{ha_port}",
                     broker_id=cfg.broker_id,
                     wrapper=self.topics.wrapper,
                     period=cfg.register_period,
                     initial_delay=cfg.register_initial_delay,
                     timeout=cfg.register_timeout,
                     compressed=cfg.compressed_register,
+                    on_answer=self._registered,
                 )
                 await self._registrar.start()
             self._spawn(self._housekeeping(), "broker-client-scan")
             self._spawn(self._pull_check(), "broker-pull-check")
-            self._spawn(self._transaction_checks(), "broker-transaction-check")
+            if cfg.role != "slave":
+                self._spawn(self._transaction_checks(), "broker-transaction-check")
         except BaseException:
             await self._shutdown(unregister=False)
             raise
         log.info(
-            "broker %s (cluster %s) listening on %s, data in %s, %s flush",
+            "broker %s (cluster %s, %s, id %s) listening on %s, data in %s, %s flush",
             cfg.broker_name,
             cfg.broker_cluster_name,
+            cfg.role,
+            cfg.broker_id,
             self.address,
             store.root,
             cfg.flush,
         )
+
+    async def _start_ha(self, port: int) -> int:
+        """Start the master's HA listener, or the slave's link and table sync; the HA port to
+        register (a slave registers the one it would listen on, as RocketMQ's does)."""
+        cfg = self.config
+        want = cfg.ha_listen_port
+        if want is None:
+            want = 0 if cfg.port == 0 else min(port + 1, 65535)
+        store = self.store
+        if cfg.role != "slave":
+            self._ha_master = HAMaster(store, cfg.host, want, cfg.ha)
+            # the derived port (listen port + 1) may be taken; an explicit one must be had
+            await self._ha_master.start(fallback=cfg.ha_listen_port is None)
+            return self._ha_master.port
+        self._ha_client = HAClient(store, cfg.ha_master_address, cfg.ha)
+        self._ha_client.start()
+        topics, groups = self.topics, self.groups
+        self._slave_sync = SlaveSynchronize(
+            apply_topics=topics.load,
+            apply_groups=groups.load,
+            apply_offsets=store.consumer_offsets.put_all,
+            delay_offset_path=store.config_dir / "delayOffset.json",
+            period=cfg.slave_sync_period,
+            initial_delay=min(3.0, cfg.slave_sync_period),
+        )
+        await self._slave_sync.start()
+        return want or port + 1
+
+    def _registered(self, answer: RegisterBrokerResponseHeader) -> None:
+        """A name server's answer: a slave learns its master's addresses from it."""
+        if self._ha_client is not None and self.config.ha_master_address is None:
+            self._ha_client.update_master_address(answer.ha_server_addr)
+        if self._slave_sync is not None and answer.master_addr:
+            self._slave_sync.master_addr = answer.master_addr
 
     async def close(self) -> None:
         """Unregister, stop accepting, let running handlers finish (1 s), stop the services, then
@@ -379,6 +482,9 @@ class Broker(AsyncStartClose):
         await self.remoting.close(grace=1.0)
         if self._pull is not None:
             self._pull.close()
+        for part in (self._ha_master, self._ha_client, self._slave_sync):
+            if part is not None:
+                await part.close()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -437,6 +543,43 @@ class Broker(AsyncStartClose):
                 _answer_round(waiters, done.exception())
 
         cf.add_done_callback(lambda done: loop.call_soon_threadsafe(completed, done))
+
+    def answer_when_replicated(
+        self, put: PutResult, conn: RemotingConnection, request: RemotingCommand, response: RemotingCommand
+    ) -> None:
+        """Sync master: write ``response`` once a slave acknowledged the message's bytes (and,
+        under sync flush, the fsync covers it), as RocketMQ 4.9's ``submitReplicaRequest``: no
+        slave, or one over ``ha_slave_fallbehind_max`` behind, answers SLAVE_NOT_AVAILABLE; no
+        ack within ``slave_timeout`` FLUSH_SLAVE_TIMEOUT (the message stays stored on the
+        master either way). A failed flush answers FLUSH_DISK_TIMEOUT unless the slave's
+        status is also bad, which wins (as Java combines them)."""
+        ha = self._ha_master
+        end = put.commit_log_offset + put.wrote_bytes
+        replica = ha.wait_for(end) if ha is not None and ha.slave_ok(end) else None
+        if put.durable is not None:  # both waits: one task
+            self._spawn(self._answer_replicated(put, replica, conn, request, response), "broker-replica-wait")
+        elif replica is None:
+            _answer_replica(conn, request, response, None)
+        else:  # the common case: one callback, no task
+            replica.add_done_callback(lambda done: _answer_replica(conn, request, response, done.result()))
+
+    async def _answer_replicated(
+        self,
+        put: PutResult,
+        replica: asyncio.Future[bool] | None,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        response: RemotingCommand,
+    ) -> None:
+        if put.durable is not None:
+            try:
+                await asyncio.wait_for(
+                    asyncio.wrap_future(put.durable), self.config.store_config().sync_flush_timeout
+                )
+            except Exception:  # a failed or slow fsync: the store logs it
+                response.code = ResponseCode.FLUSH_DISK_TIMEOUT
+                response.remark = "the message is stored but its flush to disk failed or timed out"
+        _answer_replica(conn, request, response, None if replica is None else await replica)
 
     def _round_timed_out(self, waiters: list[_Waiter]) -> None:
         if self._round is waiters:  # later sends of this round get a timer of their own
@@ -583,8 +726,27 @@ class Broker(AsyncStartClose):
         pull = self._pull
         if pull is not None:
             pull.on_arrival(topic, queue_id, max_offset, tag_code, properties)
+        if self._ha_master is not None:
+            self._ha_master.notify_append()
+        elif self._ha_client is not None:
+            self._slave_saw_queue(topic, queue_id)
         if topic == RMQ_SYS_SCHEDULE_TOPIC:
             self.schedule_kick()
+
+    def _slave_saw_queue(self, topic: str, queue_id: int) -> None:
+        """A slave stored a message of a topic (or queue) its copied table lacks - one its master
+        created since the last table sync. Ours: it takes a provisional config covering the queue
+        so it can serve the message if the master dies before the next sync (a RocketMQ 4.9 slave
+        answers TOPIC_NOT_EXIST until then); the master's config replaces it at the next sync."""
+        topics = self._topics
+        if topics is None:
+            return
+        config = topics.select(topic)
+        if config is not None and queue_id < config.read_queue_nums:
+            return
+        nums = max(queue_id + 1, config.read_queue_nums if config is not None else 0)
+        base = config if config is not None else TopicConfig(topic, nums, nums, PERM_RW)
+        topics.update(replace(base, read_queue_nums=nums, write_queue_nums=nums), self.wall())
 
     def _connection_closed(self, conn: RemotingConnection) -> None:
         changes = self.consumers.connection_closed(conn)

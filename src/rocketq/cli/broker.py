@@ -70,6 +70,6 @@ def _run(args: argparse.Namespace) -> int:
         lambda broker: [
             f"rocketq broker {config.broker_name} (cluster {config.broker_cluster_name}) listening on "
             f"{broker.address}, registered with {';'.join(config.namesrv_addrs)}, "
-            f"{config.flush} flush, data in {data_dir}"
+            f"{config.flush} flush, {config.role} (brokerId {config.broker_id}), data in {data_dir}"
         ],
     )

@@ -23,9 +23,11 @@ import socket
 import sys
 from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rocketq.broker import Broker
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
 from rocketq.cli._output import MAX_SECONDS, non_negative_float, number_type, port_number, positive_duration
 from rocketq.cli.main import CliError
@@ -212,6 +214,34 @@ def add_broker_options(
         "and each send costs the broker less CPU (measured here: about 35 instead of 45-60 us)",
     )
     parser.add_argument(
+        "--role",
+        choices=("async-master", "sync-master", "slave"),
+        default="async-master",
+        help="async-master: answer a send once stored (default, RocketMQ's ASYNC_MASTER); sync-master: "
+        "once a slave has it too (SYNC_MASTER); slave: copy a master's commit log over the HA link "
+        "and serve reads (SLAVE); see docs/replication.md",
+    )
+    parser.add_argument(
+        "--broker-id",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="brokerId: 0 for a master (default), 1 or more for a slave (default 1 with --role slave)",
+    )
+    parser.add_argument(
+        "--ha-listen-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="where a master listens for its slaves (haListenPort; default the broker port + 1)",
+    )
+    parser.add_argument(
+        "--ha-master-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="a slave's master HA address (haMasterAddress; default: learnt from the name server)",
+    )
+    parser.add_argument(
         "--notify-coalesce-window",
         type=non_negative_float,
         default=0.0,
@@ -243,6 +273,7 @@ positive_count = number_type(
     int, "not a whole number", lambda v: v >= 1, "must be at least 1, got {value}", most=(1 << 31) - 1
 )
 """A count a broker keeps in a Java ``int`` (``transactionCheckMax``)."""
+non_negative_int = number_type(int, "not a whole number", lambda v: v >= 0, "must be 0 or more, got {value}")
 
 
 def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -258,6 +289,10 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
         "notify_coalesce_window": args.notify_coalesce_window,
         "store": StoreConfig(message_index_enable=args.message_index),
+        "role": args.role,
+        "broker_id": args.broker_id if args.broker_id is not None else (1 if args.role == "slave" else 0),
+        "ha_listen_port": args.ha_listen_port,
+        "ha_master_address": args.ha_master_address,
         "acl_file": args.acl,
     }
 
@@ -303,6 +338,12 @@ def register(subparsers: Any) -> None:
         f"{MAX_DEFAULT_BROKERS}: {default_broker_count()} here). 1 runs the broker in this process; "
         "N > 1 runs N `rocketq broker` children named broker-a, broker-b, ... on --broker-port, +10, "
         "+20, ..., with their data in DIR, DIR/broker-b, ..., restarted if they die",
+    )
+    parser.add_argument(
+        "--with-slave",
+        action="store_true",
+        help="also run a slave of the broker (brokerId 1, the next free port, data in DIR/slave) in "
+        "this process, to try replication; pair it with --role sync-master (see docs/replication.md)",
     )
     parser.set_defaults(handler=_run)
 
@@ -365,12 +406,41 @@ def serve_until_signal(
     return 0
 
 
+class _WithSlave:
+    """``rocketq server --with-slave``: the embedded cluster, then a slave of its broker."""
+
+    def __init__(self, cluster: EmbeddedCluster, slave: BrokerConfig) -> None:
+        self.cluster = cluster
+        self._slave_config = slave
+        self.slave: Broker | None = None
+
+    async def __aenter__(self) -> _WithSlave:
+        await self.cluster.start()
+        config = replace(self._slave_config, namesrv_addrs=(self.cluster.namesrv_addr,))
+        self.slave = Broker(config)
+        try:
+            await self.slave.start()
+        except BaseException:
+            await self.cluster.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.slave is not None:
+            await self.slave.close()
+        await self.cluster.close()
+
+
 def _run(args: argparse.Namespace) -> int:
     data_dir = (args.data_dir or default_data_dir()).resolve()
+    if args.role == "slave":
+        raise CliError("rocketq server runs a master: use --with-slave, or rocketq broker --role slave")
     check_data_dir(data_dir)
     check_port(args.host, args.namesrv_port, "name server")
     check_port(args.host, args.broker_port, "broker")
-    brokers = args.brokers if args.brokers is not None else default_broker_count()
+    brokers = args.brokers if args.brokers is not None else (1 if args.with_slave else default_broker_count())
+    if brokers > 1 and args.with_slave:
+        raise CliError("--with-slave runs one broker and its slave: leave out --brokers or give --brokers 1")
     if brokers > 1:
         return _run_supervised(args, data_dir, brokers)
     try:
@@ -386,6 +456,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+    if args.with_slave:
+        return _serve_with_slave(args, cluster, data_dir)
 
     return serve_until_signal(
         "server",
@@ -398,7 +470,41 @@ def _run(args: argparse.Namespace) -> int:
     )
 
 
-_SET_PER_CHILD = {"help", "namesrv", "data_dir", "host", "broker_port", "broker_name", "cluster"}
+def _serve_with_slave(args: argparse.Namespace, cluster: EmbeddedCluster, data_dir: Path) -> int:
+    features = broker_feature_options(args)
+    features.update(role="slave", broker_id=1, ha_listen_port=None, ha_master_address=None)
+    try:
+        slave = BrokerConfig(
+            host=args.host,
+            port=0,
+            broker_name=args.broker_name,
+            broker_cluster_name=args.cluster,
+            flush=args.flush,
+            data_dir=data_dir / "slave",
+            **features,
+        )
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+    def ready(pair: _WithSlave) -> list[str]:
+        c, s = pair.cluster, pair.slave
+        assert s is not None
+        return [
+            f"{READY_PREFIX} namesrv={c.namesrv_addr} broker={c.broker_addr} data={data_dir}",
+            f"rocketq name server on {c.namesrv_addr}, broker {args.broker_name} "
+            f"(cluster {args.cluster}) on {c.broker_addr}, {args.flush} flush, {args.role}, "
+            f"data in {data_dir}",
+            f"rocketq slave of {args.broker_name} (brokerId 1) on {s.address}, data in {data_dir / 'slave'}",
+        ]
+
+    return serve_until_signal("server", lambda: _WithSlave(cluster, slave), ready)
+
+
+_SET_PER_CHILD = {
+    "help", "namesrv", "data_dir", "host", "broker_port", "broker_name", "cluster",
+    # each child is a master of its own name: ids and HA ports are its own
+    "broker_id", "ha_listen_port", "ha_master_address",
+}  # fmt: skip
 
 
 def child_broker_args(args: argparse.Namespace) -> list[str]:

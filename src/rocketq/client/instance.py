@@ -470,6 +470,16 @@ class ClientInstance:
             addr = self.find_broker_address_in_publish(mq.broker_name)
         return addr
 
+    async def locate_offset_broker(self, mq: MessageQueue) -> str | None:
+        """Where ``mq``'s committed offset is read and written: its master, else - after one
+        route refresh - any broker of its name, a slave while the master is gone (as Java's
+        ``RemoteBrokerOffsetStore`` finds it)."""
+        addr = self.find_broker_address_in_publish(mq.broker_name)
+        if addr is None:
+            await self.update_topic_route(mq.topic)
+            addr = self.find_broker_address_in_subscribe(mq.broker_name)
+        return addr
+
     def _find_broker_addr_by_topic(self, topic: str) -> str | None:
         route = self.topic_route_table.get(topic)
         if route is None or not route.broker_datas:

@@ -59,6 +59,8 @@ _RUNTIME_GAUGES = {
     "commitLogMaxOffset": "rocketmq_brokeruntime_commitlog_maxoffset",
     "commitLogMinOffset": "rocketmq_brokeruntime_commitlog_minoffset",
     "earliestMessageTimeStamp": "rocketmq_brokeruntime_earliest_message_timestamp",
+    # rocketq's: bytes a slave is behind its master (on both; absent before the HA link is up)
+    "haSlaveLagBytes": "rocketq_broker_ha_slave_lag_bytes",
 }
 
 

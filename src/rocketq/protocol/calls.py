@@ -119,6 +119,7 @@ __all__ = [
     "delete_topic_in_namesrv",
     "end_transaction",
     "get_all_consumer_offset",
+    "get_all_delay_offset",
     "get_all_subscription_group_config",
     "get_all_topic_config",
     "get_all_topic_list",
@@ -814,6 +815,16 @@ def _parse_all_offsets(response: RemotingCommand) -> ConsumerOffsetSerializeWrap
 def get_all_consumer_offset() -> Call[ConsumerOffsetSerializeWrapper]:
     """GET_ALL_CONSUMER_OFFSET: every group's committed offsets on the broker (``topic@group`` keys)."""
     return Call(_request(RequestCode.GET_ALL_CONSUMER_OFFSET), _parse_all_offsets, "committed offsets")
+
+
+def _parse_body(response: RemotingCommand) -> bytes:
+    return check(response).body or b""
+
+
+def get_all_delay_offset() -> Call[bytes]:
+    """GET_ALL_DELAY_OFFSET: the schedule service's progress per delay level, as the bytes of
+    ``delayOffset.json`` (a slave writes them to its own file, as RocketMQ's does)."""
+    return Call(_request(RequestCode.GET_ALL_DELAY_OFFSET), _parse_body, "delay offsets")
 
 
 def _parse_reset(response: RemotingCommand) -> dict[MessageQueue, int]:

@@ -83,6 +83,7 @@ from rocketq.clock import ms
 from rocketq.errors import ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.lifecycle import Closing
 from rocketq.protocol.message import (
+    BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     QUEUE_OFFSET_POSITION,
@@ -333,6 +334,7 @@ class MessageStore(Closing):
         self._misordered: set[tuple[str, int]] = set()
         self._started_ms = ms(clock())
         self._index_failed = False
+        self._replica = False
         #: The message index (``None`` with ``message_index_enable`` off).
         self.index: IndexService | None = None
         #: Messages and bytes appended since the store opened.
@@ -372,6 +374,9 @@ class MessageStore(Closing):
             crashed = self._abort.exists()
             self._recover(crashed)
             self._abort.create()
+            #: How far the commit log's records are dispatched to queues and index (a slave's
+            #: replicated bytes may end in the middle of a record, which waits for its rest).
+            self.reput_offset = self.commit_log.max_offset
         except BaseException:
             self._release_files()
             raise
@@ -557,8 +562,13 @@ class MessageStore(Closing):
         except ConfigError:
             log.error("skipping a record with topic %r at offset %s", record.topic, record.offset)
             return False
-        cq = self._queue(record.topic, record.queue_id, create=True)
-        assert cq is not None
+        # no lock taken here: recovery runs alone, a slave's dispatch holds the store lock
+        cq = self._queue(record.topic, record.queue_id)
+        if cq is None:
+            if record.queue_id < 0:
+                log.error("skipping a record with queue id %s at offset %s", record.queue_id, record.offset)
+                return False
+            cq = self._new_queue(record.topic, record.queue_id)
         if record.offset + record.size <= cq.max_physic_offset:
             return False
         if cq.max_index == 0 and not cq.files.segments and record.queue_offset > 0:
@@ -653,8 +663,8 @@ class MessageStore(Closing):
             assert cq is not None
         commit_log = self.commit_log
         with self._lock:
-            if not self._writable:
-                raise StoreError("the message store is closed or stopped accepting writes after a failure")
+            if not self._writable or self._replica:
+                raise self._not_writable()
             if self._disk_full:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
@@ -761,8 +771,8 @@ class MessageStore(Closing):
         pack_ts = _I64.pack_into
         commit_log = self.commit_log
         with self._lock:
-            if not self._writable:
-                raise StoreError("the message store is closed or stopped accepting writes after a failure")
+            if not self._writable or self._replica:
+                raise self._not_writable()
             if self._disk_full:
                 raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
             if cq.destroyed:  # the topic was deleted since we looked the queue up
@@ -823,6 +833,123 @@ class MessageStore(Closing):
                 log.exception("arrival listener %r failed", listener)
         durable = self._group_commit.request() if self._group_commit is not None else None
         return PutResult(phys, queue_offset, count, total, now_ms, offsets, durable)
+
+    def _not_writable(self) -> StoreError:
+        if self._replica:
+            return StoreError("the message store is a slave's: it takes only its master's bytes")
+        return StoreError("the message store is closed or stopped accepting writes after a failure")
+
+    # -- replication ------------------------------------------------------------------------------
+
+    @property
+    def replica(self) -> bool:
+        """True once :meth:`become_replica` was called: appends come only from a master."""
+        return self._replica
+
+    def become_replica(self) -> None:
+        """Make this store a slave's: :meth:`put_message` / :meth:`put_messages` refuse, and
+        :meth:`append_replica` is the only way in (RocketMQ's store in role ``SLAVE``)."""
+        self._replica = True
+
+    def read_commit_log(self, offset: int, max_bytes: int) -> bytes | None:
+        """Up to ``max_bytes`` of the commit log from ``offset``, never past the segment holding
+        it (RocketMQ's ``getCommitLogData``, which a master streams to its slave): ``b""`` at the
+        max offset, ``None`` when ``offset`` is not stored (deleted, or past the end)."""
+        log_ = self.commit_log
+        end = log_.max_offset
+        if offset == end:
+            return b""
+        seg = log_.files.find(offset)
+        if seg is None or not log_.min_offset <= offset < end:
+            return None
+        size = min(max_bytes, end - offset, seg.end - offset)
+        return log_.read(offset, size)
+
+    def append_replica(self, offset: int, data: bytes) -> int:
+        """Append commit-log bytes a master sent, at the same physical ``offset``, and dispatch
+        every record they complete to its consume queue and the index (RocketMQ's
+        ``appendToCommitLog`` and the reput service behind it). Returns the new max offset.
+
+        ``offset`` must be the commit log's end - or, on an empty log, the start of a segment
+        (a new slave is streamed from the start of its master's last segment). Raises
+        :class:`~rocketq.errors.StoreError` otherwise, or when a write fails."""
+        log_ = self.commit_log
+        with self._lock:
+            if not self._writable:
+                raise self._not_writable()
+            if offset != log_.max_offset:
+                if log_.max_offset or log_.files.segments or offset % log_.segment_size:
+                    raise StoreError(
+                        f"replicated bytes at {offset}, but the commit log ends at {log_.max_offset}"
+                    )
+                log_.files.create(offset)
+                log_.max_offset = self.reput_offset = offset
+                log_.flushed_offset = offset
+            pos = offset
+            view = memoryview(data)
+            try:
+                while view:
+                    seg = log_.files.find(pos) or log_.files.create(pos)
+                    n = min(len(view), seg.end - pos)
+                    seg.write(pos - seg.start, view[:n])
+                    pos += n
+                    view = view[n:]
+            except OSError as exc:
+                raise self._write_error(exc) from exc
+            log_.max_offset = pos
+            arrived = self._dispatch_replicated(pos)
+        for topic, queue_id, max_offset, code in arrived:
+            for listener in self._listeners:
+                try:
+                    listener(topic, queue_id, max_offset, code, None)
+                except Exception:
+                    log.exception("arrival listener %r failed", listener)
+        if self._group_commit is not None:
+            self._group_commit.request()  # the slave reports without waiting for its fsync
+        return pos
+
+    def _dispatch_replicated(self, end: int) -> list[tuple[str, int, int, int]]:
+        """Dispatch the whole records in ``[reput_offset, end)`` (store lock held)."""
+        log_ = self.commit_log
+        arrived: list[tuple[str, int, int, int]] = []
+        pos = self.reput_offset
+        last_ts = log_.tail[1]
+        while pos + 8 <= end:
+            seg = log_.files.find(pos)
+            if seg is None:
+                break
+            size, magic = _HEAD.unpack_from(seg.view, pos - seg.start)
+            if magic == BLANK_MAGIC_CODE:
+                pos = seg.end
+                continue
+            if magic not in _MAGICS or size < 92 or pos + size > seg.end:
+                self._writable = False
+                raise StoreError(f"the replicated commit log holds no record at {pos}: the slave stops")
+            if pos + size > end:
+                break  # the rest of this record is in the next transfer
+            for record in iter_records(log_, pos, pos + size):
+                if self._redispatch(record):
+                    cq = self._queue(record.topic, record.queue_id)
+                    assert cq is not None
+                    code = self._tags_code(record.topic, record.properties(), record.store_timestamp)
+                    arrived.append((record.topic, record.queue_id, cq.max_index, code))
+                if self.index is not None:
+                    raw = record.properties_raw
+                    try:
+                        self.index.add(
+                            record.topic.encode(), raw, 0, len(raw), record.offset,
+                            record.store_timestamp, record.sys_flag,
+                        )  # fmt: skip
+                    except (OSError, ValueError) as exc:
+                        self._index_failure(record.offset, exc)
+                last_ts = record.store_timestamp
+                self.put_message_count += 1
+                self.put_message_bytes += record.size
+            pos += size
+        self.reput_offset = pos
+        log_.tail = (end, last_ts)
+        self._last_dispatch_timestamp = last_ts
+        return arrived
 
     def _index_failure(self, phys: int, exc: Exception) -> None:
         """Indexing a record just appended failed: it costs the index (until the next start

@@ -58,6 +58,14 @@ class ConsumerOffsetTable(ConfigTable):
         with self._lock:
             return dict(self._table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}))
 
+    def put_all(self, table: dict[str, dict[int, int]]) -> None:
+        """Take every ``topic@group`` entry of ``table`` in place of ours (keys it lacks are
+        kept): what a slave does with its master's offsets (RocketMQ's ``putAll``)."""
+        with self._lock:
+            for key, queues in table.items():
+                self._table[key] = dict(queues)
+            self._changed()
+
     def table(self) -> dict[str, dict[int, int]]:
         """A copy of the whole table, keyed ``topic@group``."""
         with self._lock:

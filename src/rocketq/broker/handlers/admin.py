@@ -404,7 +404,7 @@ class AdminProcessor:
             "namesrvAddr": ";".join(cfg.namesrv_addrs),
             "storePathRootDir": b.store.root,
             "flushDiskType": "SYNC_FLUSH" if cfg.flush == "sync" else "ASYNC_FLUSH",
-            "brokerRole": "ASYNC_MASTER",
+            "brokerRole": _ROLE_NAMES[cfg.role],
             "maxMessageSize": cfg.max_message_size,
             "messageDelayLevel": cfg.message_delay_level,
             "autoCreateTopicEnable": cfg.auto_create_topic_enable,
@@ -458,6 +458,8 @@ class AdminProcessor:
             "flushDiskType": "SYNC_FLUSH" if b.config.flush == "sync" else "ASYNC_FLUSH",
             # rocketq's: fsyncs of the sync-flush group commit since start (0 under async flush)
             "commitLogGroupCommitFsyncs": str(store.group_commit_fsyncs),
+            # rocketq's: the role (and below, the bytes the slave is behind, once linked)
+            "brokerRole": _ROLE_NAMES[b.config.role],
             "brokerName": b.config.broker_name,
             "brokerCluster": b.config.broker_cluster_name,
             "brokerAddr": b.address,
@@ -468,7 +470,13 @@ class AdminProcessor:
             "scheduleDelivered": str(b.schedule_delivered),
             "pid": str(os.getpid()),
         }
+        lag = b.ha_lag_bytes()
+        if lag is not None:
+            table["haSlaveLagBytes"] = str(lag)
         return request.response(body=KVTable(table=table).encode())
+
+
+_ROLE_NAMES = {"async-master": "ASYNC_MASTER", "sync-master": "SYNC_MASTER", "slave": "SLAVE"}
 
 
 def _java_text(value: object) -> str:

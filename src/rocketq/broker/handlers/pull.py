@@ -311,7 +311,7 @@ class PullProcessor:
             current = view_stamp(b.consumers.epoch(group), config.read_queue_nums)
             if their_view != current:
                 offsets = b.store.consumer_offsets
-                commit = allow_suspend and sys_flag & _COMMIT_OFFSET
+                commit = allow_suspend and sys_flag & _COMMIT_OFFSET and b.config.role != "slave"
                 if commit and commit_allowed(offsets, group, topic, queue_id, p.commit_offset, stale=True):
                     offsets.commit_offset(group, topic, queue_id, p.commit_offset)
                 ext = {
@@ -338,7 +338,7 @@ class PullProcessor:
         if answer is None:  # an empty or unknown queue
             answer = (_PULL_OFFSET_MOVED if offset != 0 else _PULL_NOT_FOUND), status.value
         code, remark = answer
-        if allow_suspend and sys_flag & _COMMIT_OFFSET:
+        if allow_suspend and sys_flag & _COMMIT_OFFSET and b.config.role != "slave":  # as 4.9: not on a slave
             b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
         if code == _PULL_NOT_FOUND and allow_suspend and sys_flag & _SUSPEND:
             hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short

@@ -249,6 +249,8 @@ class SendProcessor:
     ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
         """Every producer send; returns the response, or ``None`` when it is answered later
         (after the flush, under sync flush), or an awaitable of either (a large batch)."""
+        if self._b.is_slave:
+            raise _slave_refuses()
         h = self._parse(request)
         config, queue_id = self._check_topic(h, conn)
         if h.batch or request.code == _SEND_BATCH:
@@ -566,6 +568,9 @@ class SendProcessor:
                 "queueOffset": str(put.queue_offset),
             }
         response = request.response(ext_fields=ext)
+        if wait and self._b.replicates_sync:  # a sync master answers once a slave has it
+            self._b.answer_when_replicated(put, conn, request, response)
+            return None
         if put.durable is None or not wait:
             return response
         self._after_flush(conn, request, put, response)
@@ -588,6 +593,8 @@ class SendProcessor:
         3 + its reconsume count, or the requested level), or for ``%DLQ%<group>`` once it was
         retried ``maxReconsumeTimes`` times (or the level is negative)."""
         b = self._b
+        if b.is_slave:
+            raise _slave_refuses()
         h = parse_header(ConsumerSendMsgBackRequestHeader, request)
         now = b.wall()
         group_config = b.groups.find(h.group, now)
@@ -685,6 +692,13 @@ def _uniq_window(raw: str | None) -> int:
         return max(0, min(int(raw), MAX_UNIQ_WINDOW))
     except ValueError:
         return 0
+
+
+def _slave_refuses() -> BrokerError:
+    """RocketMQ's store in role SLAVE refuses every put (SERVICE_NOT_AVAILABLE)."""
+    return BrokerError(
+        ResponseCode.SERVICE_NOT_AVAILABLE, "this broker is a slave: send to its master (brokerId 0)"
+    )
 
 
 def topic_not_exist_remark(topic: str, *, pull: bool = False) -> str:

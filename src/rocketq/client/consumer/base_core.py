@@ -84,7 +84,7 @@ class ConsumerCore(ABC, Generic[ConfigT]):
         if self.message_model is MessageModel.BROADCASTING:
             self.offset_store = LocalFileOffsetStore(group, instance.client_id, config.offset_store_dir)
         else:
-            self.offset_store = RemoteBrokerOffsetStore(group, api, instance.locate_master)
+            self.offset_store = RemoteBrokerOffsetStore(group, api, instance.locate_offset_broker)
         self.rebalance = RebalanceImpl(
             group=group,
             message_model=self.message_model,
