@@ -73,6 +73,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, cast
 
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
+from rocketq.logsummary import LogSummary
 from rocketq.protocol.codes import ResponseCode, code_name
 from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
 from rocketq.protocol.correlation import Correlator
@@ -82,6 +83,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     encode_frame_parts,
 )
+from rocketq.remoting.admission import FastFail, LoopLag
 from rocketq.remoting.guard import InputBudget, PeerLog, RequestLimit, limits_check_from
 from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
 from rocketq.remoting.offload import Offloader, TimeSlice
@@ -123,6 +125,8 @@ _DEFAULT_SLICE = 0.005
 
 #: Warnings about peers from connections whose owner gives no log of its own (clients).
 _PEER_LOG = PeerLog(logger)
+#: Requests answered busy (``fast_fail``): one line per 10 s, never one per request.
+_BUSY_LOG = LogSummary(logger)
 
 
 def _timeout_error(peer: str, code: int, opaque: int, timeout: float) -> RemotingTimeoutError:
@@ -324,6 +328,8 @@ class RemotingConnection(asyncio.Protocol):
         read_time_slice: float | None = None,
         peer_log: PeerLog | None = None,
         offloader: Offloader | None = None,
+        fast_fail: FastFail | None = None,
+        loop_lag: LoopLag | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.remote_address = remote_address or "?"
@@ -343,6 +349,12 @@ class RemotingConnection(asyncio.Protocol):
         self._yielded = False  # reading paused to let other connections run (read_time_slice)
         self._offloader = offloader
         self._holds = 0  # large requests holding this connection's reading (hold_reading)
+        # requests that waited too long are answered busy (see rocketq.remoting.admission)
+        self._fast_fail = fast_fail
+        self._fast_limits: dict[int, float] | None = dict(fast_fail.limits) if fast_fail else None
+        self._loop_lag = loop_lag
+        self._arrived = 0.0  # loop time the oldest bytes in the decoder arrived
+        self._queued: int | None = None  # whole frames behind the request being read (busy remarks)
         self._peer_log = peer_log if peer_log is not None else _PEER_LOG
         #: loop time the frame now arriving (incomplete in the decoder) began, else None
         self.frame_started: float | None = None
@@ -496,9 +508,11 @@ class RemotingConnection(asyncio.Protocol):
             self._call_event(self._on_open, "open")
 
     def data_received(self, data: bytes) -> None:
-        self._last_activity = self._loop.time()
+        self._last_activity = now = self._loop.time()
         if self._closed:
             return
+        if not self._decoder.buffered:
+            self._arrived = now
         try:
             self._decoder.receive_data(data)
         except Exception as exc:  # the decoder checks a frame's length word as soon as it arrives
@@ -551,6 +565,7 @@ class RemotingConnection(asyncio.Protocol):
         connection has had its ``read_time_slice`` of the loop: then it yields to the others)."""
         decoder = self._decoder
         self._processing = True
+        self._queued = None
         time_slice = self._read_time_slice
         deadline = None  # the slice starts after the first request: no clock read for a lone one
         try:
@@ -648,6 +663,15 @@ class RemotingConnection(asyncio.Protocol):
         if handler is None:
             self._not_supported(request)
             return
+        limits = self._fast_limits
+        if limits is not None and not checked:
+            wait_limit = limits.get(request.code)
+            if wait_limit is not None:
+                lag = self._loop_lag
+                waited = self._loop.time() - self._arrived + (lag.lag if lag is not None else 0.0)
+                if waited >= wait_limit:
+                    self._busy(request, waited, wait_limit)
+                    return
         size = len(request.body)
         if size >= self._limits_from and not checked:  # one comparison for the usual small body
             limit = self._request_limits.get(request.code)
@@ -779,6 +803,27 @@ class RemotingConnection(asyncio.Protocol):
         if not request.flag & _ONEWAY:
             response = request.response(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=remark)
             self._reply(request, response)
+
+    def _busy(self, request: RemotingCommand, waited: float, limit: float) -> None:
+        """Answer a request that waited ``waited`` seconds, over its code's ``limit``, SYSTEM_BUSY
+        unserved, with RocketMQ's ``[TIMEOUT_CLEAN_QUEUE]`` remark (oneway: dropped)."""
+        fast = self._fast_fail
+        assert fast is not None
+        fast.count(request.code)
+        queued = self._queued
+        queued = self._decoder.complete_frames() if queued is None else max(queued - 1, 0)
+        self._queued = queued
+        remark = fast.remark(waited, queued)
+        _BUSY_LOG.warning(
+            f"busy:{request.code}",
+            f"requests of code {request.code} answered SYSTEM_BUSY unserved (waited over {limit:g}s)",
+            "%r: request code %d answered SYSTEM_BUSY: %s",
+            self,
+            request.code,
+            remark,
+        )
+        if not request.flag & _ONEWAY:
+            self._reply(request, request.response(code=ResponseCode.SYSTEM_BUSY, remark=remark))
 
     def _refuse(self, request: RemotingCommand, remark: str) -> None:
         """Answer a request over its code's limit SYSTEM_ERROR, before decoding any of it."""

@@ -17,6 +17,7 @@ import logging
 
 from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
+from rocketq.remoting.admission import FastFail, LoopLag
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
@@ -69,6 +70,10 @@ class RemotingServer(Endpoint, AsyncStartClose):
             logging.getLogger("rocketq.remoting.connection"), window=self.config.peer_log_window
         )
         self._sweeper: asyncio.TimerHandle | None = None
+        limits = self.config.fast_fail
+        #: the answers of requests that waited too long (``config.fast_fail``), and the loop's lag
+        self.fast_fail = FastFail(limits) if limits else None
+        self.loop_lag = LoopLag() if limits else None
         threshold = self.config.offload_threshold
         #: decodes large request bodies off the loop (``config.offload_threshold``), if set
         self.offloader = (
@@ -130,6 +135,8 @@ class RemotingServer(Endpoint, AsyncStartClose):
             raise RemotingError(f"cannot listen on {self.host}:{self._requested_port}: {exc}") from exc
         self._port = self._server.sockets[0].getsockname()[1]
         logger.info("remoting server listening on %s", self.address)
+        if self.loop_lag is not None:
+            self.loop_lag.start()
         if self.config.frame_read_timeout is not None:
             self._schedule_sweep()
 
@@ -151,6 +158,8 @@ class RemotingServer(Endpoint, AsyncStartClose):
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
+        if self.loop_lag is not None:
+            self.loop_lag.stop()
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -187,6 +196,8 @@ class RemotingServer(Endpoint, AsyncStartClose):
             input_budget=self._budget,
             read_time_slice=cfg.read_time_slice,
             offloader=self.offloader,
+            fast_fail=self.fast_fail,
+            loop_lag=self.loop_lag,
         )
 
     def _connection_opened(self, conn: RemotingConnection) -> None:
