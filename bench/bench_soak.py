@@ -612,6 +612,10 @@ def main(argv: list[str] | None = None) -> int:
         return _producer(args)
     if args.mode == "_consumer":
         return _consumer(args)
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # stop: the run's finally stops every process it started
+
+    signal.signal(signal.SIGTERM, interrupt)
     result = run(args)
     print(json.dumps(result, indent=1))
     return 0 if result["ok"] else 1

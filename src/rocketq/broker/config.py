@@ -208,7 +208,7 @@ class BrokerConfig:
     # -- fast failure (BrokerFastFailure): a request that waited too long is answered SYSTEM_BUSY
     broker_fast_failure_enable: bool = True
     """``brokerFastFailureEnable``: answer requests that waited too long SYSTEM_BUSY, unserved
-    (:mod:`rocketq.remoting.admission`: the wait is the loop's lag plus the time in the
+    (:mod:`rocketq.remoting.admission`: the wait is the time a whole request spent in its
     connection's buffer)."""
     wait_time_in_send_queue: float = 0.2
     """``waitTimeMillsInSendQueue`` (200 ms): sends, batches and send-backs."""

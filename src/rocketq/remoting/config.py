@@ -45,7 +45,7 @@ class ServerConfig:
     pauses until one finishes.
     """
 
-    #: Seconds a request of each code may wait (loop lag plus time in its connection's buffer)
+    #: Seconds a request of each code may wait, whole, in its connection's buffer
     #: before it is answered ``SYSTEM_BUSY`` unserved, as RocketMQ's ``BrokerFastFailure`` does
     #: (:mod:`rocketq.remoting.admission`); ``None``: serve everything, however late. The broker
     #: sets its ``wait_time_in_*_queue`` here.

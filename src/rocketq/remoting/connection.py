@@ -83,7 +83,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     encode_frame_parts,
 )
-from rocketq.remoting.admission import FastFail, LoopLag
+from rocketq.remoting.admission import FastFail
 from rocketq.remoting.guard import InputBudget, PeerLog, RequestLimit, limits_check_from
 from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
 from rocketq.remoting.offload import Offloader, TimeSlice
@@ -329,7 +329,6 @@ class RemotingConnection(asyncio.Protocol):
         peer_log: PeerLog | None = None,
         offloader: Offloader | None = None,
         fast_fail: FastFail | None = None,
-        loop_lag: LoopLag | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.remote_address = remote_address or "?"
@@ -352,8 +351,8 @@ class RemotingConnection(asyncio.Protocol):
         # requests that waited too long are answered busy (see rocketq.remoting.admission)
         self._fast_fail = fast_fail
         self._fast_limits: dict[int, float] | None = dict(fast_fail.limits) if fast_fail else None
-        self._loop_lag = loop_lag
-        self._arrived = 0.0  # loop time the oldest bytes in the decoder arrived
+        # loop time of the oldest read whose whole frames are not all handled yet (None: none wait)
+        self._arrived: float | None = None
         self._queued: int | None = None  # whole frames behind the request being read (busy remarks)
         self._peer_log = peer_log if peer_log is not None else _PEER_LOG
         #: loop time the frame now arriving (incomplete in the decoder) began, else None
@@ -511,7 +510,7 @@ class RemotingConnection(asyncio.Protocol):
         self._last_activity = now = self._loop.time()
         if self._closed:
             return
-        if not self._decoder.buffered:
+        if self._arrived is None:
             self._arrived = now
         try:
             self._decoder.receive_data(data)
@@ -576,6 +575,7 @@ class RemotingConnection(asyncio.Protocol):
                     self._protocol_error(exc)
                     return
                 if cmd is None:
+                    self._arrived = None  # every whole frame handled: the next read starts the clock
                     return
                 self.frame_started = None
                 if cmd.flag & _RESPONSE:
@@ -667,8 +667,8 @@ class RemotingConnection(asyncio.Protocol):
         if limits is not None and not checked:
             wait_limit = limits.get(request.code)
             if wait_limit is not None:
-                lag = self._loop_lag
-                waited = self._loop.time() - self._arrived + (lag.lag if lag is not None else 0.0)
+                arrived = self._arrived
+                waited = 0.0 if arrived is None else self._loop.time() - arrived
                 if waited >= wait_limit:
                     self._busy(request, waited, wait_limit)
                     return

@@ -17,7 +17,7 @@ import logging
 
 from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
-from rocketq.remoting.admission import FastFail, LoopLag
+from rocketq.remoting.admission import FastFail
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
@@ -71,9 +71,8 @@ class RemotingServer(Endpoint, AsyncStartClose):
         )
         self._sweeper: asyncio.TimerHandle | None = None
         limits = self.config.fast_fail
-        #: the answers of requests that waited too long (``config.fast_fail``), and the loop's lag
+        #: the answers of requests that waited too long (``config.fast_fail``)
         self.fast_fail = FastFail(limits) if limits else None
-        self.loop_lag = LoopLag() if limits else None
         threshold = self.config.offload_threshold
         #: decodes large request bodies off the loop (``config.offload_threshold``), if set
         self.offloader = (
@@ -135,8 +134,6 @@ class RemotingServer(Endpoint, AsyncStartClose):
             raise RemotingError(f"cannot listen on {self.host}:{self._requested_port}: {exc}") from exc
         self._port = self._server.sockets[0].getsockname()[1]
         logger.info("remoting server listening on %s", self.address)
-        if self.loop_lag is not None:
-            self.loop_lag.start()
         if self.config.frame_read_timeout is not None:
             self._schedule_sweep()
 
@@ -158,8 +155,6 @@ class RemotingServer(Endpoint, AsyncStartClose):
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
-        if self.loop_lag is not None:
-            self.loop_lag.stop()
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -197,7 +192,6 @@ class RemotingServer(Endpoint, AsyncStartClose):
             read_time_slice=cfg.read_time_slice,
             offloader=self.offloader,
             fast_fail=self.fast_fail,
-            loop_lag=self.loop_lag,
         )
 
     def _connection_opened(self, conn: RemotingConnection) -> None:

@@ -280,14 +280,18 @@ class ProducerCore:
         )
 
     def _observe(self, mq: MessageQueue, outcome: Outcome) -> None:
-        """A busy answer or a timeout starts (or lengthens) the broker's back-off; an answer ends it."""
+        """A busy answer or a timeout starts (or lengthens) the broker's back-off and halves the
+        window of asynchronous sends; an answer ends the back-off and grows the window."""
         backoff = self.backoff
         if isinstance(outcome, RemotingTimeoutError) or (
             isinstance(outcome, BrokerError) and outcome.code == ResponseCode.SYSTEM_BUSY
         ):
             backoff.failed(mq.broker_name, time.monotonic())
-        elif backoff.any_active() and not isinstance(outcome, BaseException):
-            backoff.succeeded(mq.broker_name)
+            self.in_flight.congested()
+        elif not isinstance(outcome, BaseException):
+            self.in_flight.answered()
+            if backoff.any_active():
+                backoff.succeeded(mq.broker_name)
 
     def _may_retry(self, mq: MessageQueue, last_error: BaseException | None) -> bool:
         """Whether the retry budget allows another attempt after ``last_error``."""
@@ -306,20 +310,17 @@ class ProducerCore:
         )
         return False
 
-    async def _wait_out_backoff(
-        self, info: TopicPublishInfo, mq: MessageQueue, policy: SendPolicy
-    ) -> MessageQueue:
-        """``mq``'s broker backs off: another broker's queue if one does not, else wait for the end
-        of the back-off (within the send's time) and go to ``mq`` after all: back-pressure."""
+    def _avoid_backoff(self, info: TopicPublishInfo, mq: MessageQueue) -> MessageQueue:
+        """``mq``'s broker backs off: a queue of another broker that does not, if there is one,
+        else ``mq`` after all (as RocketMQ's latency fault tolerance picks when every broker is
+        marked): the window of sends in flight, not a pause, holds the load back then."""
         now = time.monotonic()
-        until = self.backoff.until(mq.broker_name, now)
-        if until is None:
+        backoff = self.backoff
+        if backoff.until(mq.broker_name, now) is None:
             return mq
         for other in info.queues:
-            if other.broker_name != mq.broker_name and self.backoff.until(other.broker_name, now) is None:
+            if other.broker_name != mq.broker_name and backoff.until(other.broker_name, now) is None:
                 return other
-        left = policy.timeout - (now - policy.begin)
-        await asyncio.sleep(max(0.0, min(until - now, left)))
         return mq
 
     async def send(
@@ -501,8 +502,8 @@ class ProducerCore:
         if not outside or info is None or not info.ok or self.trace is not None or api is None:
             return first
         mq = pick_queue(info, p.msg, queue, selector, arg, None)
-        if self.backoff.any_active() and self.backoff.until(mq.broker_name, time.monotonic()) is not None:
-            return first  # the loop's driver chooses another broker or waits for this one
+        if self.backoff.any_active() and queue is None and selector is None:
+            mq = self._avoid_backoff(info, mq)
         addr = self.instance.find_broker_address_in_publish(mq.broker_name)
         conn = api.remoting.open_connection(addr) if addr is not None else None
         if conn is not None:
@@ -641,9 +642,8 @@ class ProducerCore:
             if attempt and last_broker is not None and not self._may_retry(mq, last_error):
                 assert last_error is not None
                 raise last_error
-            if self.backoff.any_active():
-                chosen = queue is not None or selector is not None
-                mq = await self._wait_out_backoff(info, mq, policy) if not chosen else mq
+            if self.backoff.any_active() and queue is None and selector is None:
+                mq = self._avoid_backoff(info, mq)
             last_broker = mq.broker_name
             go = policy.before(attempt, now=time.monotonic(), last_error=last_error)
             if go.error is not None:

@@ -13,16 +13,23 @@ error, never more load. Three parts, each small, the first two pure (``now`` pas
   ``MQFaultStrategy``): a broker that answered ``SYSTEM_BUSY`` or timed out is left alone for a
   while; the first back-off is ``first`` (50 ms) and each further one without a success in
   between doubles, up to ``longest`` (1 s; RocketMQ 5's ``notAvailableDuration`` runs 2..30 s,
-  too long for a single-broker cluster, where there is no other broker to go to). Sends choose
-  another broker while one backs off; when every broker of the topic backs off, a send *waits*
-  for the end of the back-off (within its own timeout) instead of adding to the load.
+  too long for a single-broker cluster). Sends choose another broker while one backs off; when
+  every broker of the topic backs off they go anyway, as RocketMQ's do (a pause there made
+  goodput fall by half in ``bench/bench_overload.py``): :class:`InFlightLimit`'s window holds
+  the load back.
 * :class:`InFlightLimit` - asynchronous sends out at once (``send_future``, ``send_callback``,
   ``send_async``) are bounded in number and bytes, as RocketMQ 5's
   ``enableBackpressureForAsyncMode`` / ``backPressureForAsyncSendNum`` (10000) /
   ``backPressureForAsyncSendSize`` (100 MiB) bound them: at the bound the caller waits for a slot
   (up to the send's timeout; then :class:`~rocketq.errors.RemotingTooMuchRequestError`, as Java's
-  ``RemotingTooMuchRequestException``). Ours is on by default, and its default count is lower
-  (1024): with Little's law, 1024 sends in flight at 10,000 sends/s is ~0.1 s of queue.
+  ``RemotingTooMuchRequestException``). Ours is on by default, its bound lower (1024), and the
+  count actually allowed is a *window* that adapts as TCP's congestion window does (additive
+  increase, multiplicative decrease): a busy answer or a timeout halves it (at most once per
+  ``decrease_interval``), each answered send grows it by ``1 / window`` (one per window of
+  answers), between ``min_window`` and the bound. A fixed bound cannot be right: 1024 sends out
+  from each of four producers is ~0.6 s of queue at 6,500 sends/s, past the broker's 200 ms
+  ``waitTimeMillsInSendQueue``, so every send came back busy; the window finds the share of the
+  broker each producer can have.
 
 >>> budget = RetryBudget(ratio=0.1, min_per_second=0.0, max_tokens=10.0)
 >>> for _ in range(20):
@@ -43,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketq.errors import RemotingTooMuchRequestError
@@ -129,9 +137,23 @@ class InFlightLimit:
     blocking it; :meth:`try_acquire` never waits (the client's own loop, which must not block).
     """
 
-    def __init__(self, max_count: int, max_bytes: int) -> None:
+    def __init__(
+        self,
+        max_count: int,
+        max_bytes: int,
+        *,
+        min_window: int = 8,
+        decrease_interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.max_count = max_count
         self.max_bytes = max_bytes
+        self.min_window = min(min_window, max_count)
+        self.decrease_interval = decrease_interval
+        self._clock = clock
+        #: sends allowed out now (the adaptive window, ``min_window`` .. ``max_count``)
+        self.window = float(max_count)
+        self._decreased_at = -1e18
         self.count = 0
         self.bytes = 0
         self.waited = 0  # sends that had to wait for a slot (back-pressure applied)
@@ -140,7 +162,21 @@ class InFlightLimit:
 
     def _fits(self, size: int) -> bool:
         # a send larger than the byte bound alone still goes, alone
-        return self.count < self.max_count and (self.bytes + size <= self.max_bytes or self.count == 0)
+        return self.count < self.window and (self.bytes + size <= self.max_bytes or self.count == 0)
+
+    def congested(self) -> None:
+        """A send was answered busy or timed out: halve the window (once per ``decrease_interval``:
+        the answers of one window's sends are one signal)."""
+        now = self._clock()
+        if now - self._decreased_at >= self.decrease_interval:
+            self._decreased_at = now
+            self.window = max(float(self.min_window), self.window / 2)
+
+    def answered(self) -> None:
+        """A send was answered: grow the window by one per window of answers."""
+        window = self.window
+        if window < self.max_count:
+            self.window = min(float(self.max_count), window + 1.0 / window)
 
     def try_acquire(self, size: int) -> bool:
         with self._cond:
@@ -204,8 +240,8 @@ class InFlightLimit:
     def too_many(self, timeout: float) -> RemotingTooMuchRequestError:
         return RemotingTooMuchRequestError(
             f"{self.count} asynchronous sends in flight ({self.bytes} bytes), the most this producer "
-            f"sends at once (max_async_in_flight {self.max_count}, max_async_in_flight_bytes "
-            f"{self.max_bytes}); none finished within {timeout:.3f}s"
+            f"sends at once now (window {self.window:.0f} of max_async_in_flight {self.max_count}, "
+            f"max_async_in_flight_bytes {self.max_bytes}); none finished within {timeout:.3f}s"
         )
 
 
