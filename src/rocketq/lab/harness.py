@@ -111,6 +111,10 @@ def interrupt_on_sigterm() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+#: Seconds a lab's children get, in all, to stop after Ctrl-C before they are killed.
+FAST_STOP = 0.6
+
+
 class LabError(RocketQError):
     """The lab could not set up or observe what a scenario needs (a timeout, a process that died)."""
 
@@ -414,8 +418,8 @@ class Lab:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(fast=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
     @property
     def root(self) -> Path:
@@ -544,8 +548,15 @@ class Lab:
         for w in workers:
             w.stop(timeout)
 
-    def close(self) -> None:
-        """Stop every process this lab started, by pid: workers, then brokers, then the server."""
+    def close(self, *, fast: bool = False) -> None:
+        """Stop every process this lab started, by pid: workers, then brokers, then the server.
+
+        ``fast`` (Ctrl-C): every child is asked to stop at once (SIGTERM) and given
+        :data:`FAST_STOP` seconds in all before it is killed, so that the lab or demo ends within
+        a second of the signal, whatever the load (a killed server recovers its files at its next
+        start; the lab's own temp dir is removed anyway)."""
+        if fast:
+            self._stop_fast()
         with contextlib.suppress(Exception):
             self.stop_workers(self.workers)
         for w in self.workers:
@@ -581,6 +592,28 @@ class Lab:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+    def _stop_fast(self) -> None:
+        procs: list[subprocess.Popen[str]] = [w.proc for w in self.workers]
+        procs += [b.proc for b in self._extra]
+        if self.server is not None:
+            procs.append(self.server.proc)
+        for w in self.workers:
+            w.terminate()
+        for proc in procs[len(self.workers) :]:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + FAST_STOP
+        for proc in procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(1.0)
 
     # ------------------------------------------------------------------ clients
 
