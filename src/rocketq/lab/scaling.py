@@ -297,7 +297,7 @@ def run_scaling(
     except KeyboardInterrupt:
         # Ctrl-C: a bounded wait for the sends out; the lab stops the workers (fast) as it unwinds
         interrupted = True
-        producer.stop(wait=0.2)
+        producer.stop(wait=0.1)
         raise
     finally:
         if not interrupted:
