@@ -41,6 +41,7 @@ from rocketq.client.trace import (
     trace_producer_group,
 )
 from rocketq.client.validators import check_group
+from rocketq.logsummary import LogSummary
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
@@ -48,6 +49,7 @@ from rocketq.protocol.message import MessageExt
 __all__ = ["Producer", "SendCallback", "start_tracing", "trace_dispatcher"]
 
 logger = logging.getLogger(__name__)
+_callback_warnings = LogSummary(logger)  # failed callback sends: one line per kind per 10 s
 
 SendCallback = Callable[[SendResult], object]
 """Called with the result of an asynchronous send (``SendCallback.onSuccess``)."""
@@ -224,7 +226,12 @@ class Producer(SyncFacade[ProducerCore]):
                     if on_exception is not None:
                         on_exception(exc)
                     else:
-                        logger.warning("async send failed: %s", exc)
+                        _callback_warnings.warning(
+                            f"async:{type(exc).__name__}",
+                            f"asynchronous sends failed ({type(exc).__name__})",
+                            "async send failed: %s",
+                            exc,
+                        )
                 else:
                     on_success(f.result())
             except Exception:
