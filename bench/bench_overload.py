@@ -338,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, ph))
             print(
                 f"{name:>8}: offered {ph['rate'] or ph['offered'] / args.seconds:>9,.0f}/s  accepted "
-                f"{ph['accepted_per_s']:>8,.0f}/s ({ph['ratio']:.2f} of capacity)  p50 {ph['p50_ms']:7.1f} ms  "
+                f"{ph['accepted_per_s']:>8,.0f}/s ({ph['ratio']:.2f} of capacity)  "
+                f"p50 {ph['p50_ms']:7.1f} ms  "
                 f"p99 {ph['p99_ms']:7.1f} ms  max {ph['max_ms']:7.0f} ms  failed {ph['failed']:,}  "
                 f"lost {ph['lost']}  behind {ph['behind_s']:.1f} s  stop {ph['shutdown_s']:.1f} s  "
                 f"{ph['errors'] or ''}",

@@ -213,7 +213,8 @@ class Child:
     end_rss: int | None = None
 
     def __post_init__(self) -> None:
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -511,6 +512,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if c.proc.poll() is None:
                 c.proc.kill()
                 c.proc.wait()
+            c.reader.join(5.0)
+            if c.proc.stdout is not None:
+                c.proc.stdout.close()
         soak.server.stop()
         import shutil
 
@@ -612,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         return _producer(args)
     if args.mode == "_consumer":
         return _consumer(args)
+
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt  # stop: the run's finally stops every process it started
 

@@ -117,7 +117,9 @@ def test_a_java_producer_flooding_the_broker_gets_rocketmqs_busy_answer(tmp_path
     for raw in busy_frames:
         header = _header_json(raw)
         assert list(header) == keys, (list(header), keys)
-        assert header["code"] == 2 and header["flag"] == 1 and header["serializeTypeCurrentRPC"] == "JSON"
+        assert header["code"] == 2
+        assert header["flag"] == 1
+        assert header["serializeTypeCurrentRPC"] == "JSON"
         m = BUSY.fullmatch(str(header["remark"]))
         assert m is not None, header["remark"]
         assert int(m.group(1)) >= 200  # it waited over waitTimeMillsInSendQueue
