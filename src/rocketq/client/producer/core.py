@@ -639,9 +639,17 @@ class ProducerCore:
             )
         for attempt in range(first_attempt, policy.attempts):
             mq = pick_queue(info, p.msg, queue, selector, arg, last_broker)
-            if attempt and last_broker is not None and not self._may_retry(mq, last_error):
-                assert last_error is not None
-                raise last_error
+            if attempt and last_broker is not None:
+                if _busy(last_error):
+                    # the broker stored nothing and said so at once: wait out its back-off (within
+                    # the send's time), then retry; no retry token (busy answers cost it little)
+                    until = self.backoff.until(last_broker, time.monotonic())
+                    left = policy.timeout - (time.monotonic() - policy.begin)
+                    if until is not None and left > 0:
+                        await asyncio.sleep(min(until - time.monotonic(), left))
+                elif not self._may_retry(mq, last_error):
+                    assert last_error is not None
+                    raise last_error
             if self.backoff.any_active() and queue is None and selector is None:
                 mq = self._avoid_backoff(info, mq)
             last_broker = mq.broker_name
@@ -835,6 +843,10 @@ class _FirstAttempt:
             self.p, self.policy, queue=self.queue, selector=self.selector, arg=self.arg, first_attempt=1,
             last_broker=mq.broker_name, last_error=outcome if isinstance(outcome, BaseException) else None,
         )  # fmt: skip
+
+
+def _busy(error: BaseException | None) -> bool:
+    return isinstance(error, BrokerError) and error.code == ResponseCode.SYSTEM_BUSY
 
 
 def _note(mq: MessageQueue, outcome: Outcome, decision: Decision) -> None:

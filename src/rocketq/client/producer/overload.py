@@ -142,7 +142,7 @@ class InFlightLimit:
         max_count: int,
         max_bytes: int,
         *,
-        min_window: int = 8,
+        min_window: int = 64,
         decrease_interval: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
