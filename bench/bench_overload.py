@@ -292,6 +292,54 @@ def _lost(phase: dict[str, Any], stored: set[bytes]) -> int:
     return lost
 
 
+def _consumer_flow_control(namesrv: str, topics: list[str], seconds: float) -> dict[str, Any]:
+    """A push consumer with a slow listener (1 ms a message) on the flooded topics: the most
+    messages it caches per queue and in all, sampled from its running info (what the broker
+    relays of the client's process queues) - RocketMQ's pull flow control keeps a queue's cache
+    at ``pullThresholdForQueue`` (1000) and its size at 100 MiB."""
+    from rocketq.admin import Admin
+    from rocketq.client import ClientConfig, ConsumeConcurrentlyStatus, PushConsumer
+    from rocketq.client.config import ConsumeFromWhere
+
+    def slow(msgs: list[Any], ctx: Any) -> Any:
+        time.sleep(0.001 * len(msgs))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        "overload-flow",
+        client_config=ClientConfig(namesrv=namesrv),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    for t in topics:
+        consumer.subscribe(t, "*")
+    consumer.register_listener(slow)
+    consumer.start()
+    worst_queue = worst_total = samples = 0
+    try:
+        with Admin(namesrv) as admin:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                try:
+                    info = admin.running_info("overload-flow", consumer.client_id)
+                except Exception:
+                    time.sleep(0.2)
+                    continue
+                counts = [q.cached_msg_count for q in info.mq_table.values()]
+                if counts:
+                    samples += 1
+                    worst_queue = max(worst_queue, *counts)
+                    worst_total = max(worst_total, sum(counts))
+                time.sleep(0.2)
+    finally:
+        consumer.shutdown()
+    return {
+        "samples": samples,
+        "max_cached_per_queue": worst_queue,
+        "max_cached_total": worst_total,
+        "queues": QUEUES * len(topics),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("mode", nargs="?", default="run", choices=["run", "_child"])
@@ -353,6 +401,16 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         out["capacity"]["capacity_per_s"] = capacity
+        flooded = [f"Overload{name.replace('.', '_')}" for name, _ in rows]
+        flow = _consumer_flow_control(server.namesrv_addr, flooded, args.seconds)
+        out["consumer"] = flow
+        print(
+            f"consumer of the flooded topics, listener 1 ms a message: at most "
+            f"{flow['max_cached_per_queue']:,} "
+            f"messages cached per queue (pullThresholdForQueue 1000), {flow['max_cached_total']:,} in all "
+            f"over {flow['queues']} queues ({flow['samples']} samples)",
+            flush=True,
+        )
         if args.json:
             Path(args.json).write_text(json.dumps(out, indent=1))
         ok = all(
