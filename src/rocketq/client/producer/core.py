@@ -294,10 +294,11 @@ class ProducerCore:
                 backoff.succeeded(mq.broker_name)
 
     def _may_retry(self, mq: MessageQueue, last_error: BaseException | None) -> bool:
-        """Whether the retry budget allows another attempt after ``last_error``."""
+        """Whether the retry budget allows another attempt after ``last_error``: transport errors
+        (timeouts above all: the retries that pile load on a broker already behind) spend it."""
         budget = self._budget
-        if budget is None or last_error is None or budget.withdraw(time.monotonic()):
-            return True
+        if budget is None or not isinstance(last_error, RemotingError) or budget.withdraw(time.monotonic()):
+            return True  # a broker's answer (a refusal) is quick and cheap: only transport errors spend
         self.retries_refused += 1
         _warnings.warning(
             f"budget:{mq.broker_name}",

@@ -8,7 +8,9 @@ error, never more load. Three parts, each small, the first two pure (``now`` pas
   retry; a retry takes one. RocketMQ retries every failed send up to ``retryTimesWhenSendFailed``
   times, so under overload (every send timing out) it triples the load; with the budget the
   retries are at most ~10 % more, and a send whose retry finds the budget empty fails with its
-  last error at once. (The budget is Finagle's ``RetryBudget`` idea; ours.)
+  last error at once. Only transport errors (timeouts, lost connections) spend it: a broker's
+  refusal is a quick, cheap answer, retried as RocketMQ retries it. (The budget is Finagle's
+  ``RetryBudget`` idea; ours.)
 * :class:`BrokerBackoff` - RocketMQ's latency fault tolerance (``sendLatencyFaultEnable``,
   ``MQFaultStrategy``): a broker that answered ``SYSTEM_BUSY`` or timed out is left alone for a
   while; the first back-off is ``first`` (50 ms) and each further one without a success in
