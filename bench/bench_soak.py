@@ -247,7 +247,9 @@ class Child:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        time.sleep(0.05)  # the reader thread takes the last lines
+        self.reader.join(5.0)  # the reader thread takes the last lines, then the pipe is closed
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def _proc(pid: int) -> tuple[int, int, int, int, int]:
@@ -550,11 +552,14 @@ def _plot(soak: Soak, result: dict[str, Any], path: Path) -> None:
         thr = [s["procs"][name][2] for s in soak.samples if name in s["procs"]]
         label = name.replace("_producer", "producer")
         axes[0].plot(xs, rss, label=label, color=colors(i % 10), lw=1)
-        if name == "server":
+        if name == "server":  # the mapped store, on its own scale (right)
             mapped = [s["procs"][name][3] / 2**20 for s in soak.samples if name in s["procs"]]
-            axes[0].plot(xs, mapped, label="server file-backed", color=colors(i % 10), lw=0.8, ls="--")
+            right = axes[0].twinx()
+            right.plot(xs, mapped, color="grey", lw=0.8, ls="--")
+            right.set_ylabel("server file-backed RSS (MiB, dashed)", fontsize=7, color="grey")
+            right.set_ylim(bottom=0)
         axes[1].plot(xs, fds, label=label, color=colors(i % 10), lw=1)
-        if name == "server":
+        if name == "server" and all(len(s["procs"][name]) > 4 for s in soak.samples if name in s["procs"]):
             files = [s["procs"][name][4] for s in soak.samples if name in s["procs"]]
             axes[1].plot(xs, files, label="server's store files", color=colors(i % 10), lw=0.8, ls="--")
         axes[2].plot(xs, thr, label=label, color=colors(i % 10), lw=1)
@@ -576,9 +581,9 @@ def _plot(soak: Soak, result: dict[str, Any], path: Path) -> None:
         lw=1,
         label="delivery p99 (born to consumed)",
     )
-    for ax, label in zip(
-        axes, ("anonymous RSS (MiB)", "open fds (sockets, pipes)", "threads", "latency (ms)"), strict=True
-    ):
+    split = all(len(v) > 4 for s in soak.samples for v in s["procs"].values())
+    fds_label = "open fds (sockets, pipes)" if split else "open fds (all, files included)"
+    for ax, label in zip(axes, ("anonymous RSS (MiB)", fds_label, "threads", "latency (ms)"), strict=True):
         for c in soak.changes:
             ax.axvline(c / 60, color="grey", lw=0.5, ls=":")
         ax.set_ylabel(label)
@@ -622,6 +627,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--plot", default=None, help="write the plot here (PNG)")
     p.add_argument("--json", default=None, help="write the figures and samples here")
+    p.add_argument("--replot", default=None, metavar="JSON", help="only redraw a saved run's plot")
     return p
 
 
@@ -629,6 +635,16 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.mode is None and args.seed is None:
         args.seed = random.randrange(2**32)
+    if args.replot:  # redraw the plot of a saved run (--json) into --plot
+        saved = json.loads(Path(args.replot).read_text())
+        soak = Soak.__new__(Soak)
+        soak.samples, soak.changes = saved["samples"], saved["changes"]
+        producers = sorted({k for s in soak.samples for k in s["procs"] if k.startswith("_producer")})
+        soak.producers = [Child.__new__(Child) for _ in producers]
+        for child, name in zip(soak.producers, producers, strict=True):
+            child.name = name
+        _plot(soak, {**saved, "changes": len(saved["changes"])}, Path(args.plot))
+        return 0
     if args.mode == "_producer":
         return _producer(args)
     if args.mode == "_consumer":
