@@ -275,14 +275,16 @@ class BrokerConfig:
 
     def remoting_config(self) -> ServerConfig:
         """:attr:`remoting`, with the fast-failure limits by request code (the codes RocketMQ's
-        send, pull, heartbeat and end-transaction pools serve) unless it sets its own."""
+        send, pull, heartbeat and end-transaction pools serve) unless it sets its own. Batches
+        are left out: a batch over 16 KiB is decoded on the worker thread with its connection's
+        reading held, so a client pipelining batches queues behind its own requests (32 batches of
+        16 KiB on one connection were answered busy after 200 ms, ``bench/bench_broker.py``)."""
         if self.remoting.fast_fail is not None or not self.broker_fast_failure_enable:
             return self.remoting
         send, pull = self.wait_time_in_send_queue, self.wait_time_in_pull_queue
         limits = {
             RequestCode.SEND_MESSAGE: send,
             RequestCode.SEND_MESSAGE_V2: send,
-            RequestCode.SEND_BATCH_MESSAGE: send,
             RequestCode.CONSUMER_SEND_MSG_BACK: send,
             RequestCode.PULL_MESSAGE: pull,
             RequestCode.HEART_BEAT: self.wait_time_in_heartbeat_queue,

@@ -16,7 +16,10 @@ completed the request's frame to its handling - the time RocketMQ's ``RequestTas
 its pool's queue. (Adding the loop's lag for (1) was tried: on a shared machine whose scheduler
 stalls the process for 200 ms now and then, it answered busy requests that had just arrived,
 and the producers' goodput halved.) :class:`FastFail` holds the limits by request code and makes
-RocketMQ's answer; the connection consults it before calling a handler. The count in the remark
+RocketMQ's answer; the connection consults it before calling a handler. The time a connection's
+reading is held for one of its own large requests (decoded on the worker thread) does not count
+for the requests behind it: they waited for their own peer's request, not for the broker's other
+work. The count in the remark
 is the whole frames waiting behind the request on its connection.
 
 >>> fast = FastFail({310: 0.2})

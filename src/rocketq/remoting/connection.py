@@ -477,6 +477,10 @@ class RemotingConnection(asyncio.Protocol):
     def release_reading(self) -> None:
         self._holds -= 1
         if not self._holds:
+            if self._arrived is not None:
+                # the requests behind a large one of the same connection waited for their own
+                # peer's request, not for the others: their queue time (fast_fail) starts now
+                self._arrived = self._loop.time()
             self._maybe_resume_reading()
 
     async def wait_closed(self) -> None:
