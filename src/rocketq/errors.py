@@ -16,7 +16,8 @@ same call again (perhaps elsewhere) can succeed.
     │   ├── RemotingConnectError        could not connect               (retriable)
     │   ├── RemotingTimeoutError        no response in time              (retriable)
     │   │   └── RequestTimeoutError         a request got no reply in time (request-reply)
-    │   └── RemotingClosedError         connection or client closed      (retriable)
+    │   ├── RemotingClosedError         connection or client closed      (retriable)
+    │   └── RemotingTooMuchRequestError too many requests out at once     (retriable)
     ├── BrokerError                 a peer answered with a non-success response code
     │   ├── BrokerSystemError                SYSTEM_ERROR (1)
     │   ├── SystemBusyError             SYSTEM_BUSY (2)                  (retriable)
@@ -62,6 +63,7 @@ __all__ = [
     "RemotingConnectError",
     "RemotingError",
     "RemotingTimeoutError",
+    "RemotingTooMuchRequestError",
     "RequestCodeNotSupportedError",
     "RequestTimeoutError",
     "RocketQError",
@@ -142,6 +144,13 @@ class RequestTimeoutError(RemotingTimeoutError):
 
 class RemotingClosedError(RemotingError):
     """The connection (or the whole client) was closed while a request was pending."""
+
+    retriable = True
+
+
+class RemotingTooMuchRequestError(RemotingError):
+    """This side has as many requests out as it allows and none finished in time (Java's
+    ``RemotingTooMuchRequestException``): back-pressure, nothing was sent."""
 
     retriable = True
 

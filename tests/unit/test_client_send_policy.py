@@ -62,10 +62,12 @@ def test_a_transport_error_is_retried_while_attempts_are_left_then_raised(error:
 
 
 def test_a_refusal_is_retried_only_for_rocketmqs_retry_codes() -> None:
+    # 4.9.4's retryResponseCodes, and SYSTEM_BUSY as RocketMQ 5 added it (bounded by the budget)
     assert set(RETRY_RESPONSE_CODES) == {
         ResponseCode.TOPIC_NOT_EXIST,
         ResponseCode.SERVICE_NOT_AVAILABLE,
         ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,
         ResponseCode.NO_PERMISSION,
         205,
         206,

@@ -26,6 +26,7 @@ from rocketq.broker.ha import HAConfig
 from rocketq.broker.locks import REBALANCE_LOCK_MAX_LIVE_TIME
 from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
+from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
 from rocketq.remoting import ServerConfig
 from rocketq.store.config import FlushMode, StoreConfig
@@ -241,8 +242,23 @@ class BrokerConfig:
     client_call_timeout: float = 5.0
     """Seconds the broker waits for a client it calls (GET_CONSUMER_RUNNING_INFO relay; 5000 ms)."""
 
+    # -- fast failure (BrokerFastFailure): a request that waited too long is answered SYSTEM_BUSY
+    broker_fast_failure_enable: bool = True
+    """``brokerFastFailureEnable``: answer requests that waited too long SYSTEM_BUSY, unserved
+    (:mod:`rocketq.remoting.admission`: the wait is the time a whole request spent in its
+    connection's buffer)."""
+    wait_time_in_send_queue: float = 0.2
+    """``waitTimeMillsInSendQueue`` (200 ms): sends, batches and send-backs."""
+    wait_time_in_pull_queue: float = 5.0
+    """``waitTimeMillsInPullQueue`` (5000 ms)."""
+    wait_time_in_heartbeat_queue: float = 31.0
+    """``waitTimeMillsInHeartbeatQueue`` (31000 ms)."""
+    wait_time_in_transaction_queue: float = 3.0
+    """``waitTimeMillsInTransactionQueue`` (3000 ms): END_TRANSACTION."""
+
     remoting: ServerConfig = field(default_factory=ServerConfig)
-    """Transport settings of the broker's listener."""
+    """Transport settings of the broker's listener (its ``fast_fail``, when not set, comes from
+    the ``wait_time_in_*_queue`` fields above: :meth:`remoting_config`)."""
 
     # -- access control
     acl_file: Path | None = None
@@ -291,6 +307,10 @@ class BrokerConfig:
             "transaction_timeout",
             "transaction_check_interval",
             "acl_check_interval",
+            "wait_time_in_send_queue",
+            "wait_time_in_pull_queue",
+            "wait_time_in_heartbeat_queue",
+            "wait_time_in_transaction_queue",
         ):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
@@ -309,6 +329,25 @@ class BrokerConfig:
             ipaddress.ip_address(self.advertised_ip)
         except ValueError:
             raise ConfigError(f"broker_ip must be an IP address, got {self.advertised_ip!r}") from None
+
+    def remoting_config(self) -> ServerConfig:
+        """:attr:`remoting`, with the fast-failure limits by request code (the codes RocketMQ's
+        send, pull, heartbeat and end-transaction pools serve) unless it sets its own. Batches
+        are left out: a batch over 16 KiB is decoded on the worker thread with its connection's
+        reading held, so a client pipelining batches queues behind its own requests (32 batches of
+        16 KiB on one connection were answered busy after 200 ms, ``bench/bench_broker.py``)."""
+        if self.remoting.fast_fail is not None or not self.broker_fast_failure_enable:
+            return self.remoting
+        send, pull = self.wait_time_in_send_queue, self.wait_time_in_pull_queue
+        limits = {
+            RequestCode.SEND_MESSAGE: send,
+            RequestCode.SEND_MESSAGE_V2: send,
+            RequestCode.CONSUMER_SEND_MSG_BACK: send,
+            RequestCode.PULL_MESSAGE: pull,
+            RequestCode.HEART_BEAT: self.wait_time_in_heartbeat_queue,
+            RequestCode.END_TRANSACTION: self.wait_time_in_transaction_queue,
+        }
+        return replace(self.remoting, fast_fail={int(k): v for k, v in limits.items()})
 
     @property
     def advertised_ip(self) -> str:

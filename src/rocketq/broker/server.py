@@ -174,7 +174,9 @@ class Broker(AsyncStartClose):
         self.locks = QueueLockTable(
             QueueLockConfig(rebalance_lock_max_live_time=cfg.rebalance_lock_max_live_time)
         )
-        self.remoting = RemotingServer(cfg.host, cfg.port, config=cfg.remoting, listener=_Listener(self))
+        self.remoting = RemotingServer(
+            cfg.host, cfg.port, config=cfg.remoting_config(), listener=_Listener(self)
+        )
         self._store: MessageStore | None = None
         self._topics: TopicConfigManager | None = None
         self._topic_table: TopicConfigTable | None = None

@@ -59,7 +59,7 @@ from rocketq.cli._output import (
     topic_name,
     unreachable_hint,
 )
-from rocketq.cli.main import CliError
+from rocketq.cli.main import CliError, interrupted
 from rocketq.client import (
     ClientConfig,
     ConsumeConcurrentlyStatus,
@@ -411,6 +411,7 @@ class _Stop:
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.signalled = True
+        interrupted.set()
         self.output.done.set()
         # a second Ctrl-C while shutting down interrupts for real
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -10,14 +10,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from rocketq import __version__
 from rocketq.errors import RocketQError
 
-__all__ = ["CliError", "main"]
+__all__ = ["CliError", "exit_now", "interrupted", "main"]
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -30,6 +32,24 @@ EXIT_USAGE = 2
 
 class CliError(Exception):
     """A user mistake on the command line: printed as one line, exit code 2."""
+
+
+#: Set by a command stopped by SIGINT/SIGTERM (or seen as exit code 130/143): the process then
+#: ends with :func:`exit_now` once the command has printed its summary.
+interrupted = threading.Event()
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process at once with ``code``, output flushed: a command stopped by Ctrl-C has
+    said what it did and stopped what it started, and the interpreter's own teardown (modules,
+    threads still parked in a client's loop) took seconds of a loaded machine's time after it."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,4 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> NoReturn:
-    sys.exit(main())
+    code = main()
+    if code in (130, 143) or interrupted.is_set():
+        exit_now(code)
+    sys.exit(code)

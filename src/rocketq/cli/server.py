@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from rocketq.broker import Broker
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
 from rocketq.cli._output import MAX_SECONDS, non_negative_float, number_type, port_number, positive_duration
-from rocketq.cli.main import CliError
+from rocketq.cli.main import CliError, exit_now, interrupted
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.namesrv import DEFAULT_PORT
@@ -369,8 +369,15 @@ def run_until_signal(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]])
     async def wrapper() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if stop.is_set():  # the second one: stop at once (the store recovers at its next start)
+                exit_now(130)
+            interrupted.set()
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         try:
             await main(stop)
         finally:

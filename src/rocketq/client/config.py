@@ -255,9 +255,31 @@ class ProducerConfig:
     #: makes its first attempt on a socket of that thread's own instead of handing it to the
     #: client's loop (ours, no RocketMQ equivalent; see :mod:`rocketq.client.producer.direct`).
     thread_sockets: bool = True
+    #: Asynchronous sends (``send_future``, ``send_callback``, ``send_async``) out at once; at the
+    #: bound the caller waits for one to finish (RocketMQ 5's ``backPressureForAsyncSendNum``,
+    #: 10000, off by default there; ours is on, and lower: see
+    #: :mod:`rocketq.client.producer.overload`).
+    max_async_in_flight: int = 1024
+    #: Bytes of those sends' bodies out at once (``backPressureForAsyncSendSize`` 100 MiB).
+    max_async_in_flight_bytes: int = 100 * 1024 * 1024
+    #: Retries earned per send begun: all the sends of this producer together retry at most this
+    #: share of their number (plus 10 a second); ``None`` retries every failed send, as RocketMQ
+    #: does (ours; :class:`~rocketq.client.producer.overload.RetryBudget`).
+    retry_budget_ratio: float | None = 0.1
+    #: Seconds a broker that answered ``SYSTEM_BUSY`` or timed out is left alone, doubling while it
+    #: stays busy up to ``busy_backoff_max`` (RocketMQ's ``sendLatencyFaultEnable`` idea, on here).
+    busy_backoff: float = 0.05
+    busy_backoff_max: float = 1.0
 
     def __post_init__(self) -> None:
         _positive("send_msg_timeout", self.send_msg_timeout)
+        _positive("max_async_in_flight", self.max_async_in_flight)
+        _positive("max_async_in_flight_bytes", self.max_async_in_flight_bytes)
+        _positive("busy_backoff", self.busy_backoff)
+        if self.busy_backoff_max < self.busy_backoff:
+            raise ConfigError("busy_backoff_max must be >= busy_backoff")
+        if self.retry_budget_ratio is not None and self.retry_budget_ratio < 0:
+            raise ConfigError(f"retry_budget_ratio must be >= 0, got {self.retry_budget_ratio}")
         _positive("check_thread_pool_size", self.check_thread_pool_size)
         _positive("check_request_hold_max", self.check_request_hold_max)
         _positive("max_message_size", self.max_message_size)

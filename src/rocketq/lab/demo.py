@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,9 @@ class LiveView:
         self._events: list[tuple[int, str]] = []
         self._last_status = 0.0
         self.phase = "starting"
+        self.sent = 0  # acknowledged sends at the last tick
+        self._acks: deque[tuple[float, int]] = deque()  # (time, acknowledged) of the last seconds
+        self.saturated: str | None = None  # the line that said the broker is saturated, once
 
     def __enter__(self) -> LiveView:
         if self.live_mode:
@@ -137,6 +141,20 @@ class LiveView:
         workers = self.lab.workers
         new_lines = self._absorb(workers)
         sent = producer.snapshot()
+        self.sent = len(sent)
+        now = time.monotonic()
+        self._acks.append((now, self.sent))
+        while len(self._acks) > 2 and now - self._acks[1][0] >= 3.0:
+            self._acks.popleft()
+        if self.saturated is None and producer.behind > 2.0 and now - self._acks[0][0] >= 2.0:
+            # one line, once: the rate asked is more than the broker takes, and the producer waits
+            t0, n0 = self._acks[0]
+            self.saturated = (
+                f"the broker is saturated: {(self.sent - n0) / (now - t0):,.0f} msg/s acknowledged of "
+                f"the {producer.rate:,.0f} asked; the producer waits for it (back-pressure) instead of "
+                "piling up sends"
+            )
+            self.console.print(self.saturated, markup=False, highlight=False)
         if self.live is not None:
             self.live.update(self._render(sent))
             return
@@ -221,6 +239,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
     console.print("[bold]rocketq demo[/bold]: a server, a 16-queue topic, a steady producer, and a consumer "
                   "group that grows from 1 to 3 processes and shrinks to 2")  # fmt: skip
     lab = Lab(data_dir=options.data_dir, trace=trace)
+    view: LiveView | None = None
     try:
         with lab:
             console.print(
@@ -268,6 +287,13 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
                 console.print(f"HTML report: {result.report}", markup=False)
     except KeyboardInterrupt:
         result.error = "interrupted"
+        result.seconds = time.monotonic() - began
+        if view is not None:
+            console.print(
+                f"interrupted after {result.seconds:.1f} s: sent {view.sent:,}, consumed "
+                f"{len(view._seen_bodies):,}; every process it started has stopped",
+                markup=False,
+            )
         raise
     finally:
         result.seconds = time.monotonic() - began

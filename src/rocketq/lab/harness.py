@@ -111,6 +111,15 @@ def interrupt_on_sigterm() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _quietly(fn: Callable[[], object]) -> None:
+    with contextlib.suppress(Exception):
+        fn()
+
+
+#: Seconds a lab's children get, in all, to stop after Ctrl-C before they are killed.
+FAST_STOP = 0.5
+
+
 class LabError(RocketQError):
     """The lab could not set up or observe what a scenario needs (a timeout, a process that died)."""
 
@@ -414,8 +423,8 @@ class Lab:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(fast=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
     @property
     def root(self) -> Path:
@@ -546,22 +555,33 @@ class Lab:
         for w in workers:
             w.stop(timeout)
 
-    def close(self) -> None:
-        """Stop every process this lab started, by pid: workers, then brokers, then the server."""
+    def close(self, *, fast: bool = False) -> None:
+        """Stop every process this lab started, by pid: workers, then brokers, then the server.
+
+        ``fast`` (Ctrl-C): every child is asked to stop at once (SIGTERM) and given
+        :data:`FAST_STOP` seconds in all before it is killed, so that the lab or demo ends within
+        a second of the signal, whatever the load (a killed server recovers its files at its next
+        start; the lab's own temp dir is removed anyway)."""
+        if fast:
+            self._stop_fast()
         with contextlib.suppress(Exception):
             self.stop_workers(self.workers)
         for w in self.workers:
             if w.running:
                 with contextlib.suppress(Exception):
                     w.stop(2.0)
+        clients: list[Callable[[], object]] = []
         if self._producer is not None:
-            with contextlib.suppress(Exception):
-                self._producer.shutdown()
+            clients.append(self._producer.shutdown)
             self._producer = None
         if self._admin is not None:
-            with contextlib.suppress(Exception):
-                self._admin.close()
+            clients.append(self._admin.close)
             self._admin = None
+        for close in clients:
+            if fast:  # the servers are gone: no waiting on a graceful goodbye to them
+                threading.Thread(target=_quietly, args=(close,), daemon=True).start()
+            else:
+                _quietly(close)
         for b in self._extra:
             if b.proc.poll() is None:
                 b.proc.send_signal(signal.SIGTERM)
@@ -581,8 +601,41 @@ class Lab:
             handle.close()
         self._logs.clear()
         if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            if fast:
+                # removing a commit log of a killed server took ~2 s of a loaded disk: after Ctrl-C
+                # a detached ``rm`` does it while this process ends
+                subprocess.Popen(
+                    ["rm", "-rf", "--", str(self._tmp)],
+                    start_new_session=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            else:
+                shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+    def _stop_fast(self) -> None:
+        procs: list[subprocess.Popen[str]] = [w.proc for w in self.workers]
+        procs += [b.proc for b in self._extra]
+        if self.server is not None:
+            procs.append(self.server.proc)
+        for w in self.workers:
+            w.terminate()
+        for proc in procs[len(self.workers) :]:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + FAST_STOP
+        for proc in procs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(1.0)
 
     # ------------------------------------------------------------------ clients
 

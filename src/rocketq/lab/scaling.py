@@ -45,6 +45,8 @@ class SteadyProducer:
         self.sent: dict[str, tuple[MessageQueue, int, str]] = {}
         self.failed = 0
         self.attempted = 0
+        self.began: float | None = None
+        self._due = 0.0  # when the next send is due (monotonic)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._pending: list[Any] = []
@@ -56,10 +58,10 @@ class SteadyProducer:
 
     def _run(self) -> None:
         producer = self.lab.producer
-        began = time.monotonic()
+        self.began = began = time.monotonic()
         n = 0
         while not self._stop.is_set():
-            due = began + n / self.rate
+            self._due = due = began + n / self.rate
             delay = due - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 break
@@ -79,14 +81,33 @@ class SteadyProducer:
                 result = future.result()
                 self.sent[body] = (result.message_queue, ts, result.msg_id)
 
-    def stop(self) -> None:
-        """Stop sending and wait (bounded) for the answers of the sends in flight."""
+    @property
+    def behind(self) -> float:
+        """Seconds the schedule is behind: the producer waits for the broker (back-pressure: the
+        client's window of sends in flight is full), so the rate asked is more than it takes."""
+        if self.began is None or self._stop.is_set():
+            return 0.0
+        return max(0.0, time.monotonic() - self._due)
+
+    @property
+    def achieved_rate(self) -> float:
+        """Acknowledged sends per second since the start."""
+        if self.began is None:
+            return 0.0
+        with self._lock:
+            n = len(self.sent)
+        return n / max(time.monotonic() - self.began, 1e-9)
+
+    def stop(self, wait: float = 10.0) -> None:
+        """Stop sending and wait up to ``wait`` seconds in all for the answers of the sends in
+        flight (the ones still out count as neither sent nor failed)."""
         self._stop.set()
-        self._thread.join(10.0)
+        deadline = time.monotonic() + wait
+        self._thread.join(wait)
         for f in self._pending:
             try:
-                f.result(10.0)
-            except Exception:  # counted as failed by the callback
+                f.result(max(0.0, deadline - time.monotonic()))
+            except Exception:  # counted as failed by the callback, or still out
                 pass
         self._pending.clear()
 
@@ -238,6 +259,7 @@ def run_scaling(
             raise error[0]
         plans.append(result[0])
 
+    interrupted = False
     try:
         previous = 0
         for i, size in enumerate(sizes):
@@ -272,9 +294,15 @@ def run_scaling(
                 lab.changed.wait(tick_interval)
         if tick is not None:
             tick("done", active, producer)
+    except KeyboardInterrupt:
+        # Ctrl-C: a bounded wait for the sends out; the lab stops the workers (fast) as it unwinds
+        interrupted = True
+        producer.stop(wait=0.1)
+        raise
     finally:
-        producer.stop()
-        lab.stop_workers(workers)
+        if not interrupted:
+            producer.stop()
+            lab.stop_workers(workers)
     receipts = sorted((r for w in workers for r in w.received()), key=lambda r: r.ts_ms)
     run = ScalingRun(
         topic=topic,

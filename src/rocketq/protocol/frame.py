@@ -673,6 +673,19 @@ class FrameDecoder:
         """Bytes received and not yet returned as commands."""
         return len(self._buffer) - self._pos
 
+    def complete_frames(self, most: int = 100_000) -> int:
+        """Whole frames waiting in the buffer (at most ``most`` counted): the queue behind the
+        command just returned, for a server that tells a peer how many of its requests wait."""
+        buffer, pos, n = self._buffer, self._pos, 0
+        end = len(buffer)
+        while n < most and end - pos >= 4:
+            (length,) = _unpack_length(buffer, pos)
+            if length < _MIN_LENGTH or end - pos - 4 < length:
+                break
+            pos += 4 + length
+            n += 1
+        return n
+
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes read from the peer; a bad length word at the front raises at once."""
         if self._error is not None:

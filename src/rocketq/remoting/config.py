@@ -45,6 +45,11 @@ class ServerConfig:
     pauses until one finishes.
     """
 
+    #: Seconds a request of each code may wait, whole, in its connection's buffer
+    #: before it is answered ``SYSTEM_BUSY`` unserved, as RocketMQ's ``BrokerFastFailure`` does
+    #: (:mod:`rocketq.remoting.admission`); ``None``: serve everything, however late. The broker
+    #: sets its ``wait_time_in_*_queue`` here.
+    fast_fail: Mapping[int, float] | None = None
     #: Largest frame accepted, in bytes (RocketMQ: 16 MiB).
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     #: Seconds without a byte read or written (and no handler running) before ``on_idle`` fires

@@ -76,6 +76,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar, cast
 
 from rocketq.errors import BrokerError, RemoteProtocolError, RemotingClosedError, RemotingTimeoutError
+from rocketq.logsummary import LogSummary
 from rocketq.protocol.codes import ResponseCode, code_name
 from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, OpaqueSequence, RemotingCommand
 from rocketq.protocol.correlation import Correlator
@@ -85,6 +86,7 @@ from rocketq.protocol.frame import (
     FrameDecoder,
     encode_frame_parts,
 )
+from rocketq.remoting.admission import FastFail
 from rocketq.remoting.guard import InputBudget, PeerLog, RequestLimit, limits_check_from
 from rocketq.remoting.handover import Handover, LoopWaiter, ThreadWaiter, Waiter
 from rocketq.remoting.offload import Offloader, TimeSlice
@@ -127,6 +129,8 @@ _DEFAULT_SLICE = 0.005
 
 #: Warnings about peers from connections whose owner gives no log of its own (clients).
 _PEER_LOG = PeerLog(logger)
+#: Requests answered busy (``fast_fail``): one line per 10 s, never one per request.
+_BUSY_LOG = LogSummary(logger)
 
 
 def _timeout_error(peer: str, code: int, opaque: int, timeout: float) -> RemotingTimeoutError:
@@ -343,6 +347,7 @@ class RemotingConnection(asyncio.Protocol):
         read_time_slice: float | None = None,
         peer_log: PeerLog | None = None,
         offloader: Offloader | None = None,
+        fast_fail: FastFail | None = None,
     ) -> None:
         self.id = next(_connection_ids)
         self.remote_address = remote_address or "?"
@@ -362,6 +367,12 @@ class RemotingConnection(asyncio.Protocol):
         self._yielded = False  # reading paused to let other connections run (read_time_slice)
         self._offloader = offloader
         self._holds = 0  # large requests holding this connection's reading (hold_reading)
+        # requests that waited too long are answered busy (see rocketq.remoting.admission)
+        self._fast_fail = fast_fail
+        self._fast_limits: dict[int, float] | None = dict(fast_fail.limits) if fast_fail else None
+        # loop time of the oldest read whose whole frames are not all handled yet (None: none wait)
+        self._arrived: float | None = None
+        self._queued: int | None = None  # whole frames behind the request being read (busy remarks)
         self._peer_log = peer_log if peer_log is not None else _PEER_LOG
         #: loop time the frame now arriving (incomplete in the decoder) began, else None
         self.frame_started: float | None = None
@@ -485,6 +496,10 @@ class RemotingConnection(asyncio.Protocol):
     def release_reading(self) -> None:
         self._holds -= 1
         if not self._holds:
+            if self._arrived is not None:
+                # the requests behind a large one of the same connection waited for their own
+                # peer's request, not for the others: their queue time (fast_fail) starts now
+                self._arrived = self._loop.time()
             self._maybe_resume_reading()
 
     async def wait_closed(self) -> None:
@@ -515,9 +530,11 @@ class RemotingConnection(asyncio.Protocol):
             self._call_event(self._on_open, "open")
 
     def data_received(self, data: bytes) -> None:
-        self._last_activity = self._loop.time()
+        self._last_activity = now = self._loop.time()
         if self._closed:
             return
+        if self._arrived is None:
+            self._arrived = now
         try:
             self._decoder.receive_data(data)
         except Exception as exc:  # the decoder checks a frame's length word as soon as it arrives
@@ -570,6 +587,7 @@ class RemotingConnection(asyncio.Protocol):
         connection has had its ``read_time_slice`` of the loop: then it yields to the others)."""
         decoder = self._decoder
         self._processing = True
+        self._queued = None
         time_slice = self._read_time_slice
         deadline = None  # the slice starts after the first request: no clock read for a lone one
         try:
@@ -580,6 +598,7 @@ class RemotingConnection(asyncio.Protocol):
                     self._protocol_error(exc)
                     return
                 if cmd is None:
+                    self._arrived = None  # every whole frame handled: the next read starts the clock
                     return
                 self.frame_started = None
                 if cmd.flag & _RESPONSE:
@@ -667,6 +686,15 @@ class RemotingConnection(asyncio.Protocol):
         if handler is None:
             self._not_supported(request)
             return
+        limits = self._fast_limits
+        if limits is not None and not checked:
+            wait_limit = limits.get(request.code)
+            if wait_limit is not None:
+                arrived = self._arrived
+                waited = 0.0 if arrived is None else self._loop.time() - arrived
+                if waited >= wait_limit:
+                    self._busy(request, waited, wait_limit)
+                    return
         size = len(request.body)
         if size >= self._limits_from and not checked:  # one comparison for the usual small body
             limit = self._request_limits.get(request.code)
@@ -805,6 +833,27 @@ class RemotingConnection(asyncio.Protocol):
         if not request.flag & _ONEWAY:
             response = request.response(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=remark)
             self._reply(request, response)
+
+    def _busy(self, request: RemotingCommand, waited: float, limit: float) -> None:
+        """Answer a request that waited ``waited`` seconds, over its code's ``limit``, SYSTEM_BUSY
+        unserved, with RocketMQ's ``[TIMEOUT_CLEAN_QUEUE]`` remark (oneway: dropped)."""
+        fast = self._fast_fail
+        assert fast is not None
+        fast.count(request.code)
+        queued = self._queued
+        queued = self._decoder.complete_frames() if queued is None else max(queued - 1, 0)
+        self._queued = queued
+        remark = fast.remark(waited, queued)
+        _BUSY_LOG.warning(
+            f"busy:{request.code}",
+            f"requests of code {request.code} answered SYSTEM_BUSY unserved (waited over {limit:g}s)",
+            "%r: request code %d answered SYSTEM_BUSY: %s",
+            self,
+            request.code,
+            remark,
+        )
+        if not request.flag & _ONEWAY:
+            self._reply(request, request.response(code=ResponseCode.SYSTEM_BUSY, remark=remark))
 
     def _refuse(self, request: RemotingCommand, remark: str) -> None:
         """Answer a request over its code's limit SYSTEM_ERROR, before decoding any of it."""

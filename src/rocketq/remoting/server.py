@@ -17,6 +17,7 @@ import logging
 
 from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
+from rocketq.remoting.admission import FastFail
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import (
     ConnectionListener,
@@ -69,6 +70,9 @@ class RemotingServer(Endpoint, AsyncStartClose):
             logging.getLogger("rocketq.remoting.connection"), window=self.config.peer_log_window
         )
         self._sweeper: asyncio.TimerHandle | None = None
+        limits = self.config.fast_fail
+        #: the answers of requests that waited too long (``config.fast_fail``)
+        self.fast_fail = FastFail(limits) if limits else None
         threshold = self.config.offload_threshold
         #: decodes large request bodies off the loop (``config.offload_threshold``), if set
         self.offloader = (
@@ -187,6 +191,7 @@ class RemotingServer(Endpoint, AsyncStartClose):
             input_budget=self._budget,
             read_time_slice=cfg.read_time_slice,
             offloader=self.offloader,
+            fast_fail=self.fast_fail,
         )
 
     def _connection_opened(self, conn: RemotingConnection) -> None:

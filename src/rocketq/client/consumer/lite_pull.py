@@ -65,6 +65,7 @@ from rocketq.client.routes import subscribe_info_from_route
 from rocketq.client.validators import check_topic
 from rocketq.clock import now_ms
 from rocketq.errors import ClientStateError, ConfigError, RocketQError
+from rocketq.logsummary import LogSummary
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
@@ -80,6 +81,8 @@ from rocketq.protocol.message import MessageExt
 __all__ = ["LitePullConsumer", "LitePullConsumerConfig", "SubscriptionType"]
 
 logger = logging.getLogger(__name__)
+#: failed pulls, one line per broker per 10 s
+_pull_warnings = LogSummary(logger)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -386,8 +389,13 @@ class LitePullCore(ConsumerCore[LitePullConsumerConfig]):
             except asyncio.CancelledError:
                 raise
             except (RocketQError, OSError) as exc:
-                logger.warning(
-                    "pull of %s failed: %s; retrying in %.1fs", mq, exc, cfg.pull_time_delay_when_exception
+                _pull_warnings.warning(
+                    f"pull:{mq.broker_name}",
+                    f"pulls from {mq.broker_name} failed",
+                    "pull of %s failed: %s; retrying in %.1fs",
+                    mq,
+                    exc,
+                    cfg.pull_time_delay_when_exception,
                 )
                 wait = cfg.pull_time_delay_when_exception
             if wait:

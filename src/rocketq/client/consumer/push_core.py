@@ -47,6 +47,7 @@ from rocketq.client.rebalance.impl import MessageQueueListener, PullRequest
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.clock import now_ms
 from rocketq.errors import BrokerError, ConfigError, RocketQError
+from rocketq.logsummary import LogSummary
 from rocketq.models import MessageQueue, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
@@ -70,6 +71,8 @@ if TYPE_CHECKING:
 __all__ = ["PushConsumerCore", "retry_message"]
 
 logger = logging.getLogger(__name__)
+#: failed pulls, one line per broker per 10 s (a broker down fails every queue's pulls)
+_pull_warnings = LogSummary(logger)
 
 
 #: Seconds a rebalance that changed a consumer's queues waits for the heartbeat announcing its new
@@ -452,7 +455,13 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
                 logger.debug("pull of %s: %s; retrying after the heartbeat", mq, exc)
                 return cfg.pull_time_delay_when_subscription_not_latest
             if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                logger.warning("pull of %s failed: %s; retrying later", mq, exc)
+                _pull_warnings.warning(
+                    f"pull:{mq.broker_name}",
+                    f"pulls from {mq.broker_name} failed",
+                    "pull of %s failed: %s; retrying later",
+                    mq,
+                    exc,
+                )
             return cfg.pull_time_delay_when_exception
         if pq.dropped or self.stopping:
             return None

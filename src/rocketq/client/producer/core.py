@@ -36,6 +36,7 @@ from rocketq.client.ids import next_uniq_id
 from rocketq.client.loop_thread import LoopThread
 from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.producer.direct import ThreadConnections
+from rocketq.client.producer.overload import BrokerBackoff, InFlightLimit, RetryBudget
 from rocketq.client.producer.request import REPLY_MESSAGE_FLAG, prepare_request
 from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
 from rocketq.client.producer.send_policy import Decision, Outcome, SendPolicy, Verdict
@@ -46,10 +47,12 @@ from rocketq.errors import (
     ClientStateError,
     ConfigError,
     RemotingError,
+    RemotingTimeoutError,
     RequestTimeoutError,
     RocketQError,
     TopicNotExistError,
 )
+from rocketq.logsummary import LogSummary
 from rocketq.models import LocalTransactionState, MessageQueue
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.calls import Call, SendResponse, parse_send_response, send_message_request
@@ -67,6 +70,8 @@ if TYPE_CHECKING:
 __all__ = ["ProducerContext", "ProducerCore", "SendTraceHook"]
 
 logger = logging.getLogger(__name__)
+#: failed attempts, summarised per broker and kind (never one line per message under overload)
+_warnings = LogSummary(logger)
 
 _BORN_KEY = SendMessageRequestHeaderV2.wire_name_of("born_timestamp")
 _PROPERTIES_KEY = SendMessageRequestHeaderV2.wire_name_of("properties")
@@ -165,6 +170,13 @@ class ProducerCore:
         self._thread_connections: ThreadConnections | None = None
         self._thread_connections_lock = threading.Lock()
         self._blocking_in_flight = 0  # first attempts out from plain threads (either way)
+        # overload (see .overload): asynchronous sends out at once, the retry budget, busy brokers
+        self.in_flight = InFlightLimit(config.max_async_in_flight, config.max_async_in_flight_bytes)
+        ratio = config.retry_budget_ratio
+        self._budget = None if ratio is None else RetryBudget(ratio=ratio)
+        self.backoff = BrokerBackoff(first=config.busy_backoff, longest=config.busy_backoff_max)
+        #: retries the budget refused (the sends failed with their last error instead)
+        self.retries_refused = 0
 
     # ---------------------------------------------------------------- ProducerInner
 
@@ -253,15 +265,64 @@ class ProducerCore:
         return _Prepared(msg, props, body, sys_flag, props[MessageConst.UNIQ_KEY], batch=False)
 
     def _policy(self, topic: str, timeout: float | None, *, single: bool, retries: int | None) -> SendPolicy:
-        """The :class:`~.send_policy.SendPolicy` of a send beginning now."""
+        """The :class:`~.send_policy.SendPolicy` of a send beginning now (a deposit in the
+        retry budget)."""
+        now = time.monotonic()
+        if self._budget is not None:
+            self._budget.deposit(now)
         return SendPolicy.of(
             topic,
             retries=self.config.retry_times_when_send_failed if retries is None else retries,
             single=single,
             timeout=self.config.send_msg_timeout if timeout is None else timeout,
-            begin=time.monotonic(),
+            begin=now,
             retry_not_stored=self.config.retry_another_broker_when_not_store_ok,
         )
+
+    def _observe(self, mq: MessageQueue, outcome: Outcome) -> None:
+        """A busy answer or a timeout starts (or lengthens) the broker's back-off and halves the
+        window of asynchronous sends; an answer ends the back-off and grows the window."""
+        backoff = self.backoff
+        if isinstance(outcome, RemotingTimeoutError) or (
+            isinstance(outcome, BrokerError) and outcome.code == ResponseCode.SYSTEM_BUSY
+        ):
+            backoff.failed(mq.broker_name, time.monotonic())
+            self.in_flight.congested()
+        elif not isinstance(outcome, BaseException):
+            self.in_flight.answered()
+            if backoff.any_active():
+                backoff.succeeded(mq.broker_name)
+
+    def _may_retry(self, mq: MessageQueue, last_error: BaseException | None) -> bool:
+        """Whether the retry budget allows another attempt after ``last_error``: transport errors
+        (timeouts above all: the retries that pile load on a broker already behind) spend it."""
+        budget = self._budget
+        if budget is None or not isinstance(last_error, RemotingError) or budget.withdraw(time.monotonic()):
+            return True  # a broker's answer (a refusal) is quick and cheap: only transport errors spend
+        self.retries_refused += 1
+        _warnings.warning(
+            f"budget:{mq.broker_name}",
+            f"sends to {mq.broker_name} failed without a retry (the retry budget is spent)",
+            "send to %s failed (%s); not retried: this producer's retry budget is spent "
+            "(retries are at most %.0f%% of its sends)",
+            mq,
+            last_error,
+            (budget.ratio * 100),
+        )
+        return False
+
+    def _avoid_backoff(self, info: TopicPublishInfo, mq: MessageQueue) -> MessageQueue:
+        """``mq``'s broker backs off: a queue of another broker that does not, if there is one,
+        else ``mq`` after all (as RocketMQ's latency fault tolerance picks when every broker is
+        marked): the window of sends in flight, not a pause, holds the load back then."""
+        now = time.monotonic()
+        backoff = self.backoff
+        if backoff.until(mq.broker_name, now) is None:
+            return mq
+        for other in info.queues:
+            if other.broker_name != mq.broker_name and backoff.until(other.broker_name, now) is None:
+                return other
+        return mq
 
     async def send(
         self,
@@ -442,6 +503,8 @@ class ProducerCore:
         if not outside or info is None or not info.ok or self.trace is not None or api is None:
             return first
         mq = pick_queue(info, p.msg, queue, selector, arg, None)
+        if self.backoff.any_active() and queue is None and selector is None:
+            mq = self._avoid_backoff(info, mq)
         addr = self.instance.find_broker_address_in_publish(mq.broker_name)
         conn = api.remoting.open_connection(addr) if addr is not None else None
         if conn is not None:
@@ -577,6 +640,19 @@ class ProducerCore:
             )
         for attempt in range(first_attempt, policy.attempts):
             mq = pick_queue(info, p.msg, queue, selector, arg, last_broker)
+            if attempt and last_broker is not None:
+                if _busy(last_error):
+                    # the broker stored nothing and said so at once: wait out its back-off (within
+                    # the send's time), then retry; no retry token (busy answers cost it little)
+                    until = self.backoff.until(last_broker, time.monotonic())
+                    left = policy.timeout - (time.monotonic() - policy.begin)
+                    if until is not None and left > 0:
+                        await asyncio.sleep(min(until - time.monotonic(), left))
+                elif not self._may_retry(mq, last_error):
+                    assert last_error is not None
+                    raise last_error
+            if self.backoff.any_active() and queue is None and selector is None:
+                mq = self._avoid_backoff(info, mq)
             last_broker = mq.broker_name
             go = policy.before(attempt, now=time.monotonic(), last_error=last_error)
             if go.error is not None:
@@ -586,6 +662,7 @@ class ProducerCore:
                 outcome = await self._send_kernel(p, mq, oneway=oneway, timeout=go.budget)
             except (RemotingError, BrokerError) as exc:
                 outcome = last_error = exc
+            self._observe(mq, outcome)
             decision = policy.after(attempt, outcome)
             _note(mq, outcome, decision)
             if decision.error is not None:
@@ -755,6 +832,7 @@ class _FirstAttempt:
             else:
                 address = self.conn.remote_address if self.conn else ""
                 outcome = core._result(self.p, mq, address, parsed, begin_ms=0)
+        core._observe(mq, outcome)
         decision = self.policy.after(0, outcome)
         _note(mq, outcome, decision)
         if decision.error is not None:
@@ -768,15 +846,30 @@ class _FirstAttempt:
         )  # fmt: skip
 
 
+def _busy(error: BaseException | None) -> bool:
+    return isinstance(error, BrokerError) and error.code == ResponseCode.SYSTEM_BUSY
+
+
 def _note(mq: MessageQueue, outcome: Outcome, decision: Decision) -> None:
-    """Log a failed attempt as the send's drivers always have: a transport error with what
-    follows, a refusal that is retried elsewhere."""
+    """Log a failed attempt: a transport error with what follows, a refusal that is retried
+    elsewhere - summarised per broker and kind (:class:`~rocketq.logsummary.LogSummary`), so
+    that a broker that times out every send gives one line per 10 s, not one per message."""
     if isinstance(outcome, RemotingError):
-        logger.warning(
+        retry = decision.verdict is Verdict.RETRY
+        kind = "timed out" if isinstance(outcome, RemotingTimeoutError) else "failed"
+        _warnings.warning(
+            f"{kind}:{mq.broker_name}",
+            f"sends to {mq.broker_name} {kind}",
             "send to %s failed (%s); %s",
             mq,
             outcome,
-            "retrying" if decision.verdict is Verdict.RETRY else "giving up",
+            "retrying" if retry else "giving up",
         )
     elif isinstance(outcome, BrokerError) and decision.verdict is Verdict.RETRY:
-        logger.warning("send to %s refused (%s); retrying on another broker", mq, outcome)
+        _warnings.warning(
+            f"refused:{mq.broker_name}:{outcome.code}",
+            f"sends to {mq.broker_name} refused with code {outcome.code}",
+            "send to %s refused (%s); retrying on another broker",
+            mq,
+            outcome,
+        )

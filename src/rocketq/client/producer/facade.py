@@ -41,6 +41,7 @@ from rocketq.client.trace import (
     trace_producer_group,
 )
 from rocketq.client.validators import check_group
+from rocketq.logsummary import LogSummary
 from rocketq.models import MessageQueue
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
@@ -48,6 +49,7 @@ from rocketq.protocol.message import MessageExt
 __all__ = ["Producer", "SendCallback", "start_tracing", "trace_dispatcher"]
 
 logger = logging.getLogger(__name__)
+_callback_warnings = LogSummary(logger)  # failed callback sends: one line per kind per 10 s
 
 SendCallback = Callable[[SendResult], object]
 """Called with the result of an asynchronous send (``SendCallback.onSuccess``)."""
@@ -179,13 +181,33 @@ class Producer(SyncFacade[ProducerCore]):
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
     ) -> concurrent.futures.Future[SendResult]:
-        """Send asynchronously (retrying ``retry_times_when_send_async_failed`` times); a future."""
+        """Send asynchronously (retrying ``retry_times_when_send_async_failed`` times); a future.
+
+        Back-pressure: while ``max_async_in_flight`` sends (or ``max_async_in_flight_bytes``) are
+        out, this waits for one to finish, up to the send's timeout, then raises
+        :class:`~rocketq.errors.RemotingTooMuchRequestError` (on the client's own loop thread,
+        which must not wait, it raises at once)."""
         core = self.core
-        coro = core.send(
-            msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
-            retries=self.config.retry_times_when_send_async_failed,
-        )  # fmt: skip
-        return core.instance.loop_thread.submit(coro)  # type: ignore[arg-type]
+        limit = core.in_flight
+        size = len(msg.body)
+        wait = self.config.send_msg_timeout if timeout is None else timeout
+        loop_thread = core.instance.loop_thread
+        if loop_thread.in_loop_thread:
+            if not limit.try_acquire(size):
+                raise limit.too_many(0.0)
+        else:
+            limit.acquire(size, wait)
+        try:
+            coro = core.send(
+                msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+                retries=self.config.retry_times_when_send_async_failed,
+            )  # fmt: skip
+            future: concurrent.futures.Future[SendResult] = loop_thread.submit(coro)  # type: ignore[arg-type]
+        except BaseException:
+            limit.release(size)
+            raise
+        future.add_done_callback(lambda _f: limit.release(size))
+        return future
 
     def send_callback(
         self,
@@ -204,7 +226,12 @@ class Producer(SyncFacade[ProducerCore]):
                     if on_exception is not None:
                         on_exception(exc)
                     else:
-                        logger.warning("async send failed: %s", exc)
+                        _callback_warnings.warning(
+                            f"async:{type(exc).__name__}",
+                            f"asynchronous sends failed ({type(exc).__name__})",
+                            "async send failed: %s",
+                            exc,
+                        )
                 else:
                     on_success(f.result())
             except Exception:
@@ -221,13 +248,19 @@ class Producer(SyncFacade[ProducerCore]):
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
     ) -> SendResult:
-        """``await producer.send_async(msg)`` from any asyncio loop (retrying as
-        :meth:`send_future` does). The first attempt is made from the caller's loop when the
-        route is cached and the broker connected (:meth:`ProducerCore.send_from_loop`)."""
-        return await self.core.send_from_loop(
-            msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
-            retries=self.config.retry_times_when_send_async_failed,
-        )  # fmt: skip
+        """``await producer.send_async(msg)`` from any asyncio loop (retrying, and waiting at the
+        in-flight bound, as :meth:`send_future` does). The first attempt is made from the caller's
+        loop when the route is cached and the broker connected (:meth:`ProducerCore.send_from_loop`)."""
+        limit = self.core.in_flight
+        size = len(msg.body)
+        await limit.acquire_async(size, self.config.send_msg_timeout if timeout is None else timeout)
+        try:
+            return await self.core.send_from_loop(
+                msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+                retries=self.config.retry_times_when_send_async_failed,
+            )  # fmt: skip
+        finally:
+            limit.release(size)
 
     def send_oneway(
         self,

@@ -47,12 +47,15 @@ RETRY_RESPONSE_CODES: Final = frozenset(
         ResponseCode.TOPIC_NOT_EXIST,
         ResponseCode.SERVICE_NOT_AVAILABLE,
         ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,  # RocketMQ 5 retries it; 4.9 raises it at once
         ResponseCode.NO_PERMISSION,
         205,  # NO_BUYER_ID
         206,  # NOT_IN_CURRENT_UNIT
     }
 )
-"""Broker answers after which a send is tried on another broker (``retryResponseCodes``)."""
+"""Broker answers after which a send is tried on another broker (``retryResponseCodes``; 4.9.4's
+list and RocketMQ 5's ``SYSTEM_BUSY``; the producer's retry budget and broker back-off keep
+these retries from adding load to a busy broker: :mod:`.overload`)."""
 
 
 class Verdict(enum.Enum):
