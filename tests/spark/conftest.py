@@ -70,10 +70,14 @@ class ClusterThread:
     def io(self) -> BlockingClient:
         return BlockingClient(self.namesrv)
 
-    def create_topic(self, topic: str, queues: int, *, perm: int = 6) -> list[QueueRoute]:
-        """Create or update ``topic`` on the broker and wait until the name server routes it."""
+    def create_topic(
+        self, topic: str, queues: int, *, perm: int = 6, force_system_topic: bool = False
+    ) -> list[QueueRoute]:
+        """Create or update ``topic`` on the broker and wait until the name server routes it
+        (``force_system_topic``: a system topic, which the broker refuses otherwise)."""
+        call = calls.create_topic(topic, queues, queues, perm=perm, force_system_topic=force_system_topic)
         with BlockingRemotingClient(self.broker_addr) as client:
-            response = client.invoke(calls.create_topic(topic, queues, queues, perm=perm).request)
+            response = client.invoke(call.request)
         assert response.code == ResponseCode.SUCCESS, response.remark
         deadline = time.monotonic() + 20
         with self.io() as io:

@@ -173,7 +173,7 @@ def test_trace_messages_read_back_through_the_source(spark: Any, cluster: Cluste
         )
         for i in range(40)
     ]
-    routes = cluster.create_topic(RMQ_SYS_TRACE_TOPIC, 1)
+    routes = cluster.create_topic(RMQ_SYS_TRACE_TOPIC, 1, force_system_topic=True)
     packed = pack_traces(contexts, max_chars=600)
     assert len(packed) > 1
     with cluster.io() as io:

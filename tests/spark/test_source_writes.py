@@ -104,6 +104,18 @@ def _stream_copy(spark: Any, ct: ClusterThread, ckpt: Path, available_now: bool)
     ).start()
 
 
+def _stop(query: Any) -> None:
+    """Stop ``query`` and see it inactive: a stop cut short by a worker cut off mid-call (the
+    kill's own noise) can leave it running, and the next query on its checkpoint would fail."""
+    deadline = time.monotonic() + 60
+    while query.isActive and time.monotonic() < deadline:
+        try:
+            query.stop()
+        except Exception as exc:
+            print(f"stop: {type(exc).__name__}")
+    assert not query.isActive
+
+
 def _last(ckpt: Path, name: str) -> int:
     folder = ckpt / name
     ids = [int(f.name) for f in folder.iterdir() if f.name.isdigit()] if folder.exists() else []
@@ -131,10 +143,7 @@ def test_exactly_once_stream_write_killed_and_restarted(
         while query.status["message"].startswith("Initializing") and time.monotonic() < deadline:
             time.sleep(0.05)  # a stop before the sources are up is no test of the sink
         time.sleep(rng.uniform(0.5, 4.0))
-        try:
-            query.stop()
-        except Exception as exc:  # a worker cut off mid-call: the kill's own noise
-            print(f"stop: {type(exc).__name__}")
+        _stop(query)
         replays += _last(ckpt, "offsets") > _last(ckpt, "commits")
     last = _last(ckpt, "commits")
     if last >= 0:  # a crash after the batch's sends, before its commit: the whole batch again
