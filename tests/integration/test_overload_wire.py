@@ -65,7 +65,10 @@ def test_a_java_producer_flooding_the_broker_gets_rocketmqs_busy_answer(tmp_path
     frame, topic = _java_send()
 
     async def main() -> tuple[dict[int, int], list[bytes], int]:
-        async with Broker(BrokerConfig(port=0, data_dir=tmp_path)) as broker:
+        # a 20 ms bound (RocketMQ's waitTimeMillsInSendQueue is 200 ms): a flood on a fast, quiet
+        # machine may never queue 200 ms, and the answer under test is the same
+        config = BrokerConfig(port=0, data_dir=tmp_path, wait_time_in_send_queue=0.02)
+        async with Broker(config) as broker:
             addr = broker.address
             async with RemotingClient() as client:
                 header = CreateTopicRequestHeader(
@@ -110,7 +113,7 @@ def test_a_java_producer_flooding_the_broker_gets_rocketmqs_busy_answer(tmp_path
     print(f"answers by code: {codes}; stored {stored}")
     assert sum(codes.values()) == conns * burst  # every request answered
     assert set(codes) <= {ResponseCode.SUCCESS, ResponseCode.SYSTEM_BUSY}, codes
-    assert codes.get(ResponseCode.SYSTEM_BUSY, 0) > 0, "a flood this size must meet the 200 ms bound"
+    assert codes.get(ResponseCode.SYSTEM_BUSY, 0) > 0, "a flood this size must meet the 20 ms bound"
     assert codes.get(ResponseCode.SUCCESS, 0) > 0
     assert stored == codes[ResponseCode.SUCCESS]  # busy answers stored nothing; successes all kept
     keys = _java_error_header_keys()
@@ -122,4 +125,4 @@ def test_a_java_producer_flooding_the_broker_gets_rocketmqs_busy_answer(tmp_path
         assert header["serializeTypeCurrentRPC"] == "JSON"
         m = BUSY.fullmatch(str(header["remark"]))
         assert m is not None, header["remark"]
-        assert int(m.group(1)) >= 200  # it waited over waitTimeMillsInSendQueue
+        assert int(m.group(1)) >= 20  # it waited over the test's waitTimeMillsInSendQueue

@@ -116,6 +116,21 @@ def _stop(query: Any) -> None:
     assert not query.isActive
 
 
+def _copy_rest(spark: Any, cluster: ClusterThread, ckpt: Path) -> None:
+    """Run the copy to its end (``availableNow``). Spark may still count a query stopped a moment
+    ago as using the checkpoint; that refusal ("concurrently using") is tried again."""
+    for attempt in range(10):
+        query = _stream_copy(spark, cluster, ckpt, available_now=True)
+        try:
+            query.awaitTermination(180)
+            return
+        except Exception as exc:
+            if "concurrently using" not in str(exc) or attempt == 9:
+                raise
+            print(f"the checkpoint was still held (attempt {attempt + 1}); starting again")
+            time.sleep(0.5)
+
+
 def _last(ckpt: Path, name: str) -> int:
     folder = ckpt / name
     ids = [int(f.name) for f in folder.iterdir() if f.name.isdigit()] if folder.exists() else []
@@ -149,8 +164,7 @@ def test_exactly_once_stream_write_killed_and_restarted(
     if last >= 0:  # a crash after the batch's sends, before its commit: the whole batch again
         (ckpt / "commits" / str(last)).unlink()
         replays += 1
-    query = _stream_copy(spark, cluster, ckpt, available_now=True)
-    query.awaitTermination(180)
+    _copy_rest(spark, cluster, ckpt)
     print(f"batches replayed: {replays}")
     copied = _read(spark, cluster, "EoOut")
     bodies = sorted(r["body"] for r in copied)
