@@ -103,16 +103,21 @@ def run(run: Run) -> None:
             + (f", {res.failed_sends} sends failed" if res.failed_sends else ""),
         )
         assert res.analysis is not None
-        later = res.analysis.costs[1:]
+        steps = res.step_moves()
         last_move = {m.queue: m for m in res.analysis.moves}  # moves are in time order
         passed_on = sum(1 for m in res.analysis.moves if m.pause_ms is None and last_move[m.queue] is not m)
         run.check(
-            f"{mode} handoff: every change moved queues and each moved queue was consumed again",
-            bool(later)
-            and all(c.moves for c in later)
+            f"{mode} handoff: every step moved queues and each moved queue was consumed again",
+            bool(steps)
+            and all(moved for _, moved in steps)
             and all(m.pause_ms is not None for m in last_move.values()),
-            ", ".join(f"{c.label}: {c.moves} moved" for c in later)
-            + (f" ({passed_on} moved on again before anyone consumed them there)" if passed_on else ""),
+            ", ".join(f"{label}: {moved} moved" for label, moved in steps)
+            + (f" ({passed_on} moved on again before anyone consumed them there)" if passed_on else "")
+            + (
+                f"; not consumed again: {sorted(str(q) for q, m in last_move.items() if m.pause_ms is None)}"
+                if any(m.pause_ms is None for m in last_move.values())
+                else ""
+            ),
         )
     if "clean" in results:
         clean = results["clean"]

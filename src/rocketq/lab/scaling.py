@@ -18,7 +18,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rocketq.analytics import Analysis, Delivery, RebalanceEvent, Stored, analyze
@@ -132,6 +132,30 @@ class ScalingRun:
     plans: list[dict[str, list[MessageQueue]]]
     workers: list[Worker]
     analysis: Analysis | None = None
+    steps: list[tuple[str, int]] = field(default_factory=list)
+    """Each planned step (``"1 -> 3"``) and when the lab began it (epoch ms): consumers join and
+    leave one by one, so one step can be several changes of the member list."""
+    teardown_ms: int | None = None
+    """When the lab began stopping the workers: their records from then on are not the run's."""
+
+    def step_moves(self) -> list[tuple[str, int]]:
+        """Each step after the first with the queues its changes moved."""
+        assert self.analysis is not None
+        starts = [t for _, t in self.steps]
+        out = []
+        for i, (label, start) in enumerate(self.steps[1:], 1):
+            end = starts[i + 1] if i + 1 < len(starts) else None
+            out.append(
+                (
+                    label,
+                    sum(
+                        c.moves
+                        for c in self.analysis.costs
+                        if c.change.at_ms >= start and (end is None or c.change.at_ms < end)
+                    ),
+                )
+            )
+        return out
 
     @property
     def consumed(self) -> int:
@@ -227,6 +251,8 @@ def run_scaling(
     active: list[Worker] = []
     producer = SteadyProducer(lab, topic, rate, f"{group}")
     plans: list[dict[str, list[MessageQueue]]] = []
+    steps: list[tuple[str, int]] = []
+    teardown_ms: int | None = None
 
     def steady(label: str, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -264,6 +290,7 @@ def run_scaling(
         previous = 0
         for i, size in enumerate(sizes):
             label = f"{previous} -> {size}" if i else f"start {size}"
+            steps.append((label, _now_ms()))
             if size > previous:
                 for _ in range(size - previous):
                     w = lab.spawn_consumer(f"consumer-{len(workers) + 1}", group, [topic], **options)
@@ -302,6 +329,7 @@ def run_scaling(
     finally:
         if not interrupted:
             producer.stop()
+            teardown_ms = _now_ms()
             lab.stop_workers(workers)
     receipts = sorted((r for w in workers for r in w.received()), key=lambda r: r.ts_ms)
     run = ScalingRun(
@@ -315,6 +343,8 @@ def run_scaling(
         receipts=receipts,
         plans=plans,
         workers=workers,
+        steps=steps,
+        teardown_ms=teardown_ms,
     )
     run.analysis = measure(run)
     return run
@@ -322,7 +352,8 @@ def run_scaling(
 
 def measure(run: ScalingRun) -> Analysis:
     """The figures of ``run`` from its records, by :func:`rocketq.analytics.analyze`: the workers'
-    deliveries and rebalance records of the topic, and every acknowledged send as a stored
+    deliveries and rebalance records of the topic (not those of the lab's teardown: stopping the
+    workers one by one is not a change the run made), and every acknowledged send as a stored
     message (its store time from a delivery of it, else its send time)."""
     deliveries = [
         Delivery(r.client_id, r.msg_id or r.body, r.queue, r.start_ms, True, r.stored_ms, r.worker)
@@ -333,5 +364,10 @@ def measure(run: ScalingRun) -> Analysis:
         if r.stored_ms is not None:
             stored_ms.setdefault(r.msg_id, r.stored_ms)
     stored = [Stored(mid, q, stored_ms.get(mid, ts)) for q, ts, mid in run.sent.values()]
-    events = [RebalanceEvent.from_dict(rec) for w in run.workers for rec in w.rebalances(run.topic)]
+    events = [
+        RebalanceEvent.from_dict(rec)
+        for w in run.workers
+        for rec in w.rebalances(run.topic)
+        if run.teardown_ms is None or int(rec["end_ms"]) < run.teardown_ms
+    ]
     return analyze(deliveries, events, stored)
