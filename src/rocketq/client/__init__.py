@@ -55,8 +55,9 @@ Building another consumer on these parts (all state lives on the instance's loop
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rocketq.lazy import lazy_names
 
 if TYPE_CHECKING:
     from rocketq.client.config import ClientConfig, ProducerConfig, PushConsumerConfig, ReadOffsetType
@@ -156,18 +157,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rocketq.client' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups find it without this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "CleanHandoffPushCore",
