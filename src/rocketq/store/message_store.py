@@ -101,7 +101,7 @@ from rocketq.store.checkpoint import AbortMarker, Checkpoint
 from rocketq.store.commitlog import CommitLog
 from rocketq.store.config import StoreConfig
 from rocketq.store.configfiles import ConfigTable, remove_stale_temp_files
-from rocketq.store.consumequeue import CQ_ENTRY, ConsumeQueue
+from rocketq.store.consumequeue import CQ_ENTRY
 from rocketq.store.flush import GroupCommitService, PeriodicService
 from rocketq.store.index import IndexService, message_keys
 from rocketq.store.offsets import ConsumerOffsetTable
@@ -118,7 +118,7 @@ from rocketq.store.recovery import Recovery, TagsCodeFunction
 from rocketq.store.replica import ReplicaLog
 from rocketq.store.replica import read_commit_log as _read_commit_log
 from rocketq.store.retention import Retention
-from rocketq.store.segments import FileIO, Segment
+from rocketq.store.segments import FileIO
 
 __all__ = [
     "ArrivalListener",
@@ -212,6 +212,8 @@ class MessageStore(Closing):
         self._clock = clock
         self._io = io or FileIO()
         self._tags_code = tags_code_function
+        #: The config is frozen: the append reads its limit here rather than through a property.
+        self._max_size = self.config.effective_max_message_size
         self._lock = threading.Lock()
         self._writable = True
         self._closed = False
@@ -362,9 +364,10 @@ class MessageStore(Closing):
         the caller has them parsed: an SQL92 filter of a held pull is tried on them)."""
         buf = bytearray(record)
         topic_bytes = topic.encode()
-        layout = layout_one(buf, topic_bytes, queue_id, self.config.effective_max_message_size, tags_code)
+        layout = layout_one(buf, topic_bytes, queue_id, self._max_size, tags_code)
         result = self._append(topic, topic_bytes, queue_id, buf, layout)
-        self._notify(topic, queue_id, result.queue_offset + 1, tags_code, properties)
+        if self._listeners:
+            self._notify(topic, queue_id, result.queue_offset + 1, tags_code, properties)
         return result
 
     def put_messages(
@@ -390,19 +393,14 @@ class MessageStore(Closing):
         if count == 0:
             raise ConfigError("nothing to append")
         if tags_codes is None:
-            codes: tuple[int, ...] | list[int] = (0,) * count
+            tags_codes = (0,) * count
         elif len(tags_codes) != count:
             raise ConfigError(f"{count} records but {len(tags_codes)} tag codes")
-        else:
-            codes = list(tags_codes)
         buf = records[0] if count == 1 and type(records[0]) is bytearray else bytearray().join(records)
-        total = len(buf)
-        if total > self.config.effective_max_message_size:
-            raise ConfigError(
-                f"{total} bytes exceed the maximum message size of {self.config.effective_max_message_size}"
-            )
+        if len(buf) > self._max_size:
+            raise ConfigError(f"{len(buf)} bytes exceed the maximum message size of {self._max_size}")
         topic_bytes = topic.encode()
-        layout = layout_batch(buf, count, topic_bytes, queue_id, codes)
+        layout = layout_batch(buf, count, topic_bytes, queue_id, tags_codes)
         result = self._append(topic, topic_bytes, queue_id, buf, layout)
         self._notify(topic, queue_id, result.queue_offset + count, None, None)
         return result
@@ -410,13 +408,14 @@ class MessageStore(Closing):
     def _append(
         self, topic: str, topic_bytes: bytes, queue_id: int, buf: bytearray, layout: RecordLayout
     ) -> PutResult:
-        """The locked append of one record or a batch (records checked, see :mod:`~rocketq.store.records`):
+        """The locked append of one record or a batch, checked (:mod:`~rocketq.store.records`):
         stamp offsets and store time, write the commit log once and the queue's entries, index."""
         queues = self._queues.by_topic.get(topic)
         cq = queues.get(queue_id) if queues is not None else None
         if cq is None:
             cq = self._queues.get_or_create(topic, queue_id)
-        count = len(layout.starts)
+        starts, _, ts_positions, props_positions, sys_flags, codes = layout
+        count = len(starts)
         total = len(buf)
         commit_log = self.commit_log
         with self._lock:
@@ -432,57 +431,57 @@ class MessageStore(Closing):
             except OSError as exc:
                 raise self._write_error(exc) from exc
             queue_offset = cq.max_index
+            end = phys + total
             if count == 1:
                 STORE_OFFSETS.pack_into(buf, QUEUE_OFFSET_POSITION, queue_offset, phys)
-                _I64.pack_into(buf, layout.timestamp_positions[0], now_ms)
+                _I64.pack_into(buf, ts_positions[0], now_ms)
                 offsets: tuple[int, ...] = (phys,)
-                entries = CQ_ENTRY.pack(phys, total, layout.tags_codes[0])
+                entries = CQ_ENTRY.pack(phys, total, codes[0])
             else:
                 offsets, entries = _stamp_batch(buf, layout, queue_offset, phys, now_ms)
-            self._write(cq, seg, phys, buf, entries)
-            commit_log.tail = (phys + total, now_ms)
-            commit_log.max_offset = phys + total
+            try:
+                seg.write(phys - seg.start, buf)
+            except OSError as exc:
+                commit_log.discard_unwritten(phys)
+                raise self._write_error(exc) from exc
+            try:
+                if count == 1:
+                    cq.write_one(entries, end)
+                else:
+                    cq.write(entries, end)
+            except OSError as exc:
+                commit_log.discard_unwritten(phys)
+                cq.discard_unwritten()
+                raise self._write_error(exc) from exc
+            commit_log.tail = (end, now_ms)
+            commit_log.max_offset = end
             self._last_dispatch_timestamp = now_ms
             self.put_message_count += count
             self.put_message_bytes += total
-            if self.index is not None:
-                self._index_appended(topic_bytes, buf, layout, phys, now_ms)
+            index = self.index
+            if index is not None and count == 1:
+                try:
+                    index.add(topic_bytes, buf, props_positions[0] + 2, total, phys, now_ms, sys_flags[0])
+                except (OSError, ValueError) as exc:
+                    self._index_failure(phys, exc)
+            elif index is not None:
+                self._index_batch(index, topic_bytes, buf, layout, phys, now_ms)
         durable = self._group_commit.request() if self._group_commit is not None else None
         return PutResult(phys, queue_offset, count, total, now_ms, offsets, durable)
 
-    def _write(self, cq: ConsumeQueue, seg: Segment, phys: int, buf: bytearray, entries: bytes) -> None:
-        """Write the records at ``phys`` of ``seg`` and their queue entries (store lock held);
-        on failure clear what a partial write may have left and raise the store's error."""
-        try:
-            seg.write(phys - seg.start, buf)
-        except OSError as exc:
-            self.commit_log.discard_unwritten(phys)
-            raise self._write_error(exc) from exc
-        try:
-            if len(entries) == CQ_ENTRY.size:
-                cq.write_one(entries, phys + len(buf))
-            else:
-                cq.write(entries, phys + len(buf))
-        except OSError as exc:
-            self.commit_log.discard_unwritten(phys)
-            cq.discard_unwritten()
-            raise self._write_error(exc) from exc
-
-    def _index_appended(
-        self, topic: bytes, buf: bytearray, layout: RecordLayout, phys: int, now_ms: int
+    def _index_batch(
+        self, index: IndexService, topic: bytes, buf: bytearray, layout: RecordLayout, phys: int, now_ms: int
     ) -> None:
-        """Index the records just appended at ``phys`` (store lock held); a failure costs the index only."""
-        index = self.index
-        assert index is not None
-        starts = layout.starts
-        sizes = layout.sizes
-        props = layout.properties_positions
-        flags = layout.sys_flags
+        """Index a batch just appended at ``phys`` (store lock held); a failure costs the index only."""
+        starts, sizes, _, props_positions, sys_flags, _ = layout
         for i in range(len(starts)):
+            start = starts[i]
             try:
-                index.add(topic, buf, props[i] + 2, starts[i] + sizes[i], phys + starts[i], now_ms, flags[i])
+                index.add(
+                    topic, buf, props_positions[i] + 2, start + sizes[i], phys + start, now_ms, sys_flags[i]
+                )
             except (OSError, ValueError) as exc:
-                self._index_failure(phys + starts[i], exc)
+                self._index_failure(phys + start, exc)
 
     def _notify(
         self,
@@ -833,15 +832,11 @@ def _stamp_batch(
     buf: bytearray, layout: RecordLayout, queue_offset: int, phys: int, now_ms: int
 ) -> tuple[tuple[int, ...], bytes]:
     """Stamp a batch's queue offsets, commit-log offsets and store time; its offsets and entries."""
-    starts = layout.starts
+    starts, sizes, ts_positions, _, _, codes = layout
     offsets = tuple(phys + s for s in starts)
     pack_offsets = STORE_OFFSETS.pack_into
     pack_ts = _I64.pack_into
-    ts_positions = layout.timestamp_positions
     for i in range(len(starts)):
         pack_offsets(buf, starts[i] + QUEUE_OFFSET_POSITION, queue_offset + i, offsets[i])
         pack_ts(buf, ts_positions[i], now_ms)
-    sizes = layout.sizes
-    codes = layout.tags_codes
-    entries = b"".join([CQ_ENTRY.pack(offsets[i], sizes[i], codes[i]) for i in range(len(starts))])
-    return offsets, entries
+    return offsets, b"".join([CQ_ENTRY.pack(offsets[i], sizes[i], codes[i]) for i in range(len(starts))])

@@ -2,7 +2,7 @@
 
 * :func:`layout_one` / :func:`layout_batch` check encoded records (magic code, sizes, the topic
   they name) and find where the append must stamp them - queue offset, commit-log offset,
-  store timestamp - as a :class:`RecordLayout`, all outside the store lock; they also write the
+  store timestamp - as a :data:`RecordLayout`, all outside the store lock; they also write the
   queue id into each record, as RocketMQ does under its lock.
 * :class:`RecordProperties` / :func:`record_properties` read a stored record's properties on
   demand (a pull's SQL92 filter usually names one or two of them).
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 
 from rocketq.errors import ConfigError
 from rocketq.protocol.message import (
@@ -43,18 +42,11 @@ _MAGICS = frozenset({MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2})
 MIN_RECORD_SIZE = 92
 
 
-@dataclass(slots=True)
-class RecordLayout:
-    """Where the records of one append start and what the append stamps into them: per record
-    its offset in the buffer, size, store-timestamp position, property-string position (the
-    two length bytes), sys flag and consume-queue tag code."""
-
-    starts: list[int]
-    sizes: list[int]
-    timestamp_positions: list[int]
-    properties_positions: list[int]
-    sys_flags: list[int]
-    tags_codes: tuple[int, ...] | list[int]
+#: Where the records of one append start and what the append stamps into them, one entry per
+#: record in each: offsets in the buffer, sizes, store-timestamp positions, property-string
+#: positions (the two length bytes), sys flags and consume-queue tag codes. A plain tuple: one
+#: record's layout is built on every single send, and a tuple costs the least to make.
+RecordLayout = tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[int], Sequence[int], Sequence[int]]
 
 
 def check_record(
@@ -93,17 +85,21 @@ def layout_one(buf: bytearray, topic: bytes, queue_id: int, max_size: int, tags_
     if magic not in _MAGICS or size != total:
         raise ConfigError("the record is not a stored message")
     ts_pos, props_pos, sys_flag = check_record(buf, 0, total, topic, magic, queue_id)
-    return RecordLayout([0], [total], [ts_pos], [props_pos], [sys_flag], (tags_code,))
+    return (0,), (total,), (ts_pos,), (props_pos,), (sys_flag,), (tags_code,)
 
 
 def layout_batch(
-    buf: bytearray, count: int, topic: bytes, queue_id: int, tags_codes: tuple[int, ...] | list[int]
+    buf: bytearray, count: int, topic: bytes, queue_id: int, tags_codes: Sequence[int]
 ) -> RecordLayout:
     """Check the ``count`` records back to back in ``buf``; raises
     :class:`~rocketq.errors.ConfigError` when one is truncated or no stored message of ``topic``,
     or their sizes do not add up to the buffer."""
     total = len(buf)
-    layout = RecordLayout([], [], [], [], [], tags_codes)
+    starts: list[int] = []
+    sizes: list[int] = []
+    timestamps: list[int] = []
+    properties: list[int] = []
+    sys_flags: list[int] = []
     pos = 0
     for i in range(count):
         if total - pos < MIN_RECORD_SIZE:
@@ -112,15 +108,15 @@ def layout_batch(
         if magic not in _MAGICS or size < MIN_RECORD_SIZE or pos + size > total:
             raise ConfigError(f"record {i} of the batch is not a stored message")
         ts_rel, props_pos, sys_flag = check_record(buf, pos, size, topic, magic, queue_id)
-        layout.starts.append(pos)
-        layout.sizes.append(size)
-        layout.timestamp_positions.append(pos + ts_rel)
-        layout.properties_positions.append(props_pos)
-        layout.sys_flags.append(sys_flag)
+        starts.append(pos)
+        sizes.append(size)
+        timestamps.append(pos + ts_rel)
+        properties.append(props_pos)
+        sys_flags.append(sys_flag)
         pos += size
     if pos != total:
         raise ConfigError("the records' sizes do not add up to their length")
-    return layout
+    return starts, sizes, timestamps, properties, sys_flags, tags_codes
 
 
 class RecordProperties(Mapping[str, str]):
