@@ -648,6 +648,7 @@ class MessageStore(Closing):
         tags_codes: AbstractSet[int] | None = None,
         max_bytes: int | None = None,
         *,
+        group: str | None = None,
         property_filter: PropertyFilter | None = None,
         max_transfer: int | None = None,
     ) -> GetMessageResult:
@@ -659,7 +660,8 @@ class MessageStore(Closing):
         ``max_transfer_count`` messages (or ``max_transfer``, when given: a bulk pull) and about
         ``max_bytes`` (default ``max_transfer_bytes``) are returned, but always at least one.
         ``next_begin_offset`` follows the last entry examined (RocketMQ's rules, including the
-        suggested offsets for the OFFSET_* statuses).
+        suggested offsets for the OFFSET_* statuses); ``group`` is accepted for symmetry with
+        RocketMQ and unused.
         """
         cfg = self.config
         max_count = max(1, min(max_count, cfg.max_transfer_count if max_transfer is None else max_transfer))
