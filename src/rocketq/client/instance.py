@@ -130,7 +130,7 @@ class ClientInstance(BrokerCalls, BrokerRequests):
         self._heartbeat_lock = asyncio.Lock()
         self._route_lock = asyncio.Lock()
         self.remoting.add_listener(_Reconnects(self))
-        self.register_handlers(self.remoting)
+        self._register_handlers(self.remoting)
         self.inner_producer = ProducerCore(self, CLIENT_INNER_PRODUCER_GROUP, ProducerConfig())
         self.producers[CLIENT_INNER_PRODUCER_GROUP] = self.inner_producer
         cfg = self.config

@@ -2,7 +2,7 @@
 GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, RESET_CONSUMER_CLIENT_OFFSET,
 GET_CONSUMER_STATUS_FROM_CLIENT, CHECK_TRANSACTION_STATE (handed to the producer of the half
 message's group) and PUSH_REPLY_MESSAGE_TO_CLIENT (handed to the request waiting for it).
-:meth:`BrokerRequests.register_handlers` registers them with the instance's remoting client."""
+``BrokerRequests._register_handlers`` registers them with the instance's remoting client."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ logger = logging.getLogger("rocketq.client.instance")  # the instance's one logg
 class BrokerRequests(Rebalancing):
     """Handlers of broker-initiated requests (see the module docstring)."""
 
-    def register_handlers(self, remoting: RemotingClient) -> None:
+    def _register_handlers(self, remoting: RemotingClient) -> None:
         """Answer the brokers' requests to this client on ``remoting``'s connections."""
         r = remoting
         r.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_notify_consumer_ids_changed)
