@@ -55,14 +55,9 @@ class GetMessageResult:
     message_count: int = 0
 
 
-@dataclass(slots=True)
-class _Scan:
-    """What a walk over consume-queue entries found: byte ranges of the commit log to return."""
-
-    runs: list[tuple[Segment, int, int]]
-    count: int
-    examined: int
-    removed: bool
+#: What a walk over consume-queue entries found: byte ranges of the commit log to return (segment,
+#: start, end), records taken, entries examined, whether an entry named deleted data.
+_Scan = tuple[list[tuple[Segment, int, int]], int, int, bool]
 
 
 def _out_of_range(cq: ConsumeQueue | None, offset: int) -> GetMessageResult | None:
@@ -93,10 +88,10 @@ def read_queue(
 ) -> GetMessageResult:
     """Up to ``max_count`` records (at least one, about ``max_bytes``) of ``cq`` from ``offset``
     whose tag code is in ``tags_codes`` (``None``: all) and which ``property_filter`` accepts."""
-    refused = _out_of_range(cq, offset)
-    if refused is not None:
+    if cq is None or not cq.min_index <= offset < cq.max_index:
+        refused = _out_of_range(cq, offset)
+        assert refused is not None
         return refused
-    assert cq is not None
     min_offset = cq.min_index
     max_offset = cq.max_index
     scan = max(_MAX_FILTER_BYTES, max_count * CQ_ENTRY_SIZE) // CQ_ENTRY_SIZE
@@ -105,20 +100,22 @@ def read_queue(
         nxt = cq.roll_next_file(offset)
         return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
     try:
-        found = _scan(view, commit_log, max_count, max_bytes, tags_codes, property_filter)
+        runs, count, examined, removed = _scan(
+            view, commit_log, max_count, max_bytes, tags_codes, property_filter
+        )
     finally:
         view.release()
     try:
-        data = _join(found.runs)
+        data = _join(runs)
     except ValueError:  # a segment was deleted by retention while we read: let the caller retry
         return GetMessageResult(GetMessageStatus.MESSAGE_WAS_REMOVING, offset, min_offset, max_offset)
-    if found.count:
+    if count:
         status = GetMessageStatus.FOUND
-    elif found.removed:
+    elif removed:
         status = GetMessageStatus.MESSAGE_WAS_REMOVING
     else:
         status = GetMessageStatus.NO_MATCHED_MESSAGE
-    return GetMessageResult(status, offset + found.examined, min_offset, max_offset, data, found.count)
+    return GetMessageResult(status, offset + examined, min_offset, max_offset, data, count)
 
 
 def _scan(
@@ -165,7 +162,7 @@ def _scan(
         count += 1
     if run_seg is not None:
         runs.append((run_seg, run_start, run_end))
-    return _Scan(runs, count, examined, removed)
+    return runs, count, examined, removed
 
 
 def _join(runs: list[tuple[Segment, int, int]]) -> bytes:
