@@ -108,19 +108,7 @@ class GroupAdmin(BrokerAdmin):
                 raise UnknownGroupError(f"consumer group {group} is unknown to every broker")
             return GroupMembers(group, ())
         duplicates = [d for d in await self.duplicate_client_ids(group) if d.group == group]
-        # one entry per client id; the broker listing most connections for it gives its addresses
-        by_id: dict[str, tuple[Connection, list[str], str]] = {}
-        for addr, cc in conns.items():
-            per_id: dict[str, list[Connection]] = {}
-            for c in cc.connection_set:
-                if c.client_id:
-                    per_id.setdefault(c.client_id, []).append(c)
-            for cid, cs in per_id.items():
-                addresses = sorted(c.client_addr or "?" for c in cs)
-                if cid not in by_id or len(addresses) > len(by_id[cid][1]):
-                    by_id[cid] = (cs[0], addresses, addr)
-                if len(cs) > 1 and not any(d.client_id == cid and d.broker_addr == addr for d in duplicates):
-                    duplicates.append(DuplicateClientId(group, cid, addr, tuple(addresses)))
+        by_id = _connections_by_id(group, conns, duplicates)
         first = next(iter(conns.values()))
         subs = {t: s.sub_string or "*" for t, s in sorted(first.subscription_table.items())}
 
@@ -342,3 +330,24 @@ class GroupAdmin(BrokerAdmin):
             await self._call(addr, calls.update_consumer_offset(group, mq, offset))
             out[mq] = offset
         return out
+
+
+def _connections_by_id(
+    group: str, conns: Mapping[str, ConsumerConnection], duplicates: list[DuplicateClientId]
+) -> dict[str, tuple[Connection, list[str], str]]:
+    """One entry per client id of the brokers' connection lists: a connection, its addresses and
+    the broker listing most connections for it (which gives the addresses). A client id that
+    several connections hold on one broker is added to ``duplicates`` unless already there."""
+    by_id: dict[str, tuple[Connection, list[str], str]] = {}
+    for addr, cc in conns.items():
+        per_id: dict[str, list[Connection]] = {}
+        for c in cc.connection_set:
+            if c.client_id:
+                per_id.setdefault(c.client_id, []).append(c)
+        for cid, cs in per_id.items():
+            addresses = sorted(c.client_addr or "?" for c in cs)
+            if cid not in by_id or len(addresses) > len(by_id[cid][1]):
+                by_id[cid] = (cs[0], addresses, addr)
+            if len(cs) > 1 and not any(d.client_id == cid and d.broker_addr == addr for d in duplicates):
+                duplicates.append(DuplicateClientId(group, cid, addr, tuple(addresses)))
+    return by_id
