@@ -47,7 +47,6 @@ from hypothesis import strategies as st
 
 from rocketq import ClientConfig, LocalTransactionState, Producer, ProducerConfig, SendStatus
 from rocketq.client.blocking import BlockingClient
-from rocketq.client.ids import next_uniq_id
 from rocketq.client.producer.transaction import TransactionProducer
 from rocketq.client.validators import SEND_FORBIDDEN_TOPICS
 from rocketq.protocol.bodies import BrokerData, QueueData, TopicRouteData
@@ -265,6 +264,7 @@ _values = st.text(
     max_size=24,
 )
 _user_props = st.dictionaries(st.from_regex(r"u[a-z0-9]{0,10}", fullmatch=True), _values, max_size=4)
+_uniq_keys = st.from_regex(r"[0-9A-F]{32}", fullmatch=True)  # as next_uniq_id writes them
 _words = st.from_regex(r"[A-Za-z0-9_.-]{1,12}", fullmatch=True)
 
 
@@ -284,7 +284,7 @@ def messages(draw: st.DrawFn) -> Message:
         msg.properties[MessageConst.MAX_RECONSUME_TIMES] = str(draw(st.integers(-1, 16)))
     if draw(st.booleans()):
         msg.properties[MessageConst.MSG_TYPE] = "reply"
-    msg.properties[MessageConst.UNIQ_KEY] = next_uniq_id("127.0.0.1")
+    msg.properties[MessageConst.UNIQ_KEY] = draw(_uniq_keys)
     return msg
 
 
@@ -354,7 +354,7 @@ def batches(draw: st.DrawFn) -> list[Message]:
         )
         msg.tags = draw(st.none() | _words)
         msg.keys = draw(st.lists(_words, max_size=2))
-        msg.properties[MessageConst.UNIQ_KEY] = next_uniq_id("127.0.0.1")
+        msg.properties[MessageConst.UNIQ_KEY] = draw(_uniq_keys)
         msg.properties[MessageConst.WAIT] = "true"
         out.append(msg)
     return out

@@ -1,23 +1,32 @@
-"""The producer's engine (``DefaultMQProducerImpl``): prepare a message, build its request, send it.
+"""The producer's engine (``DefaultMQProducerImpl``): prepare a message, run its send, carry it.
 
 :class:`ProducerCore` runs on its client instance's loop (the synchronous
 :class:`~rocketq.client.producer.facade.Producer` is a thin front over it). A send finds the topic's
 publish info (route from the name server; for a topic without a route, the ``TBW102`` default
 topic's route so that the broker auto-creates it), picks a queue (:mod:`.selection`), gives the
 message a unique id (``UNIQ_KEY``, :func:`rocketq.client.ids.next_uniq_id`), compresses a body of
-4 KiB or more, and sends ``SEND_MESSAGE_V2`` to the queue's master. Whether a failed attempt is
-retried on another broker, and when to give up, is decided by :mod:`.send_policy` alone; the
-drivers here are loops over it:
+4 KiB or more, and sends ``SEND_MESSAGE_V2`` to the queue's master, the request built by
+:func:`rocketq.protocol.calls.send_request` (the one place a send header is written).
 
-* :meth:`ProducerCore.send` - on the client's loop (``send_future``, ``send_callback``,
-  oneway sends, the consumers' inner producer);
-* :meth:`ProducerCore.send_blocking` - ``Producer.send``: the first attempt runs in the calling
-  thread (``invoke_threadsafe``), the rest, if any, on the loop;
-* :meth:`ProducerCore.send_from_loop` - ``Producer.send_async``: the first attempt runs on the
-  caller's own event loop (``invoke_from_loop``), the rest, if any, on the client's loop.
+Every send - one message, a batch, a half message, a request, from any thread or loop - is one
+loop, :meth:`ProducerCore._attempts`: whether a failed attempt is retried on another broker, and
+when to give up, is decided by :mod:`.send_policy` alone; the back-off of busy brokers, the retry
+budget and the window of asynchronous sends are :mod:`.overload`'s. The loop yields steps (an
+attempt to carry, a coroutine for the client's loop, a pause) and three drivers carry them,
+differing only in how they wait:
 
-:meth:`ProducerCore.request` sends a request and waits for its reply (:mod:`.request`); the
-transactional producer's engine (:mod:`.transaction`) builds on this one.
+* :meth:`ProducerCore._drive_on_loop` - on the client's loop (:meth:`ProducerCore.send`:
+  ``send_future``, ``send_callback``, oneway sends, requests, the consumers' inner producer);
+* :meth:`ProducerCore._drive_in_thread` - in a plain thread, blocking (:meth:`ProducerCore.send_blocking`:
+  ``Producer.send``, ``send_batch``): each attempt on the thread's own socket (:mod:`.direct`) or
+  handed over to the loop's connection (``invoke_threadsafe``);
+* :meth:`ProducerCore._drive_from_loop` - on the caller's own event loop
+  (:meth:`ProducerCore.send_from_loop`: ``Producer.send_async``, ``invoke_from_loop``).
+
+What only the client's loop can do (fetch a route, locate a master, connect) is handed to it by
+the thread and other-loop drivers. :meth:`ProducerCore.request` sends a request and waits for its
+reply (:mod:`.request`); the transactional producer's engine (:mod:`.transaction`) builds on this
+one.
 """
 
 from __future__ import annotations
@@ -42,7 +51,6 @@ from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
 from rocketq.client.producer.send_policy import Decision, Outcome, SendPolicy, Verdict
 from rocketq.client.routes import TopicPublishInfo, publish_info_from_route, route_for_auto_create
 from rocketq.client.validators import check_message
-from rocketq.clock import now_ms
 from rocketq.errors import (
     BrokerError,
     ClientStateError,
@@ -171,7 +179,7 @@ class ProducerCore:
         # blocking sends' own sockets (config.thread_sockets), made on the first such send
         self._thread_connections: ThreadConnections | None = None
         self._thread_connections_lock = threading.Lock()
-        self._blocking_in_flight = 0  # first attempts out from plain threads (either way)
+        self._blocking_in_flight = 0  # attempts out from plain threads (either way)
         # overload (see .overload): asynchronous sends out at once, the retry budget, busy brokers
         self.in_flight = InFlightLimit(config.max_async_in_flight, config.max_async_in_flight_bytes)
         ratio = config.retry_budget_ratio
@@ -264,8 +272,10 @@ class ProducerCore:
         )
         if props.get(MessageConst.TRAN_MSG) == "true":
             sys_flag |= int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
-        payload = SendPayload(msg.topic, body, props, msg.flag, sys_flag)
-        return _Prepared(msg, payload, props[MessageConst.UNIQ_KEY])
+        return _Prepared(
+            topic=msg.topic, body=body, properties=props, flag=msg.flag, sys_flag=sys_flag, msg=msg,
+            uniq=props[MessageConst.UNIQ_KEY],
+        )  # fmt: skip
 
     def _prepare_batch(self, msgs: Sequence[ProtocolMessage]) -> _Prepared:
         """Checks, properties and the encoded body of a batch (raises ConfigError when it is not one)."""
@@ -292,8 +302,10 @@ class ProducerCore:
                 f"the batch is {len(body)} bytes; the maximum is {self.config.max_message_size}"
             )
         wait = "true" if msgs[0].wait_store_msg_ok else "false"
-        payload = SendPayload(topic, body, {MessageConst.WAIT: wait}, batch=True)
-        return _Prepared(msgs[0], payload, ",".join(ids))
+        return _Prepared(
+            topic=topic, body=body, properties={MessageConst.WAIT: wait}, batch=True, msg=msgs[0],
+            uniq=",".join(ids),
+        )  # fmt: skip
 
     def _policy(self, topic: str, timeout: float | None, *, single: bool, retries: int | None) -> SendPolicy:
         """The :class:`~.send_policy.SendPolicy` of a send beginning now (a deposit in the
@@ -373,7 +385,7 @@ class ProducerCore:
         consumers' inner producer send through here."""
         p = self._prepare(msg)
         single = queue is not None or selector is not None or oneway
-        policy = self._policy(p.payload.topic, timeout, single=single, retries=retries)
+        policy = self._policy(p.topic, timeout, single=single, retries=retries)
         attempts = self._attempts(p, policy, _Target(queue, selector, arg), oneway=oneway)
         return await self._drive_on_loop(attempts)
 
@@ -387,7 +399,7 @@ class ProducerCore:
         """Send messages of one topic as one SEND_BATCH_MESSAGE (no delay, no retry topic), on the
         client's loop."""
         prepared = self._prepare_batch(msgs)
-        policy = self._policy(prepared.payload.topic, timeout, single=queue is not None, retries=None)
+        policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
         result = await self._drive_on_loop(self._attempts(prepared, policy, _Target(queue, None, None)))
         assert result is not None
         return result
@@ -414,7 +426,7 @@ class ProducerCore:
         """
         p = self._prepare(msg)
         single = queue is not None or selector is not None
-        policy = self._policy(p.payload.topic, timeout, single=single, retries=None)
+        policy = self._policy(p.topic, timeout, single=single, retries=None)
         return self._blocking(p, policy, _Target(queue, selector, arg))
 
     def send_batch_blocking(
@@ -426,7 +438,7 @@ class ProducerCore:
     ) -> SendResult:
         """:meth:`send_batch` for a plain thread, carried as :meth:`send_blocking` carries a send."""
         prepared = self._prepare_batch(msgs)
-        policy = self._policy(prepared.payload.topic, timeout, single=queue is not None, retries=None)
+        policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
         return self._blocking(prepared, policy, _Target(queue, None, None))
 
     def _blocking(self, p: _Prepared, policy: SendPolicy, target: _Target) -> SendResult:
@@ -463,7 +475,7 @@ class ProducerCore:
         else:
             p = self._prepare(msg)
             single = queue is not None or selector is not None
-            policy = self._policy(p.payload.topic, timeout, single=single, retries=retries)
+            policy = self._policy(p.topic, timeout, single=single, retries=retries)
             attempts = self._attempts(p, policy, _Target(queue, selector, arg))
             if self.trace is not None:
                 result = await asyncio.wrap_future(loop_thread.submit(self._drive_on_loop(attempts)))
@@ -487,7 +499,7 @@ class ProducerCore:
         on transport errors, waits out a busy broker's back-off within the send's time, asks
         ``policy`` before and after, and feeds the overload window (:mod:`.overload`). The request
         is :func:`rocketq.protocol.calls.send_request`'s."""
-        topic = p.payload.topic
+        topic = p.topic
         info = self.publish_table.get(topic)
         if info is None or not info.ok:  # a cached, usable route needs no loop round (hot path)
             found = yield _Run(self.find_publish_info(topic), policy.timeout + _LOOP_GRACE)
@@ -498,6 +510,7 @@ class ProducerCore:
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No route info of this topic: {topic} (and no default topic route)",
             )
+        free = target.queue is None and target.selector is None
         last_broker: str | None = None
         last_error: BaseException | None = None
         for attempt in range(policy.attempts):
@@ -506,21 +519,24 @@ class ProducerCore:
                 pause = self._retry_pause(mq, last_broker, last_error, policy)
                 if pause > 0:
                     yield _Pause(pause)
-            if target.free and self.backoff.any_active():
+            if free and self.backoff.any_active():
                 mq = self._avoid_backoff(info, mq)
             last_broker = mq.broker_name
-            go = policy.before(attempt, now=time.monotonic(), last_error=last_error)
-            if go.error is not None:
+            now = time.monotonic()
+            budget = policy.remaining(now)
+            if budget <= 0:  # the send's time is spent: the policy's timeout error
+                go = policy.before(attempt, now=now, last_error=last_error)
+                assert go.error is not None
                 raise go.error
             addr = self.instance.find_broker_address_in_publish(mq.broker_name)
             if addr is None:  # not known yet: refresh the route (off the hot path)
-                located = yield _Run(self.instance.locate_master(mq), go.budget + _LOOP_GRACE)
+                located = yield _Run(self.instance.locate_master(mq), budget + _LOOP_GRACE)
                 addr = located if isinstance(located, str) else None
             if addr is None:
                 raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
-            born = now_ms()
-            request = send_request(self.origin, p.payload, mq.queue_id, born, oneway=oneway)
-            step = _Attempt(mq, addr, request, go.budget, oneway, born)
+            born = time.time_ns() // 1_000_000
+            request = send_request(self.origin, p, mq.queue_id, born, oneway=oneway)
+            step = _Attempt(mq, addr, request, budget, oneway, born)
             outcome = self._outcome(p, step, (yield step))
             self._observe(mq, outcome)
             decision = policy.after(attempt, outcome)
@@ -582,9 +598,9 @@ class ProducerCore:
         )
         if self.trace is not None:
             self.trace.on_send(
-                group=self.group, topic=topic, properties=p.payload.properties,
-                body_length=len(p.payload.body), broker_addr=addr, begin_ms=begin_ms, result=result,
-                batch=p.payload.batch,
+                group=self.group, topic=topic, properties=p.properties,
+                body_length=len(p.body), broker_addr=addr, begin_ms=begin_ms, result=result,
+                batch=p.batch,
             )  # fmt: skip
         return result
 
@@ -773,29 +789,25 @@ class ProducerCore:
                 future.cancel()
 
 
-@dataclass(slots=True)
-class _Prepared:
-    """One send's message, ready to go: the message as given (for selectors and traces), what
-    goes on the wire (properties with ``UNIQ_KEY``, the body as sent - compressed or not, a
-    batch's encoded records - and the sys flag), and its unique id(s)."""
+@dataclass(slots=True, kw_only=True)
+class _Prepared(SendPayload):
+    """One send's message, ready to go: what goes on the wire (the :class:`SendPayload`:
+    properties with ``UNIQ_KEY``, the body as sent - compressed or not, a batch's encoded
+    records - and the sys flag), the message as given (for selectors and traces) and its unique
+    id(s)."""
 
     msg: ProtocolMessage
-    payload: SendPayload
     uniq: str
 
 
 @dataclass(slots=True)
 class _Target:
-    """Where a send may go: a queue the caller chose, a selector and its argument, or anywhere
-    (``free``: the producer picks, and may avoid a broker that backs off)."""
+    """Where a send may go: a queue the caller chose, a selector and its argument, or (all
+    ``None``) anywhere: the producer picks, and may avoid a broker that backs off."""
 
     queue: MessageQueue | None
     selector: MessageQueueSelector | None
     arg: Any
-
-    @property
-    def free(self) -> bool:
-        return self.queue is None and self.selector is None
 
 
 @dataclass(slots=True)
