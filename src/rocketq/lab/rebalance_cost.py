@@ -104,8 +104,9 @@ def run(run: Run) -> None:
         )
         assert res.analysis is not None
         steps = res.step_moves()
-        last_move = {m.queue: m for m in res.analysis.moves}  # moves are in time order
-        passed_on = sum(1 for m in res.analysis.moves if m.pause_ms is None and last_move[m.queue] is not m)
+        moves = res.before_teardown()
+        last_move = {m.queue: m for m in moves}  # moves are in time order
+        passed_on = sum(1 for m in moves if m.pause_ms is None and last_move[m.queue] is not m)
         run.check(
             f"{mode} handoff: every step moved queues and each moved queue was consumed again",
             bool(steps)

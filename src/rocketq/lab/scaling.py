@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketq.analytics import Analysis, Delivery, RebalanceEvent, Stored, analyze
+from rocketq.analytics import Analysis, Delivery, Move, RebalanceEvent, Stored, analyze
 from rocketq.client import Message
 from rocketq.lab.harness import Lab, Received, Worker
 from rocketq.models import MessageQueue
@@ -136,7 +136,14 @@ class ScalingRun:
     """Each planned step (``"1 -> 3"``) and when the lab began it (epoch ms): consumers join and
     leave one by one, so one step can be several changes of the member list."""
     teardown_ms: int | None = None
-    """When the lab began stopping the workers: their records from then on are not the run's."""
+    """When the lab began stopping the workers: a change from then on is the teardown's (stopping
+    the workers one by one), not one the run made."""
+
+    def before_teardown(self) -> list[Move]:
+        """The moves of the run's own changes (those that began before the teardown)."""
+        assert self.analysis is not None
+        end = self.teardown_ms
+        return [m for m in self.analysis.moves if end is None or m.added_ms < end]
 
     def step_moves(self) -> list[tuple[str, int]]:
         """Each step after the first with the queues its changes moved."""
@@ -144,7 +151,7 @@ class ScalingRun:
         starts = [t for _, t in self.steps]
         out = []
         for i, (label, start) in enumerate(self.steps[1:], 1):
-            end = starts[i + 1] if i + 1 < len(starts) else None
+            end = starts[i + 1] if i + 1 < len(starts) else self.teardown_ms
             out.append(
                 (
                     label,
@@ -352,8 +359,9 @@ def run_scaling(
 
 def measure(run: ScalingRun) -> Analysis:
     """The figures of ``run`` from its records, by :func:`rocketq.analytics.analyze`: the workers'
-    deliveries and rebalance records of the topic (not those of the lab's teardown: stopping the
-    workers one by one is not a change the run made), and every acknowledged send as a stored
+    deliveries and rebalance records of the topic (the teardown's too, as ``rocketq report`` reads
+    them: :meth:`ScalingRun.step_moves` and :meth:`ScalingRun.before_teardown` leave them out), and
+    every acknowledged send as a stored
     message (its store time from a delivery of it, else its send time)."""
     deliveries = [
         Delivery(r.client_id, r.msg_id or r.body, r.queue, r.start_ms, True, r.stored_ms, r.worker)
@@ -364,10 +372,5 @@ def measure(run: ScalingRun) -> Analysis:
         if r.stored_ms is not None:
             stored_ms.setdefault(r.msg_id, r.stored_ms)
     stored = [Stored(mid, q, stored_ms.get(mid, ts)) for q, ts, mid in run.sent.values()]
-    events = [
-        RebalanceEvent.from_dict(rec)
-        for w in run.workers
-        for rec in w.rebalances(run.topic)
-        if run.teardown_ms is None or int(rec["end_ms"]) < run.teardown_ms
-    ]
+    events = [RebalanceEvent.from_dict(rec) for w in run.workers for rec in w.rebalances(run.topic)]
     return analyze(deliveries, events, stored)
