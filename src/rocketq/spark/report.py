@@ -226,8 +226,7 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
     times = [d.start_ms for d in dels] + [s.from_ms for s in a.stretches] + [c.at_ms for c in a.changes]
     if not times:
         return []
-    t0 = min(times)
-    plotter = _Plotter(a, names, plt, dels, t0=t0, t_end=max(times + [t for t, _ in a.backlog.steps]))
+    plotter = _Plotter(a, names, plt, dels, times)
     out: list[_Plot] = []
     if dels:
         out.append(plotter.per_consumer())
@@ -248,9 +247,10 @@ class _Plotter:
     """Draws each plot of one analysis on a shared time axis (seconds since its first event), one
     colour per consumer, the changes of the group as dotted lines."""
 
-    def __init__(
-        self, a: Analysis, names: _Names, plt: Any, dels: list[Delivery], *, t0: int, t_end: int
-    ) -> None:
+    def __init__(self, a: Analysis, names: _Names, plt: Any, dels: list[Delivery], times: list[int]) -> None:
+        """``times``: the start of every delivery and ownership and every change (not none)."""
+        t0 = min(times)
+        t_end = max(times + [t for t, _ in a.backlog.steps])
         self.a = a
         self.names = names
         self.plt = plt
