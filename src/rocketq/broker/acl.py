@@ -444,52 +444,71 @@ def needed_resources(request: RemotingCommand) -> dict[str, int]:
     """The resources ``request`` touches and the permission each needs (``PlainAccessValidator.parse``),
     in the order 4.9's ``HashMap`` checks them. Groups appear as their retry topics. Raises
     :class:`AclRefused` when the request cannot be read, as 4.9 does."""
-    ext = request.ext_fields
-    code = request.code
-    found: dict[str, int] = {}
-
-    def add(resource: str | None, perm: int) -> None:
-        if resource is not None:
-            found[resource] = perm
-
+    needs = _NEEDS.get(request.code)
+    if needs is None:
+        return {}
     try:
-        if code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2):
-            topic = ext.get("topic" if code == RequestCode.SEND_MESSAGE else "b")
-            group = ext.get("group" if code == RequestCode.SEND_MESSAGE else "a")
-            if topic is not None and topic.startswith(_RETRY_PREFIX):
-                add(_retry(group), SUB)
-            else:
-                add(topic, PUB)
-        elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
-            add(_retry(ext.get("group")), SUB)
-        elif code == RequestCode.PULL_MESSAGE:
-            add(ext.get("topic"), SUB)
-            add(_retry(ext.get("consumerGroup")), SUB)
-        elif code == RequestCode.QUERY_MESSAGE:
-            add(ext.get("topic"), SUB)
-        elif code == RequestCode.HEART_BEAT:
-            if not request.body:
-                raise AclRefused(None, _AT_PARSE)  # 4.9: decoding a null body throws a bare NPE
-            heartbeat = HeartbeatData.decode(request.body)
-            for consumer in heartbeat.consumer_data_set:
-                add(_retry(consumer.group_name), SUB)
-                for sub in consumer.subscription_data_set:
-                    add(sub.topic, SUB)
-        elif code == RequestCode.UNREGISTER_CLIENT:
-            add(_retry(UnregisterClientRequestHeader.from_ext_fields(ext).consumer_group), SUB)
-        elif code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
-            add(_retry(GetConsumerListByGroupRequestHeader.from_ext_fields(ext).consumer_group), SUB)
-        elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
-            header = UpdateConsumerOffsetRequestHeader.from_ext_fields(ext)
-            add(_retry(header.consumer_group), SUB)
-            add(header.topic, SUB)
+        pairs = needs(request)
     except RemoteProtocolError as exc:
         raise AclRefused(str(exc), _AT_PARSE) from None
+    found = {resource: perm for resource, perm in pairs if resource is not None}
     if len(found) < 2:
         return found
     return {
         k: found[k] for k in java_bucket_order(list(found), 16 if len(found) <= 12 else _capacity(len(found)))
     }
+
+
+_Needs = list[tuple[str | None, int]]
+"""(resource, permission) pairs in the order the request names them (a later one of the same
+resource wins, as a ``put`` in 4.9's map); ``None`` where the request names none."""
+
+
+def _send_needs(request: RemotingCommand) -> _Needs:
+    """A send needs PUB on its topic; a send to a retry topic (a consumer's) SUB on its group."""
+    ext = request.ext_fields
+    v1 = request.code == RequestCode.SEND_MESSAGE
+    topic = ext.get("topic" if v1 else "b")
+    if topic is not None and topic.startswith(_RETRY_PREFIX):
+        return [(_retry(ext.get("group" if v1 else "a")), SUB)]
+    return [(topic, PUB)]
+
+
+def _heartbeat_needs(request: RemotingCommand) -> _Needs:
+    """A heartbeat needs SUB on each consumer's group and on each topic it subscribes to."""
+    if not request.body:
+        raise AclRefused(None, _AT_PARSE)  # 4.9: decoding a null body throws a bare NPE
+    found: _Needs = []
+    for consumer in HeartbeatData.decode(request.body).consumer_data_set:
+        found.append((_retry(consumer.group_name), SUB))
+        found += [(sub.topic, SUB) for sub in consumer.subscription_data_set]
+    return found
+
+
+def _offset_update_needs(request: RemotingCommand) -> _Needs:
+    header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+    return [(_retry(header.consumer_group), SUB), (header.topic, SUB)]
+
+
+_NEEDS: Final[dict[int, Callable[[RemotingCommand], _Needs]]] = {
+    RequestCode.SEND_MESSAGE: _send_needs,
+    RequestCode.SEND_MESSAGE_V2: _send_needs,
+    RequestCode.CONSUMER_SEND_MSG_BACK: lambda r: [(_retry(r.ext_fields.get("group")), SUB)],
+    RequestCode.PULL_MESSAGE: lambda r: [
+        (r.ext_fields.get("topic"), SUB),
+        (_retry(r.ext_fields.get("consumerGroup")), SUB),
+    ],
+    RequestCode.QUERY_MESSAGE: lambda r: [(r.ext_fields.get("topic"), SUB)],
+    RequestCode.HEART_BEAT: _heartbeat_needs,
+    RequestCode.UNREGISTER_CLIENT: lambda r: [
+        (_retry(UnregisterClientRequestHeader.from_ext_fields(r.ext_fields).consumer_group), SUB)
+    ],
+    RequestCode.GET_CONSUMER_LIST_BY_GROUP: lambda r: [
+        (_retry(GetConsumerListByGroupRequestHeader.from_ext_fields(r.ext_fields).consumer_group), SUB)
+    ],
+    RequestCode.UPDATE_CONSUMER_OFFSET: _offset_update_needs,
+}
+"""What each request code that needs a permission touches (other codes need none here)."""
 
 
 def _capacity(size: int) -> int:

@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from rocketq.broker.channels import CHANNEL_EXPIRED_TIMEOUT, CLIENT_HOUSEKEEPING_INTERVAL
 from rocketq.broker.ha import HAConfig
@@ -99,6 +99,28 @@ def default_data_dir() -> Path:
     """``$ROCKETQ_HOME`` if set, else ``./rocketq-data``."""
     home = os.environ.get("ROCKETQ_HOME")
     return Path(home) if home else Path(DEFAULT_DATA_DIR)
+
+
+_POSITIVE: Final = (
+    "flush_delay_offset_interval",
+    "channel_expired_timeout",
+    "client_scan_interval",
+    "short_polling_time",
+    "broker_suspend_max_time",
+    "rebalance_lock_max_live_time",
+    "register_period",
+    "register_timeout",
+    "client_call_timeout",
+    "slave_sync_period",
+    "transaction_timeout",
+    "transaction_check_interval",
+    "acl_check_interval",
+    "wait_time_in_send_queue",
+    "wait_time_in_pull_queue",
+    "wait_time_in_heartbeat_queue",
+    "wait_time_in_transaction_queue",
+)
+"""The :class:`BrokerConfig` fields that must be positive (periods, timeouts, waits)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,6 +291,14 @@ class BrokerConfig:
     """How often the ACL file is looked at for changes (``AclFileWatchService``: 5 s)."""
 
     def __post_init__(self) -> None:
+        self._check_identity()
+        self._check_replication()
+        self._check_store()
+        self._check_times()
+        self._check_addresses()
+
+    def _check_identity(self) -> None:
+        """The port, the names, the role and the broker id that goes with it."""
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0..65535, got {self.port}")
         for name in ("broker_name", "broker_cluster_name", "msg_trace_topic_name"):
@@ -281,37 +311,28 @@ class BrokerConfig:
             raise ConfigError(f"a slave's broker_id must be 1 or more, got {self.broker_id}")
         if self.role != "slave" and self.broker_id != 0:
             raise ConfigError(f"a master's broker_id must be 0, got {self.broker_id} (use role slave)")
+
+    def _check_replication(self) -> None:
+        """The HA port a master listens on and the one master a slave follows."""
         if self.ha_listen_port is not None and not 0 <= self.ha_listen_port <= 65535:
             raise ConfigError(f"ha_listen_port must be 0..65535, got {self.ha_listen_port}")
         if self.ha_master_address is not None:
             parse_namesrv_addrs(self.ha_master_address)
             if ";" in self.ha_master_address:
                 raise ConfigError("ha_master_address names one HOST:PORT")
+
+    def _check_store(self) -> None:
+        """The flush mode and the sizes of messages and of new topics."""
         if self.flush not in ("async", "sync"):
             raise ConfigError(f"flush must be 'async' or 'sync', not {self.flush!r}")
         if self.max_message_size <= 0:
             raise ConfigError(f"max_message_size must be positive, got {self.max_message_size}")
         if self.default_topic_queue_nums < 1:
             raise ConfigError("default_topic_queue_nums must be >= 1")
-        for name in (
-            "flush_delay_offset_interval",
-            "channel_expired_timeout",
-            "client_scan_interval",
-            "short_polling_time",
-            "broker_suspend_max_time",
-            "rebalance_lock_max_live_time",
-            "register_period",
-            "register_timeout",
-            "client_call_timeout",
-            "slave_sync_period",
-            "transaction_timeout",
-            "transaction_check_interval",
-            "acl_check_interval",
-            "wait_time_in_send_queue",
-            "wait_time_in_pull_queue",
-            "wait_time_in_heartbeat_queue",
-            "wait_time_in_transaction_queue",
-        ):
+
+    def _check_times(self) -> None:
+        """The periods, timeouts and waits (positive), the check count, the delays (not negative)."""
+        for name in _POSITIVE:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
         if self.transaction_check_max < 1:
@@ -322,6 +343,9 @@ class BrokerConfig:
             raise ConfigError(
                 f"notify_coalesce_window must be 0 or more seconds, got {self.notify_coalesce_window!r}"
             )
+
+    def _check_addresses(self) -> None:
+        """The name servers, the delay levels and the IP the broker advertises."""
         for addr in self.namesrv_addrs:
             parse_namesrv_addrs(addr)
         parse_delay_levels(self.message_delay_level)

@@ -47,8 +47,8 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from rocketq.clock import ms
 from rocketq.errors import BrokerError, RemoteProtocolError
@@ -141,6 +141,22 @@ class CheckResult:
     """Half messages moved to ``TRANS_CHECK_MAX_TIME_TOPIC``."""
     no_producer: int = 0
     """Checks that found no connected producer of the group (asked again next round)."""
+
+
+@dataclass(slots=True)
+class _Round:
+    """One check round: when it began, the op records it read, and what it did so far."""
+
+    start_ms: int
+    timeout_ms: int
+    removed: dict[int, list[int]] = field(default_factory=dict)
+    """Half offset -> the op records marking that half message done."""
+    done_ops: list[int] = field(default_factory=list)
+    """Op records that are done (their half message dealt with)."""
+    checked: int = 0
+    done: int = 0
+    discarded: int = 0
+    no_producer: int = 0
 
 
 class TransactionalMessageService:
@@ -348,26 +364,15 @@ class TransactionalMessageService:
         driving it can serve requests in between (RocketMQ runs checks on a thread of their own);
         the round's result is the generator's return value."""
         start = self._clock() if now is None else now
-        start_ms = ms(start)
-        timeout_ms = int(self.timeout * 1000)
         store = self._store
         if not store.queue_ids(_HALF):
             return CheckResult()
         self._ensure_topic(_HALF)  # as RocketMQ's fetchMessageQueues (the op topic has no config)
         half_offset = self._consume_offset(_HALF)
         op_offset = self._consume_offset(_OP)
-        removed: dict[int, list[int]] = {}
-        done_ops: list[int] = []
-        for n, op in enumerate(self._iter(_OP, op_offset), 1):
-            target = _op_half_offset(op)
-            if target is None or target < half_offset:
-                done_ops.append(op.queue_offset)
-            else:
-                removed.setdefault(target, []).append(op.queue_offset)
-            if n % STEP == 0:
-                yield
-        checked = done = discarded = no_producer = 0
-        i = new_offset = half_offset
+        rnd = _Round(ms(start), int(self.timeout * 1000))
+        yield from self._read_ops(rnd, op_offset, half_offset)
+        i = half_offset
         end = store.max_offset(_HALF, 0)
         while i < end:
             if (i - half_offset) % STEP == STEP - 1:
@@ -375,76 +380,97 @@ class TransactionalMessageService:
             if self._clock() - start > _MAX_PROCESS_TIME:
                 log.info("transaction check: stopped at half offset %d after %ds", i, _MAX_PROCESS_TIME)
                 break
-            if i in removed:
-                done_ops.extend(removed.pop(i))
-                done += 1
-                i += 1
-                new_offset = i
-                continue
-            half = self._read_one(_HALF, i)
-            if half is None:  # gone (retention) or unreadable: move on
-                i += 1
-                new_offset = i
-                continue
-            times = half.properties.get(MessageConst.TRANSACTION_CHECK_TIMES)
-            check_times = 1 if times is None else _int(times, -1)
-            if (times is not None and check_times >= self.check_max) or self._too_old(half, start_ms):
-                self._discard(half)
-                discarded += 1
-                i += 1
-                new_offset = i
-                continue
-            if times is not None:
-                check_times += 1
-            if half.store_timestamp >= start_ms:
-                break  # stored after this round began: the next round looks at it
-            uniq = half.properties.get(MessageConst.UNIQ_KEY)
-            if uniq and _transaction_key(half, uniq) in self._outcomes:
-                # resolved through another copy (the producer answered after this one was
-                # stored again): mark this copy done instead of asking again (RocketMQ asks)
-                self._write_op(half)
-                done += 1
-                i += 1
-                new_offset = i
-                continue
-            age = start_ms - half.born_timestamp
-            immunity = timeout_ms
-            immunity_text = half.properties.get(_IMMUNITY)
-            if immunity_text is not None:
-                seconds = _int(immunity_text, -1)
-                immunity = timeout_ms if seconds == -1 else seconds * 1000
-                if age < immunity and self._immune(half, removed, done_ops):
-                    i += 1
-                    new_offset = i
-                    continue
-            elif 0 <= age < immunity:
-                break  # too young, and so is everything after it
-            try:
-                asked = self._check_one(half, check_times)
-            except BrokerError as exc:
-                log.error(
-                    "transaction check: cannot store half offset %d again (%s); next round", i, exc.remark
-                )
+            if not self._check_half(rnd, i):
                 break
-            checked += 1
-            no_producer += 0 if asked else 1
             i += 1
-            new_offset = i
+        self._commit_progress(rnd, half_offset, i, op_offset)
+        result = CheckResult(rnd.checked, rnd.done, rnd.discarded, rnd.no_producer)
+        if rnd.checked or rnd.discarded:
+            log.info("transaction check: %s", result)
+        return result
+
+    def _read_ops(self, rnd: _Round, op_offset: int, half_offset: int) -> Generator[None, None, None]:
+        """Read the op records from ``op_offset``: each marks a half message done (``removed``,
+        by half offset) or, when its half message is behind ``half_offset``, is done itself."""
+        for n, op in enumerate(self._iter(_OP, op_offset), 1):
+            target = _op_half_offset(op)
+            if target is None or target < half_offset:
+                rnd.done_ops.append(op.queue_offset)
+            else:
+                rnd.removed.setdefault(target, []).append(op.queue_offset)
+            if n % STEP == 0:
+                yield
+
+    def _check_half(self, rnd: _Round, i: int) -> bool:
+        """Deal with the half message at offset ``i``: done, discarded, skipped or asked about
+        (True: the round moves past it), or left for the next round (False: the round stops)."""
+        if i in rnd.removed:
+            rnd.done_ops.extend(rnd.removed.pop(i))
+            rnd.done += 1
+            return True
+        half = self._read_one(_HALF, i)
+        if half is None:  # gone (retention) or unreadable: move on
+            return True
+        times = half.properties.get(MessageConst.TRANSACTION_CHECK_TIMES)
+        check_times = 1 if times is None else _int(times, -1)
+        if (times is not None and check_times >= self.check_max) or self._too_old(half, rnd.start_ms):
+            self._discard(half)
+            rnd.discarded += 1
+            return True
+        if times is not None:
+            check_times += 1
+        if half.store_timestamp >= rnd.start_ms:
+            return False  # stored after this round began: the next round looks at it
+        uniq = half.properties.get(MessageConst.UNIQ_KEY)
+        if uniq and _transaction_key(half, uniq) in self._outcomes:
+            # resolved through another copy (the producer answered after this one was
+            # stored again): mark this copy done instead of asking again (RocketMQ asks)
+            self._write_op(half)
+            rnd.done += 1
+            return True
+        wait = self._immunity(rnd, half)
+        if wait is not None:
+            return wait == "skip"
+        try:
+            asked = self._check_one(half, check_times)
+        except BrokerError as exc:
+            log.error("transaction check: cannot store half offset %d again (%s); next round", i, exc.remark)
+            return False
+        rnd.checked += 1
+        rnd.no_producer += 0 if asked else 1
+        return True
+
+    def _immunity(self, rnd: _Round, half: MessageExt) -> Literal["skip", "stop"] | None:
+        """Whether ``half`` is too young to ask about: ``"skip"`` it (its own immunity time, and an
+        op record or a newer copy speaks for it), ``"stop"`` the round (younger than the
+        transaction timeout, and so is everything after it), or ``None``: ask now."""
+        age = rnd.start_ms - half.born_timestamp
+        immunity = rnd.timeout_ms
+        immunity_text = half.properties.get(_IMMUNITY)
+        if immunity_text is not None:
+            seconds = _int(immunity_text, -1)
+            immunity = rnd.timeout_ms if seconds == -1 else seconds * 1000
+            if age < immunity and self._immune(half, rnd.removed, rnd.done_ops):
+                return "skip"
+        elif 0 <= age < immunity:
+            return "stop"
+        return None
+
+    def _commit_progress(self, rnd: _Round, half_offset: int, new_offset: int, op_offset: int) -> None:
+        """Store how far the round got in the half queue, and in the op queue up to the first op
+        record not done."""
+        store = self._store
         if new_offset != half_offset:
             store.consumer_offsets.commit_offset(CID_RMQ_SYS_TRANS, _HALF, 0, new_offset)
             self._opped = {o for o in self._opped if o >= new_offset}
         new_op_offset = op_offset
-        for op_done in sorted(done_ops):
+        for op_done in sorted(rnd.done_ops):
             if op_done == new_op_offset:
                 new_op_offset += 1
             elif op_done > new_op_offset:
                 break
         if new_op_offset != op_offset:
             store.consumer_offsets.commit_offset(CID_RMQ_SYS_TRANS, _OP, 0, new_op_offset)
-        result = CheckResult(checked, done, discarded, no_producer)
-        if checked or discarded:
-            log.info("transaction check: %s", result)
-        return result
 
     def _check_one(self, half: MessageExt, check_times: int) -> bool:
         """``putBackHalfMsgQueue`` + ``resolveHalfMsg``: store the half message again with one

@@ -568,77 +568,90 @@ class ChaosRun:
 
     def _do(self, action: Action) -> None:
         now = time.monotonic()
-        target = action.target
-        if action.do == "join":
-            self._spawn(target)
-            self._note(action)
-        elif action.do in ("stop", "kill"):
-            self._end(target, kill=action.do == "kill")
-            self._note(action)
-        elif action.do == "pause":
-            c = self.consumers[target]
-            assert c.worker is not None
-            os.kill(c.worker.pid, signal.SIGSTOP)
-            c.paused_since = now
-            self._note(action)
-        elif action.do == "resume":
-            c = self.consumers[target]
-            assert c.worker is not None
-            os.kill(c.worker.pid, signal.SIGCONT)
-            if c.paused_since is not None:
-                c.pauses.append((c.paused_since, now))
-                self.windows.append(Window("pause", target, c.paused_since, now))
-                c.paused_since = None
-            self._note(action)
-        elif action.do == "fault":
-            assert action.fault is not None
-            fault = action.fault
-            self.proxy.activate(target, fault, now)
-            self.open_faults[target] = (now, fault)
-            detail = ""
-            if fault.kind == "cut" and self.relay is not None:
-                closed = self.relay.close_links(self.proxy.hits(fault))
-                self.proxy.record(
-                    WireEvent(now, "cut", fault.consumer or "*", fault.target or "*", f"{closed} links")
-                )
-                detail = f"{closed} open connections closed"
-            self._note(action, detail)
-        elif action.do == "heal":
-            self.proxy.heal(target, now)
-            opened = self.open_faults.pop(target, None)
-            if opened is not None:
-                self.windows.append(Window("fault", target, opened[0], now, opened[1].describe()))
-            self._note(action)
-        elif action.do == "broker-stop":
-            code = self.lab.stop_broker(target, kill=action.signal == "SIGKILL")
-            self.open_windows["broker-down", target] = now
-            self._note(action, f"exit code {code}")
-        elif action.do == "broker-start":
-            addr = self.lab.start_broker(target)
-            up = time.monotonic()
-            since = self.open_windows.pop(("broker-down", target), now)
-            self.windows.append(Window("broker-down", target, since, up))
-            self._note(action, f"listening on {addr} again")
-        elif action.do == "expand":
-            queues = self.lab.create_topic(TOPIC, action.queues)
-            refs = tuple(sorted((q.broker_name, q.queue_id) for q in queues))
-            self.queue_sets.append((time.monotonic(), refs))
-            self._note(action, f"{len(refs)} queues")
-        elif action.do == "slow":
-            c = self.consumers[target]
-            c.slow_rate = action.rate
-            self._shrink_pipe(c)
-            self.open_windows["slow", target] = now
-            self._note(action)
-        elif action.do == "fast":
-            c = self.consumers[target]
-            c.slow_rate = 0.0
-            c.slow_wake.set()
-            since = self.open_windows.pop(("slow", target), now)
-            self.windows.append(Window("slow", target, since, now))
-            self._note(action)
-        else:
+        act = _ACTIONS.get(action.do)
+        if act is None:
             raise LabError(f"unknown action {action.do!r}")
+        self._note(action, act(self, action, now))
+
+    # each action at ``now``: what the schedule's line adds in parentheses ("" for nothing)
+
+    def _act_join(self, action: Action, now: float) -> str:
+        self._spawn(action.target)
+        return ""
+
+    def _act_end(self, action: Action, now: float) -> str:
+        self._end(action.target, kill=action.do == "kill")
+        return ""
+
+    def _act_pause(self, action: Action, now: float) -> str:
+        c = self.consumers[action.target]
+        assert c.worker is not None
+        os.kill(c.worker.pid, signal.SIGSTOP)
+        c.paused_since = now
+        return ""
+
+    def _act_resume(self, action: Action, now: float) -> str:
+        c = self.consumers[action.target]
+        assert c.worker is not None
+        os.kill(c.worker.pid, signal.SIGCONT)
+        if c.paused_since is not None:
+            c.pauses.append((c.paused_since, now))
+            self.windows.append(Window("pause", action.target, c.paused_since, now))
+            c.paused_since = None
+        return ""
+
+    def _act_fault(self, action: Action, now: float) -> str:
+        assert action.fault is not None
+        fault = action.fault
+        self.proxy.activate(action.target, fault, now)
+        self.open_faults[action.target] = (now, fault)
+        if fault.kind != "cut" or self.relay is None:
+            return ""
+        closed = self.relay.close_links(self.proxy.hits(fault))
+        self.proxy.record(
+            WireEvent(now, "cut", fault.consumer or "*", fault.target or "*", f"{closed} links")
+        )
+        return f"{closed} open connections closed"
+
+    def _act_heal(self, action: Action, now: float) -> str:
+        self.proxy.heal(action.target, now)
+        opened = self.open_faults.pop(action.target, None)
+        if opened is not None:
+            self.windows.append(Window("fault", action.target, opened[0], now, opened[1].describe()))
+        return ""
+
+    def _act_broker_stop(self, action: Action, now: float) -> str:
+        code = self.lab.stop_broker(action.target, kill=action.signal == "SIGKILL")
+        self.open_windows["broker-down", action.target] = now
+        return f"exit code {code}"
+
+    def _act_broker_start(self, action: Action, now: float) -> str:
+        addr = self.lab.start_broker(action.target)
+        up = time.monotonic()
+        since = self.open_windows.pop(("broker-down", action.target), now)
+        self.windows.append(Window("broker-down", action.target, since, up))
+        return f"listening on {addr} again"
+
+    def _act_expand(self, action: Action, now: float) -> str:
+        queues = self.lab.create_topic(TOPIC, action.queues)
+        refs = tuple(sorted((q.broker_name, q.queue_id) for q in queues))
+        self.queue_sets.append((time.monotonic(), refs))
+        return f"{len(refs)} queues"
+
+    def _act_slow(self, action: Action, now: float) -> str:
+        c = self.consumers[action.target]
+        c.slow_rate = action.rate
+        self._shrink_pipe(c)
+        self.open_windows["slow", action.target] = now
+        return ""
+
+    def _act_fast(self, action: Action, now: float) -> str:
+        c = self.consumers[action.target]
+        c.slow_rate = 0.0
+        c.slow_wake.set()
+        since = self.open_windows.pop(("slow", action.target), now)
+        self.windows.append(Window("slow", action.target, since, now))
+        return ""
 
     @staticmethod
     def _shrink_pipe(c: _Consumer) -> None:
@@ -797,6 +810,23 @@ class ChaosRun:
         if idle:
             detail = f"fault(s) {', '.join(idle)} never fired, so the run tested nothing there; " + detail
         return InvariantResult("faults", not idle, sum(counts.values()), "", detail, {"hits": counts})
+
+
+_ACTIONS: dict[str, Callable[[ChaosRun, Action, float], str]] = {
+    "join": ChaosRun._act_join,
+    "stop": ChaosRun._act_end,
+    "kill": ChaosRun._act_end,
+    "pause": ChaosRun._act_pause,
+    "resume": ChaosRun._act_resume,
+    "fault": ChaosRun._act_fault,
+    "heal": ChaosRun._act_heal,
+    "broker-stop": ChaosRun._act_broker_stop,
+    "broker-start": ChaosRun._act_broker_start,
+    "expand": ChaosRun._act_expand,
+    "slow": ChaosRun._act_slow,
+    "fast": ChaosRun._act_fast,
+}
+"""What :meth:`ChaosRun._do` does for each kind of scheduled action."""
 
 
 def run_chaos(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -121,19 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         for s in SCENARIOS.values():
             print(f"{s.name:<16} {s.summary}")
         return 0
-    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
-    if args.scenario != "all" and args.scenario not in SCENARIOS:
-        raise CliError(f"unknown scenario {args.scenario!r}; scenarios: {', '.join(SCENARIOS)}, all")
-    if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
-        raise CliError(f"data dir {args.data_dir} exists and is not a directory")
-    if args.handoff is None:
-        args.handoff = "rocketmq" if args.consumer_cmd else "clean"
-    options = from_fields(ChaosOptions, args)  # its fields are the options of the same names
-    try:  # a bad --consumer-cmd is refused before anything starts
-        plan = make_plan(names[0], args.seed, Form(short=args.short))
-        consumer_command(plan, options, "c1", "127.0.0.1:9876")
-    except ConfigError as exc:
-        raise CliError(str(exc)) from None
+    names, options = _checked(args)
     quiet = args.json
     if args.verbose == 0:
         # the producer's retries while a broker is down are expected here; say them only with -v
@@ -143,27 +132,8 @@ def _run(args: argparse.Namespace) -> int:
         if not quiet:
             print(text, flush=True)
 
-    results: list[ChaosResult] = []
-    mode = ", ".join(
-        [f"handoff {args.handoff}"]
-        + (["orderly"] if args.orderly else [])
-        + ([options.fixes()] if options.fixes() else [])
-    )
     with interrupt_on_sigterm():
-        for name in names:
-            for seed in range(args.seed, args.seed + args.runs):
-                opts = replace(options, seed=seed)
-                if not quiet:
-                    for line in header_lines(make_plan(name, seed, Form(short=args.short)), mode):
-                        say(line)
-                run_dir = None
-                if args.data_dir is not None:
-                    run_dir = args.data_dir / f"{name}-{seed}"
-                result = run_chaos(name, replace(opts, data_dir=run_dir), say)
-                results.append(result)
-                for line in result_lines(result):
-                    say(line)
-                say("")
+        results = [result for name in names for result in _scenario_runs(args, name, options, say)]
     if len(results) > 1:
         for line in summary_lines(results):
             say(line)
@@ -179,3 +149,47 @@ def _run(args: argparse.Namespace) -> int:
         print_json(doc)
     sys.stdout.flush()
     return 0 if all(r.passed for r in results) else 1
+
+
+def _checked(args: argparse.Namespace) -> tuple[list[str], ChaosOptions]:
+    """The scenarios to run and their options, refused (one line) before anything starts:
+    an unknown scenario, a data dir that is a file, a bad ``--consumer-cmd``."""
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    if args.scenario != "all" and args.scenario not in SCENARIOS:
+        raise CliError(f"unknown scenario {args.scenario!r}; scenarios: {', '.join(SCENARIOS)}, all")
+    if args.data_dir is not None and args.data_dir.exists() and not args.data_dir.is_dir():
+        raise CliError(f"data dir {args.data_dir} exists and is not a directory")
+    if args.handoff is None:
+        args.handoff = "rocketmq" if args.consumer_cmd else "clean"
+    options = from_fields(ChaosOptions, args)  # its fields are the options of the same names
+    try:
+        plan = make_plan(names[0], args.seed, Form(short=args.short))
+        consumer_command(plan, options, "c1", "127.0.0.1:9876")
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    return names, options
+
+
+def _scenario_runs(
+    args: argparse.Namespace, name: str, options: ChaosOptions, say: Callable[[str], None]
+) -> Iterator[ChaosResult]:
+    """Run scenario ``name`` once per seed (``--seed`` .. ``--seed + --runs``), each result said
+    as it ends (with its plan first, unless ``--json``)."""
+    mode = ", ".join(
+        [f"handoff {args.handoff}"]
+        + (["orderly"] if args.orderly else [])
+        + ([options.fixes()] if options.fixes() else [])
+    )
+    for seed in range(args.seed, args.seed + args.runs):
+        opts = replace(options, seed=seed)
+        if not args.json:
+            for line in header_lines(make_plan(name, seed, Form(short=args.short)), mode):
+                say(line)
+        run_dir = None
+        if args.data_dir is not None:
+            run_dir = args.data_dir / f"{name}-{seed}"
+        result = run_chaos(name, replace(opts, data_dir=run_dir), say)
+        for line in result_lines(result):
+            say(line)
+        say("")
+        yield result

@@ -309,14 +309,40 @@ def _check_batch(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _check_args(args)
+    checks = _Checks(args.transaction, args.check_answer) if args.transaction else None
+    run, make_body, producer = _producer(args, checks)
+    send = _Produce(args, producer, checks, make_body)
+    with ExitStack() as stack:
+        send.start(stack)
+        began = time.monotonic()
+        first = send.first()
+        if checks is not None:
+            send.transactions(first, checks)
+        elif args.batch:
+            send.batches(first)
+        else:
+            send.pipelined(first)
+        elapsed = max(time.monotonic() - began, 1e-9)
+    return send.finish(elapsed, run)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Refuse the combinations of options that do not go together, before anything is built."""
     if args.transaction is None and args.check_answer is not None:
         raise CliError("--check-answer answers the checks of --transaction sends; add --transaction")
     if args.transaction is not None and args.batch:
         raise CliError("--transaction sends one message per transaction; --batch does not apply")
     if args.batch:
         _check_batch(args)
+
+
+def _producer(
+    args: argparse.Namespace, checks: _Checks | None
+) -> tuple[str, Callable[[int], bytes], Producer]:
+    """The run id, the bodies and the (not yet started) producer; the name server asked once, so
+    that an unreachable one is one clear line rather than a route error."""
     group = args.group or (TX_GROUP if args.transaction else "DEFAULT_PRODUCER")
-    checks = _Checks(args.transaction, args.check_answer) if args.transaction else None
     try:
         run = new_run_id() if args.run is None else args.run
         make_body = body_maker(args.count, text=args.body, size=args.size, run=run)
@@ -325,147 +351,183 @@ def _run(args: argparse.Namespace) -> int:
             if checks is None
             else TransactionProducer(group, namesrv=args.namesrv, trace=args.trace, checker=checks.answer)
         )
-        with Admin(args.namesrv) as admin:  # an unreachable name server is one clear line, not a route error
+        with Admin(args.namesrv) as admin:
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    properties = dict(args.properties)
+    return run, make_body, producer
 
-    def message(seq: int) -> Message:
-        return Message(args.topic, make_body(seq), tags=args.tag, keys=args.keys, properties=properties)
 
-    stop = _Stop()
-    sent = failed = sent_bytes = unconfirmed = 0
-    errors: list[str] = []
-    bucket = TokenBucket(args.rate) if args.rate else None
-    with ExitStack() as stack:
-        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+class _Produce:
+    """One ``rocketq produce`` run: the messages, their pace, the count of what was sent, and the
+    three ways of sending them (in transactions, in batches, pipelined), each stopping at a signal."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        producer: Producer,
+        checks: _Checks | None,
+        make_body: Callable[[int], bytes],
+    ) -> None:
+        self.args = args
+        self.producer = producer
+        self.checks = checks
+        self.make_body = make_body
+        self.properties = dict(args.properties)
+        self.stop = _Stop()
+        self.sent = self.failed = self.sent_bytes = self.unconfirmed = 0
+        self.errors: list[str] = []
+        self.bucket = TokenBucket(args.rate) if args.rate else None
+        self.progress: Callable[[int], None] = lambda n: None
+
+    def message(self, seq: int) -> Message:
+        args = self.args
+        return Message(
+            args.topic, self.make_body(seq), tags=args.tag, keys=args.keys, properties=self.properties
+        )
+
+    def start(self, stack: ExitStack) -> None:
+        """Catch SIGINT/SIGTERM and start the producer and the progress bar, each undone by ``stack``."""
+        previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         stack.callback(lambda: [signal.signal(s, h) for s, h in previous.items()])
         try:
-            producer.start()
+            self.producer.start()
         except (RemotingConnectError, RemotingTimeoutError) as exc:
-            raise unreachable_hint(exc, args.namesrv) from None
-        stack.callback(producer.shutdown)
-        progress = _progress(args.count, stack)
-        began = time.monotonic()
+            raise unreachable_hint(exc, self.args.namesrv) from None
+        stack.callback(self.producer.shutdown)
+        self.progress = _progress(self.args.count, stack)
 
-        def pace(n: int) -> None:
-            if bucket is not None:
-                wait = bucket.take(n)
-                if wait > 0:
-                    stop.event.wait(wait)
+    def pace(self, n: int) -> None:
+        if self.bucket is not None:
+            wait = self.bucket.take(n)
+            if wait > 0:
+                self.stop.event.wait(wait)
 
-        def record(n: int, nbytes: int, exc: BaseException | None) -> None:
-            nonlocal sent, failed, sent_bytes
-            if exc is None:
-                sent += n
-                sent_bytes += nbytes
-            else:
-                failed += n
-                if len(errors) < _ERRORS_SHOWN:
-                    errors.append(f"{type(exc).__name__}: {exc}")
-            progress(n)
-
-        # the first send alone: a wrong address or topic fails here, as one line
-        first = range(min(args.batch or 1, args.count))
-        pace(len(first))
-        try:
-            if checks is not None:
-                checks.send(producer, message(0))
-            else:
-                _send_unit(producer, [message(s) for s in first])
-        except (RemotingConnectError, RemotingTimeoutError) as exc:
-            raise unreachable_hint(exc, args.namesrv) from None
-        record(len(first), sum(len(make_body(s)) for s in first), None)
-        if checks is not None:
-            for seq in range(1, args.count):
-                if stop.event.is_set():
-                    break
-                pace(1)
-                msg = message(seq)
-                try:
-                    checks.send(producer, msg)
-                    record(1, len(msg.body), None)
-                except RocketQError as exc:
-                    record(1, 0, exc)
-            if not stop.event.is_set():
-                checks.wait_for_checks(stop.event)
-        elif args.batch:
-            for unit in _batches(len(first), args.count, args.batch):
-                if stop.event.is_set():
-                    break
-                pace(len(unit))
-                msgs = [message(s) for s in unit]
-                try:
-                    _send_unit(producer, msgs)
-                    record(len(msgs), sum(len(m.body) for m in msgs), None)
-                except RocketQError as exc:
-                    record(len(msgs), 0, exc)
+    def record(self, n: int, nbytes: int, exc: BaseException | None) -> None:
+        if exc is None:
+            self.sent += n
+            self.sent_bytes += nbytes
         else:
-            inflight: dict[concurrent.futures.Future[SendResult], int] = {}
+            self.failed += n
+            if len(self.errors) < _ERRORS_SHOWN:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+        self.progress(n)
 
-            def settle(done: set[concurrent.futures.Future[SendResult]]) -> None:
-                for f in done:
-                    nbytes = inflight.pop(f)
-                    record(1, nbytes, f.exception())
+    def first(self) -> int:
+        """The first send (one message, or one batch) alone: a wrong address or topic fails here,
+        as one line. Returns how many messages it sent."""
+        first = range(min(self.args.batch or 1, self.args.count))
+        self.pace(len(first))
+        try:
+            if self.checks is not None:
+                self.checks.send(self.producer, self.message(0))
+            else:
+                _send_unit(self.producer, [self.message(s) for s in first])
+        except (RemotingConnectError, RemotingTimeoutError) as exc:
+            raise unreachable_hint(exc, self.args.namesrv) from None
+        self.record(len(first), sum(len(self.make_body(s)) for s in first), None)
+        return len(first)
 
-            for seq in range(len(first), args.count):
-                if stop.event.is_set():
-                    break
-                pace(1)
-                if len(inflight) >= WINDOW:
-                    done, _ = concurrent.futures.wait(
-                        inflight, return_when=concurrent.futures.FIRST_COMPLETED
-                    )
-                    settle(done)
-                msg = message(seq)
-                inflight[producer.send_future(msg)] = len(msg.body)
-            if inflight:
-                # stopped by a signal: the answers that come within STOP_WAIT, not all of them
-                # (under overload they may take the whole send timeout): Ctrl-C ends it at once
-                timeout = STOP_WAIT if stop.event.is_set() else None
-                done, _ = concurrent.futures.wait(inflight, timeout=timeout)
+    def transactions(self, first: int, checks: _Checks) -> None:
+        """One transaction per message, then (unless stopped) the broker's checks answered."""
+        for seq in range(first, self.args.count):
+            if self.stop.event.is_set():
+                break
+            self.pace(1)
+            msg = self.message(seq)
+            try:
+                checks.send(self.producer, msg)
+                self.record(1, len(msg.body), None)
+            except RocketQError as exc:
+                self.record(1, 0, exc)
+        if not self.stop.event.is_set():
+            checks.wait_for_checks(self.stop.event)
+
+    def batches(self, first: int) -> None:
+        """Batch sends of ``--batch`` messages, one at a time."""
+        for unit in _batches(first, self.args.count, self.args.batch):
+            if self.stop.event.is_set():
+                break
+            self.pace(len(unit))
+            msgs = [self.message(s) for s in unit]
+            try:
+                _send_unit(self.producer, msgs)
+                self.record(len(msgs), sum(len(m.body) for m in msgs), None)
+            except RocketQError as exc:
+                self.record(len(msgs), 0, exc)
+
+    def pipelined(self, first: int) -> None:
+        """Single sends, up to :data:`WINDOW` in flight."""
+        inflight: dict[concurrent.futures.Future[SendResult], int] = {}
+
+        def settle(done: set[concurrent.futures.Future[SendResult]]) -> None:
+            for f in done:
+                nbytes = inflight.pop(f)
+                self.record(1, nbytes, f.exception())
+
+        for seq in range(first, self.args.count):
+            if self.stop.event.is_set():
+                break
+            self.pace(1)
+            if len(inflight) >= WINDOW:
+                done, _ = concurrent.futures.wait(inflight, return_when=concurrent.futures.FIRST_COMPLETED)
                 settle(done)
-                unconfirmed = len(inflight)
-        elapsed = max(time.monotonic() - began, 1e-9)
-    interrupted = stop.event.is_set()
-    summary = {
-        "topic": args.topic,
-        "sent": sent,
-        "failed": failed,
-        "not_sent": args.count - sent - failed,
-        "unconfirmed": unconfirmed,
-        "seconds": round(elapsed, 3),
-        "rate": round(sent / elapsed, 1),
-        "bytes": sent_bytes,
-        "interrupted": interrupted,
-        "run": run,
-        "errors": errors,
-    }
-    if checks is not None:
-        summary["transactions"] = checks.summary()
-    if args.json:
-        print_json(summary)
-    else:
-        why = {int(signal.SIGTERM): "SIGTERM", int(signal.SIGINT): "Ctrl-C"}.get(stop.signum or 0, "a signal")
-        extra = f", {summary['not_sent']} not sent (stopped by {why})" if interrupted else ""
-        if unconfirmed:
-            extra += f", {unconfirmed} of them out unanswered when it stopped (they may be stored)"
-        tx = f" in transactions ({checks.line()})" if checks is not None else ""
+            msg = self.message(seq)
+            inflight[self.producer.send_future(msg)] = len(msg.body)
+        if inflight:
+            # stopped by a signal: the answers that come within STOP_WAIT, not all of them
+            # (under overload they may take the whole send timeout): Ctrl-C ends it at once
+            timeout = STOP_WAIT if self.stop.event.is_set() else None
+            done, _ = concurrent.futures.wait(inflight, timeout=timeout)
+            settle(done)
+            self.unconfirmed = len(inflight)
+
+    def finish(self, elapsed: float, run: str) -> int:
+        """Print the summary (JSON or a line, failures on stderr) and return the exit code."""
+        interrupted = self.stop.event.is_set()
+        summary = {
+            "topic": self.args.topic,
+            "sent": self.sent,
+            "failed": self.failed,
+            "not_sent": self.args.count - self.sent - self.failed,
+            "unconfirmed": self.unconfirmed,
+            "seconds": round(elapsed, 3),
+            "rate": round(self.sent / elapsed, 1),
+            "bytes": self.sent_bytes,
+            "interrupted": interrupted,
+            "run": run,
+            "errors": self.errors,
+        }
+        if self.checks is not None:
+            summary["transactions"] = self.checks.summary()
+        if self.args.json:
+            print_json(summary)
+        else:
+            self._print_summary(summary, elapsed)
+        if interrupted:
+            return 128 + (self.stop.signum or signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM
+        return 1 if self.failed else 0
+
+    def _print_summary(self, summary: dict[str, Any], elapsed: float) -> None:
+        sent, failed, errors = self.sent, self.failed, self.errors
+        why = {int(signal.SIGTERM): "SIGTERM", int(signal.SIGINT): "Ctrl-C"}.get(
+            self.stop.signum or 0, "a signal"
+        )
+        extra = f", {summary['not_sent']} not sent (stopped by {why})" if summary["interrupted"] else ""
+        if self.unconfirmed:
+            extra += f", {self.unconfirmed} of them out unanswered when it stopped (they may be stored)"
+        tx = f" in transactions ({self.checks.line()})" if self.checks is not None else ""
         print(
-            f"sent {sent} messages to {args.topic}{tx}, {failed} failed{extra}, in {elapsed:.2f} s: "
-            f"{sent / elapsed:.0f} msg/s ({sent_bytes / elapsed / 1e6:.2f} MB/s)",
+            f"sent {sent} messages to {self.args.topic}{tx}, {failed} failed{extra}, in {elapsed:.2f} s: "
+            f"{sent / elapsed:.0f} msg/s ({self.sent_bytes / elapsed / 1e6:.2f} MB/s)",
             flush=True,
         )
         for line in errors:
             print(f"send failed: {line}", file=sys.stderr)
         if failed > len(errors):
             print(f"... and {failed - len(errors)} more failed sends", file=sys.stderr)
-    if interrupted:
-        return 128 + (stop.signum or signal.SIGINT)  # 130 for SIGINT, 143 for SIGTERM
-    return 1 if failed else 0
 
 
 class _Checks:

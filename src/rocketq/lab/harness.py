@@ -570,6 +570,20 @@ class Lab:
             if w.running:
                 with contextlib.suppress(Exception):
                     w.stop(2.0)
+        self._close_clients(fast=fast)
+        self._stop_extra_brokers()
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                self.server.stop()
+            self.server = None
+        for handle in self._logs:
+            handle.close()
+        self._logs.clear()
+        self._remove_tmp(fast=fast)
+
+    def _close_clients(self, *, fast: bool) -> None:
+        """Shut the lab's producer and admin client down (on threads of their own when ``fast``:
+        the servers are gone, no waiting on a graceful goodbye to them)."""
         clients: list[Callable[[], object]] = []
         if self._producer is not None:
             clients.append(self._producer.shutdown)
@@ -578,10 +592,13 @@ class Lab:
             clients.append(self._admin.close)
             self._admin = None
         for close in clients:
-            if fast:  # the servers are gone: no waiting on a graceful goodbye to them
+            if fast:
                 threading.Thread(target=_quietly, args=(close,), daemon=True).start()
             else:
                 _quietly(close)
+
+    def _stop_extra_brokers(self) -> None:
+        """SIGTERM to each extra broker still running, SIGKILL after 20 s."""
         for b in self._extra:
             if b.proc.poll() is None:
                 b.proc.send_signal(signal.SIGTERM)
@@ -593,27 +610,24 @@ class Lab:
             if b.proc.stdout is not None:
                 b.proc.stdout.close()
         self._extra.clear()
-        if self.server is not None:
-            with contextlib.suppress(Exception):
-                self.server.stop()
-            self.server = None
-        for handle in self._logs:
-            handle.close()
-        self._logs.clear()
-        if self._tmp is not None:
-            if fast:
-                # removing a commit log of a killed server took ~2 s of a loaded disk: after Ctrl-C
-                # a detached ``rm`` does it while this process ends
-                subprocess.Popen(
-                    ["rm", "-rf", "--", str(self._tmp)],
-                    start_new_session=True,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            else:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+
+    def _remove_tmp(self, *, fast: bool) -> None:
+        """Remove the lab's temp dir (after Ctrl-C by a detached ``rm``)."""
+        if self._tmp is None:
+            return
+        if fast:
+            # removing a commit log of a killed server took ~2 s of a loaded disk: after Ctrl-C
+            # a detached ``rm`` does it while this process ends
+            subprocess.Popen(
+                ["rm", "-rf", "--", str(self._tmp)],
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        else:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        self._tmp = None
 
     def _stop_fast(self) -> None:
         procs: list[subprocess.Popen[str]] = [w.proc for w in self.workers]

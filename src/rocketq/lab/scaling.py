@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -254,80 +254,16 @@ def run_scaling(
     is called every ``tick_interval`` seconds while it runs (the demo's live view)."""
     lab.create_topic(topic, queues)
     options: dict[str, Any] = {"handoff": handoff, "work_ms": work_ms, "trace": trace}
-    workers: list[Worker] = []
-    active: list[Worker] = []
     producer = SteadyProducer(lab, topic, rate, f"{group}")
-    plans: list[dict[str, list[MessageQueue]]] = []
-    steps: list[tuple[str, int]] = []
+    phases = _Phases(lab, topic, group, producer, options, tick, tick_interval)
+    workers = phases.workers
     teardown_ms: int | None = None
-
-    def steady(label: str, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                return
-            if tick is not None:
-                tick(label, active, producer)
-            time.sleep(min(tick_interval, left))
-
-    def settle(label: str) -> None:
-        done = threading.Event()
-        result: list[dict[str, list[MessageQueue]]] = []
-        error: list[BaseException] = []
-
-        def wait() -> None:
-            try:
-                result.append(lab.wait_stable(group, active, [topic])[topic])
-            except BaseException as exc:
-                error.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=wait, daemon=True).start()
-        while not done.wait(tick_interval):
-            if tick is not None:
-                tick(label, active, producer)
-        if error:
-            raise error[0]
-        plans.append(result[0])
-
     interrupted = False
     try:
-        previous = 0
         for i, size in enumerate(sizes):
-            label = f"{previous} -> {size}" if i else f"start {size}"
-            steps.append((label, _now_ms()))
-            if size > previous:
-                for _ in range(size - previous):
-                    w = lab.spawn_consumer(f"consumer-{len(workers) + 1}", group, [topic], **options)
-                    workers.append(w)
-                    active.append(w)
-            else:
-                leaving = active[size:]
-                del active[size:]
-                for w in leaving:
-                    w.terminate()
-            settle(label)
-            if i == 0:
-                producer.start()
-            steady(label, phase_seconds)
-            previous = size
+            phases.run(i, size, phase_seconds)
         producer.stop()
-        sent = producer.snapshot()
-
-        def drained() -> bool:
-            got = {r.body for w in workers for r in w.received()}
-            return all(b in got for b in sent)
-
-        drain_end = time.monotonic() + drain_timeout
-        while not drained() and time.monotonic() < drain_end:
-            if tick is not None:
-                tick("draining", active, producer)
-            with lab.changed:
-                lab.changed.wait(tick_interval)
-        if tick is not None:
-            tick("done", active, producer)
+        phases.drain(producer.snapshot(), drain_timeout)
     except KeyboardInterrupt:
         # Ctrl-C: a bounded wait for the sends out; the lab stops the workers (fast) as it unwinds
         interrupted = True
@@ -348,13 +284,104 @@ def run_scaling(
         sent=producer.snapshot(),
         failed_sends=producer.failed,
         receipts=receipts,
-        plans=plans,
+        plans=phases.plans,
         workers=workers,
-        steps=steps,
+        steps=phases.steps,
         teardown_ms=teardown_ms,
     )
     run.analysis = measure(run)
     return run
+
+
+@dataclass
+class _Phases:
+    """The phases of one scaling run: the group resized to each size in turn, settled, then run
+    steadily, the live view ticked all along; then the drain."""
+
+    lab: Lab
+    topic: str
+    group: str
+    producer: SteadyProducer
+    options: dict[str, Any]
+    tick: Tick | None
+    tick_interval: float
+    workers: list[Worker] = field(default_factory=list)
+    active: list[Worker] = field(default_factory=list)
+    plans: list[dict[str, list[MessageQueue]]] = field(default_factory=list)
+    steps: list[tuple[str, int]] = field(default_factory=list)
+    previous: int = 0
+
+    def _tick(self, label: str) -> None:
+        if self.tick is not None:
+            self.tick(label, self.active, self.producer)
+
+    def run(self, i: int, size: int, seconds: float) -> None:
+        """Phase ``i``: from the previous size to ``size`` (consumers spawned or terminated), the
+        group settled, the producer started after the first, ``seconds`` of steady running."""
+        previous = self.previous
+        label = f"{previous} -> {size}" if i else f"start {size}"
+        self.steps.append((label, _now_ms()))
+        if size > previous:
+            for _ in range(size - previous):
+                w = self.lab.spawn_consumer(
+                    f"consumer-{len(self.workers) + 1}", self.group, [self.topic], **self.options
+                )
+                self.workers.append(w)
+                self.active.append(w)
+        else:
+            leaving = self.active[size:]
+            del self.active[size:]
+            for w in leaving:
+                w.terminate()
+        self.settle(label)
+        if i == 0:
+            self.producer.start()
+        self.steady(label, seconds)
+        self.previous = size
+
+    def steady(self, label: str, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self._tick(label)
+            time.sleep(min(self.tick_interval, left))
+
+    def settle(self, label: str) -> None:
+        """Until the group's plan is stable (on a thread: the live view ticks meanwhile)."""
+        done = threading.Event()
+        result: list[dict[str, list[MessageQueue]]] = []
+        error: list[BaseException] = []
+
+        def wait() -> None:
+            try:
+                result.append(self.lab.wait_stable(self.group, self.active, [self.topic])[self.topic])
+            except BaseException as exc:
+                error.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=wait, daemon=True).start()
+        while not done.wait(self.tick_interval):
+            self._tick(label)
+        if error:
+            raise error[0]
+        self.plans.append(result[0])
+
+    def drain(self, sent: Iterable[str], timeout: float) -> None:
+        """Until every message sent (its body) was received by a worker, or ``timeout``."""
+
+        def drained() -> bool:
+            got = {r.body for w in self.workers for r in w.received()}
+            return all(b in got for b in sent)
+
+        drain_end = time.monotonic() + timeout
+        while not drained() and time.monotonic() < drain_end:
+            self._tick("draining")
+            with self.lab.changed:
+                self.lab.changed.wait(self.tick_interval)
+        self._tick("done")
 
 
 def measure(run: ScalingRun) -> Analysis:

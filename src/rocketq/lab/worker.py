@@ -38,7 +38,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
@@ -191,40 +191,75 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     out = _Out()
     try:
-        strategy = build_strategy(args.strategy, json.loads(args.strategy_options or "{}"))
-        options: dict[str, Any] = {
-            "allocate_strategy": strategy,
-            "balance": args.balance,
-            "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
-            if args.start == "first"
-            else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-            "await_termination": 5.0,
-        }
-        if args.handoff is not None:
-            if not handoff_available():
-                print("worker: this build's push consumer has no clean handoff", file=sys.stderr)
-                return EXIT_USAGE
-            options["handoff"] = args.handoff
-        if args.trace:
-            if "trace" not in {f.name for f in dataclasses.fields(PushConsumerConfig)}:
-                print("worker: this build's push consumer cannot trace", file=sys.stderr)
-                return EXIT_USAGE
-            options["trace"] = True
-        client_config = ClientConfig(
-            namesrv=args.namesrv,
-            client_ip=args.client_ip,
-            instance_name=args.instance or DEFAULT_INSTANCE_NAME,
-            persist_consumer_offset_interval=args.persist_interval,
-            persist_consumer_offset_initial_delay=args.persist_interval,
-            rebalance_min_interval=args.rebalance_min_interval,
-        )
-        consumer = PushConsumer(args.group, client_config=client_config, **options)
-    except (ConfigError, ValueError) as exc:
+        consumer = _consumer(args)
+    except (_Unsupported, ConfigError, ValueError) as exc:
         print(f"worker: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    topics = set(args.topic)
-    seen: dict[str, tuple[str, ...]] = {}
-    work = args.work_ms / 1000.0
+    stop = _stop_event()
+    for topic in args.topic:
+        consumer.subscribe(topic, "*")
+    consumer.register_listener(_listener(out, args.work_ms / 1000.0))
+    consumer.add_rebalance_listener(_rebalance_lines(out, set(args.topic)))
+    try:
+        consumer.start()
+    except RocketQError as exc:
+        print(f"worker: could not start: {exc}", file=sys.stderr)
+        return 1
+    out.write(
+        {
+            "type": "started",
+            "client_id": consumer.client_id,
+            "pid": os.getpid(),
+            "ts_ms": time.time_ns() // 1_000_000,
+        }
+    )
+    try:
+        while not stop.wait(0.5):
+            if out.closed.is_set():
+                break
+    finally:
+        consumer.shutdown()
+        out.write({"type": "stopped", "ts_ms": time.time_ns() // 1_000_000, "received": out.received})
+    return 0
+
+
+class _Unsupported(Exception):
+    """An option this build's push consumer does not have."""
+
+
+def _consumer(args: argparse.Namespace) -> PushConsumer:
+    """The push consumer the arguments describe (not started); raises :class:`_Unsupported`,
+    :class:`ConfigError` or :class:`ValueError` for options it cannot take."""
+    strategy = build_strategy(args.strategy, json.loads(args.strategy_options or "{}"))
+    options: dict[str, Any] = {
+        "allocate_strategy": strategy,
+        "balance": args.balance,
+        "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        if args.start == "first"
+        else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        "await_termination": 5.0,
+    }
+    if args.handoff is not None:
+        if not handoff_available():
+            raise _Unsupported("this build's push consumer has no clean handoff")
+        options["handoff"] = args.handoff
+    if args.trace:
+        if "trace" not in {f.name for f in dataclasses.fields(PushConsumerConfig)}:
+            raise _Unsupported("this build's push consumer cannot trace")
+        options["trace"] = True
+    client_config = ClientConfig(
+        namesrv=args.namesrv,
+        client_ip=args.client_ip,
+        instance_name=args.instance or DEFAULT_INSTANCE_NAME,
+        persist_consumer_offset_interval=args.persist_interval,
+        persist_consumer_offset_initial_delay=args.persist_interval,
+        rebalance_min_interval=args.rebalance_min_interval,
+    )
+    return PushConsumer(args.group, client_config=client_config, **options)
+
+
+def _listener(out: _Out, work: float) -> Callable[[list[MessageExt], Any], ConsumeConcurrentlyStatus]:
+    """A listener writing a ``recv`` line per message, after ``work`` seconds of sleep each."""
 
     def listener(msgs: list[MessageExt], ctx: Any) -> ConsumeConcurrentlyStatus:
         broker = ctx.message_queue.broker_name
@@ -252,6 +287,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
+    return listener
+
+
+def _rebalance_lines(out: _Out, topics: set[str]) -> Callable[[RebalanceRecord], None]:
+    """A rebalance listener writing a ``rebalance`` line for each record of ``topics`` that
+    changed something, failed, or saw another member list than the last."""
+    seen: dict[str, tuple[str, ...]] = {}
+
     def on_rebalance(record: RebalanceRecord) -> None:
         if record.topic not in topics:
             return
@@ -260,6 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             seen[record.topic] = ids
             out.write({"type": "rebalance", "ts_ms": time.time_ns() // 1_000_000, **record.to_dict()})
 
+    return on_rebalance
+
+
+def _stop_event() -> threading.Event:
+    """Set by SIGINT, SIGTERM or the end of stdin (the lab closing it)."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -276,28 +324,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()
-    for topic in args.topic:
-        consumer.subscribe(topic, "*")
-    consumer.register_listener(listener)
-    consumer.add_rebalance_listener(on_rebalance)
-    try:
-        consumer.start()
-    except RocketQError as exc:
-        print(f"worker: could not start: {exc}", file=sys.stderr)
-        return 1
-    out.write(
-        {
-            "type": "started",
-            "client_id": consumer.client_id,
-            "pid": os.getpid(),
-            "ts_ms": time.time_ns() // 1_000_000,
-        }
-    )
-    try:
-        while not stop.wait(0.5):
-            if out.closed.is_set():
-                break
-    finally:
-        consumer.shutdown()
-        out.write({"type": "stopped", "ts_ms": time.time_ns() // 1_000_000, "received": out.received})
-    return 0
+    return stop

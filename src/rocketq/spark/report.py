@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rocketq.analytics import DEFINITIONS, Analysis, Figures, footnote, queue_ranges
+from rocketq.analytics import DEFINITIONS, Analysis, Delivery, Figures, Move, footnote, queue_ranges
 from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.models import MessageQueue
 from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
@@ -221,34 +221,60 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
-    from matplotlib.patches import Patch  # noqa: PLC0415
-    from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
 
-    out: list[_Plot] = []
     dels = [v.delivery for v in a.verdicts]
     times = [d.start_ms for d in dels] + [s.from_ms for s in a.stretches] + [c.at_ms for c in a.changes]
     if not times:
-        return out
-    t0 = min(times)
-    t_end = max(times + [t for t, _ in a.backlog.steps])
+        return []
+    plotter = _Plotter(a, names, plt, dels, times)
+    out: list[_Plot] = []
+    if dels:
+        out.append(plotter.per_consumer())
+        per_queue = plotter.per_queue()
+        if per_queue is not None:
+            out.append(per_queue)
+    if a.stretches:
+        out.append(plotter.ownership())
+    moves = [m for m in a.moves if m.pause_ms is not None]
+    if moves:
+        out.append(plotter.pauses(moves))
+    if a.backlog.steps:
+        out.append(plotter.backlog())
+    return out
 
-    def sec(ms: float) -> float:
-        return (ms - t0) / 1000.0
 
-    xlabel = f"seconds since {_clock(t0)}"
-    clients = sorted({d.client_id for d in dels} | {s.client_id for s in a.stretches})
-    colors = plt.get_cmap("tab10")
+class _Plotter:
+    """Draws each plot of one analysis on a shared time axis (seconds since its first event), one
+    colour per consumer, the changes of the group as dotted lines."""
 
-    def color(client: str) -> Any:
-        return colors(clients.index(client) % 10)
+    def __init__(self, a: Analysis, names: _Names, plt: Any, dels: list[Delivery], times: list[int]) -> None:
+        """``times``: the start of every delivery and ownership and every change (not none)."""
+        t0 = min(times)
+        t_end = max(times + [t for t, _ in a.backlog.steps])
+        self.a = a
+        self.names = names
+        self.plt = plt
+        self.dels = dels
+        self.t0 = t0
+        self.t_end = t_end
+        self.span = max(t_end - t0, 1)
+        self.xlabel = f"seconds since {_clock(t0)}"
+        self.clients = sorted({d.client_id for d in dels} | {s.client_id for s in a.stretches})
+        self.colors = plt.get_cmap("tab10")
 
-    def mark_changes(ax: Any, labels: bool = True) -> None:
-        for c in a.changes:
-            ax.axvline(sec(c.at_ms), color="grey", lw=0.7, ls=":")
+    def sec(self, ms: float) -> float:
+        return (ms - self.t0) / 1000.0
+
+    def color(self, client: str) -> Any:
+        return self.colors(self.clients.index(client) % 10)
+
+    def mark_changes(self, ax: Any, labels: bool = True) -> None:
+        for c in self.a.changes:
+            ax.axvline(self.sec(c.at_ms), color="grey", lw=0.7, ls=":")
             if labels and c.index:
                 ax.annotate(
                     c.label,
-                    (sec(c.at_ms), 1.0),
+                    (self.sec(c.at_ms), 1.0),
                     xycoords=("data", "axes fraction"),
                     fontsize=7,
                     xytext=(2, -10 - 9 * (c.index % 3)),
@@ -256,9 +282,10 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
                     color="dimgrey",
                 )
 
-    span = max(t_end - t0, 1)
-    if dels:
-        bucket = heat_bucket_ms(len(dels), max(len({d.queue for d in dels}), 1), span) // 2 or 250
+    def per_consumer(self) -> _Plot:
+        """Deliveries per second of each consumer over time (step lines)."""
+        dels, sec = self.dels, self.sec
+        bucket = heat_bucket_ms(len(dels), max(len({d.queue for d in dels}), 1), self.span) // 2 or 250
         per: dict[str, dict[int, int]] = {}
         for d in dels:
             b = d.start_ms - d.start_ms % bucket
@@ -267,75 +294,87 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
         first_b = min(d.start_ms for d in dels) // bucket * bucket
         last_b = max(d.start_ms for d in dels) // bucket * bucket
         edges = list(range(first_b, last_b + bucket, bucket))
-        fig, ax = plt.subplots(figsize=(10, 3.4))
-        for client in clients:
+        fig, ax = self.plt.subplots(figsize=(10, 3.4))
+        for client in self.clients:
             counts = per.get(client, {})
             ys = [counts.get(b, 0) * 1000 / bucket for b in edges[1:-1]]  # full buckets only
-            ax.step([sec(b) for b in edges[1:-1]], ys, where="post", label=names(client), color=color(client))
-        mark_changes(ax)
-        ax.set_xlabel(xlabel)
+            ax.step(
+                [sec(b) for b in edges[1:-1]],
+                ys,
+                where="post",
+                label=self.names(client),
+                color=self.color(client),
+            )
+        self.mark_changes(ax)
+        ax.set_xlabel(self.xlabel)
         ax.set_ylabel("deliveries per second")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        out.append(
-            _Plot(
-                "Messages per consumer",
-                f"Deliveries per second in {bucket:,} ms buckets (the partial first and last bucket left "
-                "out). Dotted lines: changes of the group.",
-                _png(fig),
-                len(dels),
-            )
+        return _Plot(
+            "Messages per consumer",
+            f"Deliveries per second in {bucket:,} ms buckets (the partial first and last bucket left "
+            "out). Dotted lines: changes of the group.",
+            _png(fig),
+            len(dels),
         )
 
+    def per_queue(self) -> _Plot | None:
+        """A heat map of deliveries per queue over time (none without a whole bucket of data)."""
+        from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
+
+        dels, sec = self.dels, self.sec
         queues = sorted({d.queue for d in dels if d.queue is not None})
-        hb = heat_bucket_ms(len(dels), len(queues), span)
+        hb = heat_bucket_ms(len(dels), len(queues), self.span)
         lo = -(-min(d.start_ms for d in dels) // hb) * hb  # first bucket wholly inside the data
         hi = max(d.start_ms for d in dels) // hb * hb  # the last bucket's start is its end
         cols = list(range(lo, hi, hb))
-        if queues and cols:
-            grid = [[0] * len(cols) for _ in queues]
-            row = {q: i for i, q in enumerate(queues)}
-            for d in dels:
-                if d.queue is not None and lo <= d.start_ms < hi:
-                    grid[row[d.queue]][(d.start_ms - lo) // hb] += 1
-            fig, ax = plt.subplots(figsize=(10, 0.26 * len(queues) + 1.5))
-            im = ax.imshow(
-                grid,
-                aspect="auto",
-                interpolation="nearest",
-                cmap="viridis",
-                vmin=0,
-                extent=(sec(lo), sec(hi), len(queues) - 0.5, -0.5),
-            )
-            ax.set_yticks(range(len(queues)))
-            ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues], fontsize=7)
-            ax.set_xlabel(xlabel)
-            mark_changes(ax, labels=False)
-            bar = fig.colorbar(im, ax=ax, label=f"deliveries per {hb:,} ms")
-            bar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            out.append(
-                _Plot(
-                    "Messages per queue",
-                    f"Deliveries per queue in {hb:,} ms buckets, sized for about {HEAT_MIN_PER_CELL} a cell "
-                    "so that a message more or less is not a visible change; partial buckets at either end "
-                    "are left out. Dotted lines: changes of the group.",
-                    _png(fig),
-                    sum(map(sum, grid)),
-                )
-            )
+        if not queues or not cols:
+            return None
+        grid = [[0] * len(cols) for _ in queues]
+        row = {q: i for i, q in enumerate(queues)}
+        for d in dels:
+            if d.queue is not None and lo <= d.start_ms < hi:
+                grid[row[d.queue]][(d.start_ms - lo) // hb] += 1
+        fig, ax = self.plt.subplots(figsize=(10, 0.26 * len(queues) + 1.5))
+        im = ax.imshow(
+            grid,
+            aspect="auto",
+            interpolation="nearest",
+            cmap="viridis",
+            vmin=0,
+            extent=(sec(lo), sec(hi), len(queues) - 0.5, -0.5),
+        )
+        ax.set_yticks(range(len(queues)))
+        ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues], fontsize=7)
+        ax.set_xlabel(self.xlabel)
+        self.mark_changes(ax, labels=False)
+        bar = fig.colorbar(im, ax=ax, label=f"deliveries per {hb:,} ms")
+        bar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        return _Plot(
+            "Messages per queue",
+            f"Deliveries per queue in {hb:,} ms buckets, sized for about {HEAT_MIN_PER_CELL} a cell "
+            "so that a message more or less is not a visible change; partial buckets at either end "
+            "are left out. Dotted lines: changes of the group.",
+            _png(fig),
+            sum(map(sum, grid)),
+        )
 
-    if a.stretches:
+    def ownership(self) -> _Plot:
+        """One bar per stretch of a consumer owning a queue, duplicates marked with red crosses."""
+        from matplotlib.patches import Patch  # noqa: PLC0415
+
+        a, sec = self.a, self.sec
         queues_o = sorted({s.queue for s in a.stretches})
-        fig, ax = plt.subplots(figsize=(10, 0.28 * len(queues_o) + 1.6))
+        fig, ax = self.plt.subplots(figsize=(10, 0.28 * len(queues_o) + 1.6))
         for s in a.stretches:
             y = queues_o.index(s.queue)
-            stop = s.to_ms if s.to_ms is not None else t_end
+            stop = s.to_ms if s.to_ms is not None else self.t_end
             ax.barh(
                 y,
                 sec(stop) - sec(s.from_ms),
                 left=sec(s.from_ms),
                 height=0.7,
-                color=color(s.client_id),
+                color=self.color(s.client_id),
                 edgecolor="white",
                 lw=0.4,
             )
@@ -353,40 +392,41 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
                 s=22,
                 zorder=3,
             )
-        mark_changes(ax)
+        self.mark_changes(ax)
         ax.set_yticks(range(len(queues_o)))
         ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues_o], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel(self.xlabel)
         owners = sorted({s.client_id for s in a.stretches})
-        handles: list[Any] = [Patch(color=color(c)) for c in owners]
-        labels = [names(c) for c in owners]
+        handles: list[Any] = [Patch(color=self.color(c)) for c in owners]
+        labels = [self.names(c) for c in owners]
         if dup_points:
             from matplotlib.lines import Line2D  # noqa: PLC0415
 
             handles.append(Line2D([], [], marker="x", color="red", ls=""))
             labels.append("duplicate")
         ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        out.append(
-            _Plot(
-                "Queue ownership",
-                "Each bar: a consumer owning a queue (from its rebalance records). Dotted lines: changes of "
-                "the group; red crosses: duplicate deliveries.",
-                _png(fig),
-                len(a.stretches),
-            )
+        return _Plot(
+            "Queue ownership",
+            "Each bar: a consumer owning a queue (from its rebalance records). Dotted lines: changes of "
+            "the group; red crosses: duplicate deliveries.",
+            _png(fig),
+            len(self.a.stretches),
         )
 
-    moves = [m for m in a.moves if m.pause_ms is not None]
-    if moves:
-        by_change = {c.index: c for c in a.changes}
+    def pauses(self, moves: list[Move]) -> _Plot:
+        """One bar per moved queue's pause, grouped under the change that moved it."""
+        names = self.names
+        by_change = {c.index: c for c in self.a.changes}
         order = sorted(moves, key=lambda m: (m.change, m.queue))
-        fig, ax = plt.subplots(figsize=(10, 0.24 * len(order) + 0.3 * len({m.change for m in order}) + 1.2))
+        fig, ax = self.plt.subplots(
+            figsize=(10, 0.24 * len(order) + 0.3 * len({m.change for m in order}) + 1.2)
+        )
         bar_ys: list[float] = []
         ticks: list[str] = []
         pos = 0.0
         current: int | None = None
-        group_colors = plt.get_cmap("tab10")
+        group_colors = self.plt.get_cmap("tab10")
         for m in order:
             if m.change != current:
                 if current is not None:
@@ -396,7 +436,7 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
                 ax.text(
                     -0.01,
                     pos - 0.35,
-                    f"{c.label if c else '?'} at {sec(c.at_ms) if c else 0:.1f} s",
+                    f"{c.label if c else '?'} at {self.sec(c.at_ms) if c else 0:.1f} s",
                     transform=ax.get_yaxis_transform(),
                     ha="right",
                     va="bottom",
@@ -412,17 +452,19 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
         ax.set_yticklabels(ticks, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("pause (ms)")
-        out.append(
-            _Plot(
-                "Pause of every moved queue, by the change that caused it",
-                DEFINITIONS["pause"][0].upper() + DEFINITIONS["pause"][1:] + ".",
-                _png(fig),
-                len(order),
-            )
+        return _Plot(
+            "Pause of every moved queue, by the change that caused it",
+            DEFINITIONS["pause"][0].upper() + DEFINITIONS["pause"][1:] + ".",
+            _png(fig),
+            len(order),
         )
 
-    if a.backlog.steps:
-        fig, ax = plt.subplots(figsize=(10, 3.4))
+    def backlog(self) -> _Plot:
+        """The group's backlog (red) and each queue's (grey) over time."""
+        from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
+
+        a, sec = self.a, self.sec
+        fig, ax = self.plt.subplots(figsize=(10, 3.4))
         xs = [sec(t) for t, _ in a.backlog.steps]
         ys_b = [v for _, v in a.backlog.steps]
         for series in a.queue_backlogs.values():
@@ -435,25 +477,22 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
                 alpha=0.5,
             )
         ax.step(xs, ys_b, where="post", color="tab:red", lw=1.4, label="all queues")
-        mark_changes(ax)
-        ax.set_xlabel(xlabel)
+        self.mark_changes(ax)
+        ax.set_xlabel(self.xlabel)
         ax.set_ylabel("messages stored, not yet delivered")
         ax.set_ylim(bottom=0, top=max(*ys_b, 1) * 1.15)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        out.append(
-            _Plot(
-                "Backlog (lag)",
-                "Red: the whole group, at every store and first delivery (not averaged over buckets); grey: "
-                "each queue. Dotted lines: changes of the group. "
-                + DEFINITIONS["backlog"][0].upper()
-                + DEFINITIONS["backlog"][1:]
-                + ".",
-                _png(fig),
-                len(a.backlog.steps),
-            )
+        return _Plot(
+            "Backlog (lag)",
+            "Red: the whole group, at every store and first delivery (not averaged over buckets); grey: "
+            "each queue. Dotted lines: changes of the group. "
+            + DEFINITIONS["backlog"][0].upper()
+            + DEFINITIONS["backlog"][1:]
+            + ".",
+            _png(fig),
+            len(a.backlog.steps),
         )
-    return out
 
 
 # ------------------------------------------------------------------------------------ HTML

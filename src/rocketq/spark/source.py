@@ -281,8 +281,53 @@ def parse_options(
     that does not depend on the mode.
 
     Keys are matched case-insensitively. Every problem raises :class:`~rocketq.errors.ConfigError`
-    naming the option (in rocketq's spelling) and the values it accepts.
+    naming the option (in rocketq's spelling) and the values it accepts. The checks run in this
+    order (the first problem is the one reported): the names, the name server, what is read, where
+    it starts, where it ends, how much a trigger reads, then the single-valued options.
     """
+    opts = _normalised(options)
+    reading = not writing
+    batch = streaming is False and reading
+    stream = streaming is True
+    namesrv = _namesrv(opts)
+    sub = _subscription(opts, reading=reading, writing=writing)
+    starting = _starting(opts, sub, batch=batch, stream=stream)
+    strategy = _timestamp_strategy(opts)
+    ending, ending_timestamp, ending_timestamps = _ending(opts, sub, starting, stream=stream)
+    max_per_trigger, min_per_trigger, max_delay = _trigger_limits(opts, batch=batch)
+    timeout = _timeout(opts)
+    return SourceOptions(
+        namesrv=namesrv,
+        topics=sub.topics,
+        starting=starting,
+        topic_pattern=sub.pattern,
+        assign=sub.assign,
+        ending=ending,
+        ending_timestamp=ending_timestamp,
+        ending_timestamps=ending_timestamps,
+        timestamp_strategy=strategy,
+        tags=opts.get("tags", "*").strip() or "*",
+        max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay=max_delay,
+        min_partitions=_int(opts, "minpartitions", 0) if "minpartitions" in opts else None,
+        fail_on_data_loss=_bool(opts, "failondataloss", True),
+        pull_batch_size=_int(opts, "pullbatchsize", 4096),
+        pull_batch_bytes=_int(opts, "pullbatchbytes", 1 << 20),
+        max_messages_per_partition=_int(opts, "maxmessagesperpartition", 100_000),
+        group=opts.get("group", "").strip() or None,
+        producer_group=opts.get("producergroup", "").strip() or DEFAULT_PRODUCER_GROUP,
+        send_batch_size=_int(opts, "sendbatchsize", 128),
+        send_batch_bytes=_int(opts, "sendbatchbytes", 1 << 20),
+        exactly_once=_bool(opts, "exactlyonce", True),
+        timeout=timeout,
+        arrow_batches=_bool(opts, "arrowbatches", True),
+    )
+
+
+def _normalised(options: Mapping[str, str]) -> dict[str, str]:
+    """The options keyed by lower-cased rocketq name: unknown names refused (with a guess or the
+    Kafka hint), other connectors' aliases renamed (refused when both spellings are given)."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     unknown = sorted(set(opts) - set(OPTION_NAMES))
     if unknown:
@@ -298,34 +343,50 @@ def parse_options(
                     "give one of them"
                 )
             opts[name] = opts.pop(alias)
-    reading = not writing
-    batch = streaming is False and reading
-    stream = streaming is True
+    return opts
+
+
+def _namesrv(opts: Mapping[str, str]) -> tuple[str, ...]:
+    """The ``namesrv`` option, else ``NAMESRV_ADDR``, as ``host:port`` addresses."""
     namesrv_text = opts.get("namesrv") or os.environ.get("NAMESRV_ADDR")
     if not namesrv_text or not namesrv_text.strip():
         raise ConfigError("no name server: set the 'namesrv' option or the NAMESRV_ADDR environment variable")
     try:
-        namesrv = resolve_namesrv(namesrv_text)
+        return resolve_namesrv(namesrv_text)
     except ConfigError as exc:
         raise ConfigError(f"option 'namesrv': {exc} (name servers separated by ';')") from None
 
+
+@dataclass(frozen=True, slots=True)
+class _Subscription:
+    """What is read or written: named topics, a topic pattern, or assigned queues (their topics)."""
+
+    topics: tuple[str, ...]
+    pattern: str | None
+    assign: frozenset[MessageQueue] | None
+
+    def check(self, what: str, queues: Iterable[MessageQueue]) -> None:
+        """Refuse option ``what`` naming queues this subscription does not read."""
+        known_topics = None if self.pattern is not None else set(self.topics)
+        unlisted = {q.topic for q in queues} - known_topics if known_topics is not None else set()
+        if unlisted:
+            raise ConfigError(f"option {what!r} names topics not read: {sorted(unlisted)}")
+        if self.assign is not None:
+            extra = sorted(queue_name(q) for q in queues if q not in self.assign)
+            if extra:
+                raise ConfigError(f"option {what!r} names queues not in 'assign': {', '.join(extra)}")
+
+
+def _subscription(opts: Mapping[str, str], *, reading: bool, writing: bool) -> _Subscription:
+    """``topic`` / ``subscribe``, ``subscribePattern`` or ``assign``: a read gives exactly one, a
+    write at most one topic."""
     if "topic" in opts and "subscribe" in opts:
         raise ConfigError("options 'topic' and 'subscribe' are the same: give one of them")
     topic_text = opts.get("topic", opts.get("subscribe", ""))
     topics = tuple(t.strip() for t in topic_text.split(",") if t.strip())
-    pattern: str | None = None
-    assign: frozenset[MessageQueue] | None = None
     subscribers = [n for n in ("topic", "subscribe", "subscribepattern", "assign") if n in opts]
-    if "subscribepattern" in opts:
-        pattern = opts["subscribepattern"].strip()
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ConfigError(f"option 'subscribePattern' is not a regular expression: {exc}") from None
-        if not pattern:
-            raise ConfigError("option 'subscribePattern' must be a non-empty regular expression")
-    if "assign" in opts:
-        assign = parse_assign(opts["assign"])
+    pattern = _topic_pattern(opts["subscribepattern"]) if "subscribepattern" in opts else None
+    assign = parse_assign(opts["assign"]) if "assign" in opts else None
     if reading and len(subscribers) > 1:
         raise ConfigError(
             "give one of the options 'topic' (or 'subscribe'), 'subscribePattern' and 'assign', got "
@@ -342,51 +403,69 @@ def parse_options(
         raise ConfigError("option 'topic' of a write names one topic, got several")
     if assign is not None:
         topics = tuple(sorted({q.topic for q in assign}))
-    known_topics = None if pattern is not None else set(topics)
+    return _Subscription(topics, pattern, assign)
 
-    def check_topics(what: str, queues: Iterable[MessageQueue]) -> None:
-        unlisted = {q.topic for q in queues} - known_topics if known_topics is not None else set()
-        if unlisted:
-            raise ConfigError(f"option {what!r} names topics not read: {sorted(unlisted)}")
-        if assign is not None:
-            extra = sorted(queue_name(q) for q in queues if q not in assign)
-            if extra:
-                raise ConfigError(f"option {what!r} names queues not in 'assign': {', '.join(extra)}")
 
-    starting: StartingPosition
+def _topic_pattern(text: str) -> str:
+    pattern = text.strip()
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"option 'subscribePattern' is not a regular expression: {exc}") from None
+    if not pattern:
+        raise ConfigError("option 'subscribePattern' must be a non-empty regular expression")
+    return pattern
+
+
+def _starting(opts: Mapping[str, str], sub: _Subscription, *, batch: bool, stream: bool) -> StartingPosition:
+    """``startingTimestamp``, ``startingOffsetsByTimestamp`` or ``startingOffsets`` (one of them)."""
     starters = [n for n in ("startingoffsetsbytimestamp", "startingtimestamp") if n in opts]
     if len(starters) > 1:
         raise ConfigError("give one of 'startingTimestamp' and 'startingOffsetsByTimestamp'")
     if "startingtimestamp" in opts:
-        ts = _int(opts, "startingtimestamp", 0, low=0)
-        starting = StartingPosition("timestamp", timestamp=ts)
-    elif "startingoffsetsbytimestamp" in opts:
+        return StartingPosition("timestamp", timestamp=_int(opts, "startingtimestamp", 0, low=0))
+    if "startingoffsetsbytimestamp" in opts:
         per_queue = _timestamps_option(opts, "startingoffsetsbytimestamp")
-        check_topics("startingOffsetsByTimestamp", per_queue)
-        starting = StartingPosition("timestamps", offsets=per_queue)
-    else:
-        default = "latest" if stream else "earliest"
-        parsed_start = parse_offsets_option(opts.get("startingoffsets", default), "startingOffsets")
-        if isinstance(parsed_start, str):
-            if parsed_start == "latest" and batch:
-                raise ConfigError(
-                    "option 'startingOffsets' cannot be latest in a batch read (it would read nothing): "
-                    "use earliest, offsets JSON or a timestamp"
-                )
-            starting = StartingPosition("earliest" if parsed_start == "earliest" else "latest")
-        else:
-            check_topics("startingOffsets", parsed_start)
-            if batch and any(v == LATEST for v in parsed_start.values()):
-                raise ConfigError("option 'startingOffsets' cannot use -1 (latest) in a batch read")
-            starting = StartingPosition("offsets", offsets=parsed_start)
+        sub.check("startingOffsetsByTimestamp", per_queue)
+        return StartingPosition("timestamps", offsets=per_queue)
+    return _starting_offsets(opts, sub, batch=batch, stream=stream)
+
+
+def _starting_offsets(
+    opts: Mapping[str, str], sub: _Subscription, *, batch: bool, stream: bool
+) -> StartingPosition:
+    """``startingOffsets``: earliest (a batch's default), latest (a stream's, refused in a batch),
+    or offsets JSON (-1 refused in a batch)."""
+    default = "latest" if stream else "earliest"
+    parsed_start = parse_offsets_option(opts.get("startingoffsets", default), "startingOffsets")
+    if isinstance(parsed_start, str):
+        if parsed_start == "latest" and batch:
+            raise ConfigError(
+                "option 'startingOffsets' cannot be latest in a batch read (it would read nothing): "
+                "use earliest, offsets JSON or a timestamp"
+            )
+        return StartingPosition("earliest" if parsed_start == "earliest" else "latest")
+    sub.check("startingOffsets", parsed_start)
+    if batch and any(v == LATEST for v in parsed_start.values()):
+        raise ConfigError("option 'startingOffsets' cannot use -1 (latest) in a batch read")
+    return StartingPosition("offsets", offsets=parsed_start)
+
+
+def _timestamp_strategy(opts: Mapping[str, str]) -> str:
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise ConfigError(
             f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got "
             f"{opts['startingoffsetsbytimestampstrategy']!r}"
         )
+    return strategy
 
-    ending: str | OffsetMap = "latest"
+
+def _ending(
+    opts: Mapping[str, str], sub: _Subscription, starting: StartingPosition, *, stream: bool
+) -> tuple[str | OffsetMap, int | None, OffsetMap | None]:
+    """A batch read's end: (``endingOffsets``, ``endingTimestamp``, ``endingOffsetsByTimestamp``),
+    at most one of them given (refused in a stream)."""
     enders = [n for n in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp") if n in opts]
     if stream and enders:
         raise ConfigError(f"option {OPTION_NAMES[enders[0]]!r} applies to batch reads only")
@@ -395,45 +474,56 @@ def parse_options(
             "give one of 'endingOffsets', 'endingTimestamp' and 'endingOffsetsByTimestamp', got "
             + ", ".join(OPTION_NAMES[n] for n in enders)
         )
-    ending_timestamp: int | None = None
-    ending_timestamps: OffsetMap | None = None
     if "endingoffsets" in opts:
-        ending = parse_offsets_option(opts["endingoffsets"], "endingOffsets", allowed=("latest",))
-        if not isinstance(ending, str):
-            if any(v == EARLIEST for v in ending.values()):
-                raise ConfigError("option 'endingOffsets' cannot use -2 (earliest)")
-            check_topics("endingOffsets", ending)
-            if starting.kind == "offsets":
-                for q, end in ending.items():
-                    begin = starting.offsets.get(q, EARLIEST)
-                    if end != LATEST and begin >= 0 and begin > end:
-                        raise ConfigError(
-                            f"options 'startingOffsets' and 'endingOffsets': {queue_name(q)} would start "
-                            f"at {begin}, past its end {end}"
-                        )
-    elif "endingtimestamp" in opts:
+        return _ending_offsets(opts, sub, starting), None, None
+    if "endingtimestamp" in opts:
         ending_timestamp = _int(opts, "endingtimestamp", 0, low=0)
-    elif "endingoffsetsbytimestamp" in opts:
+        if (
+            starting.kind == "timestamp"
+            and starting.timestamp is not None
+            and starting.timestamp > ending_timestamp
+        ):
+            raise ConfigError(
+                f"options 'startingTimestamp' ({starting.timestamp}) and 'endingTimestamp' "
+                f"({ending_timestamp}): the start is past the end"
+            )
+        return "latest", ending_timestamp, None
+    if "endingoffsetsbytimestamp" in opts:
         ending_timestamps = _timestamps_option(opts, "endingoffsetsbytimestamp")
-        check_topics("endingOffsetsByTimestamp", ending_timestamps)
-    if (
-        starting.kind == "timestamp"
-        and ending_timestamp is not None
-        and starting.timestamp is not None
-        and starting.timestamp > ending_timestamp
-    ):
-        raise ConfigError(
-            f"options 'startingTimestamp' ({starting.timestamp}) and 'endingTimestamp' "
-            f"({ending_timestamp}): the start is past the end"
-        )
+        sub.check("endingOffsetsByTimestamp", ending_timestamps)
+        return "latest", None, ending_timestamps
+    return "latest", None, None
 
-    max_per_trigger: int | None = None
-    min_per_trigger: int | None = None
+
+def _ending_offsets(
+    opts: Mapping[str, str], sub: _Subscription, starting: StartingPosition
+) -> str | OffsetMap:
+    """``endingOffsets``: latest or offsets JSON (-2 refused, none before its queue's start)."""
+    ending = parse_offsets_option(opts["endingoffsets"], "endingOffsets", allowed=("latest",))
+    if isinstance(ending, str):
+        return ending
+    if any(v == EARLIEST for v in ending.values()):
+        raise ConfigError("option 'endingOffsets' cannot use -2 (earliest)")
+    sub.check("endingOffsets", ending)
+    if starting.kind == "offsets":
+        for q, end in ending.items():
+            begin = starting.offsets.get(q, EARLIEST)
+            if end != LATEST and begin >= 0 and begin > end:
+                raise ConfigError(
+                    f"options 'startingOffsets' and 'endingOffsets': {queue_name(q)} would start "
+                    f"at {begin}, past its end {end}"
+                )
+    return ending
+
+
+def _trigger_limits(opts: Mapping[str, str], *, batch: bool) -> tuple[int | None, int | None, float]:
+    """A stream's (``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger``, ``maxTriggerDelay``)
+    (refused in a batch read)."""
     for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"):
         if batch and key in opts:
             raise ConfigError(f"option {OPTION_NAMES[key]!r} applies to streaming reads only")
-    if "maxoffsetspertrigger" in opts:
-        max_per_trigger = _int(opts, "maxoffsetspertrigger", 0)
+    max_per_trigger = _int(opts, "maxoffsetspertrigger", 0) if "maxoffsetspertrigger" in opts else None
+    min_per_trigger: int | None = None
     if "minoffsetspertrigger" in opts:
         min_per_trigger = _int(opts, "minoffsetspertrigger", 0)
         if max_per_trigger is not None and min_per_trigger > max_per_trigger:
@@ -444,9 +534,10 @@ def parse_options(
     max_delay = DEFAULT_MAX_TRIGGER_DELAY
     if "maxtriggerdelay" in opts:
         max_delay = parse_duration(opts["maxtriggerdelay"], "maxTriggerDelay")
+    return max_per_trigger, min_per_trigger, max_delay
 
-    tags = opts.get("tags", "*").strip() or "*"
-    group = opts.get("group", "").strip() or None
+
+def _timeout(opts: Mapping[str, str]) -> float:
     timeout_raw = opts.get("timeout", "10")
     try:
         timeout = float(timeout_raw)
@@ -454,33 +545,7 @@ def parse_options(
         raise ConfigError(f"option 'timeout' must be a number of seconds > 0, got {timeout_raw!r}") from None
     if not timeout > 0:
         raise ConfigError(f"option 'timeout' must be a number of seconds > 0, got {timeout_raw!r}")
-    return SourceOptions(
-        namesrv=namesrv,
-        topics=topics,
-        starting=starting,
-        topic_pattern=pattern,
-        assign=assign,
-        ending=ending,
-        ending_timestamp=ending_timestamp,
-        ending_timestamps=ending_timestamps,
-        timestamp_strategy=strategy,
-        tags=tags,
-        max_offsets_per_trigger=max_per_trigger,
-        min_offsets_per_trigger=min_per_trigger,
-        max_trigger_delay=max_delay,
-        min_partitions=_int(opts, "minpartitions", 0) if "minpartitions" in opts else None,
-        fail_on_data_loss=_bool(opts, "failondataloss", True),
-        pull_batch_size=_int(opts, "pullbatchsize", 4096),
-        pull_batch_bytes=_int(opts, "pullbatchbytes", 1 << 20),
-        max_messages_per_partition=_int(opts, "maxmessagesperpartition", 100_000),
-        group=group,
-        producer_group=opts.get("producergroup", "").strip() or DEFAULT_PRODUCER_GROUP,
-        send_batch_size=_int(opts, "sendbatchsize", 128),
-        send_batch_bytes=_int(opts, "sendbatchbytes", 1 << 20),
-        exactly_once=_bool(opts, "exactlyonce", True),
-        timeout=timeout,
-        arrow_batches=_bool(opts, "arrowbatches", True),
-    )
+    return timeout
 
 
 class RocketMQDataSource(DataSource):

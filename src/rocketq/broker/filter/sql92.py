@@ -208,48 +208,53 @@ def _compare(lv: object, rv: object) -> int:
     against ``rv`` after converting the one whose class differs, -1 when they do not convert."""
     lc, rc = _cls(lv), _cls(rv)
     if lc != rc:
-        if lc == _BOOL:
+        if lc == _STR:
+            lv = _string_as(rc, lv)  # type: ignore[arg-type]
+        elif lc == _BOOL:
             if rc == _STR:
                 raise _EvalError  # RocketMQ casts the Boolean to String: ClassCastException
             return -1
-        if lc == _INT:
-            if rc == _LONG:
-                pass
-            elif rc == _DOUBLE:
-                lv = float(lv)  # type: ignore[arg-type]
-            elif rc == _STR:
-                rv = _java_int(rv, _INT_MIN, _INT_MAX)  # type: ignore[arg-type]
-            else:
-                return -1
-        elif lc == _LONG:
-            if rc == _INT:
-                pass
-            elif rc == _DOUBLE:
-                lv = float(lv)  # type: ignore[arg-type]
-            elif rc == _STR:
-                rv = _java_int(rv, _LONG_MIN, _LONG_MAX)  # type: ignore[arg-type]
-            else:
-                return -1
-        elif lc == _DOUBLE:
-            if rc in (_INT, _LONG):
-                rv = float(rv)  # type: ignore[arg-type]
-            elif rc == _STR:
-                rv = _java_double(rv)  # type: ignore[arg-type]
-            else:
-                return -1
-        elif rc == _BOOL:  # lc is String
-            lv = str(lv).lower() == "true"
-        elif rc == _INT:
-            lv = _java_int(lv, _INT_MIN, _INT_MAX)  # type: ignore[arg-type]
-        elif rc == _LONG:
-            lv = _java_int(lv, _LONG_MIN, _LONG_MAX)  # type: ignore[arg-type]
         else:
-            lv = _java_double(lv)  # type: ignore[arg-type]
+            converted = _number_against(lc, rc, lv, rv)
+            if converted is None:
+                return -1
+            lv, rv = converted
     if type(lv) is float or type(rv) is float:
         return _double_compare(lv, rv)  # type: ignore[arg-type]
     if lv == rv:
         return 0
     return -1 if lv < rv else 1  # type: ignore[operator]
+
+
+def _string_as(rc: int, lv: str) -> object:
+    """A String compared with a value of class ``rc`` (not String), converted to that class the
+    Java way (throwing when it does not parse)."""
+    if rc == _BOOL:
+        return lv.lower() == "true"
+    if rc == _INT:
+        return _java_int(lv, _INT_MIN, _INT_MAX)
+    if rc == _LONG:
+        return _java_int(lv, _LONG_MIN, _LONG_MAX)
+    return _java_double(lv)
+
+
+def _number_against(lc: int, rc: int, lv: object, rv: object) -> tuple[object, object] | None:
+    """An Integer, Long or Double ``lv`` and an ``rv`` of another class, made comparable: the
+    String parsed as ``lv``'s class, the Integer or Long made a Double against a Double; ``None``
+    against a Boolean (they do not compare)."""
+    if rc == _BOOL:
+        return None
+    if rc == _STR:
+        if lc == _INT:
+            return lv, _java_int(rv, _INT_MIN, _INT_MAX)  # type: ignore[arg-type]
+        if lc == _LONG:
+            return lv, _java_int(rv, _LONG_MIN, _LONG_MAX)  # type: ignore[arg-type]
+        return lv, _java_double(rv)  # type: ignore[arg-type]
+    if lc == _DOUBLE:  # against an Integer or a Long
+        return lv, float(rv)  # type: ignore[arg-type]
+    if rc == _DOUBLE:  # an Integer or a Long against a Double
+        return float(lv), rv  # type: ignore[arg-type]
+    return lv, rv  # an Integer and a Long: compared as they are
 
 
 # -- the tree ----------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from rocketq.broker.consumers import tag_filter
@@ -77,6 +77,7 @@ from rocketq.broker.longpoll import PullHoldTable
 from rocketq.broker.view_fence import commit_allowed
 from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
+from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.calls import PULL_BYTES_FIELD, VIEW_FIELD, VIEW_QUEUES_FIELD, view_stamp
 from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, RocketQResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
@@ -231,97 +232,28 @@ class PullProcessor:
         p = parse_header(PullMessageRequestHeader, request)
         group = p.consumer_group
         topic = p.topic
-        now = b.wall()
-        group_config = b.groups.find(group, now)
-        if group_config is None:
-            raise BrokerError(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
-            )
-        if not group_config.consume_enable:
-            raise BrokerError(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
-        config = b.topics.select(topic)
-        if config is None:
-            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic, pull=True))
-        if not config.perm & _READ:
-            raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         queue_id = p.queue_id
-        if queue_id < 0 or queue_id >= config.read_queue_nums:
-            raise system_error(
-                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                f"[{config.read_queue_nums}] consumer:[{conn.remote_address}]"
-            )
+        group_config, read_queue_nums = self._readable(p, conn)
         sys_flag = p.sys_flag
         selector: Sql92Filter | None = None
-        expression_type = p.expression_type
-        if sys_flag & _SUBSCRIPTION:
-            if is_tag_type(expression_type):
-                codes = tag_codes_of_expression(p.subscription)
-            else:
-                # RocketMQ 4.9 builds the filter here and, its assertion disabled, serves an
-                # expression that does not compile as "everything"; refuse it, with its code.
-                codes = None
-                selector = compiled_or_refused(
-                    expression_type,
-                    p.subscription,
-                    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                    _PARSE_FAILED + ": {}",
-                )
+        if not sys_flag & _SUBSCRIPTION:
+            codes, selector = self._registered_filter(p, group_config)
+        elif is_tag_type(p.expression_type):  # the subscription in the request (flag 4)
+            codes = tag_codes_of_expression(p.subscription)
         else:
-            sub = b.consumers.find_subscription(group, topic)
-            if sub is None:
-                if group not in b.consumers:
-                    raise BrokerError(
-                        ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
-                    )
-                raise BrokerError(
-                    ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
-                )
-            if not group_config.consume_broadcast_enable:
-                view = b.consumers.view(group)
-                if (
-                    view is not None
-                    and view.message_model is not None
-                    and view.message_model.value == "BROADCASTING"
-                ):
-                    raise BrokerError(
-                        ResponseCode.NO_PERMISSION,
-                        f"the consumer group[{group}] can not consume by broadcast way",
-                    )
-            if sub.sub_version < p.sub_version:
-                raise BrokerError(
-                    ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
-                )
-            expression_type = sub.expression_type
-            if is_tag_type(expression_type):
-                codes = tag_filter(sub)
-            else:  # the filter the heartbeat registered (ConsumerFilterManager), compiled once
-                codes = None
-                selector = compiled_or_refused(
-                    expression_type,
-                    sub.sub_string,
-                    ResponseCode.FILTER_DATA_NOT_EXIST,
-                    _FILTER_DATA_NOT_EXIST + " ({})",
-                )
-        if selector is not None and not self._property_filter:
-            raise system_error(property_filter_disabled_remark(expression_type))
+            codes = None
+            selector = self._request_sql92(p)
         matches = selector.matches if selector is not None else None
         offset = p.queue_offset
-        their_view = request.ext_fields.get(VIEW_FIELD)
+        # the piggy-backed commit offset (flag 1): on the first run only, and as 4.9 not on a slave
+        commit = allow_suspend and sys_flag & _COMMIT_OFFSET and b.config.role != "slave"
+        fields = request.ext_fields
+        their_view = fields.get(VIEW_FIELD)
         if their_view is not None:  # a rocketq consumer's view of this broker: refuse a stale one
-            current = view_stamp(b.consumers.epoch(group), config.read_queue_nums)
+            current = view_stamp(b.consumers.epoch(group), read_queue_nums)
             if their_view != current:
-                offsets = b.store.consumer_offsets
-                commit = allow_suspend and sys_flag & _COMMIT_OFFSET and b.config.role != "slave"
-                if commit and commit_allowed(offsets, group, topic, queue_id, p.commit_offset, stale=True):
-                    offsets.commit_offset(group, topic, queue_id, p.commit_offset)
-                ext = {
-                    "nextBeginOffset": str(offset),
-                    VIEW_FIELD: current,
-                    VIEW_QUEUES_FIELD: str(config.read_queue_nums),
-                }
-                remark = "the group's members or the topic's queues changed since this consumer's rebalance"
-                return request.response(code=_VIEW_CHANGED, remark=remark, ext_fields=ext)
-        bulk = bulk_bytes(request) if request.ext_fields else None
+                return self._view_changed(request, p, current, read_queue_nums, commit=bool(commit))
+        bulk = bulk_bytes(request) if PULL_BYTES_FIELD in fields else None
         result = b.store.get_messages(
             topic,
             queue_id,
@@ -338,21 +270,10 @@ class PullProcessor:
         if answer is None:  # an empty or unknown queue
             answer = (_PULL_OFFSET_MOVED if offset != 0 else _PULL_NOT_FOUND), status.value
         code, remark = answer
-        if allow_suspend and sys_flag & _COMMIT_OFFSET and b.config.role != "slave":  # as 4.9: not on a slave
+        if commit:
             b.store.consumer_offsets.commit_offset(group, topic, queue_id, p.commit_offset)
         if code == _PULL_NOT_FOUND and allow_suspend and sys_flag & _SUSPEND:
-            hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short
-            hold = min(max(hold, 0.0), self._max_hold)
-            deadline = self._loop.time() + hold
-            self.holds.hold(
-                (topic, queue_id),
-                (conn, request),
-                deadline,
-                offset=offset,
-                tag_codes=codes,
-                property_filter=matches,
-            )
-            self._arm(deadline)
+            self._hold(conn, request, p, codes, matches)
             return None
         if code == _SUCCESS:
             b.stats.on_get(group, result.message_count, len(result.data))
@@ -373,6 +294,137 @@ class PullProcessor:
                 "minOffset": str(result.min_offset),
             }
         return request.response(code=code, remark=remark, ext_fields=ext, body=result.data)
+
+    def _readable(
+        self, p: PullMessageRequestHeader, conn: RemotingConnection
+    ) -> tuple[SubscriptionGroupConfig, int]:
+        """The pull's group config and its topic's read queue count, or the :class:`BrokerError`
+        RocketMQ answers: no such group, a group that may not consume, no such topic, a topic not
+        readable, a queue id out of its read queues."""
+        b = self._b
+        group = p.consumer_group
+        topic = p.topic
+        group_config = b.groups.find(group, b.wall())
+        if group_config is None:
+            raise BrokerError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
+            )
+        if not group_config.consume_enable:
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        config = b.topics.select(topic)
+        if config is None:
+            raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic, pull=True))
+        if not config.perm & _READ:
+            raise BrokerError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        queue_id = p.queue_id
+        read_queue_nums = config.read_queue_nums
+        if queue_id < 0 or queue_id >= read_queue_nums:
+            raise system_error(
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{read_queue_nums}] consumer:[{conn.remote_address}]"
+            )
+        return group_config, read_queue_nums
+
+    def _request_sql92(self, p: PullMessageRequestHeader) -> Sql92Filter:
+        """The compiled SQL92 expression the request carries (flag 4)."""
+        expression_type = p.expression_type
+        # RocketMQ 4.9 builds the filter here and, its assertion disabled, serves an
+        # expression that does not compile as "everything"; refuse it, with its code.
+        selector = compiled_or_refused(
+            expression_type,
+            p.subscription,
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+            _PARSE_FAILED + ": {}",
+        )
+        return self._property_filtering(selector, expression_type)
+
+    def _registered_filter(
+        self, p: PullMessageRequestHeader, group_config: SubscriptionGroupConfig
+    ) -> tuple[frozenset[int] | None, Sql92Filter | None]:
+        """The filter of the subscription the group's heartbeat registered, which must exist, be
+        at least as new as the request's, and not be a broadcast one the group may not use."""
+        b = self._b
+        group = p.consumer_group
+        sub = b.consumers.find_subscription(group, p.topic)
+        if sub is None:
+            if group not in b.consumers:
+                raise BrokerError(ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
+            raise BrokerError(ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
+        if not group_config.consume_broadcast_enable:
+            view = b.consumers.view(group)
+            if (
+                view is not None
+                and view.message_model is not None
+                and view.message_model.value == "BROADCASTING"
+            ):
+                raise BrokerError(
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{group}] can not consume by broadcast way",
+                )
+        if sub.sub_version < p.sub_version:
+            raise BrokerError(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        expression_type = sub.expression_type
+        if is_tag_type(expression_type):
+            return tag_filter(sub), None
+        # the filter the heartbeat registered (ConsumerFilterManager), compiled once
+        selector = compiled_or_refused(
+            expression_type,
+            sub.sub_string,
+            ResponseCode.FILTER_DATA_NOT_EXIST,
+            _FILTER_DATA_NOT_EXIST + " ({})",
+        )
+        return None, self._property_filtering(selector, expression_type)
+
+    def _property_filtering(self, selector: Sql92Filter, expression_type: str | None) -> Sql92Filter:
+        """``selector``, or SYSTEM_ERROR when the broker's ``enablePropertyFilter`` is off."""
+        if not self._property_filter:
+            raise system_error(property_filter_disabled_remark(expression_type))
+        return selector
+
+    def _view_changed(
+        self,
+        request: RemotingCommand,
+        p: PullMessageRequestHeader,
+        current: str,
+        read_queue_nums: int,
+        *,
+        commit: bool,
+    ) -> RemotingCommand:
+        """PULL_VIEW_CHANGED: the consumer's view is stale. Its piggy-backed commit is still
+        stored unless it would move the group's offset back."""
+        offsets = self._b.store.consumer_offsets
+        group, topic, queue_id = p.consumer_group, p.topic, p.queue_id
+        if commit and commit_allowed(offsets, group, topic, queue_id, p.commit_offset, stale=True):
+            offsets.commit_offset(group, topic, queue_id, p.commit_offset)
+        ext = {
+            "nextBeginOffset": str(p.queue_offset),
+            VIEW_FIELD: current,
+            VIEW_QUEUES_FIELD: str(read_queue_nums),
+        }
+        remark = "the group's members or the topic's queues changed since this consumer's rebalance"
+        return request.response(code=_VIEW_CHANGED, remark=remark, ext_fields=ext)
+
+    def _hold(
+        self,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        p: PullMessageRequestHeader,
+        codes: frozenset[int] | None,
+        matches: Callable[[Mapping[str, str]], bool] | None,
+    ) -> None:
+        """Park the pull until a message arrives on its queue or its suspend time runs out."""
+        hold = p.suspend_timeout_millis / 1000 if self._long_polling else self._short
+        hold = min(max(hold, 0.0), self._max_hold)
+        deadline = self._loop.time() + hold
+        self.holds.hold(
+            (p.topic, p.queue_id),
+            (conn, request),
+            deadline,
+            offset=p.queue_offset,
+            tag_codes=codes,
+            property_filter=matches,
+        )
+        self._arm(deadline)
 
     def _offset_moved_event(self, group: str, topic: str, queue_id: int, requested: int, new: int) -> None:
         """RocketMQ's ``generateOffsetMovedEvent``: a pull told its offset moved leaves a record

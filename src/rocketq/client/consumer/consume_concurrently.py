@@ -313,37 +313,16 @@ class ConsumeMessageConcurrentlyService:
         retry_prop = MessageConst.RETRY_TOPIC
         start_prop = MessageConst.CONSUME_START_TIME
         success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-        later = ConsumeConcurrentlyStatus.RECONSUME_LATER
         # the listener itself unless a subclass wraps the call (one frame less per call)
         overridden = type(self)._call_listener is not ConsumeMessageConcurrentlyService._call_listener
         call = self._call_listener if overridden else self.listener
-        get = self._requests.get
-        take_rest = self._rests.popleft
         monotonic, time_ns = time.monotonic, time.time_ns
-        target = self.RUN_TARGET
         # a run is "overstaying" past this: never less than two GIL switch intervals, so a thread
         # merely made to wait for the GIL does not count as a slow listener
-        overstay = max(target, 2 * sys.getswitchinterval())
+        overstay = max(self.RUN_TARGET, 2 * sys.getswitchinterval())
         start_ms, start_text = -1, ""
-        while True:
-            chunk: _Chunk | None
-            try:
-                chunk = take_rest()  # what another run started goes first
-            except IndexError:
-                chunk = get()
-                if chunk is None:
-                    return
-                if chunk.rest:  # a wake-up for a remainder: take the front one, if still there
-                    try:
-                        chunk = take_rest()
-                    except IndexError:
-                        continue
-            msgs, pq, mq, size = chunk.msgs, chunk.pq, chunk.mq, chunk.size
-            calls = (len(msgs) + size - 1) // size
-            keep = min(calls, max(1, int(target / max(self._rt_per_call, 1e-9))))
-            if keep < calls:  # the rest to the other workers, now
-                self._share(_Chunk(msgs[keep * size :], pq, mq, size, rest=True))
-                msgs = msgs[: keep * size]
+        while (run := self._next_run()) is not None:
+            msgs, pq, mq, size = run
             hook = getattr(self.consumer, "trace_hook", None)  # PushConsumerCore's; absent elsewhere
             done = _Done(pq, mq)
             ok, ok_calls, ok_rt = done.ok, 0, 0.0
@@ -393,14 +372,51 @@ class ConsumeMessageConcurrentlyService:
                     ok_calls += 1
                     ok_rt += rt
                     continue
-                if not isinstance(status, ConsumeConcurrentlyStatus):
-                    if status is not None:
-                        logger.warning("group %s: listener returned %r; reconsuming later", group, status)
-                    status = later
-                done.others.append(_Request(batch, pq, mq, ctx, status, rt))
-            done.ok_calls, done.rt = ok_calls, ok_rt
-            self._rt_per_call = (self._rt_per_call + (monotonic() - run_begin) / ran) / 2
-            self._deliver(done)
+                done.others.append(_Request(batch, pq, mq, ctx, self._status_of(status), rt))
+            self._end_run(done, ok_calls, ok_rt, monotonic() - run_begin, ran)
+
+    def _end_run(self, done: _Done, ok_calls: int, ok_rt: float, seconds: float, calls: int) -> None:
+        """A run is over: learn its time per call and hand its outcome to the loop."""
+        done.ok_calls, done.rt = ok_calls, ok_rt
+        self._rt_per_call = (self._rt_per_call + seconds / calls) / 2
+        self._deliver(done)
+
+    def _next_run(self) -> tuple[list[MessageExt], ProcessQueue, MessageQueue, int] | None:
+        """What a worker runs next (``None``: stop): what another run started first, else the
+        next chunk queued; of it, as many calls as it expects to finish in :attr:`RUN_TARGET`
+        (at least one), the rest left to the other workers at once."""
+        while True:
+            try:
+                chunk = self._rests.popleft()
+                break
+            except IndexError:
+                queued = self._requests.get()
+                if queued is None:
+                    return None
+                if not queued.rest:
+                    chunk = queued
+                    break
+                try:  # a wake-up for a remainder: take the front one, if still there
+                    chunk = self._rests.popleft()
+                    break
+                except IndexError:
+                    continue
+        msgs, pq, mq, size = chunk.msgs, chunk.pq, chunk.mq, chunk.size
+        calls = (len(msgs) + size - 1) // size
+        keep = min(calls, max(1, int(self.RUN_TARGET / max(self._rt_per_call, 1e-9))))
+        if keep < calls:
+            self._share(_Chunk(msgs[keep * size :], pq, mq, size, rest=True))
+            msgs = msgs[: keep * size]
+        return msgs, pq, mq, size
+
+    def _status_of(self, status: object) -> ConsumeConcurrentlyStatus:
+        """What a call that did not consume everything returned; anything that is not a status
+        (nothing, after the listener raised) is RECONSUME_LATER."""
+        if isinstance(status, ConsumeConcurrentlyStatus):
+            return status
+        if status is not None:
+            logger.warning("group %s: listener returned %r; reconsuming later", self.consumer.group, status)
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER
 
     def _share(self, rest: _Chunk) -> None:
         """Leave the rest of a chunk to the other workers: at the front of the remainders (taken

@@ -262,15 +262,7 @@ class ConsumeMessageOrderlyService:
                     self.try_lock_later_and_reconsume(pq, mq, _LOCK_LATER_AT_START)
                 return
             begin = time.monotonic()
-            while True:
-                if pq.dropped or self._stopped:
-                    return
-                if clustering and not pq.holds_valid_lock(time.time(), max_live):
-                    self.try_lock_later_and_reconsume(pq, mq, _RECONSUME_AFTER_LOCK)
-                    return
-                if time.monotonic() - begin > cfg.max_time_consume_continuously:
-                    self.submit_later(pq, mq, _RECONSUME_AFTER_LOCK)
-                    return
+            while self._may_go_on(pq, mq, begin, clustering=clustering):
                 msgs = pq.take_messages(self.batch_size)
                 if not msgs:
                     return
@@ -290,6 +282,21 @@ class ConsumeMessageOrderlyService:
                 assert status is None or isinstance(status, ConsumeOrderlyStatus)
                 if not await self.process_consume_result(msgs, status, ctx, pq, mq, rt_ms):
                     return
+
+    def _may_go_on(self, pq: ProcessQueue, mq: MessageQueue, begin: float, *, clustering: bool) -> bool:
+        """Whether a consume request that began at ``begin`` takes more messages: not when the
+        queue was dropped or the service stopped, nor (trying again later) when its lock expired
+        or it has run for ``max_time_consume_continuously``."""
+        if pq.dropped or self._stopped:
+            return False
+        cfg = self.consumer.config
+        if clustering and not pq.holds_valid_lock(time.time(), cfg.rebalance_lock_max_live_time):
+            self.try_lock_later_and_reconsume(pq, mq, _RECONSUME_AFTER_LOCK)
+            return False
+        if time.monotonic() - begin > cfg.max_time_consume_continuously:
+            self.submit_later(pq, mq, _RECONSUME_AFTER_LOCK)
+            return False
+        return True
 
     def _run_listener(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext, pq: ProcessQueue) -> object:
         """On a worker thread, holding the queue's consume lock (a rebalance waits for it).

@@ -48,7 +48,7 @@ from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, Rebalanc
 from rocketq.clock import now_ms
 from rocketq.errors import BrokerError, ConfigError, RocketQError
 from rocketq.logsummary import LogSummary
-from rocketq.models import MessageQueue, PullStatus
+from rocketq.models import MessageQueue, PullResult, PullStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
@@ -402,28 +402,7 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
         if sub is None:
             logger.warning("no subscription for %s; pulling again later", mq)
             return cfg.pull_time_delay_when_exception
-        commit_offset = 0
-        if self.message_model is MessageModel.CLUSTERING:
-            commit_offset = self.offset_store.memory_offset(mq)
-        sub_expression = (
-            sub.sub_string if cfg.post_subscription_when_pull and not sub.class_filter_mode else None
-        )
-        sys_flag = pull_sys_flag(
-            commit_offset=commit_offset > 0, suspend=True, subscription=sub_expression is not None
-        )
-        header = PullMessageRequestHeader(
-            consumer_group=self.group,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=request.next_offset,
-            max_msg_nums=cfg.pull_batch_size,
-            sys_flag=sys_flag,
-            commit_offset=max(commit_offset, 0),
-            suspend_timeout_millis=int(cfg.broker_suspend_max_time * 1000),
-            subscription=sub_expression,
-            sub_version=sub.sub_version,
-            expression_type=sub.expression_type,
-        )
+        header = self._pull_header(request, sub)
         begin = time.monotonic()
         if pq.first_pull_ms is None:
             pq.first_pull_ms = now_ms()
@@ -437,38 +416,84 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
         except asyncio.CancelledError:
             raise
         except (RocketQError, OSError) as exc:
-            if pq.dropped or self.stopping:
-                return None
-            if isinstance(exc, BrokerError) and exc.code == ResponseCode.SUBSCRIPTION_NOT_LATEST:
-                # a rebalance bumped our subscription version and the heartbeat announcing it has
-                # not reached the broker yet: it will in a moment
-                logger.debug("pull of %s: subscription not latest on the broker yet; retrying soon", mq)
-                return cfg.pull_time_delay_when_subscription_not_latest
-            if (
-                isinstance(exc, BrokerError)
-                and exc.code
-                in (ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
-                and addr is not None
-            ):
-                # the broker forgot us (it restarted): tell it now rather than at the next 30 s round
-                self.instance.heartbeat_broker_soon(addr, f"it does not know group {self.group} ({exc})")
-                logger.debug("pull of %s: %s; retrying after the heartbeat", mq, exc)
-                return cfg.pull_time_delay_when_subscription_not_latest
-            if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                _pull_warnings.warning(
-                    f"pull:{mq.broker_name}",
-                    f"pulls from {mq.broker_name} failed",
-                    "pull of %s failed: %s; retrying later",
-                    mq,
-                    exc,
-                )
-            return cfg.pull_time_delay_when_exception
+            return self._pull_failed(request, exc, addr)
         if pq.dropped or self.stopping:
             return None
         self._pull_from_which_node[mq] = response.suggest_which_broker_id
         status = response.status
         if view is not None and status is not PullStatus.VIEW_CHANGED:
             self._pulled_views[mq] = view  # its commits carry the view it was pulled under
+        if status is PullStatus.VIEW_CHANGED:
+            return await self._on_view_changed(mq, response)
+        return self._on_pulled(request, response, sub, begin)
+
+    def _pull_header(self, request: PullRequest, sub: SubscriptionData) -> PullMessageRequestHeader:
+        """The PULL_MESSAGE header of ``request``: its offset, the commit offset to piggy-back
+        (clustering), the subscription when posted with each pull, a long poll's suspend time."""
+        mq, cfg = request.mq, self.config
+        commit_offset = 0
+        if self.message_model is MessageModel.CLUSTERING:
+            commit_offset = self.offset_store.memory_offset(mq)
+        sub_expression = (
+            sub.sub_string if cfg.post_subscription_when_pull and not sub.class_filter_mode else None
+        )
+        sys_flag = pull_sys_flag(
+            commit_offset=commit_offset > 0, suspend=True, subscription=sub_expression is not None
+        )
+        return PullMessageRequestHeader(
+            consumer_group=self.group,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=request.next_offset,
+            max_msg_nums=cfg.pull_batch_size,
+            sys_flag=sys_flag,
+            commit_offset=max(commit_offset, 0),
+            suspend_timeout_millis=int(cfg.broker_suspend_max_time * 1000),
+            subscription=sub_expression,
+            sub_version=sub.sub_version,
+            expression_type=sub.expression_type,
+        )
+
+    def _pull_failed(
+        self, request: PullRequest, exc: RocketQError | OSError, addr: str | None
+    ) -> float | None:
+        """A pull that got no answer, or a refusal: seconds to wait before the next (a broker
+        that forgot the group is sent a heartbeat now), ``None`` when the queue was dropped."""
+        pq, mq, cfg = request.pq, request.mq, self.config
+        if pq.dropped or self.stopping:
+            return None
+        if isinstance(exc, BrokerError) and exc.code == ResponseCode.SUBSCRIPTION_NOT_LATEST:
+            # a rebalance bumped our subscription version and the heartbeat announcing it has
+            # not reached the broker yet: it will in a moment
+            logger.debug("pull of %s: subscription not latest on the broker yet; retrying soon", mq)
+            return cfg.pull_time_delay_when_subscription_not_latest
+        if (
+            isinstance(exc, BrokerError)
+            and exc.code in (ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
+            and addr is not None
+        ):
+            # the broker forgot us (it restarted): tell it now rather than at the next 30 s round
+            self.instance.heartbeat_broker_soon(addr, f"it does not know group {self.group} ({exc})")
+            logger.debug("pull of %s: %s; retrying after the heartbeat", mq, exc)
+            return cfg.pull_time_delay_when_subscription_not_latest
+        if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            _pull_warnings.warning(
+                f"pull:{mq.broker_name}",
+                f"pulls from {mq.broker_name} failed",
+                "pull of %s failed: %s; retrying later",
+                mq,
+                exc,
+            )
+        return cfg.pull_time_delay_when_exception
+
+    def _on_pulled(
+        self, request: PullRequest, response: PullResult, sub: SubscriptionData, begin: float
+    ) -> float | None:
+        """Act on a pull's answer other than VIEW_CHANGED: the messages found to the consume
+        service, the next offset moved on; seconds to wait before the next pull, ``None`` to stop
+        (an illegal offset drops the queue, to be corrected and re-added)."""
+        pq, mq, cfg = request.pq, request.mq, self.config
+        status = response.status
         if status is PullStatus.FOUND:
             msgs = found_messages(response, sub, mq, self.stats, begin)
             if msgs is None:
@@ -488,16 +513,6 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
             if pq.msg_count == 0:
                 self.offset_store.update_offset(mq, request.next_offset, True)
             return 0.0
-        if status is PullStatus.VIEW_CHANGED:
-            # the broker's members or queues differ from what we allocated its queues with: fetch
-            # nothing from it until a rebalance on its new list has run (which may drop this queue)
-            logger.debug("pull of %s: the broker's view changed; rebalancing first", mq)
-            if self.rebalance.broker_said_queue_nums(mq.topic, mq.broker_name, response.view_queue_nums):
-                # the topic changed: the name server may know the other brokers' new queues too
-                await self.instance.update_topic_route(mq.topic)
-            self.instance.rebalance_immediately(RebalanceTrigger.VIEW)
-            await self.rebalance.wait_rebalanced(cfg.pull_time_delay_when_exception)
-            return 0.0
         if status is PullStatus.OFFSET_ILLEGAL:
             logger.warning(
                 "pull of %s at %d: offset illegal; restarting at %d",
@@ -509,6 +524,18 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
             pq.drop(DropReason.OFFSET_ILLEGAL)
             self._spawn(self._correct_illegal_offset(request))
         return None
+
+    async def _on_view_changed(self, mq: MessageQueue, response: PullResult) -> float:
+        """PULL_VIEW_CHANGED: the broker's members or queues differ from what we allocated its
+        queues with: fetch nothing from it until a rebalance on its new list has run (which may
+        drop this queue)."""
+        logger.debug("pull of %s: the broker's view changed; rebalancing first", mq)
+        if self.rebalance.broker_said_queue_nums(mq.topic, mq.broker_name, response.view_queue_nums):
+            # the topic changed: the name server may know the other brokers' new queues too
+            await self.instance.update_topic_route(mq.topic)
+        self.instance.rebalance_immediately(RebalanceTrigger.VIEW)
+        await self.rebalance.wait_rebalanced(self.config.pull_time_delay_when_exception)
+        return 0.0
 
     async def _correct_illegal_offset(self, request: PullRequest) -> None:
         await asyncio.sleep(self.config.offset_illegal_delay)
