@@ -103,7 +103,8 @@ class SteadyProducer:
         flight (the ones still out count as neither sent nor failed)."""
         self._stop.set()
         deadline = time.monotonic() + wait
-        self._thread.join(wait)
+        if self._thread.ident is not None:  # started (Ctrl-C can come before the first phase began)
+            self._thread.join(wait)
         for f in self._pending:
             try:
                 f.result(max(0.0, deadline - time.monotonic()))
