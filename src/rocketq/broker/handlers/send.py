@@ -63,6 +63,7 @@ from rocketq.protocol.headers import (
     SendMessageRequestHeaderV2,
 )
 from rocketq.protocol.message import (
+    MessageExt,
     MessageSysFlag,
     batch_properties,
     batch_record_count,
@@ -614,60 +615,25 @@ class SendProcessor:
             raise BrokerError(
                 ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
             )
-        data = b.store.read_message_bytes(h.offset)
-        if data is None:
-            raise system_error(f"look message by offset failed, {h.offset}")
-        try:
-            msg = decode_message(data, decompress=False)[0]
-        except RemoteProtocolError as exc:
-            raise system_error(f"look message by offset failed, {h.offset}: {exc}") from None
+        msg = self._stored_message(h.offset)
         props = dict(msg.properties)
         max_entries = len(props)
         if MessageConst.RETRY_TOPIC not in props:
             props[MessageConst.RETRY_TOPIC] = msg.topic
         props[_WAIT] = "false"
-        delay = h.delay_level
         max_times = group_config.retry_max_times
         if request.version >= _V3_4_9 and h.max_reconsume_times is not None:
             max_times = h.max_reconsume_times
-        if msg.reconsume_times >= max_times or delay < 0:
-            new_topic = dlq_topic(h.group)
-            queue_id = 0
+        if msg.reconsume_times >= max_times or h.delay_level < 0:
+            new_topic, queue_id, delay = dlq_topic(h.group), 0, 0
             b.topics.ensure_dlq_topic(h.group, now)
-            props[_DELAY] = "0"
-            delay = 0
         else:
-            if delay == 0:
-                delay = 3 + msg.reconsume_times
-            delay = min(delay, self._max_level)
-            props[_DELAY] = str(delay)
+            delay = min(h.delay_level or 3 + msg.reconsume_times, self._max_level)
+        props[_DELAY] = str(delay)
         if not props.get(MessageConst.ORIGIN_MESSAGE_ID):
             props[MessageConst.ORIGIN_MESSAGE_ID] = msg.offset_msg_id
-        topic, qid = new_topic, queue_id
-        if delay > 0:
-            props[MessageConst.REAL_TOPIC] = new_topic
-            props[MessageConst.REAL_QID] = str(queue_id)
-            topic, qid = RMQ_SYS_SCHEDULE_TOPIC, delay - 1
-            code = b.wall_ms() + self._delays_ms[delay - 1]
-        else:
-            code = tags_code(props.get(MessageConst.TAGS))
-        stored = java_properties_string(props, max(max_entries, len(props)))
-        try:
-            record = encode_message(
-                topic=topic,
-                body=msg.body,
-                properties=stored,
-                queue_id=qid,
-                flag=msg.flag,
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_host=msg.store_host,
-                reconsume_times=msg.reconsume_times + 1,
-            )
-        except ConfigError as exc:
-            raise system_error(f"cannot re-store message at offset {h.offset}: {exc}") from None
-        put = self._put(topic, qid, record, code)
+        topic, qid, code = self._retry_target(props, new_topic, queue_id, delay)
+        put = self._put(topic, qid, self._retry_record(msg, h.offset, topic, qid, props, max_entries), code)
         if delay > 0:
             b.schedule_kick()
         log.debug(
@@ -682,6 +648,51 @@ class SendProcessor:
             return response
         self._after_flush(conn, request, put, response)
         return None
+
+    def _stored_message(self, offset: int) -> MessageExt:
+        """The message stored at commit-log ``offset`` (a send back names it so)."""
+        data = self._b.store.read_message_bytes(offset)
+        if data is None:
+            raise system_error(f"look message by offset failed, {offset}")
+        try:
+            return decode_message(data, decompress=False)[0]
+        except RemoteProtocolError as exc:
+            raise system_error(f"look message by offset failed, {offset}: {exc}") from None
+
+    def _retry_target(
+        self, props: dict[str, str], new_topic: str, queue_id: int, delay: int
+    ) -> tuple[str, int, int]:
+        """Where a sent-back message is stored and its tags code: the schedule topic's queue of
+        its delay level (its real topic and queue in ``props``, its code the time it is due), or
+        ``new_topic`` itself when it is not delayed."""
+        if delay > 0:
+            props[MessageConst.REAL_TOPIC] = new_topic
+            props[MessageConst.REAL_QID] = str(queue_id)
+            return RMQ_SYS_SCHEDULE_TOPIC, delay - 1, self._b.wall_ms() + self._delays_ms[delay - 1]
+        return new_topic, queue_id, tags_code(props.get(MessageConst.TAGS))
+
+    @staticmethod
+    def _retry_record(
+        msg: MessageExt, offset: int, topic: str, qid: int, props: dict[str, str], max_entries: int
+    ) -> bytes:
+        """The stored record of a sent-back message: its body, flags and birth as they were, its
+        new properties, one more reconsume."""
+        stored = java_properties_string(props, max(max_entries, len(props)))
+        try:
+            return encode_message(
+                topic=topic,
+                body=msg.body,
+                properties=stored,
+                queue_id=qid,
+                flag=msg.flag,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_host=msg.store_host,
+                reconsume_times=msg.reconsume_times + 1,
+            )
+        except ConfigError as exc:
+            raise system_error(f"cannot re-store message at offset {offset}: {exc}") from None
 
 
 def _uniq_window(raw: str | None) -> int:
