@@ -122,6 +122,18 @@ def index_file_size(slots: int, entries: int) -> int:
     return INDEX_HEADER_SIZE + slots * _SLOT.size + entries * INDEX_ENTRY_SIZE
 
 
+def _pair_value(data: bytes | bytearray, name: bytes, start: int, end: int) -> bytes | bytearray | None:
+    """The value of the last ``name`` pair (``name`` ends in ``\\x01``) of the property string
+    ``data[start:end]``, found from the end with ``rfind`` (the index's hot path); a match that
+    is not at a pair's start, or an empty value, falls back to :func:`_last_value`."""
+    at = data.rfind(name, start, end)
+    if at == start or (at > start and data[at - 1] == 2):
+        skip = at + len(name)
+        stop = data.find(b"\x02", skip, end)
+        return data[skip : end if stop < 0 else stop] or _last_value(data, name, start, at)
+    return _last_value(data, name, start, at) if at > start else None
+
+
 def _last_value(
     props: bytes | bytearray, name: bytes, start: int = 0, end: int | None = None
 ) -> bytes | None:
@@ -506,27 +518,7 @@ class IndexService:
         ``log_end`` are cut whatever the shutdown. A directory without our ``HASH`` marker (a
         RocketMQ index, or an unfinished rebuild) is emptied and rebuilt from ``log_min``.
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
-        marker = self.directory / _MARKER
-        names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit() and p.is_file())
-        if names and (not marker.exists() or marker.read_text() != _MARKER_TEXT):
-            log.warning("index in %s was not written by rocketq: rebuilding it", self.directory)
-            for name in names:
-                os.unlink(self.directory / name)
-            names = []
-        if not marker.exists():
-            marker.write_text(_MARKER_TEXT)
-            fsync_dir(self.directory)
-        files: list[IndexFile] = []
-        for name in names:
-            try:
-                files.append(IndexFile(self.directory / name, self.slots, self.entries, create=False))
-            except OSError as exc:
-                log.warning("index file %s is unusable (%s): it and the later ones are rebuilt", name, exc)
-                for stale in names[names.index(name) :]:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.directory / stale)
-                break
+        files = self._open_files()
         if crashed:
             for i, f in enumerate(files):
                 if not f.full:
@@ -558,6 +550,32 @@ class IndexService:
                 resume = f.end_phys
                 break
         return max(resume, log_min)
+
+    def _open_files(self) -> list[IndexFile]:
+        """The index files of the directory, oldest first: none if the directory is not ours (it
+        is emptied), up to the first unusable one (it and the later ones are removed)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        marker = self.directory / _MARKER
+        names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit() and p.is_file())
+        if names and (not marker.exists() or marker.read_text() != _MARKER_TEXT):
+            log.warning("index in %s was not written by rocketq: rebuilding it", self.directory)
+            for name in names:
+                os.unlink(self.directory / name)
+            names = []
+        if not marker.exists():
+            marker.write_text(_MARKER_TEXT)
+            fsync_dir(self.directory)
+        files: list[IndexFile] = []
+        for name in names:
+            try:
+                files.append(IndexFile(self.directory / name, self.slots, self.entries, create=False))
+            except OSError as exc:
+                log.warning("index file %s is unusable (%s): it and the later ones are rebuilt", name, exc)
+                for stale in names[names.index(name) :]:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.directory / stale)
+                break
+        return files
 
     def recovered(self) -> int:
         """The store indexed what :meth:`load` asked for: flush, and forget any gap. Returns
@@ -612,21 +630,10 @@ class IndexService:
                 self._seeds.clear()
             seed = self._seeds[topic] = crc32(topic + b"#")
         hashes: list[int] = []
-        value: bytes | bytearray | None
-        at = data.rfind(_UNIQ, start, end)
-        if at == start or (at > start and data[at - 1] == 2):
-            stop = data.find(b"\x02", at + 9, end)
-            value = data[at + 9 : end if stop < 0 else stop] or _last_value(data, _UNIQ, start, at)
-        else:
-            value = _last_value(data, _UNIQ, start, at) if at > start else None
+        value = _pair_value(data, _UNIQ, start, end)
         if value:
             hashes.append(crc32(value, seed) & 0x7FFFFFFF)
-        at = data.rfind(_KEYS, start, end)
-        if at == start or (at > start and data[at - 1] == 2):
-            stop = data.find(b"\x02", at + 5, end)
-            value = data[at + 5 : end if stop < 0 else stop] or _last_value(data, _KEYS, start, at)
-        else:
-            value = _last_value(data, _KEYS, start, at) if at > start else None
+        value = _pair_value(data, _KEYS, start, end)
         if value:
             if b" " in value:
                 hashes.extend(crc32(k, seed) & 0x7FFFFFFF for k in value.split(b" ") if k)
