@@ -55,7 +55,7 @@ from pyspark.sql.types import (
 
 from rocketq.client.blocking import BlockingClient
 from rocketq.errors import ConfigError, DataLossError, RocketQError
-from rocketq.models import MessageQueue, PullStatus, QueueRoute
+from rocketq.models import MessageQueue, PullResult, PullStatus, QueueRoute
 from rocketq.protocol import calls
 from rocketq.protocol.message import MESSAGE_MAGIC_CODE, MessageSysFlag, decode_messages
 from rocketq.protocol.message_id import HostPort
@@ -350,43 +350,14 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
     by retention are handled by ``failOnDataLoss``; a queue that ends before ``end`` (its data was
     truncated) is data loss too.
     """
-    route = part.route
-    tag_set = options.tag_set
-    pos, end = part.start, part.end
-    chunks: list[bytes] = []
-    pending = 0  # offsets spanned by the gathered answers
-    pending_bytes = 0
-
-    def emit() -> Iterator[Any]:
-        nonlocal pending, pending_bytes
-        if not chunks:
-            return
-        batch = None
-        if options.arrow_batches:
-            batch = decode_columns(
-                b"".join(chunks), topic=part.topic, broker=part.broker, end=end, tag_set=tag_set
-            )
-        if batch is None:
-            builder = ColumnBuilder()
-            for chunk in chunks:
-                builder.add_body(chunk, end, tag_set)
-            if options.arrow_batches:
-                batch = builder.record_batch(part.topic, part.broker, part.queue_id)
-            else:
-                chunks.clear()
-                yield from builder.tuples(part.topic, part.broker, part.queue_id)
-        chunks.clear()
-        pending = pending_bytes = 0
-        if batch is not None and batch.num_rows:
-            yield batch
-
+    reader = _RangeReader(part, options)
     with BlockingClient(list(options.namesrv), timeout=options.timeout) as io:
-        while pos < end:
+        while reader.pos < reader.end:
             last = None
             for result in io.pull_range(
-                route,
-                pos,
-                end,
+                part.route,
+                reader.pos,
+                reader.end,
                 group=options.pull_group,
                 batch_size=options.pull_batch_size,
                 expression=options.tags,
@@ -394,38 +365,87 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
                 bulk_bytes=options.pull_batch_bytes,
             ):
                 last = result
-                if result.status in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
-                    nxt = max(pos, result.next_begin_offset)
-                    if result.status is PullStatus.FOUND:
-                        chunks.append(result.body)
-                        pending += nxt - pos
-                        pending_bytes += len(result.body)
-                        if pending >= ROWS_PER_BATCH or pending_bytes >= BYTES_PER_BATCH:
-                            yield from emit()
-                    pos = nxt
-            if pos >= end or last is None:
+                yield from reader.take(result)
+            if reader.pos >= reader.end or last is None or not reader.past_a_miss(last):
                 break
-            if last.status is PullStatus.OFFSET_ILLEGAL or last.status is PullStatus.NO_NEW_MSG:
-                if pos < last.min_offset:
-                    pos = check_data_loss(route.queue, pos, last.min_offset, fail=options.fail_on_data_loss)
-                    continue
-                if last.next_begin_offset > pos:
-                    pos = last.next_begin_offset  # the broker skipped a hole in the queue
-                    continue
-                text = (
-                    f"{part.topic} {part.broker}:{part.queue_id}: offsets {pos}..{end - 1} were planned "
-                    f"but the queue now ends at {last.max_offset} ({last.remark or last.status.value})"
+    yield from reader.emit()
+
+
+class _RangeReader:
+    """The state of one :func:`read_range`: where it is, the pull answers gathered and not yet
+    decoded, and what to do when the queue does not go on."""
+
+    def __init__(self, part: QueueRange, options: SourceOptions) -> None:
+        self.part = part
+        self.options = options
+        self.pos, self.end = part.start, part.end
+        self.chunks: list[bytes] = []
+        self.pending = 0  # offsets spanned by the gathered answers
+        self.pending_bytes = 0
+
+    def take(self, result: PullResult) -> Iterator[Any]:
+        """One pull answer: gather its messages (decoding a batch when enough are gathered)."""
+        if result.status in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
+            nxt = max(self.pos, result.next_begin_offset)
+            if result.status is PullStatus.FOUND:
+                self.chunks.append(result.body)
+                self.pending += nxt - self.pos
+                self.pending_bytes += len(result.body)
+                if self.pending >= ROWS_PER_BATCH or self.pending_bytes >= BYTES_PER_BATCH:
+                    yield from self.emit()
+            self.pos = nxt
+
+    def past_a_miss(self, last: PullResult) -> bool:
+        """The pulls stopped short of the end with ``last``: move past what retention removed or
+        the broker skipped (True: pull again), or end the read (False) - raising when that is
+        data loss and ``failOnDataLoss`` is on, or when the broker is not moving the read on."""
+        part, pos, end = self.part, self.pos, self.end
+        if last.status is PullStatus.OFFSET_ILLEGAL or last.status is PullStatus.NO_NEW_MSG:
+            if pos < last.min_offset:
+                self.pos = check_data_loss(
+                    part.route.queue, pos, last.min_offset, fail=self.options.fail_on_data_loss
                 )
-                if options.fail_on_data_loss:
-                    raise DataLossError(text + "; set failOnDataLoss to false to skip them")
-                logger.warning("%s; skipping them (failOnDataLoss is false)", text)
-                break
-            # FOUND / NO_MATCHED without progress: the broker is not moving us forward
-            raise RocketQError(
-                f"{part.topic} {part.broker}:{part.queue_id}: pull at offset {pos} made no progress "
-                f"({last.status.value}, next offset {last.next_begin_offset})"
+                return True
+            if last.next_begin_offset > pos:
+                self.pos = last.next_begin_offset  # the broker skipped a hole in the queue
+                return True
+            text = (
+                f"{part.topic} {part.broker}:{part.queue_id}: offsets {pos}..{end - 1} were planned "
+                f"but the queue now ends at {last.max_offset} ({last.remark or last.status.value})"
             )
-    yield from emit()
+            if self.options.fail_on_data_loss:
+                raise DataLossError(text + "; set failOnDataLoss to false to skip them")
+            logger.warning("%s; skipping them (failOnDataLoss is false)", text)
+            return False
+        # FOUND / NO_MATCHED without progress: the broker is not moving us forward
+        raise RocketQError(
+            f"{part.topic} {part.broker}:{part.queue_id}: pull at offset {pos} made no progress "
+            f"({last.status.value}, next offset {last.next_begin_offset})"
+        )
+
+    def emit(self) -> Iterator[Any]:
+        """Decode what was gathered: one record batch, or tuples when ``arrowBatches`` is false."""
+        part, options, chunks = self.part, self.options, self.chunks
+        if not chunks:
+            return
+        batch = None
+        if options.arrow_batches:
+            batch = decode_columns(
+                b"".join(chunks), topic=part.topic, broker=part.broker, end=self.end, tag_set=options.tag_set
+            )
+        if batch is None:
+            builder = ColumnBuilder()
+            for chunk in chunks:
+                builder.add_body(chunk, self.end, options.tag_set)
+            if options.arrow_batches:
+                batch = builder.record_batch(part.topic, part.broker, part.queue_id)
+            else:
+                chunks.clear()
+                yield from builder.tuples(part.topic, part.broker, part.queue_id)
+        chunks.clear()
+        self.pending = self.pending_bytes = 0
+        if batch is not None and batch.num_rows:
+            yield batch
 
 
 def _read(
