@@ -44,7 +44,7 @@ from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from rocketq.protocol.correlation import Correlator
 from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
 from rocketq.remoting.client import add_call_note, parse_address
-from rocketq.remoting.connection import describe_exception
+from rocketq.remoting.handlers import describe_exception
 
 __all__ = ["BlockingHandler", "BlockingRemotingClient", "Ticket"]
 
