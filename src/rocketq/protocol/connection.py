@@ -324,6 +324,7 @@ class ConnectionCore(Generic[W, H]):
         "max_in_flight",
         "reading_paused",
         "stopped",
+        "timed",
         "writes_paused",
         "yielded",
     )
@@ -342,6 +343,9 @@ class ConnectionCore(Generic[W, H]):
         self._decoder = FrameDecoder(DEFAULT_MAX_FRAME_SIZE) if decoder is None else decoder
         self._inflight: Correlator[W] = Correlator(opaques)
         self._admission = admission
+        #: whether :meth:`next_event` looks at ``now`` (requests may be answered busy); when not,
+        #: a driver may pass any number and save reading its clock per frame
+        self.timed = admission is not None and bool(admission.wait_limits)
         self._pause_on_write = pause_reads_on_write_pressure
         self.max_in_flight = max_in_flight
         # when the oldest read whose whole frames are not all handled arrived (None: none wait)

@@ -374,9 +374,10 @@ class RemotingConnection(asyncio.Protocol):
         self.processing = True
         time_slice = self._settings.read_time_slice
         deadline = None  # the slice starts after the first request: no clock read for a lone one
+        timed = core.timed
         try:
             while not core.reading_paused and not core.closed:
-                event = core.next_event(loop_time())
+                event = core.next_event(loop_time() if timed else 0.0)
                 if event is None:
                     return
                 if isinstance(event, ResponseArrived):
