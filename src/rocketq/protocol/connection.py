@@ -7,8 +7,9 @@ As h11's ``Connection`` holds an HTTP/1.1 connection's state and leaves the sock
   (with ``now``, the driver's clock); :meth:`ConnectionCore.next_event` takes whole frames out of
   the :class:`~rocketq.protocol.frame.FrameDecoder` and says what each is:
 
-  - :class:`ResponseArrived` — a response, matched by opaque to the request that waits for it
-    (the :class:`~rocketq.protocol.correlation.Correlator` entry, with the driver's waiter);
+  - :class:`ResponseArrived` — a response, matched by opaque to the request that waits for it:
+    the request's :class:`~rocketq.protocol.correlation.InFlight` entry (the driver's waiter)
+    with its ``response``;
     :class:`LateResponse` when its caller stopped waiting, :class:`StrayResponse` when it
     answers nothing sent here;
   - :class:`RequestArrived` — a request to run, with the handler its code's lookup gave;
@@ -115,14 +116,28 @@ ENCODE_FAILED_REMARK = "the server could not encode its response (its log has th
 # ---------------------------------------------------------------------------------------- events
 
 
-class ResponseArrived(Generic[W]):
-    """A response to a request sent here: ``inflight`` is the request's entry (its waiter)."""
+class ResponseArrived(InFlight[W]):
+    """A response to a request sent here: the request's in-flight entry (its ``waiter``,
+    ``code``, ``opaque``...) with the ``response`` that answers it.
 
-    __slots__ = ("inflight", "response")
+    The core records every request it tracks as one of these, and fills ``response`` in when the
+    answer comes: the event of an answer is the entry itself, so the per-response path makes no
+    object of its own.
+    """
 
-    def __init__(self, inflight: InFlight[W], response: RemotingCommand) -> None:
-        self.inflight = inflight
-        self.response = response
+    __slots__ = ("response",)
+
+    def __init__(
+        self, opaque: int, code: int, waiter: W, deadline: float | None, timeout: float | None = None
+    ) -> None:
+        super().__init__(opaque, code, waiter, deadline, timeout)
+        #: the answer, once it came (``None`` until then)
+        self.response: RemotingCommand = None  # type: ignore[assignment]
+
+    @property
+    def inflight(self) -> ResponseArrived[W]:
+        """The request's in-flight entry (this event itself)."""
+        return self
 
 
 class LateResponse:
@@ -311,10 +326,12 @@ class ConnectionCore(Generic[W, H]):
     __slots__ = (
         "_admission",
         "_arrived",
+        "_complete",
         "_counted",
         "_decoder",
         "_inflight",
         "_lookup",
+        "_next_command",
         "_pause_on_write",
         "_queued",
         "closed",
@@ -341,7 +358,9 @@ class ConnectionCore(Generic[W, H]):
     ) -> None:
         self._lookup = lookup
         self._decoder = FrameDecoder(DEFAULT_MAX_FRAME_SIZE) if decoder is None else decoder
-        self._inflight: Correlator[W] = Correlator(opaques)
+        self._inflight: Correlator[W] = Correlator(opaques, entry=ResponseArrived)
+        self._next_command = self._decoder.next_command
+        self._complete = self._inflight.complete
         self._admission = admission
         #: whether :meth:`next_event` looks at ``now`` (requests may be answered busy); when not,
         #: a driver may pass any number and save reading its clock per frame
@@ -404,8 +423,9 @@ class ConnectionCore(Generic[W, H]):
 
     def next_event(self, now: float) -> Event[W, H] | None:
         """The next whole frame as an event, ``None`` when more bytes are needed."""
+        # the per-frame path: bound methods kept in slots, the usual request decided inline
         try:
-            cmd = self._decoder.next_command()
+            cmd = self._next_command()
         except Exception as exc:
             return ProtocolError(exc)
         if cmd is None:
@@ -413,12 +433,17 @@ class ConnectionCore(Generic[W, H]):
             return None
         self.frame_started = None
         if cmd.flag & _RESPONSE:
-            entry = self._inflight.complete(cmd.opaque)
+            entry = self._complete(cmd.opaque)
             if entry is not None:
-                return ResponseArrived(entry, cmd)
+                entry.response = cmd  # type: ignore[attr-defined]  # the core's entries are events
+                return entry  # type: ignore[return-value]
             if self._inflight.was_abandoned(cmd.opaque):
                 return LateResponse(cmd)
             return StrayResponse(cmd)
+        if self._admission is None:
+            handler = self._lookup(cmd.code)
+            if handler is not None:
+                return RequestArrived(cmd, handler)
         return self.dispatch(cmd, now)
 
     def dispatch(self, request: RemotingCommand, now: float, *, checked: bool = False) -> Event[W, H]:

@@ -258,7 +258,7 @@ class BlockingRemotingClient(Closing):
                 sock = self._ensure_connected()
                 event = self._next_event(sock, ticket)
                 if isinstance(event, ResponseArrived):
-                    event.inflight.waiter.response = event.response
+                    event.waiter.response = event.response
                 elif isinstance(event, RequestArrived):
                     self._serve(sock, event.request, event.handler, ticket.deadline)
                 elif isinstance(event, NotSupported):

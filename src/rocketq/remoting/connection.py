@@ -171,19 +171,20 @@ class RemotingConnection(asyncio.Protocol):
             pause_reads_on_write_pressure=settings.pause_reads_on_write_pressure,
             admission=_admission(server),
         )
-        self._dispatch = Dispatcher(
-            self,
-            self._core,  # type: ignore[arg-type]  # the dispatcher never looks at waiters
-            handlers,
-            self._peer_log,
-            fast_fail=None if server is None else server.fast_fail,
-            offloader=None if server is None else server.offloader,
-        )
         self._outbox = Outbox(
             self,
             high=settings.write_buffer_high,
             batch_frames=settings.write_batch_frames,
             max_buffer=settings.max_write_buffer,
+        )
+        self._dispatch = Dispatcher(
+            self,
+            self._core,  # type: ignore[arg-type]  # the dispatcher never looks at waiters
+            self._outbox,
+            handlers,
+            self._peer_log,
+            fast_fail=None if server is None else server.fast_fail,
+            offloader=None if server is None else server.offloader,
         )
         self._handovers = HandoverQueue(self)
         self._idle = IdleWatch(
@@ -381,7 +382,7 @@ class RemotingConnection(asyncio.Protocol):
                 if event is None:
                     return
                 if isinstance(event, ResponseArrived):
-                    waiter = event.inflight.waiter
+                    waiter = event.waiter
                     if not waiter.done():
                         waiter.set_result(event.response)
                 elif isinstance(event, RequestArrived):

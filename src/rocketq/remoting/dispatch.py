@@ -43,6 +43,7 @@ from rocketq.remoting.admission import FastFail
 from rocketq.remoting.guard import PeerLog, RequestLimit
 from rocketq.remoting.handlers import Handler, HandlerResult, HandlerTable, describe_exception
 from rocketq.remoting.offload import Offloader
+from rocketq.remoting.outbox import Outbox
 
 if TYPE_CHECKING:
     from rocketq.remoting.connection import RemotingConnection
@@ -60,12 +61,23 @@ _BUSY_LOG = LogSummary(logger)
 class Dispatcher:
     """Runs handlers and sends answers for one connection (see the module docstring)."""
 
-    __slots__ = ("_conn", "_core", "_fast_fail", "_handlers", "_loop", "_offloader", "_peer_log", "tasks")
+    __slots__ = (
+        "_conn",
+        "_core",
+        "_fast_fail",
+        "_handlers",
+        "_loop",
+        "_offloader",
+        "_outbox",
+        "_peer_log",
+        "tasks",
+    )
 
     def __init__(
         self,
         conn: RemotingConnection,
         core: ConnectionCore[object, Handler],
+        outbox: Outbox,
         handlers: HandlerTable,
         peer_log: PeerLog,
         *,
@@ -74,6 +86,7 @@ class Dispatcher:
     ) -> None:
         self._conn = conn
         self._core = core
+        self._outbox = outbox
         self._loop = conn.loop
         self._handlers = handlers
         self._peer_log = peer_log
@@ -203,7 +216,7 @@ class Dispatcher:
         if response is None:
             logger.debug("%r: handler for request code %d gave no response", conn, request.code)
             return
-        if conn.is_closed:
+        if self._core.closed:
             logger.debug(
                 "%r: response to request code %d (opaque %d) dropped: %s",
                 conn,
@@ -212,7 +225,12 @@ class Dispatcher:
                 conn.close_reason,
             )
             return
-        conn.send_response(request, response)
+        head, body, error = self._core.send_response(request, response)
+        if error is not None:
+            logger.error("%r: response to request code %d cannot be encoded: %s", conn, request.code, error)
+            if not head:
+                return
+        self._outbox.send(head, body)
 
     def _not_supported(self, event: NotSupported) -> None:
         conn = self._conn
