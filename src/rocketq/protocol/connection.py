@@ -327,13 +327,13 @@ class ConnectionCore(Generic[W, H]):
         "_admission",
         "_arrived",
         "_complete",
-        "_counted",
         "_decoder",
         "_inflight",
         "_lookup",
         "_next_command",
         "_pause_on_write",
         "_queued",
+        "charged",
         "closed",
         "frame_started",
         "handlers_running",
@@ -370,7 +370,8 @@ class ConnectionCore(Generic[W, H]):
         # when the oldest read whose whole frames are not all handled arrived (None: none wait)
         self._arrived: float | None = None
         self._queued: int | None = None  # whole frames behind the request being read (busy remarks)
-        self._counted = 0  # undecoded bytes charged to the admission's budget
+        #: undecoded bytes of this connection charged to the admission's budget
+        self.charged = 0
         #: when the frame now arriving (incomplete in the decoder) began, else ``None``
         self.frame_started: float | None = None
         #: True once closed (never reopened): nothing more is read, sent or tracked
@@ -437,14 +438,21 @@ class ConnectionCore(Generic[W, H]):
             if entry is not None:
                 entry.response = cmd  # type: ignore[attr-defined]  # the core's entries are events
                 return entry  # type: ignore[return-value]
-            if self._inflight.was_abandoned(cmd.opaque):
-                return LateResponse(cmd)
-            return StrayResponse(cmd)
-        if self._admission is None:
-            handler = self._lookup(cmd.code)
-            if handler is not None:
-                return RequestArrived(cmd, handler)
-        return self.dispatch(cmd, now)
+            return LateResponse(cmd) if self._inflight.was_abandoned(cmd.opaque) else StrayResponse(cmd)
+        handler = self._lookup(cmd.code)
+        refusal: Event[W, H] | None = None if handler is not None else NotSupported(cmd)
+        admission = self._admission
+        if admission is not None and refusal is None:  # a server's: busy, or a body over its limit
+            wait_limit = admission.wait_limits.get(cmd.code)
+            if wait_limit is not None:
+                arrived = self._arrived
+                waited = 0.0 if arrived is None else now - arrived
+                if waited >= wait_limit:
+                    refusal = self._busy(cmd, waited, wait_limit)
+            if refusal is None and len(cmd.body) >= admission.check_from:  # one comparison, usually
+                refusal = self._check_body(cmd, admission)
+        # no refusal means a handler was found
+        return RequestArrived(cmd, handler) if refusal is None else refusal  # type: ignore[arg-type]
 
     def dispatch(self, request: RemotingCommand, now: float, *, checked: bool = False) -> Event[W, H]:
         """What to do with ``request``: run its handler, or answer it (not supported, busy,
@@ -461,27 +469,36 @@ class ConnectionCore(Generic[W, H]):
         return RequestArrived(request, handler)
 
     def _admit(self, request: RemotingCommand, admission: Admission, now: float) -> Event[W, H] | None:
-        code = request.code
-        wait_limit = admission.wait_limits.get(code)
+        """A busy answer, a refusal, or a body to check off the loop; ``None`` admits it."""
+        wait_limit = admission.wait_limits.get(request.code)
         if wait_limit is not None:
             arrived = self._arrived
             waited = 0.0 if arrived is None else now - arrived
             if waited >= wait_limit:
-                queued = self._queued
-                queued = self._decoder.complete_frames() if queued is None else max(queued - 1, 0)
-                self._queued = queued
-                return Busy(request, waited, wait_limit, queued)
-        size = len(request.body)
-        if size >= admission.check_from:
-            limit = admission.body_limits.get(code)
-            if limit is not None:
-                threshold = admission.offload_threshold
-                if threshold is not None and size > threshold:
-                    return CheckBody(request, limit)
-                remark = limit.refusal(code, request.body)
-                if remark is not None:
-                    return Refused(request, remark)
-        return None
+                return self._busy(request, waited, wait_limit)
+        if len(request.body) < admission.check_from:
+            return None
+        return self._check_body(request, admission)
+
+    def _busy(self, request: RemotingCommand, waited: float, wait_limit: float) -> Busy:
+        """``request`` waited over its code's limit: busy, with the whole frames behind it."""
+        queued = self._queued
+        queued = self._decoder.complete_frames() if queued is None else max(queued - 1, 0)
+        self._queued = queued
+        return Busy(request, waited, wait_limit, queued)
+
+    @staticmethod
+    def _check_body(request: RemotingCommand, admission: Admission) -> Refused | CheckBody | None:
+        """A body at least ``check_from`` bytes long, against its code's limit (if any)."""
+        code = request.code
+        limit = admission.body_limits.get(code)
+        if limit is None:
+            return None
+        threshold = admission.offload_threshold
+        if threshold is not None and len(request.body) > threshold:
+            return CheckBody(request, limit)
+        remark = limit.refusal(code, request.body)
+        return None if remark is None else Refused(request, remark)
 
     def settle(self, now: float) -> bool:
         """After the driver took what it could: charge the undecoded bytes to the budget and note
@@ -489,7 +506,7 @@ class ConnectionCore(Generic[W, H]):
         connection holds bytes (it is the one to close)."""
         held = self._decoder.buffered
         over = False
-        if held or self._counted:  # the usual read leaves nothing behind: nothing to do
+        if held or self.charged:  # the usual read leaves nothing behind: nothing to do
             over = self.account()
             if held and self.frame_started is None:
                 self.frame_started = now
@@ -503,8 +520,8 @@ class ConnectionCore(Generic[W, H]):
         if budget is None:
             return False
         held = self._decoder.buffered
-        budget.used += held - self._counted
-        self._counted = held
+        budget.used += held - self.charged
+        self.charged = held
         return budget.used > budget.limit and held > 0 and not self.closed
 
     @property
@@ -599,8 +616,8 @@ class ConnectionCore(Generic[W, H]):
         """Give this connection's share of the input budget back (it is gone)."""
         budget = self.budget
         if budget is not None:
-            budget.used -= self._counted
-        self._counted = 0
+            budget.used -= self.charged
+        self.charged = 0
 
     # ------------------------------------------------------------------ flow control
 

@@ -381,19 +381,20 @@ class RemotingConnection(asyncio.Protocol):
                 event = core.next_event(loop_time() if timed else 0.0)
                 if event is None:
                     return
-                if isinstance(event, ResponseArrived):
-                    waiter = event.waiter
+                kind = type(event)  # one call, then identity tests (the events are final classes)
+                if kind is ResponseArrived:
+                    waiter = event.waiter  # type: ignore[union-attr]
                     if not waiter.done():
-                        waiter.set_result(event.response)
-                elif isinstance(event, RequestArrived):
-                    dispatch.run(event.request, event.handler)
-                elif isinstance(event, ProtocolError):
-                    self._protocol_error(event.exc)
+                        waiter.set_result(event.response)  # type: ignore[union-attr,arg-type]
+                elif kind is RequestArrived:
+                    dispatch.run(event.request, event.handler)  # type: ignore[union-attr]
+                elif kind is ProtocolError:
+                    self._protocol_error(event.exc)  # type: ignore[union-attr]
                     return
-                elif isinstance(event, (LateResponse, StrayResponse)):
-                    self._unmatched(event)
+                elif kind is LateResponse or kind is StrayResponse:
+                    self._unmatched(event)  # type: ignore[arg-type]
                 else:
-                    dispatch.answer(event)
+                    dispatch.answer(event)  # type: ignore[arg-type]
                 if time_slice is not None and core.buffered:
                     now = time.monotonic()
                     if deadline is None:
@@ -404,7 +405,7 @@ class RemotingConnection(asyncio.Protocol):
             self.processing = False
             if self._outbox:
                 self._outbox.flush()
-            if core.settle(loop_time()):
+            if (core.buffered or core.charged) and core.settle(loop_time()):
                 self._over_budget()
 
     def _unmatched(self, event: LateResponse | StrayResponse) -> None:
