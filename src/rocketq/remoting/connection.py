@@ -18,7 +18,8 @@ budget. This class only moves bytes and waits, on the event loop:
 * a server connection holds its share of the server's :class:`~rocketq.remoting.guard.InputBudget`
   and, after ``read_time_slice`` seconds of handling one read's requests, yields the loop to the
   other connections before taking the next;
-* :meth:`invoke` sends through the core and arms one timer at the core's next deadline;
+* :meth:`invoke` sends through the core and arms one timer at the core's next deadline
+  (:mod:`rocketq.remoting.deadlines`);
   callers outside the loop - plain threads (:meth:`invoke_threadsafe`) and other event loops
   (:meth:`invoke_from_loop`) - hand their encoded requests over (:mod:`rocketq.remoting.handover`);
 * output is batched per turn of the loop (:mod:`rocketq.remoting.outbox`); idleness is watched by
@@ -68,6 +69,7 @@ from rocketq.protocol.connection import (
     StrayResponse,
 )
 from rocketq.protocol.frame import FrameDecoder
+from rocketq.remoting.deadlines import DeadlineTimer
 from rocketq.remoting.dispatch import Dispatcher
 from rocketq.remoting.guard import PeerLog, limits_check_from
 from rocketq.remoting.handlers import (
@@ -80,7 +82,7 @@ from rocketq.remoting.handlers import (
     describe_exception,
     format_address,
 )
-from rocketq.remoting.handover import HandoverQueue, Waiter, timeout_error
+from rocketq.remoting.handover import HandoverQueue, Waiter
 from rocketq.remoting.idle import IdleWatch
 from rocketq.remoting.offload import TimeSlice
 from rocketq.remoting.outbox import Outbox
@@ -193,8 +195,7 @@ class RemotingConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._closed_future: asyncio.Future[None] = self.loop.create_future()
         # one timer, armed at the core's earliest deadline, times out the requests invoked here
-        self._deadline_handle: asyncio.TimerHandle | None = None
-        self._deadline_at = 0.0
+        self._deadlines = DeadlineTimer(self, close_on_timeout=settings.close_on_timeout)
         #: True while the read loop runs (writes then wait for its end to be flushed together)
         self.processing = False
 
@@ -203,6 +204,11 @@ class RemotingConnection(asyncio.Protocol):
         return f"<RemotingConnection #{self.id} {self.remote_address} {state}>"
 
     # ------------------------------------------------------------------ properties
+
+    @property
+    def core(self) -> ConnectionCore[Waiter, Handler]:
+        """The connection's sans-I/O state: every decision is its (see :mod:`rocketq.protocol.connection`)."""
+        return self._core
 
     @property
     def is_closed(self) -> bool:
@@ -517,33 +523,8 @@ class RemotingConnection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ requests
 
-    def _arm_deadline(self, deadline: float) -> None:
-        """Make sure the deadline timer fires by ``deadline``."""
-        handle = self._deadline_handle
-        if handle is not None:
-            if self._deadline_at <= deadline:
-                return
-            handle.cancel()
-        self._deadline_at = deadline
-        self._deadline_handle = self.loop.call_at(deadline, self._expire_due)
-
-    def _expire_due(self) -> None:
-        """The deadline timer: fail the requests whose time is up, then wait for the next one."""
-        self._deadline_handle = None
-        core = self._core
-        expired = core.expire(max(self.loop.time(), self._deadline_at))
-        for entry in expired:
-            waiter = entry.waiter
-            if not waiter.done():
-                timeout = entry.timeout if entry.timeout is not None else 0.0
-                waiter.set_exception(timeout_error(self.remote_address, entry.code, entry.opaque, timeout))
-        nxt = core.next_deadline()
-        if nxt is not None:
-            self._arm_deadline(nxt)
-        if expired and self._settings.close_on_timeout:
-            self._close_timed_out(expired[0].code)
-
-    def _close_timed_out(self, code: int) -> None:
+    def close_timed_out(self, code: int) -> None:
+        """A request timed out and the owner asked to close the connection then (``close_on_timeout``)."""
         self._set_reason(f"request code {code} to {self.remote_address} timed out (close_on_timeout)")
         self.close()
 
@@ -572,9 +553,7 @@ class RemotingConnection(asyncio.Protocol):
         head, body = core.send_request(request, future, now=now, timeout=timeout, stated=stated)
         opaque = request.opaque
         self._outbox.send(head, body)
-        deadline = now + timeout
-        if self._deadline_handle is None or deadline < self._deadline_at:
-            self._arm_deadline(deadline)
+        self._deadlines.arm(now + timeout)
         try:
             response = await future
         except BaseException:
@@ -655,7 +634,7 @@ class RemotingConnection(asyncio.Protocol):
     def abandon(self, opaque: int, code: int, timed_out: bool) -> None:
         """Loop thread: a caller on another thread stopped waiting for ``opaque``."""
         if self._core.discard(opaque) is not None and timed_out and self._settings.close_on_timeout:
-            self._close_timed_out(code)
+            self.close_timed_out(code)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         """Send ``request`` marked oneway: the peer sends no response.
@@ -689,9 +668,7 @@ class RemotingConnection(asyncio.Protocol):
         reason = self.close_reason or f"connection to {self.remote_address} closed"
         pending = core.close()
         self._handovers.take()  # requests handed over but not sent fail with the pending ones
-        if self._deadline_handle is not None:
-            self._deadline_handle.cancel()
-            self._deadline_handle = None
+        self._deadlines.cancel()
         for entry in pending:
             future = entry.waiter
             if not future.done():
