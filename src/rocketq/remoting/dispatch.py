@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Dispatcher"]
 
-logger = logging.getLogger(__name__)
+#: the connection's log (one name for all its parts, as before they were split: what operators filter on)
+logger = logging.getLogger("rocketq.remoting.connection")
 
 _ONEWAY = FLAG_ONEWAY
 

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Outbox"]
 
-logger = logging.getLogger(__name__)
+#: the connection's log (one name for all its parts, as before they were split: what operators filter on)
+logger = logging.getLogger("rocketq.remoting.connection")
 
 
 class Outbox:
