@@ -634,7 +634,10 @@ class ConnectionCore(Generic[W, H]):
         if wanted != self.reading_paused:
             return None
         self.reading_paused = not wanted
-        return RESUME_READING if wanted else PAUSE_READING
+        if wanted:
+            self._queued = None  # a new pass over the buffer counts the queue behind it again
+            return RESUME_READING
+        return PAUSE_READING
 
     def handler_started(self) -> ReadingChange | None:
         """A handler began running (one more in flight)."""
