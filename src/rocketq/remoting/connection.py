@@ -61,6 +61,7 @@ from rocketq.protocol.connection import (
     PAUSE_READING,
     Admission,
     ConnectionCore,
+    Event,
     LateResponse,
     ProtocolError,
     ReadingChange,
@@ -394,13 +395,8 @@ class RemotingConnection(asyncio.Protocol):
                         waiter.set_result(event.response)  # type: ignore[union-attr,arg-type]
                 elif kind is RequestArrived:
                     dispatch.run(event.request, event.handler)  # type: ignore[union-attr]
-                elif kind is ProtocolError:
-                    self._protocol_error(event.exc)  # type: ignore[union-attr]
+                elif self._rare(event):
                     return
-                elif kind is LateResponse or kind is StrayResponse:
-                    self._unmatched(event)  # type: ignore[arg-type]
-                else:
-                    dispatch.answer(event)  # type: ignore[arg-type]
                 if time_slice is not None and core.buffered:
                     now = time.monotonic()
                     if deadline is None:
@@ -413,6 +409,17 @@ class RemotingConnection(asyncio.Protocol):
                 self._outbox.flush()
             if (core.buffered or core.charged) and core.settle(loop_time()):
                 self._over_budget()
+
+    def _rare(self, event: Event[Waiter, Handler]) -> bool:
+        """The events off the hot path; True when the read loop must stop (the stream broke)."""
+        if isinstance(event, ProtocolError):
+            self._protocol_error(event.exc)
+            return True
+        if isinstance(event, (LateResponse, StrayResponse)):
+            self._unmatched(event)
+        elif not isinstance(event, (ResponseArrived, RequestArrived)):
+            self._dispatch.answer(event)
+        return False
 
     def _unmatched(self, event: LateResponse | StrayResponse) -> None:
         cmd = event.response
