@@ -10,8 +10,7 @@ the admin calls and the servers load when one of their names is first used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rocketq.allocate import AllocationStrategy, Plan, get_strategy, plan, plan_group
 from rocketq.errors import (
@@ -25,6 +24,7 @@ from rocketq.errors import (
     RocketQError,
     StoreError,
 )
+from rocketq.lazy import lazy_names
 from rocketq.models import LocalTransactionState, MessageQueue, SendResult, SendStatus, TransactionSendResult
 
 if TYPE_CHECKING:
@@ -89,20 +89,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ConsumeStatus":
-        value: Any = __getattr__("ConsumeConcurrentlyStatus")
-    else:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module 'rocketq' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups find it without this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"ConsumeStatus"})
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY, {"ConsumeStatus": "ConsumeConcurrentlyStatus"})
 
 
 __version__ = "0.1.0"

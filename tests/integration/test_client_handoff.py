@@ -154,9 +154,11 @@ def test_a_queue_whose_lease_is_held_elsewhere_waits_for_its_expiry(
     c.start()
     try:
         assert [q.queue_id for q in c.assigned_queues("TopicCrash")] == [0]
-        assert wait_until(lambda: len(c.assigned_queues("TopicCrash")) == 2, 5)
+        # the lease (2 s) had to run out first; after it, the lease keeper's next try takes it (the
+        # upper bound is loose: on a loaded 2-core machine the start alone can take seconds)
+        assert wait_until(lambda: len(c.assigned_queues("TopicCrash")) == 2, 10)
         waited = time.monotonic() - started
-        assert 1.0 < waited < 4.0
+        assert 1.0 < waited < 9.0, waited
         added = [r for r in c.rebalance_records("TopicCrash") if q1 in r.added]
         assert added
         assert added[0].trigger is RebalanceTrigger.START

@@ -2,8 +2,9 @@
 
 One ``rocketq server`` is flooded by two ``rocketq produce`` processes sending as fast as they can
 (its capacity, and more). Under that load ``rocketq produce --rate R``, ``rocketq consume`` (of
-the flooded topic), ``rocketq demo --rate R`` and then the flooded ``rocketq server`` itself each
-get SIGINT once they are at work; each must exit within 1 s of it and print its summary. ``R`` -
+the flooded topic), ``rocketq demo --rate R``, ``rocketq lab rebalance-cost``, ``rocketq chaos
+split-view``, ``rocketq dashboard`` and then the flooded ``rocketq server`` itself each get SIGINT
+once they are at work; each must exit within 1 s of it and say what it did. ``R`` -
 at least ten times what a broker on this machine takes - is drawn at random and printed.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import random
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,11 +95,28 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
         "produce": ["produce", PROBE, "--count", "100000000", "--rate", str(rate), "--namesrv", namesrv],
         "consume": ["consume", TOPIC, "--group", f"g{seed}", "--from", "first", "--namesrv", namesrv],
         "demo": ["demo", "--rate", str(rate), "--no-spark", "--plain", "--seconds", "60"],
+        "lab": ["lab", "rebalance-cost", "--rate", str(min(rate, 20_000)), "--phase-seconds", "30"],
+        "chaos": ["chaos", "split-view", "--seed", str(seed)],
+        "dashboard": ["dashboard", "--namesrv", namesrv, "--port", "0"],
     }
     ready = {  # at work: sending, receiving, its producer sending
         "produce": lambda lines: False,
         "consume": lambda lines: any(line.startswith("RECV ") for line in lines),
         "demo": lambda lines: any(line.startswith("t=") and "sent 0," not in line for line in lines),
+        "lab": lambda lines: any("rocketq server (pid" in line for line in lines),
+        "chaos": lambda lines: any(line.startswith("consumers up:") for line in lines),
+        "dashboard": lambda lines: any("dashboard ready:" in line for line in lines),
+    }
+    said = {  # what each says when stopped (stdout or stderr)
+        "produce": "Ctrl-C",
+        "demo": "interrupted",
+        "lab": "interrupted after",
+        "chaos": "interrupted after",
+        "dashboard": "dashboard stopped",
+    }
+    said_too = {  # a SIGINT before the command put its handlers in place: main's one line
+        "demo": "demo finished",
+        "dashboard": "dashboard: interrupted after",
     }
     for name, args in commands.items():
         p = CliProcess(args)
@@ -107,12 +126,10 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
             else:
                 assert p.wait_for(ready[name], 60.0), (name, p.snapshot()[-5:], p.errors[-5:])
             took[name] = _stop_time(p)
-            out = "\n".join(p.snapshot())
+            out = "\n".join(p.snapshot() + p.errors)
             print(f"{name}: stopped {took[name]:.2f} s after SIGINT, exit {p.proc.returncode}")
-            if name == "produce":
-                assert "Ctrl-C" in out, out[-500:]
-            if name == "demo":
-                assert "demo finished" in out or "interrupted" in out, out[-500:]
+            if name in said:
+                assert said[name] in out or said_too.get(name, said[name]) in out, out[-500:]
         finally:
             p.close()
     t0 = time.monotonic()  # the flooded server itself
@@ -122,3 +139,39 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
     print(f"server: stopped {took['server']:.2f} s after SIGINT")
     slow = {k: round(v, 2) for k, v in took.items() if v > LIMIT}
     assert not slow, f"over {LIMIT} s after SIGINT: {slow} (seed {seed}, rate {rate})"
+
+
+def _second_stop(proc: subprocess.Popen[str], gap: float) -> tuple[bool, float]:
+    """SIGINT, then after ``gap`` s a second SIGINT if it still runs: (whether the second was sent,
+    seconds from the last SIGINT to the process's end)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(gap)
+        return False, 0.0
+    except subprocess.TimeoutExpired:
+        pass
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    proc.wait(30.0)
+    return True, time.monotonic() - t0
+
+
+def test_a_second_ctrl_c_stops_at_once(flooded: ServerProcess) -> None:
+    """A second Ctrl-C (at least 0.2 s after the first: one key press can deliver two) ends the
+    consumer and the flooded server at once, whatever the first was still doing. The gap between
+    the two is drawn at random and printed."""
+    seed = random.randrange(2**32)
+    gap = random.Random(seed).uniform(0.2, 0.6)
+    print(f"seed {seed}: second SIGINT {gap:.2f} s after the first")
+    namesrv = flooded.namesrv_addr
+    p = CliProcess(["consume", TOPIC, "--group", f"g2{seed}", "--from", "first", "--namesrv", namesrv])
+    try:
+        assert p.wait_for(lambda lines: any(line.startswith("RECV ") for line in lines), 60.0), p.errors[-5:]
+        second, took = _second_stop(p.proc, gap)
+        print(f"consume: second SIGINT sent {second}, ended {took:.2f} s after it, exit {p.proc.returncode}")
+        assert took <= 0.5, (took, p.errors[-5:])
+    finally:
+        p.close()
+    second, took = _second_stop(flooded.proc, gap)
+    print(f"server: second SIGINT sent {second}, ended {took:.2f} s after it")
+    assert took <= 0.5, took

@@ -8,6 +8,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketq.chaos.invariants import (
     Expectations,
@@ -33,6 +35,7 @@ from rocketq.chaos.timeline import (
     Pull,
     Rebalance,
     Recv,
+    Release,
     Sent,
     Timeline,
     Window,
@@ -301,6 +304,30 @@ def test_overlap_counts_time_two_consumers_held_a_queue() -> None:
     assert overlap(tl, hold, 5.0, DEFAULT).figure == pytest.approx(0.5)  # only after ``start``
     long = _two_holders(2.0, 6.0)
     assert overlap(long, holdings(long), 0.0, DEFAULT).ok is False
+
+
+@given(
+    release=st.floats(min_value=0.5, max_value=8.0),
+    handover=st.floats(min_value=0.0, max_value=0.5),
+    line_late=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_a_release_at_the_proxy_ends_the_old_owners_hold(
+    release: float, handover: float, line_late: float
+) -> None:
+    """A clean handoff: c1's long-poll pull of A0 is open at the broker when c1 releases the queue
+    (UNLOCK_BATCH_MQ at ``release``); c2 starts pulling ``handover`` s later; c1's REBALANCE line
+    that dropped A0 is read ``line_late`` s after the release. No overlap: the release, not the
+    line, is when c1 gave the queue up. Without the release the same run shows the line's lag."""
+    c2_from = release + handover
+    pulls = (pull("c1", A0, 0, 0.0, 10.0), pull("c2", A0, 0, c2_from, 10.0), pull("c1", A1, 0, 0.0, 10.0))
+    lines = (rebalance("c1", -1.0, A0, A1), rebalance("c1", release + line_late, A1))
+    freed = (Release("c1", A0[0], A0[1], release),)
+    released = timeline(pulls=pulls, rebalances=lines, releases=freed, t_end=10.0)
+    assert overlap(released, holdings(released, in_hand=False), 0.0, CLEAN).figure == pytest.approx(0.0)
+    unseen = timeline(pulls=pulls, rebalances=lines, t_end=10.0)
+    lag = max(0.0, line_late - handover)
+    lag = lag if lag >= CLEAN.resolution else 0.0  # shorter episodes are below the witnesses' resolution
+    assert overlap(unseen, holdings(unseen, in_hand=False), 0.0, CLEAN).figure == pytest.approx(lag, abs=1e-9)
 
 
 def test_orphan_counts_time_nobody_held_a_queue_apart_from_broker_downtime_and_paused_holders() -> None:

@@ -1,7 +1,9 @@
 """Admin calls that the command line, the lab and the dashboard share (``DefaultMQAdminExt``'s job).
 
-:class:`AsyncAdmin` (``admin/core.py``) does the work on the caller's event loop over the client
-layer's :class:`~rocketq.client.api.ClientAPI` (plus the admin requests that API does not need);
+:class:`AsyncAdmin` (``admin/core.py``, made of one part per responsibility: ``transport.py``,
+``brokers.py``, ``topics.py``, ``groups.py``, ``messages.py``) does the work on the caller's
+event loop over the client layer's :class:`~rocketq.client.api.ClientAPI` (plus the admin
+requests that API does not need);
 :class:`Admin` (``admin/facade.py``) is its synchronous facade, running it on a background loop
 thread as the clients do. The value types are in ``admin/values.py``, what the dashboard and the
 exporter read in ``admin/monitoring.py``::

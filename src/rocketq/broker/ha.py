@@ -48,6 +48,7 @@ from rocketq.protocol.ha import (
 )
 from rocketq.remoting import RemotingClient, RemotingClientConfig
 from rocketq.store import MessageStore, write_atomically
+from rocketq.tasks import cancel_and_wait
 
 __all__ = ["HAClient", "HAConfig", "HAMaster", "SlaveSynchronize", "SlaveView"]
 
@@ -310,10 +311,7 @@ class HAClient:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:
@@ -420,10 +418,7 @@ class SlaveSynchronize:
 
     async def close(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         await self._client.close()
 
     async def _run(self) -> None:

@@ -28,6 +28,7 @@ from rocketq.protocol.headers import (
     UnRegisterBrokerRequestHeader,
 )
 from rocketq.remoting import RemotingClient, RemotingClientConfig
+from rocketq.tasks import cancel_and_wait
 
 __all__ = ["NamesrvRegistrar"]
 
@@ -91,10 +92,7 @@ class NamesrvRegistrar:
 
     async def close(self, *, unregister: bool = True) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         if unregister and self.namesrv_addrs and not self._client.is_closed:
             await self.unregister_all()
         await self._client.close()

@@ -40,6 +40,7 @@ from rocketq.protocol.properties import MessageConst, tags_code
 from rocketq.protocol.topics import RMQ_SYS_SCHEDULE_TOPIC
 from rocketq.store import GetMessageStatus, MessageStore, TagsCodeFunction, read_with_backup, write_atomically
 from rocketq.store.message_store import default_tags_code
+from rocketq.tasks import cancel_and_wait
 
 __all__ = [
     "DELAY_OFFSET_FILE",
@@ -150,10 +151,7 @@ class ScheduleService:
     async def close(self) -> None:
         """Stop the task and persist the progress offsets."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
         self.persist()
 
     def persist(self) -> None:

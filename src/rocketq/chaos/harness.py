@@ -763,6 +763,7 @@ class ChaosRun:
             recvs=tuple(recvs),
             rebalances=tuple(rebalances),
             pulls=tuple(wire["pulls"]),
+            releases=tuple(wire["releases"]),
             notifies=tuple(wire["notifies"]),
             queries=tuple(wire["queries"]),
             wire_events=tuple(wire["events"]),

@@ -197,7 +197,10 @@ class Segment:
 
 
 def removals(tl: Timeline) -> dict[tuple[str, QueueRef], list[float]]:
-    """When each consumer's ``REBALANCE`` lines gave each queue up (sorted times)."""
+    """When each consumer gave each queue up (sorted times): its ``REBALANCE`` lines, and the
+    ``UNLOCK_BATCH_MQ`` frames the proxy relayed for it (a clean handoff's old owner releases a
+    queue, then prints the rebalance that dropped it: the release is the earlier witness, and the
+    one the new owner waits for)."""
     out: dict[tuple[str, QueueRef], list[float]] = {}
     owned: dict[str, set[QueueRef]] = {}
     for rb in sorted(tl.rebalances, key=lambda r: r.t):
@@ -207,6 +210,10 @@ def removals(tl: Timeline) -> dict[tuple[str, QueueRef], list[float]]:
         for q in owned.get(rb.consumer, set()) - now:
             out.setdefault((rb.consumer, q), []).append(rb.t)
         owned[rb.consumer] = now
+    for rel in tl.releases:
+        out.setdefault((rel.consumer, rel.queue), []).append(rel.t)
+    for times in out.values():
+        times.sort()
     return out
 
 

@@ -32,10 +32,10 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from rocketq.chaos.timeline import MemberQuery, Notify, Pull, WireEvent
+from rocketq.chaos.timeline import MemberQuery, Notify, Pull, Release, WireEvent
 from rocketq.errors import RemoteProtocolError
 from rocketq.protocol.bodies import BrokerData, ClusterInfo, HeartbeatData, TopicRouteData
-from rocketq.protocol.bodies.client import GetConsumerListByGroupResponseBody
+from rocketq.protocol.bodies.client import GetConsumerListByGroupResponseBody, UnlockBatchRequestBody
 from rocketq.protocol.codes import RequestCode, code_name
 from rocketq.protocol.command import RemotingCommand
 from rocketq.remoting.relay import Direction, Link, Outgoing
@@ -141,6 +141,7 @@ class ChaosProxy:
         self._routes: dict[tuple[str, str], bytes] = {}
         self._frozen: dict[tuple[str, str], bytes] = {}
         self.pulls: list[Pull] = []
+        self.releases: list[Release] = []
         self.notifies: list[Notify] = []
         self.queries: list[MemberQuery] = []
         self.events: list[WireEvent] = []
@@ -294,6 +295,8 @@ class ChaosProxy:
                 except (KeyError, ValueError):
                     return
                 self._open_pulls[(link.id, cmd.opaque)] = Pull(consumer, target, qid, offset, now, now)
+        elif code == RequestCode.UNLOCK_BATCH_MQ and not dropped:
+            self._observe_unlock(consumer, target, cmd, now)
         elif code == RequestCode.HEART_BEAT:
             counts = self.heartbeats.setdefault((consumer, target), [0, 0])
             counts[1 if dropped else 0] += 1
@@ -304,6 +307,17 @@ class ChaosProxy:
                     client_id = None
                 if client_id:
                     self.client_ids[consumer] = client_id
+
+    def _observe_unlock(self, consumer: str, target: str, cmd: RemotingCommand, now: float) -> None:
+        try:
+            body = UnlockBatchRequestBody.decode(cmd.body)
+        except RemoteProtocolError:
+            return
+        if self.group is not None and body.consumer_group != self.group:
+            return
+        for mq in body.mq_set:
+            if self.topic is None or mq.topic == self.topic:
+                self.releases.append(Release(consumer, target, mq.queue_id, now))
 
     def _observe_response(
         self, link: Link, consumer: str, target: str, pending: _Pending, cmd: RemotingCommand, now: float
@@ -378,6 +392,7 @@ class ChaosProxy:
             pulls = list(self.pulls) + [replace(p, answered=now) for p in self._open_pulls.values()]
             return {
                 "pulls": sorted(pulls, key=lambda p: p.sent),
+                "releases": list(self.releases),
                 "notifies": list(self.notifies),
                 "queries": list(self.queries),
                 "events": list(self.events),

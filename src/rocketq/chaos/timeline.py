@@ -5,7 +5,8 @@ Three witnesses feed a run's :class:`Timeline`, all on one clock (the harness's
 
 * the **proxy** (:mod:`rocketq.chaos.proxy`), which every consumer's traffic crosses: each
   ``PULL_MESSAGE`` as a :class:`Pull` (who pulled which queue from which offset, when it was sent
-  and answered, the answer's code and next offset), each ``NOTIFY_CONSUMER_IDS_CHANGED`` as a
+  and answered, the answer's code and next offset), each queue an ``UNLOCK_BATCH_MQ`` gave up as a
+  :class:`Release`, each ``NOTIFY_CONSUMER_IDS_CHANGED`` as a
   :class:`Notify`, each ``GET_CONSUMER_LIST_BY_GROUP`` with its answer as a :class:`MemberQuery`
   (the member list a consumer acted on), and what the faults did (:class:`WireEvent`);
 * the **consumers' own lines** (the line contract, :func:`parse_line`): every message consumed as
@@ -180,6 +181,22 @@ class Pull:
 
 
 @dataclass(frozen=True, slots=True)
+class Release:
+    """An ``UNLOCK_BATCH_MQ`` the proxy relayed: ``consumer`` gave ``broker``'s queue ``queue_id``
+    up at ``t`` (a clean handoff's old owner, having dropped the queue and committed its offset,
+    or an orderly consumer leaving it)."""
+
+    consumer: str
+    broker: str
+    queue_id: int
+    t: float
+
+    @property
+    def queue(self) -> QueueRef:
+        return (self.broker, self.queue_id)
+
+
+@dataclass(frozen=True, slots=True)
 class Notify:
     """A ``NOTIFY_CONSUMER_IDS_CHANGED`` from ``broker`` to ``consumer`` (dropped, or delayed by
     ``delay`` seconds, by a fault)."""
@@ -269,6 +286,7 @@ class Timeline:
     recvs: tuple[Recv, ...] = ()
     rebalances: tuple[Rebalance, ...] = ()
     pulls: tuple[Pull, ...] = ()
+    releases: tuple[Release, ...] = ()
     notifies: tuple[Notify, ...] = ()
     queries: tuple[MemberQuery, ...] = ()
     wire_events: tuple[WireEvent, ...] = ()
@@ -324,6 +342,7 @@ class Timeline:
             "recvs": [item(x) for x in self.recvs],
             "rebalances": [item(x) for x in self.rebalances],
             "pulls": [item(x) for x in self.pulls],
+            "releases": [item(x) for x in self.releases],
             "notifies": [item(x) for x in self.notifies],
             "queries": [item(x) for x in self.queries],
             "wire_events": [item(x) for x in self.wire_events],

@@ -19,7 +19,7 @@ from rocketq.cli._output import positive_duration, positive_float, print_json
 from rocketq.cli.main import CliError
 from rocketq.lab.harness import interrupt_on_sigterm
 from rocketq.lab.narrate import Narrator
-from rocketq.lab.scenario import SCENARIOS, LabOptions, run_scenario
+from rocketq.lab.scenario import INTERRUPTED, SCENARIOS, LabOptions, run_scenario
 
 __all__ = ["register"]
 
@@ -96,4 +96,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict())
     sys.stdout.flush()
+    if result.error == INTERRUPTED:
+        return 130
     return 0 if result.passed else 1

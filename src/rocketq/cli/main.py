@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -91,12 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    began = time.monotonic()
     try:
         code: int = args.handler(args)
     except (CliError, RocketQError) as exc:
         print(f"rocketq {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        # a command that prints its own summary returns 130 itself; one that unwinds says this much
+        print(f"rocketq {args.command}: interrupted after {time.monotonic() - began:.1f} s", file=sys.stderr)
         return 130
     return code
 

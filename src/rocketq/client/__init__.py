@@ -55,44 +55,109 @@ Building another consumer on these parts (all state lives on the instance's loop
 
 from __future__ import annotations
 
-from rocketq.client.config import ClientConfig, ProducerConfig, PushConsumerConfig, ReadOffsetType
-from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore
-from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService, ConsumeService
-from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService, OrderlyPushConsumerCore
-from rocketq.client.consumer.lite_pull import LitePullConsumer, LitePullConsumerConfig, SubscriptionType
-from rocketq.client.consumer.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
-from rocketq.client.consumer.process_queue import ProcessQueue
-from rocketq.client.consumer.push import PushConsumer
-from rocketq.client.consumer.selector import MessageSelector
-from rocketq.client.instance import ClientInstance
-from rocketq.client.message import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
-    Message,
-    MessageExt,
-    PullStatus,
-    SendResult,
-    SendStatus,
-)
-from rocketq.client.producer.facade import Producer
-from rocketq.client.producer.request import create_reply
-from rocketq.client.producer.selection import select_by_hash
-from rocketq.client.producer.transaction import TransactionProducer
-from rocketq.client.rebalance.impl import (
-    MessageQueueListener,
-    PullRequest,
-    QueueDiff,
-    RebalanceHooks,
-    RebalanceImpl,
-    allocate_topic,
-    diff_queues,
-)
-from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
-from rocketq.models import LocalTransactionState, TransactionSendResult
-from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
-from rocketq.protocol.topics import retry_topic
+from typing import TYPE_CHECKING
+
+from rocketq.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from rocketq.client.config import ClientConfig, ProducerConfig, PushConsumerConfig, ReadOffsetType
+    from rocketq.client.consumer.clean_handoff import CleanHandoffPushCore
+    from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService, ConsumeService
+    from rocketq.client.consumer.consume_orderly import ConsumeMessageOrderlyService, OrderlyPushConsumerCore
+    from rocketq.client.consumer.lite_pull import LitePullConsumer, LitePullConsumerConfig, SubscriptionType
+    from rocketq.client.consumer.offset_store import (
+        LocalFileOffsetStore,
+        OffsetStore,
+        RemoteBrokerOffsetStore,
+    )
+    from rocketq.client.consumer.process_queue import ProcessQueue
+    from rocketq.client.consumer.push import PushConsumer
+    from rocketq.client.consumer.selector import MessageSelector
+    from rocketq.client.instance import ClientInstance
+    from rocketq.client.message import (
+        ConsumeConcurrentlyContext,
+        ConsumeConcurrentlyStatus,
+        ConsumeOrderlyContext,
+        ConsumeOrderlyStatus,
+        Message,
+        MessageExt,
+        PullStatus,
+        SendResult,
+        SendStatus,
+    )
+    from rocketq.client.producer.facade import Producer
+    from rocketq.client.producer.request import create_reply
+    from rocketq.client.producer.selection import select_by_hash
+    from rocketq.client.producer.transaction import TransactionProducer
+    from rocketq.client.rebalance.impl import (
+        MessageQueueListener,
+        PullRequest,
+        QueueDiff,
+        RebalanceHooks,
+        RebalanceImpl,
+        allocate_topic,
+        diff_queues,
+    )
+    from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
+    from rocketq.models import LocalTransactionState, TransactionSendResult
+    from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
+    from rocketq.protocol.topics import retry_topic
+
+# Each name loads its module on first use: importing one part of the client (``rocketq.client.config``
+# from the Spark source's Python workers, ``rocketq.client.blocking`` from the Spark reader) does not
+# load the producer, the consumers and the client instance (about a second of a loaded machine).
+_LAZY: dict[str, str] = {
+    "CleanHandoffPushCore": "rocketq.client.consumer.clean_handoff",
+    "ClientConfig": "rocketq.client.config",
+    "ClientInstance": "rocketq.client.instance",
+    "ConsumeConcurrentlyContext": "rocketq.client.message",
+    "ConsumeConcurrentlyStatus": "rocketq.client.message",
+    "ConsumeFromWhere": "rocketq.protocol.bodies",
+    "ConsumeMessageConcurrentlyService": "rocketq.client.consumer.consume_concurrently",
+    "ConsumeMessageOrderlyService": "rocketq.client.consumer.consume_orderly",
+    "ConsumeOrderlyContext": "rocketq.client.message",
+    "ConsumeOrderlyStatus": "rocketq.client.message",
+    "ConsumeService": "rocketq.client.consumer.consume_concurrently",
+    "LitePullConsumer": "rocketq.client.consumer.lite_pull",
+    "LitePullConsumerConfig": "rocketq.client.consumer.lite_pull",
+    "LocalFileOffsetStore": "rocketq.client.consumer.offset_store",
+    "LocalTransactionState": "rocketq.models",
+    "Message": "rocketq.client.message",
+    "MessageExt": "rocketq.client.message",
+    "MessageModel": "rocketq.protocol.bodies",
+    "MessageQueueListener": "rocketq.client.rebalance.impl",
+    "MessageSelector": "rocketq.client.consumer.selector",
+    "OffsetStore": "rocketq.client.consumer.offset_store",
+    "OrderlyPushConsumerCore": "rocketq.client.consumer.consume_orderly",
+    "ProcessQueue": "rocketq.client.consumer.process_queue",
+    "Producer": "rocketq.client.producer.facade",
+    "ProducerConfig": "rocketq.client.config",
+    "PullRequest": "rocketq.client.rebalance.impl",
+    "PullStatus": "rocketq.client.message",
+    "PushConsumer": "rocketq.client.consumer.push",
+    "PushConsumerConfig": "rocketq.client.config",
+    "QueueDiff": "rocketq.client.rebalance.impl",
+    "ReadOffsetType": "rocketq.client.config",
+    "RebalanceHooks": "rocketq.client.rebalance.impl",
+    "RebalanceImpl": "rocketq.client.rebalance.impl",
+    "RebalanceLog": "rocketq.client.rebalance.log",
+    "RebalanceRecord": "rocketq.client.rebalance.log",
+    "RebalanceTrigger": "rocketq.client.rebalance.log",
+    "RemoteBrokerOffsetStore": "rocketq.client.consumer.offset_store",
+    "SendResult": "rocketq.client.message",
+    "SendStatus": "rocketq.client.message",
+    "SubscriptionType": "rocketq.client.consumer.lite_pull",
+    "TransactionProducer": "rocketq.client.producer.transaction",
+    "TransactionSendResult": "rocketq.models",
+    "allocate_topic": "rocketq.client.rebalance.impl",
+    "create_reply": "rocketq.client.producer.request",
+    "diff_queues": "rocketq.client.rebalance.impl",
+    "retry_topic": "rocketq.protocol.topics",
+    "select_by_hash": "rocketq.client.producer.selection",
+}
+
+
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = [
     "CleanHandoffPushCore",

@@ -38,11 +38,11 @@ from rocketq.lifecycle import Closing
 from rocketq.models import PullResult, PullStatus, QueueRoute, SendResult, SendStatus
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import TopicRouteData
-from rocketq.protocol.calls import Call, SendResponse
+from rocketq.protocol.calls import Call, SendOrigin, SendPayload, SendResponse
 from rocketq.protocol.codes import PullSysFlag, ResponseCode
-from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import Message, decode_messages, encode_batch
-from rocketq.protocol.properties import MessageConst, properties_to_string
+from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS
 from rocketq.remoting.blocking import BlockingRemotingClient, Ticket
 
@@ -302,19 +302,20 @@ class BlockingClient(Closing):
     ) -> SendResult:
         """Store ``messages`` (one topic, already carrying ``UNIQ_KEY``) in queue ``q``.
 
-        One message goes as ``SEND_MESSAGE_V2``, several as ``SEND_BATCH_MESSAGE``. A refusal
-        raises the broker's :class:`~rocketq.errors.BrokerError`; a lost connection is not retried
-        (a send is not idempotent).
+        One message goes as ``SEND_MESSAGE_V2``, several as ``SEND_BATCH_MESSAGE``; the request
+        is :func:`rocketq.protocol.calls.send_request`'s, as a :class:`~rocketq.client.Producer`'s
+        (its body is not compressed here). A refusal raises the broker's
+        :class:`~rocketq.errors.BrokerError`; a lost connection is not retried (a send is not
+        idempotent).
         """
         if not messages:
             raise ConfigError("send_batch needs at least one message")
         if len(messages) > 1:
             call = self.batch_call(q, encode_batch(messages), producer_group=producer_group)
         else:
-            header = self._send_header(
-                q, producer_group, properties_to_string(messages[0].properties), messages[0].flag, False
-            )
-            call = calls.send_message(header, messages[0].body)
+            msg = messages[0]
+            payload = SendPayload(msg.topic, msg.body, msg.properties, msg.flag)
+            call = calls.send_call(_origin(producer_group), payload, q.queue.queue_id, now_ms())
         try:
             answer = self.call(q.addr, call, retry_closed=False)
         except Exception as exc:
@@ -330,26 +331,21 @@ class BlockingClient(Closing):
     def batch_call(q: QueueRoute, body: bytes, *, producer_group: str) -> Call[SendResponse]:
         """The ``SEND_BATCH_MESSAGE`` of an encoded batch ``body`` (records as
         :func:`~rocketq.protocol.message.encode_batch` writes them, each with its ``UNIQ_KEY``) to
-        queue ``q``, with the header a Java producer's batch carries (``WAIT=true``)."""
-        props = properties_to_string({MessageConst.WAIT: "true"})
-        header = BlockingClient._send_header(q, producer_group, props, 0, True)
-        return calls.send_message(header, body, batch=True)
+        queue ``q``, with the header a Java producer's batch carries (``WAIT=true``), built by
+        :func:`rocketq.protocol.calls.send_request`."""
+        payload = SendPayload(q.queue.topic, body, {MessageConst.WAIT: "true"}, batch=True)
+        return calls.send_call(_origin(producer_group), payload, q.queue.queue_id, now_ms())
 
-    @staticmethod
-    def _send_header(
-        q: QueueRoute, producer_group: str, props: str, flag: int, batch: bool
-    ) -> SendMessageRequestHeaderV2:
-        return SendMessageRequestHeaderV2(
-            producer_group=producer_group,
-            topic=q.queue.topic,
-            default_topic=AUTO_CREATE_TOPIC_KEY_TOPIC,
-            default_topic_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS,
-            queue_id=q.queue.queue_id,
-            sys_flag=0,
-            born_timestamp=now_ms(),
-            flag=flag,
-            properties=props,
-            reconsume_times=0,
-            unit_mode=False,
-            batch=batch,
-        )
+
+_origins: dict[str, SendOrigin] = {}
+
+
+def _origin(producer_group: str) -> SendOrigin:
+    """The :class:`~rocketq.protocol.calls.SendOrigin` of ``producer_group`` (with ``TBW102``'s
+    defaults), kept so that its header templates serve every call of the group."""
+    origin = _origins.get(producer_group)
+    if origin is None:
+        if len(_origins) >= 64:
+            _origins.clear()
+        origin = _origins[producer_group] = SendOrigin(producer_group)
+    return origin

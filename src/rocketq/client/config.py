@@ -252,7 +252,7 @@ class ProducerConfig:
     #: (``checkRequestHoldMax`` 2000).
     check_request_hold_max: int = 2000
     #: A blocking ``send`` / ``send_batch`` from a plain thread, while no other thread's is out,
-    #: makes its first attempt on a socket of that thread's own instead of handing it to the
+    #: makes its attempts on a socket of that thread's own instead of handing them to the
     #: client's loop (ours, no RocketMQ equivalent; see :mod:`rocketq.client.producer.direct`).
     thread_sockets: bool = True
     #: Asynchronous sends (``send_future``, ``send_callback``, ``send_async``) out at once; at the

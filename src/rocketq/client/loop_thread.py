@@ -7,7 +7,7 @@ installed). Plain code calls :meth:`LoopThread.call` (blocks for the result) or
 loop thread itself must not block on it: they raise :class:`~rocketq.errors.ClientStateError`.
 
 :meth:`~LoopThread.call` runs every blocking call that needs the loop (a blocking send's
-first attempt goes straight to its connection instead, see
+attempts go straight to its connection instead, see
 :meth:`~rocketq.client.producer.core.ProducerCore.send_blocking`), so it avoids
 ``asyncio.run_coroutine_threadsafe``: callers append to a queue and only the caller that finds
 the queue idle wakes the loop (one ``call_soon_threadsafe``, one self-pipe write, per batch of

@@ -18,9 +18,10 @@ and SVG shipped in ``static/``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DEFAULT_EXPORTER_PORT, DashboardConfig
+from rocketq.lazy import lazy_names
 
 if TYPE_CHECKING:
     from rocketq.dashboard.app import create_app, create_exporter_app
@@ -45,11 +46,5 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The web parts load on first use, so that ``rocketq --help`` does not import them."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib  # noqa: PLC0415
-
-    return getattr(importlib.import_module(module), name)
+# the web parts load on first use, so that ``rocketq --help`` does not import them
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

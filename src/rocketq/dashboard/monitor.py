@@ -30,6 +30,7 @@ from rocketq.dashboard.timeline import GroupTimeline, RebalanceNote
 from rocketq.errors import RocketQError, UnknownGroupError, UnknownTopicError
 from rocketq.models import MessageQueue
 from rocketq.protocol.topics import BUILTIN_SUBSCRIPTION_GROUPS, CID_RMQ_SYS_PREFIX
+from rocketq.tasks import cancel_and_wait
 
 __all__ = ["BROKER_GROUPS", "GroupWatch", "Monitor", "describe_error", "is_user_group"]
 
@@ -106,11 +107,8 @@ class Monitor:
             self._task = asyncio.create_task(self._run(), name="rocketq-dashboard-monitor")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
         await self.admin.close()
 
     def now_ms(self) -> int:

@@ -54,16 +54,23 @@ def serve(app: Any, sock: socket.socket) -> int | None:
     """Serve ``app`` on ``sock`` until SIGINT/SIGTERM; returns the signal that stopped it.
 
     uvicorn finishes open requests, then re-raises the signal to the handler that was there
-    before it: ours, which only notes it, so the process ends normally (exit code 0)."""
+    before it: ours, which notes it, so the process ends normally (exit code 0). A signal that
+    comes before uvicorn has put its own handlers in place (the ready line is out by then, and a
+    loaded machine takes a while to import the app) reaches ours, which tells uvicorn to stop as
+    soon as it runs: it used to be noted and lost, and the dashboard served on."""
     seen: list[int] = []
+    server = _server(app)
 
     def note(signum: int, frame: object) -> None:
         seen.append(signum)
+        if server.should_exit:
+            server.force_exit = True
+        server.should_exit = True
 
     stops = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, note) for sig in stops}
     try:
-        _server(app).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

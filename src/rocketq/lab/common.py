@@ -15,6 +15,7 @@ from rocketq.models import MessageQueue
 __all__ = [
     "Sent",
     "check_against_plan",
+    "deliver",
     "explain_allocation",
     "owner_names",
     "received_by",
@@ -56,6 +57,16 @@ def wait_delivered(
         return bodies <= seen
 
     lab.wait_until(done, timeout, f"{len(bodies)} messages to be consumed")
+
+
+def deliver(
+    run: Run, topic: str, label: str, count: int, workers: Sequence[Worker]
+) -> tuple[list[Sent], dict[str, list[Received]]]:
+    """Send ``count`` numbered messages (:func:`send_numbered`), wait until ``workers`` consumed
+    them all, and give what was sent and, per worker, what it received of them."""
+    sent = send_numbered(run, topic, label, count)
+    wait_delivered(run.lab, workers, sent)
+    return sent, received_by(workers, sent)
 
 
 def received_by(workers: Sequence[Worker], sent: Sequence[Sent]) -> dict[str, list[Received]]:

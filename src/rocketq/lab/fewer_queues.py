@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from rocketq.lab.common import (
     check_against_plan,
+    deliver,
     explain_allocation,
-    received_by,
-    send_numbered,
-    wait_delivered,
 )
 from rocketq.lab.scenario import Run
 
@@ -34,9 +32,7 @@ def run(run: Run) -> None:
     part1 = [a1, a2]
     plan1 = lab.wait_stable(GROUP_ONE, part1, [TOPIC_ONE], strategy=run.strategy)[TOPIC_ONE]
     names = {w.client_id or "": w.name for w in part1}
-    sent1 = send_numbered(run, TOPIC_ONE, "one-queue", 4)
-    wait_delivered(lab, part1, sent1)
-    got1 = received_by(part1, sent1)
+    sent1, got1 = deliver(run, TOPIC_ONE, "one-queue", 4, part1)
     run.step(
         "part 1: 1 queue, 2 consumers, 4 messages",
         workers=part1,
@@ -69,9 +65,7 @@ def run(run: Run) -> None:
     all_ok = True
     per_round: list[dict[str, int]] = []
     for i in range(1, ROUNDS + 1):
-        sent = send_numbered(run, TOPIC_TWO, f"two-queues-r{i}", 4)
-        wait_delivered(lab, part2, sent)
-        got = received_by(part2, sent)
+        sent, got = deliver(run, TOPIC_TWO, f"two-queues-r{i}", 4, part2)
         per_round.append({name: len(recs) for name, recs in got.items()})
         run.step(
             f"part 2, round {i}: 2 queues, 2 consumers, 4 messages",

@@ -23,6 +23,7 @@ from rocketq.lab.narrate import Narrator, queue_ranges
 from rocketq.models import MessageQueue
 
 __all__ = [
+    "INTERRUPTED",
     "SCENARIOS",
     "Check",
     "LabOptions",
@@ -211,6 +212,10 @@ def describe(queues: Sequence[MessageQueue]) -> str:
     return queue_ranges(queues)
 
 
+INTERRUPTED = "interrupted"
+"""``ScenarioResult.error`` of a run stopped by Ctrl-C or SIGTERM (the command exits 130)."""
+
+
 def run_scenario(
     name: str, options: LabOptions | None = None, narrator: Narrator | None = None
 ) -> ScenarioResult:
@@ -241,6 +246,16 @@ def run_scenario(
             module.run(run)
     except (LabError, ConfigError) as exc:
         run.result.error = str(exc)
+    except KeyboardInterrupt:
+        # Ctrl-C (or SIGTERM): the lab has stopped what it started; say what was done so far
+        run.result.seconds = time.monotonic() - began
+        run.result.error = INTERRUPTED
+        ok = sum(1 for c in run.result.checks if c.ok)
+        narrator.say(
+            f"rocketq lab {name}: interrupted after {run.result.seconds:.1f} s: "
+            f"{len(run.result.steps)} step(s) done, {ok} of {len(run.result.checks)} checks passed so far"
+        )
+        return run.result
     except Exception as exc:  # a scenario's own bug still ends as a FAIL with the reason, not a traceback
         run.result.error = f"{type(exc).__name__}: {exc}"
     run.result.seconds = time.monotonic() - began

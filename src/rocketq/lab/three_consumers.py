@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from rocketq.lab.common import (
     check_against_plan,
+    deliver,
     explain_allocation,
-    received_by,
-    send_numbered,
-    wait_delivered,
 )
 from rocketq.lab.scenario import Run
 
@@ -26,9 +24,7 @@ def run(run: Run) -> None:
     workers = [lab.spawn_consumer(f"consumer-{i}", GROUP, [TOPIC], strategy=run.strategy) for i in (1, 2, 3)]
     share = lab.wait_stable(GROUP, workers, [TOPIC], strategy=run.strategy)[TOPIC]
     names = {w.client_id or "": w.name for w in workers}
-    sent = send_numbered(run, TOPIC, "msg", 32)
-    wait_delivered(lab, workers, sent)
-    got = received_by(workers, sent)
+    sent, got = deliver(run, TOPIC, "msg", 32, workers)
     run.step(
         "3 consumers, 16 queues, 32 messages",
         workers=workers,

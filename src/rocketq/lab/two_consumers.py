@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from rocketq.lab.common import (
     check_against_plan,
+    deliver,
     describe_share,
     explain_allocation,
-    received_by,
-    send_numbered,
     wait_committed,
-    wait_delivered,
 )
 from rocketq.lab.narrate import queue_ranges
 from rocketq.lab.scenario import Run
@@ -31,13 +29,12 @@ def run(run: Run) -> None:
     c1 = lab.spawn_consumer("consumer-1", GROUP, [TOPIC], strategy=run.strategy)
     plan1 = lab.wait_stable(GROUP, [c1], [TOPIC], strategy=run.strategy)[TOPIC]
     names = {c1.client_id or "": c1.name}
-    sent1 = send_numbered(run, TOPIC, "step1", 6)
-    wait_delivered(lab, [c1], sent1)
+    sent1, got1 = deliver(run, TOPIC, "step1", 6, [c1])
     run.step(
         "step 1: consumer-1 alone, 6 messages",
         workers=[c1],
         topics=[TOPIC],
-        messages=received_by([c1], sent1),
+        messages=got1,
         notes=[explain_allocation(run.strategy, queues, list(plan1), names)],
     )
     check_against_plan(run, "step 1 messages follow the plan", [c1], sent1, plan1)
@@ -50,8 +47,7 @@ def run(run: Run) -> None:
     plan2 = lab.wait_stable(GROUP, workers, [TOPIC], strategy=run.strategy)[TOPIC]
     names[c2.client_id or ""] = c2.name
     moved = [q for q in plan1.get(c1.client_id or "", []) if q not in plan2.get(c1.client_id or "", [])]
-    sent2 = send_numbered(run, TOPIC, "step2", 6)
-    wait_delivered(lab, workers, sent2)
+    sent2, got2 = deliver(run, TOPIC, "step2", 6, workers)
     rebalance_lines = [
         f"{w.name}: trigger={rec['trigger']} added={len(rec['added'])} removed={len(rec['removed'])}"
         for w in workers
@@ -61,7 +57,7 @@ def run(run: Run) -> None:
         "step 2: consumer-2 joins, 6 more messages",
         workers=workers,
         topics=[TOPIC],
-        messages=received_by(workers, sent2),
+        messages=got2,
         notes=[
             "consumer-2 registered with a heartbeat; the broker sent NOTIFY_CONSUMER_IDS_CHANGED to "
             "consumer-1 and both re-ran the strategy over the same sorted lists",
@@ -72,7 +68,6 @@ def run(run: Run) -> None:
         moved=[q.queue_id for q in moved],
     )
     check_against_plan(run, "step 2 messages follow the new plan", workers, sent2, plan2)
-    got2 = received_by(workers, sent2)
     newcomer_queues = set(plan2.get(c2.client_id or "", []))
     run.check(
         "the newcomer takes over part of the load",
@@ -80,9 +75,7 @@ def run(run: Run) -> None:
         f"consumer-2 owns {queue_ranges(sorted(newcomer_queues))} and got {len(got2['consumer-2'])} of 6",
     )
 
-    sent3 = send_numbered(run, TOPIC, "step3", 12)
-    wait_delivered(lab, workers, sent3)
-    got3 = received_by(workers, sent3)
+    sent3, got3 = deliver(run, TOPIC, "step3", 12, workers)
     run.step(
         "step 3: 12 more messages",
         workers=workers,

@@ -23,7 +23,6 @@ command and the embedded ``rocketq server`` both use it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from rocketq.namesrv.kvconfig import KVConfig
 from rocketq.namesrv.routes import BROKER_CHANNEL_EXPIRED_TIME, RouteTable
 from rocketq.protocol.bodies import MAX_INFLATED_REGISTER_BODY
 from rocketq.remoting import ConnectionListener, RemotingConnection, RemotingServer, ServerConfig
+from rocketq.tasks import cancel_and_wait
 
 __all__ = ["DEFAULT_PORT", "NameServer", "NamesrvConfig", "serve_namesrv"]
 
@@ -169,10 +169,7 @@ class NameServer(AsyncStartClose):
             return
         self._closed = True
         scanner, self._scanner = self._scanner, None
-        if scanner is not None:
-            scanner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await scanner
+        await cancel_and_wait(scanner)
         await self.remoting.close()
         if self._started:
             log.info("name server on %s closed", self.address)

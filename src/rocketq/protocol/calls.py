@@ -99,16 +99,25 @@ from rocketq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.message import MessageExt, decode_messages
-from rocketq.protocol.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, FORCE_SYSTEM_TOPIC_FIELD
+from rocketq.protocol.properties import MessageConst, properties_to_string
+from rocketq.protocol.topics import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    FORCE_SYSTEM_TOPIC_FIELD,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
 
 __all__ = [
     "LEASE_FIELD",
     "PULL_BYTES_FIELD",
     "PULL_STATUS",
+    "REPLY_MESSAGE_FLAG",
     "VIEW_FIELD",
     "VIEW_QUEUES_FIELD",
     "VIEW_TOPIC_FIELD",
     "Call",
+    "SendOrigin",
+    "SendPayload",
     "SendResponse",
     "check",
     "check_client_config",
@@ -148,10 +157,13 @@ __all__ = [
     "query_message",
     "query_topic_consume_by_who",
     "search_offset",
+    "send_call",
     "send_code",
+    "send_header",
     "send_heartbeat",
     "send_message",
     "send_message_request",
+    "send_request",
     "unlock_batch_mq",
     "unregister_client",
     "update_consumer_offset",
@@ -322,6 +334,142 @@ def send_code(*, batch: bool = False, reply: bool = False) -> RequestCode:
     return RequestCode.SEND_REPLY_MESSAGE_V2 if reply else RequestCode.SEND_MESSAGE_V2
 
 
+REPLY_MESSAGE_FLAG: Final = "reply"
+"""The ``MSG_TYPE`` of a reply to a request (RocketMQ's ``MixAll.REPLY_MESSAGE_FLAG``): such a
+message goes as SEND_REPLY_MESSAGE_V2."""
+
+_BORN_KEY: Final = SendMessageRequestHeaderV2.wire_name_of("born_timestamp")
+_PROPERTIES_KEY: Final = SendMessageRequestHeaderV2.wire_name_of("properties")
+_MAX_SEND_TEMPLATES: Final = 4096
+
+
+class SendOrigin:
+    """Who sends: the fields of a send header that one producer writes the same on every send
+    (its group, and the default topic a broker creates a missing topic from: ``TBW102`` and 4
+    queues unless the producer's config says otherwise), and the header templates of its sends
+    so far (see :func:`send_request`). One per producer; safe from several threads (a template
+    written twice by two threads at once is written the same)."""
+
+    __slots__ = ("_templates", "default_topic", "default_topic_queue_nums", "producer_group")
+
+    def __init__(
+        self,
+        producer_group: str,
+        *,
+        default_topic: str = AUTO_CREATE_TOPIC_KEY_TOPIC,
+        default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+    ) -> None:
+        self.producer_group = producer_group
+        self.default_topic = default_topic
+        self.default_topic_queue_nums = default_topic_queue_nums
+        # (topic, queue id, sys flag, flag, batch) -> the header's ext fields, born 0, no properties
+        self._templates: dict[tuple[str, int, int, int, bool], dict[str, str]] = {}
+
+    def __repr__(self) -> str:
+        return f"SendOrigin({self.producer_group!r}, default_topic={self.default_topic!r})"
+
+
+@dataclass(slots=True)
+class SendPayload:
+    """What a send carries, as it goes on the wire: the topic, the body as sent (compressed, or a
+    batch's encoded records), the properties of the header (a message's own with ``UNIQ_KEY``;
+    a batch's are only ``WAIT``), the message's flag, the sys flag (compression, transaction
+    type) and whether it is a batch."""
+
+    topic: str
+    body: bytes
+    properties: dict[str, str]
+    flag: int = 0
+    sys_flag: int = 0
+    batch: bool = False
+
+
+def send_header(
+    origin: SendOrigin, payload: SendPayload, queue_id: int, born_ms: int
+) -> SendMessageRequestHeaderV2:
+    """The header of every send rocketq's clients make: ``payload`` from ``origin`` to queue
+    ``queue_id``, born at ``born_ms``.
+
+    Always :class:`~rocketq.protocol.headers.SendMessageRequestHeaderV2` (single-letter keys), as a
+    Java producer sends with ``sendSmartMsg`` on, its default; a batch's flag is 0. A message to a
+    retry topic (``%RETRY%<group>``, a consumer's send-back) carries its ``RECONSUME_TIME`` and
+    ``MAX_RECONSUME_TIMES`` properties as the header's reconsume fields instead, as Java's
+    ``sendKernelImpl`` moves them."""
+    properties = payload.properties
+    reconsume_times = 0
+    max_reconsume: int | None = None
+    if payload.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        properties = dict(properties)
+        reconsume = properties.pop(MessageConst.RECONSUME_TIME, None)
+        if reconsume is not None and reconsume.isdigit():
+            reconsume_times = int(reconsume)
+        most = properties.pop(MessageConst.MAX_RECONSUME_TIMES, None)
+        if most is not None and most.lstrip("-").isdigit():
+            max_reconsume = int(most)
+    return SendMessageRequestHeaderV2(
+        producer_group=origin.producer_group,
+        topic=payload.topic,
+        default_topic=origin.default_topic,
+        default_topic_queue_nums=origin.default_topic_queue_nums,
+        queue_id=queue_id,
+        sys_flag=payload.sys_flag,
+        born_timestamp=born_ms,
+        flag=0 if payload.batch else payload.flag,
+        properties=properties_to_string(properties),
+        reconsume_times=reconsume_times,
+        unit_mode=False,
+        max_reconsume_times=max_reconsume,
+        batch=payload.batch,
+    )
+
+
+def send_request(
+    origin: SendOrigin, payload: SendPayload, queue_id: int, born_ms: int, *, oneway: bool = False
+) -> RemotingCommand:
+    """The request of one send attempt - the one place a client's send request is built: every
+    send of :class:`~rocketq.client.Producer` (one message, a batch, a transactional half
+    message, a reply, a retry on another broker, from any thread or loop) and of
+    :class:`~rocketq.client.blocking.BlockingClient` goes through here. The header is
+    :func:`send_header`'s; the code :func:`send_code`'s (a batch, a reply - ``MSG_TYPE`` is
+    :data:`REPLY_MESSAGE_FLAG` - or a message).
+
+    Apart from the born timestamp and the properties, a send's header is the same for every
+    message from one origin to one queue with the same flags: it is written once (in its wire
+    order) into ``origin``'s templates, and each send copies it and sets its two fields (a retry
+    topic's header, whose reconsume fields come from the properties, is written whole each time).
+    """
+    topic = payload.topic
+    properties = payload.properties
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        fields = send_header(origin, payload, queue_id, born_ms).to_ext_fields()
+    else:
+        key = (topic, queue_id, payload.sys_flag, payload.flag, payload.batch)
+        templates = origin._templates
+        template = templates.get(key)
+        if template is None:
+            if len(templates) >= _MAX_SEND_TEMPLATES:
+                templates.clear()
+            blank = SendPayload(topic, b"", {}, payload.flag, payload.sys_flag, payload.batch)
+            template = templates[key] = send_header(origin, blank, queue_id, 0).to_ext_fields()
+        fields = template.copy()
+        fields[_BORN_KEY] = str(born_ms)
+        fields[_PROPERTIES_KEY] = properties_to_string(properties)
+    if payload.batch:
+        code = RequestCode.SEND_BATCH_MESSAGE
+    elif properties.get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG:
+        code = RequestCode.SEND_REPLY_MESSAGE_V2
+    else:
+        code = RequestCode.SEND_MESSAGE_V2
+    return RemotingCommand.request(code, fields, payload.body, oneway=oneway)
+
+
+def send_call(origin: SendOrigin, payload: SendPayload, queue_id: int, born_ms: int) -> Call[SendResponse]:
+    """:func:`send_request` with its parser (:func:`parse_send_response`), for the drivers that
+    run calls (:meth:`rocketq.remoting.BlockingRemotingClient.call`)."""
+    what = f"send of {'a batch' if payload.batch else 'a message'} to {payload.topic} queue {queue_id}"
+    return Call(send_request(origin, payload, queue_id, born_ms), parse_send_response, what)
+
+
 def send_message_request(
     header: SendMessageRequestHeaderV2,
     body: bytes,
@@ -330,8 +478,9 @@ def send_message_request(
     oneway: bool = False,
     reply: bool = False,
 ) -> RemotingCommand:
-    """The SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2) request for ``header`` and
-    ``body`` (see :func:`send_code`)."""
+    """The SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE_V2) request of a header made
+    elsewhere (a captured Java header replayed, a test's own): rocketq's clients build theirs with
+    :func:`send_request`."""
     code = send_code(batch=batch, reply=reply)
     return RemotingCommand.request(code, header.to_ext_fields(), body, oneway=oneway)
 
@@ -361,8 +510,8 @@ def send_message(
     oneway: bool = False,
     reply: bool = False,
 ) -> Call[SendResponse]:
-    """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2 of ``body`` (one message, an
-    encoded batch, or a reply to a request)."""
+    """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2 of a header made elsewhere
+    (see :func:`send_message_request`; rocketq's clients use :func:`send_call`)."""
     kind = "a batch" if batch else "a reply" if reply else "a message"
     what = f"send of {kind} to {header.topic} queue {header.queue_id}"
     if header.default_topic != AUTO_CREATE_TOPIC_KEY_TOPIC:  # pragma: no cover - rocketq always sends TBW102

@@ -11,16 +11,17 @@ Layout of a data directory (RocketMQ's, so its tools recognise it)::
     <root>/config/consumerOffset.json               committed consumer offsets
     <root>/config/topics.json ...                   the broker's tables (add_config_table)
 
-**Appending.** :meth:`MessageStore.put_messages` takes records already encoded by
-:func:`rocketq.protocol.message.encode_message` (outside any lock) and, under one lock
-acquisition, stamps their queue offsets, commit-log offsets and store time, writes them with one
-``pwrite`` and writes their consume-queue entries (one ``pwrite`` per queue file touched). The
-consume queue is thus built *synchronously*: a message is readable by a pull as soon as
-``put_messages`` returns. RocketMQ instead dispatches asynchronously (its ``ReputMessageService``
-re-reads the commit log every millisecond); doing it in line costs one small write and removes
-the lag and the thread. Arrival listeners (:meth:`MessageStore.add_arrival_listener`) are then
-called in the appending thread, outside the lock - the broker's long polling wakes its waiters
-there.
+**Appending.** :meth:`MessageStore.put_message` (one record, the hot path) and
+:meth:`MessageStore.put_messages` (a batch) take records already encoded by
+:func:`rocketq.protocol.message.encode_message`, check them outside any lock
+(:mod:`rocketq.store.records`) and, in one locked append that serves both, stamp their queue
+offsets, commit-log offsets and store time, write them with one ``pwrite`` and write their
+consume-queue entries (one ``pwrite`` per queue file touched). The consume queue is thus built
+*synchronously*: a message is readable by a pull as soon as the append returns. RocketMQ
+instead dispatches asynchronously (its ``ReputMessageService`` re-reads the commit log every
+millisecond); doing it in line costs one small write and removes the lag and the thread.
+Arrival listeners (:meth:`MessageStore.add_arrival_listener`) are then called in the appending
+thread, outside the lock - the broker's long polling wakes its waiters there.
 
 **Durability.** Under ``flush="sync"`` the :class:`PutResult` carries ``durable``, a
 ``concurrent.futures.Future`` completed once an fsync covered the records (group commit, see
@@ -48,7 +49,15 @@ up. A failure there never fails the append: the next start indexes the record ag
 
 **Reading.** :meth:`MessageStore.get_messages` walks consume-queue entries with
 ``struct.iter_unpack`` over a slice of the mapped file and returns the stored records as they are
-in the commit log, joined once into one ``bytes``: no message is decoded.
+in the commit log, joined once into one ``bytes``: no message is decoded
+(:mod:`rocketq.store.reading`).
+
+**The parts.** The facade composes: the consume-queue table (:mod:`rocketq.store.queues`), the
+start-up recovery (:mod:`rocketq.store.recovery`, and only there), pull reads
+(:mod:`rocketq.store.reading`), retention and the disk-full guard
+(:mod:`rocketq.store.retention`), a slave's replicated appends (:mod:`rocketq.store.replica`)
+and the background threads (:mod:`rocketq.store.flush`). It keeps the lock, the append and
+the public API; every part is plain typed Python with no network in sight.
 
 **Memory.** Reads go through read-only shared mappings, so every page a pull or the start-up
 recovery reads counts in the process's resident set (``RssFile``) while it stays mapped - page
@@ -64,16 +73,14 @@ Thread safety: every public method may be called from any thread.
 from __future__ import annotations
 
 import contextlib
-import enum
 import errno
 import fcntl
 import logging
 import os
-import shutil
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -83,28 +90,35 @@ from rocketq.clock import ms
 from rocketq.errors import ConfigError, RemoteProtocolError, StoreError, StoreFullError
 from rocketq.lifecycle import Closing
 from rocketq.protocol.message import (
-    BLANK_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE_V2,
     QUEUE_OFFSET_POSITION,
     STORE_OFFSETS,
-    SYS_FLAG_POSITION,
     MessageExt,
     decode_message,
     decode_messages,
-    store_timestamp_position,
 )
-from rocketq.protocol.properties import MessageConst, string_to_properties, tags_code
+from rocketq.protocol.properties import MessageConst, tags_code
 from rocketq.store.checkpoint import AbortMarker, Checkpoint
 from rocketq.store.commitlog import CommitLog
-from rocketq.store.config import CQ_ENTRY_SIZE, StoreConfig
+from rocketq.store.config import StoreConfig
 from rocketq.store.configfiles import ConfigTable, remove_stale_temp_files
-from rocketq.store.consumequeue import CQ_ENTRY, ConsumeQueue
+from rocketq.store.consumequeue import CQ_ENTRY
 from rocketq.store.flush import GroupCommitService, PeriodicService
 from rocketq.store.index import IndexService, message_keys
 from rocketq.store.offsets import ConsumerOffsetTable
-from rocketq.store.recovery import StoredRecord, find_valid_end, iter_records, pick_abnormal_start
-from rocketq.store.segments import FileIO, Segment
+from rocketq.store.queues import QueueTable
+from rocketq.store.reading import GetMessageResult, GetMessageStatus, PropertyFilter, read_queue
+from rocketq.store.records import (
+    RecordLayout,
+    RecordProperties,
+    layout_batch,
+    layout_one,
+    record_properties,
+)
+from rocketq.store.recovery import Recovery, TagsCodeFunction
+from rocketq.store.replica import ReplicaLog
+from rocketq.store.replica import read_commit_log as _read_commit_log
+from rocketq.store.retention import Retention
+from rocketq.store.segments import FileIO
 
 __all__ = [
     "ArrivalListener",
@@ -122,24 +136,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_I32 = struct.Struct(">i")
-_HEAD = struct.Struct(">ii")
-_QUEUE_ID_POSITION = 12
-_MAGICS = frozenset({MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2})
 _I64 = struct.Struct(">q")
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
-#: Most consume-queue bytes one pull scans while filtering (RocketMQ's ``maxFilterMessageCount``
-#: is ``max(16000, maxMsgNums * 20)``, compared against a byte position).
-_MAX_FILTER_BYTES = 16000
 
-#: A pull's filter on a message's properties (SQL92): true to deliver it.
-PropertyFilter = Callable[[Mapping[str, str]], bool]
 #: ``(topic, queue_id, max_offset, tag_code, properties)`` after messages were appended to that
 #: queue: its new max offset and, when one message arrived, its consume-queue tag code and the
 #: properties its writer passed (``None`` when unknown; a batch passes ``None`` for both).
 ArrivalListener = Callable[[str, int, int, int | None, Mapping[str, str] | None], None]
-#: ``(topic, properties, store_timestamp_ms) -> tag code`` used when recovery re-dispatches.
-TagsCodeFunction = Callable[[str, Mapping[str, str], int], int]
 
 
 def default_tags_code(topic: str, properties: Mapping[str, str], store_timestamp: int) -> int:
@@ -149,32 +152,6 @@ def default_tags_code(topic: str, properties: Mapping[str, str], store_timestamp
     topic stores the delivery time there); recovery uses it to rebuild lost entries.
     """
     return tags_code(properties.get(MessageConst.TAGS))
-
-
-class GetMessageStatus(enum.Enum):
-    """Outcome of a pull read (RocketMQ's ``GetMessageStatus``)."""
-
-    FOUND = "FOUND"
-    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
-    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
-    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
-    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
-    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
-    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
-    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
-    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
-
-
-@dataclass(frozen=True, slots=True)
-class GetMessageResult:
-    """A pull read: ``data`` is the stored records back to back (a FOUND pull body as is)."""
-
-    status: GetMessageStatus
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    data: bytes = b""
-    message_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,94 +176,6 @@ class QueryMessageResult:
     messages: tuple[bytes, ...]
     index_last_update_timestamp: int
     index_last_update_phyoffset: int
-
-
-def _check_record(
-    buf: bytearray, pos: int, size: int, topic: bytes, magic: int, queue_id: int
-) -> tuple[int, int, int]:
-    """Check that the record at ``pos`` is for ``topic``, stamp ``queue_id`` into it (as RocketMQ
-    writes the queue id under its lock) and return its store-timestamp position (relative), the
-    absolute position of its property string and its sys flag."""
-    (sys_flag,) = _I32.unpack_from(buf, pos + SYS_FLAG_POSITION)
-    fixed = 88 + (12 if sys_flag & 0x10 else 0) + (12 if sys_flag & 0x20 else 0)
-    (body_len,) = _I32.unpack_from(buf, pos + fixed - 4)
-    at = pos + fixed + body_len
-    if body_len < 0 or at + 3 > pos + size:
-        raise ConfigError("the record's body overruns it")
-    if magic == MESSAGE_MAGIC_CODE:
-        start, length = at + 1, buf[at]
-    else:
-        start, length = at + 2, (buf[at] << 8) | buf[at + 1]
-    if buf[start : start + length] != topic:
-        raise ConfigError(f"a record for topic {topic.decode(errors='replace')!r} holds another topic")
-    if start + length + 2 > pos + size:
-        raise ConfigError("the record's topic overruns it")
-    _I32.pack_into(buf, pos + _QUEUE_ID_POSITION, queue_id)
-    return store_timestamp_position(sys_flag), start + length, sys_flag
-
-
-class RecordProperties(Mapping[str, str]):
-    """A stored record's property string, read as a map on demand: :meth:`get` finds one pair
-    without splitting the others (a filter usually names one or two of a message's properties),
-    with RocketMQ's decoding rules - the last pair with a name wins, empty values are no pair."""
-
-    __slots__ = ("_all", "_raw")
-
-    def __init__(self, raw: bytes) -> None:
-        self._raw = raw
-        self._all: dict[str, str] | None = None
-
-    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
-        raw = self._raw
-        key = name.encode() + b"\x01"
-        i = raw.rfind(key)
-        while i >= 0:
-            if i == 0 or raw[i - 1] == 2:
-                start = i + len(key)
-                stop = raw.find(b"\x02", start)
-                value = raw[start:] if stop < 0 else raw[start:stop]
-                if value:
-                    return value.decode("utf-8", "replace")
-            i = raw.rfind(key, 0, i)
-        return default
-
-    def _parsed(self) -> dict[str, str]:
-        if self._all is None:
-            self._all = string_to_properties(self._raw.decode("utf-8", "replace"))
-        return self._all
-
-    def __getitem__(self, name: str) -> str:
-        value = self.get(name)
-        if value is None:
-            raise KeyError(name)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._parsed())
-
-    def __len__(self) -> int:
-        return len(self._parsed())
-
-
-def record_properties(view: memoryview | bytes, pos: int) -> RecordProperties:
-    """The properties of the stored record at ``pos`` of ``view``, read without decoding the
-    rest of it (for property filters at pull time)."""
-    (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POSITION)
-    fixed = 88 + (12 if sys_flag & 0x10 else 0) + (12 if sys_flag & 0x20 else 0)
-    (body_len,) = _I32.unpack_from(view, pos + fixed - 4)
-    at = pos + fixed + body_len
-    (magic,) = _I32.unpack_from(view, pos + 4)
-    if magic == MESSAGE_MAGIC_CODE:
-        at += 1 + view[at]
-    else:
-        at += 2 + ((view[at] << 8) | view[at + 1])
-    length = (view[at] << 8) | view[at + 1]
-    return RecordProperties(bytes(view[at + 2 : at + 2 + length]))
-
-
-def _check_name(topic: str) -> None:
-    if not topic or topic in (".", "..") or "/" in topic or "\0" in topic or os.sep in topic:
-        raise ConfigError(f"topic name {topic!r} cannot name a consume-queue directory")
 
 
 class MessageStore(Closing):
@@ -323,15 +212,16 @@ class MessageStore(Closing):
         self._clock = clock
         self._io = io or FileIO()
         self._tags_code = tags_code_function
+        #: The config is frozen: the append reads its limit here rather than through a property.
+        self._max_size = self.config.effective_max_message_size
         self._lock = threading.Lock()
         self._writable = True
         self._closed = False
         self._listeners: list[ArrivalListener] = []
-        self._queues: dict[str, dict[int, ConsumeQueue]] = {}
+        self._queues = QueueTable(
+            self.root / "consumequeue", self.config.consume_queue_entries_per_file, self._io, self._lock
+        )
         self._last_dispatch_timestamp = 0
-        self._last_cq_min_physic = 0
-        self._disk_full = False
-        self._misordered: set[tuple[str, int]] = set()
         self._started_ms = ms(clock())
         self._index_failed = False
         self._replica = False
@@ -340,63 +230,71 @@ class MessageStore(Closing):
         #: Messages and bytes appended since the store opened.
         self.put_message_count = 0
         self.put_message_bytes = 0
-
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = os.open(
-            self.root / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644
-        )
+        self._lock_fd = self._lock_directory()
         try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self._lock_fd)
-            raise StoreError(f"another process has the message store in {self.root} open") from None
-
-        try:
-            self.commit_log = CommitLog(
-                self.root / "commitlog", self.config.commit_log_segment_size, self._io
-            )
-            self.checkpoint = Checkpoint(self.root / "checkpoint")
-            if self.config.message_index_enable:
-                self.index = IndexService(
-                    self.root / "index",
-                    slots=self.config.max_hash_slot_num,
-                    entries=self.config.max_index_num,
-                    clock=clock,
-                )
-            self._abort = AbortMarker(self.root / "abort")
-            # the config files: the consumer offsets, and the tables of add_config_table
-            self.config_dir = self.root / "config"
-            self.config_dir.mkdir(exist_ok=True)
-            remove_stale_temp_files(self.config_dir)
-            self.consumer_offsets = ConsumerOffsetTable(self.config_dir / "consumerOffset.json")
-            self.consumer_offsets.load()
-            self._config_tables: tuple[ConfigTable, ...] = (self.consumer_offsets,)
-            crashed = self._abort.exists()
-            self._recover(crashed)
-            self._abort.create()
-            #: How far the commit log's records are dispatched to queues and index (a slave's
-            #: replicated bytes may end in the middle of a record, which waits for its rest).
-            self.reput_offset = self.commit_log.max_offset
+            self._open_files()
         except BaseException:
             self._release_files()
             raise
-
+        self._retention = Retention(
+            self.root, self.config, self.commit_log, self._queues, self.index, self._lock
+        )
+        self._replica_log = ReplicaLog(
+            self.commit_log, self._queues, self.index, self._tags_code, self._index_failure
+        )
         self._group_commit: GroupCommitService | None = None
         if self.config.flush == "sync":
             self._group_commit = GroupCommitService(self.commit_log.flush, self._flush_failed)
             self._group_commit.start()
         self._service: PeriodicService | None = None
         if start_services:
-            cfg = self.config
-            tasks: list[tuple[str, float, Callable[[], object]]] = [
-                ("flush-consume-queues", cfg.flush_consume_queue_interval, self.flush_consume_queues),
-                ("persist-config", cfg.config_flush_interval, self.persist_config),
-                ("clean-expired-files", cfg.clean_resource_interval, self.clean_expired_files),
-            ]
-            if cfg.flush == "async":
-                tasks.insert(0, ("flush-commit-log", cfg.flush_interval, self._flush_commit_log_task))
-            self._service = PeriodicService(tasks)
+            self._service = PeriodicService(self._periodic_tasks())
             self._service.start()
+
+    def _lock_directory(self) -> int:
+        """flock ``<root>/lock``: one store per directory, across processes."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreError(f"another process has the message store in {self.root} open") from None
+        return fd
+
+    def _open_files(self) -> None:
+        """Open the commit log, checkpoint, index and config files, and recover."""
+        cfg = self.config
+        self.commit_log = CommitLog(self.root / "commitlog", cfg.commit_log_segment_size, self._io)
+        self.checkpoint = Checkpoint(self.root / "checkpoint")
+        if cfg.message_index_enable:
+            self.index = IndexService(
+                self.root / "index", slots=cfg.max_hash_slot_num, entries=cfg.max_index_num, clock=self._clock
+            )
+        self._abort = AbortMarker(self.root / "abort")
+        # the config files: the consumer offsets, and the tables of add_config_table
+        self.config_dir = self.root / "config"
+        self.config_dir.mkdir(exist_ok=True)
+        remove_stale_temp_files(self.config_dir)
+        self.consumer_offsets = ConsumerOffsetTable(self.config_dir / "consumerOffset.json")
+        self.consumer_offsets.load()
+        self._config_tables: tuple[ConfigTable, ...] = (self.consumer_offsets,)
+        recovery = Recovery(
+            self.root, self.commit_log, self._queues, self.index, self.checkpoint, self._tags_code
+        )
+        self._last_dispatch_timestamp = recovery.run(self._abort.exists(), check_crc=cfg.check_crc_on_recover)
+        self._abort.create()
+
+    def _periodic_tasks(self) -> list[tuple[str, float, Callable[[], object]]]:
+        cfg = self.config
+        tasks: list[tuple[str, float, Callable[[], object]]] = [
+            ("flush-consume-queues", cfg.flush_consume_queue_interval, self.flush_consume_queues),
+            ("persist-config", cfg.config_flush_interval, self.persist_config),
+            ("clean-expired-files", cfg.clean_resource_interval, self.clean_expired_files),
+        ]
+        if cfg.flush == "async":
+            tasks.insert(0, ("flush-commit-log", cfg.flush_interval, self._flush_commit_log_task))
+        return tasks
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -425,9 +323,7 @@ class MessageStore(Closing):
         self._release_files(remove_abort=clean)
 
     def _release_files(self, *, remove_abort: bool = False) -> None:
-        for queues in list(self._queues.values()):
-            for cq in queues.values():
-                cq.close()
+        self._queues.close()
         if self.index is not None:
             self.index.close()
         if hasattr(self, "commit_log"):
@@ -437,184 +333,6 @@ class MessageStore(Closing):
         if remove_abort:
             self._abort.remove()
         os.close(self._lock_fd)
-
-    # -- recovery -------------------------------------------------------------------------------
-
-    def _recover(self, crashed: bool) -> None:
-        cq_root = self.root / "consumequeue"
-        cq_root.mkdir(exist_ok=True)
-        for topic_dir in sorted(cq_root.iterdir()):
-            if not topic_dir.is_dir():
-                continue
-            for queue_dir in sorted(topic_dir.iterdir()):
-                if not (queue_dir.is_dir() and queue_dir.name.isdigit()):
-                    continue
-                cq = self._new_queue(topic_dir.name, int(queue_dir.name))
-                cq.load_and_recover()
-        self.commit_log.files.load()
-        segs = self.commit_log.files.segments
-        if not segs:
-            if any(self._queues.values()):
-                log.warning("the commit log of %s is empty: deleting every consume queue", self.root)
-                for queues in self._queues.values():
-                    for cq in queues.values():
-                        cq.destroy()
-            self._queues.clear()
-            if self.index is not None:
-                self.index.load(crashed=crashed, log_min=0, log_end=0)
-                self.index.recovered()
-            return
-        if crashed:
-            start = pick_abnormal_start(self.commit_log, self.checkpoint.min_timestamp)
-            log.warning(
-                "%s was not closed cleanly: recovering from commit-log segment %s",
-                self.root,
-                segs[start].path.name,
-            )
-        else:
-            start = max(0, len(segs) - 3)
-        end = find_valid_end(self.commit_log, start, self.config.check_crc_on_recover)
-        self.commit_log.files.truncate(end)
-        self.commit_log.max_offset = self.commit_log.flushed_offset = end
-        for queues in self._queues.values():
-            for cq in queues.values():
-                cq.truncate_dirty(end)
-        # Dispatch what the queues miss: after a crash everything from the safe segment on, after
-        # a clean stop whatever lies past the furthest point any queue reached.
-        if crashed:
-            begin = segs[start].start
-        else:
-            ends = [cq.max_physic_offset for qs in self._queues.values() for cq in qs.values()]
-            begin = max([self.commit_log.min_offset, *ends])
-        index = self.index
-        resume = end
-        if index is not None:
-            resume = index.load(crashed=crashed, log_min=self.commit_log.min_offset, log_end=end)
-        dispatched = indexed = 0
-        if min(begin, resume) < end:
-            known: dict[tuple[bytes, int], ConsumeQueue | None] = {}
-
-            def reached(topic: bytes, queue_id: int) -> int:
-                key = (topic, queue_id)
-                if key in known:
-                    queue = known[key]
-                else:
-                    queue = known[key] = self._queues.get(topic.decode(errors="replace"), {}).get(queue_id)
-                return queue.max_physic_offset if queue is not None else -1
-
-            for record in iter_records(self.commit_log, min(begin, resume), end, reached, keep_from=resume):
-                if index is not None and record.offset >= resume:
-                    index.add(
-                        record.topic.encode(),
-                        record.properties_raw,
-                        0,
-                        len(record.properties_raw),
-                        record.offset,
-                        record.store_timestamp,
-                        record.sys_flag,
-                        dedupe=record.offset == resume,
-                    )
-                    indexed += 1
-                if record.offset >= begin and self._redispatch(record):
-                    dispatched += 1
-                    known.pop((record.topic.encode(), record.queue_id), None)
-        if dispatched:
-            log.warning("rebuilt %s consume-queue entries of %s from the commit log", dispatched, self.root)
-        if indexed > 1 or (indexed and crashed):
-            log.warning("indexed %s messages of %s again from the commit log", indexed, self.root)
-        if index is not None:
-            self.checkpoint.index_msg_timestamp = index.recovered()
-        min_physic = self.commit_log.min_offset
-        for queues in self._queues.values():
-            for cq in queues.values():
-                cq.correct_min_offset(min_physic)
-                cq.flush()
-        self.commit_log.files.sync_range(self.commit_log.min_offset, end)
-        last_timestamp = self._last_record_timestamp(end) if end > 0 else 0
-        # The scans above mapped every page they read (up to three 1 GiB segments after a clean
-        # stop); let go of them so the process's RSS does not carry the scanned log.
-        self.commit_log.files.release_pages()
-        for queues in self._queues.values():
-            for cq in queues.values():
-                cq.files.release_pages()
-        self.commit_log.tail = (end, last_timestamp)
-        self.commit_log.flushed_timestamp = last_timestamp
-        self._last_dispatch_timestamp = last_timestamp
-        self.checkpoint.physic_msg_timestamp = max(self.checkpoint.physic_msg_timestamp, last_timestamp)
-        self.checkpoint.logics_msg_timestamp = max(self.checkpoint.logics_msg_timestamp, last_timestamp)
-        self.checkpoint.flush()
-
-    def _last_record_timestamp(self, end: int) -> int:
-        # The newest queue entry names the last dispatched record; good enough for the checkpoint.
-        best = (-1, 0)
-        for queues in self._queues.values():
-            for cq in queues.values():
-                entry = cq.entry(cq.max_index - 1)
-                if entry is not None and entry[0] > best[0] and entry[0] + entry[1] <= end:
-                    best = (entry[0], entry[1])
-        if best[0] < 0:
-            return 0
-        return max(self.commit_log.store_timestamp(best[0], best[1]), 0)
-
-    def _redispatch(self, record: StoredRecord) -> bool:
-        try:
-            _check_name(record.topic)
-        except ConfigError:
-            log.error("skipping a record with topic %r at offset %s", record.topic, record.offset)
-            return False
-        # no lock taken here: recovery runs alone, a slave's dispatch holds the store lock
-        cq = self._queue(record.topic, record.queue_id)
-        if cq is None:
-            if record.queue_id < 0:
-                log.error("skipping a record with queue id %s at offset %s", record.queue_id, record.offset)
-                return False
-            cq = self._new_queue(record.topic, record.queue_id)
-        if record.offset + record.size <= cq.max_physic_offset:
-            return False
-        if cq.max_index == 0 and not cq.files.segments and record.queue_offset > 0:
-            cq.min_index = cq.max_index = cq.flushed_index = record.queue_offset
-        elif record.queue_offset != cq.max_index and (record.topic, record.queue_id) not in self._misordered:
-            self._misordered.add((record.topic, record.queue_id))  # once per queue, not per record
-            log.warning(
-                "queue %s-%s: record at %s has queue offset %s but the queue is at %s; appending it there",
-                record.topic, record.queue_id, record.offset, record.queue_offset, cq.max_index,
-            )  # fmt: skip
-        code = self._tags_code(record.topic, record.properties(), record.store_timestamp)
-        cq.prepare(1)
-        cq.write(CQ_ENTRY.pack(record.offset, record.size, code), record.offset + record.size)
-        return True
-
-    # -- consume-queue table --------------------------------------------------------------------
-
-    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        cq = ConsumeQueue(
-            self.root / "consumequeue" / topic / str(queue_id),
-            topic,
-            queue_id,
-            self.config.consume_queue_entries_per_file,
-            self._io,
-        )
-        queues = self._queues.get(topic)
-        if queues is None:
-            queues = self._queues[topic] = {}
-        queues[queue_id] = cq
-        return cq
-
-    def _queue(self, topic: str, queue_id: int, *, create: bool = False) -> ConsumeQueue | None:
-        queues = self._queues.get(topic)
-        if queues is not None:
-            cq = queues.get(queue_id)
-            if cq is not None:
-                return cq
-        if not create:
-            return None
-        if queue_id < 0:
-            raise ConfigError(f"queue id must not be negative, got {queue_id}")
-        _check_name(topic)
-        with self._lock:  # two first sends to a queue must not create two objects for its files
-            queues = self._queues.get(topic)
-            cq = queues.get(queue_id) if queues is not None else None
-            return cq if cq is not None else self._new_queue(topic, queue_id)
 
     # -- appending ------------------------------------------------------------------------------
 
@@ -640,75 +358,17 @@ class MessageStore(Closing):
         tags_code: int = 0,
         properties: Mapping[str, str] | None = None,
     ) -> PutResult:
-        """Append one record: :meth:`put_messages` for a batch of one, on a shorter path.
+        """Append one record: :meth:`put_messages` for a batch of one.
 
         The arrival listeners get ``tags_code`` and ``properties`` (the record's properties, if
         the caller has them parsed: an SQL92 filter of a held pull is tried on them)."""
         buf = bytearray(record)
-        total = len(buf)
-        limit = self.config.effective_max_message_size
-        if total < 92 or total > limit:
-            if total >= 92:
-                raise ConfigError(f"{total} bytes exceed the maximum message size of {limit}")
-            raise ConfigError("the record is too short to be a stored message")
-        size, magic = _HEAD.unpack_from(buf, 0)
-        if magic not in _MAGICS or size != total:
-            raise ConfigError("the record is not a stored message")
         topic_bytes = topic.encode()
-        ts_pos, props_pos, sys_flag = _check_record(buf, 0, total, topic_bytes, magic, queue_id)
-        queues = self._queues.get(topic)
-        cq = queues.get(queue_id) if queues is not None else None
-        if cq is None:
-            cq = self._queue(topic, queue_id, create=True)
-            assert cq is not None
-        commit_log = self.commit_log
-        with self._lock:
-            if not self._writable or self._replica:
-                raise self._not_writable()
-            if self._disk_full:
-                raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
-            if cq.destroyed:  # the topic was deleted since we looked the queue up
-                cq = self._new_queue(topic, queue_id)
-            now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
-            try:
-                if cq.max_index >= cq.capacity:
-                    cq.prepare(1)
-                seg, phys = commit_log.reserve(total)
-            except OSError as exc:
-                raise self._write_error(exc) from exc
-            queue_offset = cq.max_index
-            STORE_OFFSETS.pack_into(buf, QUEUE_OFFSET_POSITION, queue_offset, phys)
-            _I64.pack_into(buf, ts_pos, now_ms)
-            end = phys + total
-            try:
-                seg.write(phys - seg.start, buf)
-            except OSError as exc:
-                commit_log.discard_unwritten(phys)
-                raise self._write_error(exc) from exc
-            try:
-                cq.write_one(CQ_ENTRY.pack(phys, total, tags_code), end)
-            except OSError as exc:
-                commit_log.discard_unwritten(phys)
-                cq.discard_unwritten()
-                raise self._write_error(exc) from exc
-            commit_log.tail = (end, now_ms)
-            commit_log.max_offset = end
-            self._last_dispatch_timestamp = now_ms
-            self.put_message_count += 1
-            self.put_message_bytes += total
-            index = self.index
-            if index is not None:
-                try:
-                    index.add(topic_bytes, buf, props_pos + 2, total, phys, now_ms, sys_flag)
-                except (OSError, ValueError) as exc:
-                    self._index_failure(phys, exc)
-        for listener in self._listeners:
-            try:
-                listener(topic, queue_id, queue_offset + 1, tags_code, properties)
-            except Exception:
-                log.exception("arrival listener %r failed", listener)
-        durable = self._group_commit.request() if self._group_commit is not None else None
-        return PutResult(phys, queue_offset, 1, total, now_ms, (phys,), durable)
+        layout = layout_one(buf, topic_bytes, queue_id, self._max_size, tags_code)
+        result = self._append(topic, topic_bytes, queue_id, buf, layout)
+        if self._listeners:
+            self._notify(topic, queue_id, result.queue_offset + 1, tags_code, properties)
+        return result
 
     def put_messages(
         self,
@@ -737,102 +397,111 @@ class MessageStore(Closing):
         elif len(tags_codes) != count:
             raise ConfigError(f"{count} records but {len(tags_codes)} tag codes")
         buf = records[0] if count == 1 and type(records[0]) is bytearray else bytearray().join(records)
-        total = len(buf)
-        if total > self.config.effective_max_message_size:
-            raise ConfigError(
-                f"{total} bytes exceed the maximum message size of {self.config.effective_max_message_size}"
-            )
-        # Record boundaries and stamp positions are computed before taking the lock.
-        starts: list[int] = []
-        sizes: list[int] = []
-        ts_positions: list[int] = []
-        props_positions: list[int] = []
-        sys_flags: list[int] = []
-        pos = 0
+        if len(buf) > self._max_size:
+            raise ConfigError(f"{len(buf)} bytes exceed the maximum message size of {self._max_size}")
         topic_bytes = topic.encode()
-        for _ in range(count):
-            if total - pos < 92:
-                raise ConfigError(f"record {len(starts)} of the batch is truncated")
-            size, magic = _HEAD.unpack_from(buf, pos)
-            if magic not in _MAGICS or size < 92 or pos + size > total:
-                raise ConfigError(f"record {len(starts)} of the batch is not a stored message")
-            starts.append(pos)
-            sizes.append(size)
-            ts_rel, props_pos, sys_flag = _check_record(buf, pos, size, topic_bytes, magic, queue_id)
-            ts_positions.append(pos + ts_rel)
-            props_positions.append(props_pos)
-            sys_flags.append(sys_flag)
-            pos += size
-        if pos != total:
-            raise ConfigError("the records' sizes do not add up to their length")
-        cq = self._queue(topic, queue_id, create=True)
-        assert cq is not None
-        pack_offsets = STORE_OFFSETS.pack_into
-        pack_ts = _I64.pack_into
+        layout = layout_batch(buf, count, topic_bytes, queue_id, tags_codes)
+        result = self._append(topic, topic_bytes, queue_id, buf, layout)
+        self._notify(topic, queue_id, result.queue_offset + count, None, None)
+        return result
+
+    def _append(
+        self, topic: str, topic_bytes: bytes, queue_id: int, buf: bytearray, layout: RecordLayout
+    ) -> PutResult:
+        """The locked append of one record or a batch, checked (:mod:`~rocketq.store.records`):
+        stamp offsets and store time, write the commit log once and the queue's entries, index."""
+        queues = self._queues.by_topic.get(topic)
+        cq = queues.get(queue_id) if queues is not None else None
+        if cq is None:
+            cq = self._queues.get_or_create(topic, queue_id)
+        starts, _, ts_positions, props_positions, sys_flags, codes = layout
+        count = len(starts)
+        total = len(buf)
         commit_log = self.commit_log
         with self._lock:
-            if not self._writable or self._replica:
-                raise self._not_writable()
-            if self._disk_full:
-                raise StoreFullError(f"the disk of the message store in {self.root} is nearly full")
+            if not self._writable or self._replica or self._retention.disk_full:
+                raise self._refusal()
             if cq.destroyed:  # the topic was deleted since we looked the queue up
-                cq = self._new_queue(topic, queue_id)
+                cq = self._queues.new(topic, queue_id)
             now_ms = int(self._clock() * 1000)  # clock.ms inline: no call on the append path
             try:
-                cq.prepare(count)
+                if cq.max_index + count > cq.capacity:
+                    cq.prepare(count)
                 seg, phys = commit_log.reserve(total)
             except OSError as exc:
                 raise self._write_error(exc) from exc
             queue_offset = cq.max_index
+            end = phys + total
             if count == 1:
-                pack_offsets(buf, QUEUE_OFFSET_POSITION, queue_offset, phys)
-                pack_ts(buf, ts_positions[0], now_ms)
+                STORE_OFFSETS.pack_into(buf, QUEUE_OFFSET_POSITION, queue_offset, phys)
+                _I64.pack_into(buf, ts_positions[0], now_ms)
                 offsets: tuple[int, ...] = (phys,)
-                entries = CQ_ENTRY.pack(phys, total, tags_codes[0])
+                entries = CQ_ENTRY.pack(phys, total, codes[0])
             else:
-                offsets = tuple(phys + s for s in starts)
-                for i in range(count):
-                    pack_offsets(buf, starts[i] + QUEUE_OFFSET_POSITION, queue_offset + i, offsets[i])
-                    pack_ts(buf, ts_positions[i], now_ms)
-                entries = b"".join([CQ_ENTRY.pack(offsets[i], sizes[i], tags_codes[i]) for i in range(count)])
+                offsets, entries = _stamp_batch(buf, layout, queue_offset, phys, now_ms)
             try:
-                commit_log.write(seg, phys, buf)
+                seg.write(phys - seg.start, buf)
             except OSError as exc:
                 commit_log.discard_unwritten(phys)
                 raise self._write_error(exc) from exc
             try:
-                cq.write(entries, phys + total)
+                if count == 1:
+                    cq.write_one(entries, end)
+                else:
+                    cq.write(entries, end)
             except OSError as exc:
                 commit_log.discard_unwritten(phys)
                 cq.discard_unwritten()
                 raise self._write_error(exc) from exc
-            commit_log.commit(phys + total, now_ms)
+            commit_log.tail = (end, now_ms)
+            commit_log.max_offset = end
             self._last_dispatch_timestamp = now_ms
             self.put_message_count += count
             self.put_message_bytes += total
-            max_offset = cq.max_index
             index = self.index
-            if index is not None:
-                for i in range(count):
-                    try:
-                        index.add(
-                            topic_bytes,
-                            buf,
-                            props_positions[i] + 2,
-                            starts[i] + sizes[i],
-                            phys + starts[i],
-                            now_ms,
-                            sys_flags[i],
-                        )
-                    except (OSError, ValueError) as exc:
-                        self._index_failure(phys + starts[i], exc)
-        for listener in self._listeners:
-            try:
-                listener(topic, queue_id, max_offset, None, None)
-            except Exception:
-                log.exception("arrival listener %r failed", listener)
+            if index is not None and count == 1:
+                try:
+                    index.add(topic_bytes, buf, props_positions[0] + 2, total, phys, now_ms, sys_flags[0])
+                except (OSError, ValueError) as exc:
+                    self._index_failure(phys, exc)
+            elif index is not None:
+                self._index_batch(index, topic_bytes, buf, layout, phys, now_ms)
         durable = self._group_commit.request() if self._group_commit is not None else None
         return PutResult(phys, queue_offset, count, total, now_ms, offsets, durable)
+
+    def _index_batch(
+        self, index: IndexService, topic: bytes, buf: bytearray, layout: RecordLayout, phys: int, now_ms: int
+    ) -> None:
+        """Index a batch just appended at ``phys`` (store lock held); a failure costs the index only."""
+        starts, sizes, _, props_positions, sys_flags, _ = layout
+        for i in range(len(starts)):
+            start = starts[i]
+            try:
+                index.add(
+                    topic, buf, props_positions[i] + 2, start + sizes[i], phys + start, now_ms, sys_flags[i]
+                )
+            except (OSError, ValueError) as exc:
+                self._index_failure(phys + start, exc)
+
+    def _notify(
+        self,
+        topic: str,
+        queue_id: int,
+        max_offset: int,
+        tag: int | None,
+        properties: Mapping[str, str] | None,
+    ) -> None:
+        """Call the arrival listeners (outside the lock); one failing never fails the append."""
+        for listener in self._listeners:
+            try:
+                listener(topic, queue_id, max_offset, tag, properties)
+            except Exception:
+                log.exception("arrival listener %r failed", listener)
+
+    def _refusal(self) -> StoreError:
+        if self._retention.disk_full and self._writable and not self._replica:
+            return StoreFullError(f"the disk of the message store in {self.root} is nearly full")
+        return self._not_writable()
 
     def _not_writable(self) -> StoreError:
         if self._replica:
@@ -846,6 +515,12 @@ class MessageStore(Closing):
         """True once :meth:`become_replica` was called: appends come only from a master."""
         return self._replica
 
+    @property
+    def reput_offset(self) -> int:
+        """How far the commit log's records are dispatched to queues and index (a slave's
+        replicated bytes may end in the middle of a record, which waits for its rest)."""
+        return self._replica_log.reput_offset
+
     def become_replica(self) -> None:
         """Make this store a slave's: :meth:`put_message` / :meth:`put_messages` refuse, and
         :meth:`append_replica` is the only way in (RocketMQ's store in role ``SLAVE``)."""
@@ -855,15 +530,7 @@ class MessageStore(Closing):
         """Up to ``max_bytes`` of the commit log from ``offset``, never past the segment holding
         it (RocketMQ's ``getCommitLogData``, which a master streams to its slave): ``b""`` at the
         max offset, ``None`` when ``offset`` is not stored (deleted, or past the end)."""
-        log_ = self.commit_log
-        end = log_.max_offset
-        if offset == end:
-            return b""
-        seg = log_.files.find(offset)
-        if seg is None or not log_.min_offset <= offset < end:
-            return None
-        size = min(max_bytes, end - offset, seg.end - offset)
-        return log_.read(offset, size)
+        return _read_commit_log(self.commit_log, offset, max_bytes)
 
     def append_replica(self, offset: int, data: bytes) -> int:
         """Append commit-log bytes a master sent, at the same physical ``offset``, and dispatch
@@ -873,83 +540,28 @@ class MessageStore(Closing):
         ``offset`` must be the commit log's end - or, on an empty log, the start of a segment
         (a new slave is streamed from the start of its master's last segment). Raises
         :class:`~rocketq.errors.StoreError` otherwise, or when a write fails."""
-        log_ = self.commit_log
+        replica = self._replica_log
         with self._lock:
             if not self._writable:
                 raise self._not_writable()
-            if offset != log_.max_offset:
-                if log_.max_offset or log_.files.segments or offset % log_.segment_size:
-                    raise StoreError(
-                        f"replicated bytes at {offset}, but the commit log ends at {log_.max_offset}"
-                    )
-                log_.files.create(offset)
-                log_.max_offset = self.reput_offset = offset
-                log_.flushed_offset = offset
-            pos = offset
-            view = memoryview(data)
             try:
-                while view:
-                    seg = log_.files.find(pos) or log_.files.create(pos)
-                    n = min(len(view), seg.end - pos)
-                    seg.write(pos - seg.start, view[:n])
-                    pos += n
-                    view = view[n:]
+                replica.check_offset(offset)
+                pos = replica.write(offset, data)
             except OSError as exc:
                 raise self._write_error(exc) from exc
-            log_.max_offset = pos
-            arrived = self._dispatch_replicated(pos)
-        for topic, queue_id, max_offset, code in arrived:
-            for listener in self._listeners:
-                try:
-                    listener(topic, queue_id, max_offset, code, None)
-                except Exception:
-                    log.exception("arrival listener %r failed", listener)
+            try:
+                done = replica.dispatch(pos)
+            except StoreError:
+                self._writable = False
+                raise
+            self._last_dispatch_timestamp = done.last_timestamp
+            self.put_message_count += done.messages
+            self.put_message_bytes += done.size
+        for topic, queue_id, max_offset, code in done.arrived:
+            self._notify(topic, queue_id, max_offset, code, None)
         if self._group_commit is not None:
             self._group_commit.request()  # the slave reports without waiting for its fsync
         return pos
-
-    def _dispatch_replicated(self, end: int) -> list[tuple[str, int, int, int]]:
-        """Dispatch the whole records in ``[reput_offset, end)`` (store lock held)."""
-        log_ = self.commit_log
-        arrived: list[tuple[str, int, int, int]] = []
-        pos = self.reput_offset
-        last_ts = log_.tail[1]
-        while pos + 8 <= end:
-            seg = log_.files.find(pos)
-            if seg is None:
-                break
-            size, magic = _HEAD.unpack_from(seg.view, pos - seg.start)
-            if magic == BLANK_MAGIC_CODE:
-                pos = seg.end
-                continue
-            if magic not in _MAGICS or size < 92 or pos + size > seg.end:
-                self._writable = False
-                raise StoreError(f"the replicated commit log holds no record at {pos}: the slave stops")
-            if pos + size > end:
-                break  # the rest of this record is in the next transfer
-            for record in iter_records(log_, pos, pos + size):
-                if self._redispatch(record):
-                    cq = self._queue(record.topic, record.queue_id)
-                    assert cq is not None
-                    code = self._tags_code(record.topic, record.properties(), record.store_timestamp)
-                    arrived.append((record.topic, record.queue_id, cq.max_index, code))
-                if self.index is not None:
-                    raw = record.properties_raw
-                    try:
-                        self.index.add(
-                            record.topic.encode(), raw, 0, len(raw), record.offset,
-                            record.store_timestamp, record.sys_flag,
-                        )  # fmt: skip
-                    except (OSError, ValueError) as exc:
-                        self._index_failure(record.offset, exc)
-                last_ts = record.store_timestamp
-                self.put_message_count += 1
-                self.put_message_bytes += record.size
-            pos += size
-        self.reput_offset = pos
-        log_.tail = (end, last_ts)
-        self._last_dispatch_timestamp = last_ts
-        return arrived
 
     def _index_failure(self, phys: int, exc: Exception) -> None:
         """Indexing a record just appended failed: it costs the index (until the next start
@@ -988,9 +600,8 @@ class MessageStore(Closing):
     def flush_consume_queues(self) -> None:
         """fsync the consume queues and write the checkpoint (RocketMQ's ``FlushConsumeQueueService``)."""
         logics_timestamp = self._last_dispatch_timestamp
-        for queues in list(self._queues.values()):
-            for cq in list(queues.values()):
-                cq.flush()
+        for cq in self._queues.all():
+            cq.flush()
         if self.index is not None:
             try:
                 self.checkpoint.index_msg_timestamp = self.index.flush()
@@ -1052,102 +663,25 @@ class MessageStore(Closing):
         suggested offsets for the OFFSET_* statuses); ``group`` is accepted for symmetry with
         RocketMQ and unused.
         """
-        cq = self._queue(topic, queue_id)
-        if cq is None:
-            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
-        min_offset = cq.min_index
-        max_offset = cq.max_index
-        if max_offset == 0:
-            return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
-        if offset < min_offset:
-            return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
-        if offset == max_offset:
-            return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
-        if offset > max_offset:
-            return GetMessageResult(
-                GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
-            )
         cfg = self.config
         max_count = max(1, min(max_count, cfg.max_transfer_count if max_transfer is None else max_transfer))
         limit_bytes = cfg.max_transfer_bytes if max_bytes is None else max_bytes
-        scan = max(_MAX_FILTER_BYTES, max_count * CQ_ENTRY_SIZE) // CQ_ENTRY_SIZE
-        view = cq.read_from(offset, scan)
-        if view is None:
-            nxt = cq.roll_next_file(offset)
-            return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
-        files = self.commit_log.files
-        segs = files.segments
-        seg_size = files.segment_size
-        base = segs[0].start if segs else 0
-        nsegs = len(segs)
-        log_end = self.commit_log.max_offset
-        # Consecutive entries usually name adjacent records: collect byte ranges, not records.
-        runs: list[tuple[Segment, int, int]] = []
-        run_seg: Segment | None = None
-        run_start = run_end = 0
-        total = 0
-        count = 0
-        examined = 0
-        removed = False
-        try:
-            for phys, size, tag in CQ_ENTRY.iter_unpack(view):
-                if count and (count >= max_count or total + size > limit_bytes):
-                    break
-                examined += 1
-                if tags_codes is not None and tag not in tags_codes:
-                    continue
-                index = (phys - base) // seg_size
-                if phys < base or index >= nsegs or phys + size > log_end:
-                    removed = True
-                    continue
-                seg = segs[index]
-                start = phys - seg.start
-                if property_filter is not None and not property_filter(record_properties(seg.view, start)):
-                    continue
-                if seg is run_seg and start == run_end:
-                    run_end = start + size
-                else:
-                    if run_seg is not None:
-                        runs.append((run_seg, run_start, run_end))
-                    run_seg, run_start, run_end = seg, start, start + size
-                total += size
-                count += 1
-        finally:
-            view.release()
-        if run_seg is not None:
-            runs.append((run_seg, run_start, run_end))
-        try:
-            if len(runs) == 1:
-                seg, a, b = runs[0]
-                data = seg.view[a:b].tobytes()
-            else:
-                parts = [seg.view[a:b] for seg, a, b in runs]
-                data = b"".join(parts)
-                for part in parts:
-                    part.release()
-        except ValueError:  # a segment was deleted by retention while we read: let the caller retry
-            return GetMessageResult(GetMessageStatus.MESSAGE_WAS_REMOVING, offset, min_offset, max_offset)
-        if count:
-            status = GetMessageStatus.FOUND
-        elif removed:
-            status = GetMessageStatus.MESSAGE_WAS_REMOVING
-        else:
-            status = GetMessageStatus.NO_MATCHED_MESSAGE
-        return GetMessageResult(status, offset + examined, min_offset, max_offset, data, count)
+        cq = self._queues.get(topic, queue_id)
+        return read_queue(cq, self.commit_log, offset, max_count, limit_bytes, tags_codes, property_filter)
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be written (0 for an unknown queue)."""
-        cq = self._queue(topic, queue_id)
+        cq = self._queues.get(topic, queue_id)
         return cq.max_index if cq is not None else 0
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         """First queue offset still readable (0 for an unknown queue)."""
-        cq = self._queue(topic, queue_id)
+        cq = self._queues.get(topic, queue_id)
         return cq.min_index if cq is not None else 0
 
     def message_count(self, topic: str, queue_id: int) -> int:
         """Messages currently readable in a queue (max - min offset)."""
-        cq = self._queue(topic, queue_id)
+        cq = self._queues.get(topic, queue_id)
         return cq.max_index - cq.min_index if cq is not None else 0
 
     @property
@@ -1161,14 +695,14 @@ class MessageStore(Closing):
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """Queue offset of the message stored at (or nearest to) ``timestamp_ms``
         (``SEARCH_OFFSET_BY_TIMESTAMP``; RocketMQ's ``getOffsetInQueueByTime``)."""
-        cq = self._queue(topic, queue_id)
+        cq = self._queues.get(topic, queue_id)
         if cq is None:
             return 0
         return cq.offset_by_time(timestamp_ms, self.commit_log.store_timestamp, self.commit_log.min_offset)
 
     def store_time_at(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """Store timestamp (ms) of the message at ``queue_offset``, -1 if there is none."""
-        cq = self._queue(topic, queue_id)
+        cq = self._queues.get(topic, queue_id)
         entry = cq.entry(queue_offset) if cq is not None else None
         if entry is None:
             return -1
@@ -1177,7 +711,7 @@ class MessageStore(Closing):
     def earliest_message_time(self, topic: str, queue_id: int) -> int:
         """Store timestamp of the oldest readable message of a queue, -1 if none
         (``GET_EARLIEST_MSG_STORETIME``)."""
-        cq = self._queue(topic, queue_id)
+        cq = self._queues.get(topic, queue_id)
         if cq is None:
             return -1
         return self.store_time_at(topic, queue_id, cq.min_index)
@@ -1242,24 +776,16 @@ class MessageStore(Closing):
 
     def topics(self) -> list[str]:
         """Topics that have consume queues."""
-        return list(self._queues)
+        return self._queues.topics()
 
     def queue_ids(self, topic: str) -> list[int]:
         """Queue ids of ``topic`` that have consume queues."""
-        return sorted(self._queues.get(topic, {}))
+        return self._queues.queue_ids(topic)
 
     def delete_topics(self, topics: Iterable[str]) -> None:
         """Delete the consume queues of ``topics`` (their messages stay in the commit log until
         retention removes them; offsets restart at 0 if the topic is created again)."""
-        with self._lock:
-            for topic in topics:
-                queues = self._queues.pop(topic, None)
-                if not queues:
-                    continue
-                for cq in queues.values():
-                    cq.destroy()
-                with contextlib.suppress(OSError):
-                    (self.root / "consumequeue" / topic).rmdir()
+        self._queues.delete_topics(topics)
 
     def runtime_info(self) -> dict[str, str]:
         """Store figures for the broker's ``GET_BROKER_RUNTIME_INFO`` table, under RocketMQ's
@@ -1280,14 +806,14 @@ class MessageStore(Closing):
 
     def disk_used_ratio(self) -> float:
         """Used fraction (0..1) of the partition holding the commit log."""
-        usage = shutil.disk_usage(self.commit_log.files.directory)
-        return usage.used / usage.total if usage.total else 1.0
+        return self._retention.disk_used_ratio()
 
     def clean_expired_files(
         self, *, now: float | None = None, disk_used_ratio: float | None = None, force: bool = False
     ) -> int:
         """Delete expired commit-log segments, then the consume-queue files left pointing only
-        at deleted data (RocketMQ's ``CleanCommitLogService`` + ``CleanConsumeQueueService``).
+        at deleted data (RocketMQ's ``CleanCommitLogService`` + ``CleanConsumeQueueService``;
+        :mod:`rocketq.store.retention`).
 
         Segments are deleted oldest first while their last modification is older than
         ``file_reserved_time`` - only when it is one of the ``delete_when`` hours, the disk is
@@ -1299,50 +825,20 @@ class MessageStore(Closing):
         ``now`` defaults to the store clock, ``disk_used_ratio`` to the real disk usage.
         Returns the segments deleted.
         """
-        cfg = self.config
         now = self._clock() if now is None else now
-        ratio = self.disk_used_ratio() if disk_used_ratio is None else disk_used_ratio
-        time_up = time.localtime(now).tm_hour in cfg.delete_hours()
-        space_full = ratio * 100 > cfg.disk_max_used_space_ratio
-        clean_now = ratio > cfg.disk_clean_forcibly_ratio
-        disk_full = ratio > cfg.disk_full_ratio
-        if disk_full != self._disk_full:
-            self._disk_full = disk_full
-            if disk_full:
-                log.error(
-                    "disk of %s is %.0f%% full: refusing appends until space returns", self.root, ratio * 100
-                )
-            else:
-                log.info("disk of %s is %.0f%% full: accepting appends again", self.root, ratio * 100)
-        deleted = 0
-        if time_up or space_full or force:
-            files = self.commit_log.files
-            while deleted < cfg.max_deleted_files_per_run:
-                segs = files.segments
-                if len(segs) < 2:
-                    break
-                first = segs[0]
-                if now < first.mtime() + cfg.file_reserved_time and not clean_now:
-                    break
-                with self._lock:
-                    files.delete_first(1)
-                deleted += 1
-                log.info(
-                    "deleted expired commit-log segment %s (time %s, disk %.0f%%)",
-                    first.path.name,
-                    time_up,
-                    ratio * 100,
-                )
-            files.close_deferred()
-        min_physic = self.commit_log.min_offset
-        if min_physic > self._last_cq_min_physic:
-            self._last_cq_min_physic = min_physic
-            if self.index is not None:
-                with self._lock:
-                    self.index.delete_expired(min_physic)
-            for queues in list(self._queues.values()):
-                for cq in list(queues.values()):
-                    with self._lock:  # the writer may be creating this queue's next file
-                        cq.delete_expired(min_physic)
-                    cq.files.close_deferred()
-        return deleted
+        ratio = self._retention.disk_used_ratio() if disk_used_ratio is None else disk_used_ratio
+        return self._retention.clean(now, ratio, force=force)
+
+
+def _stamp_batch(
+    buf: bytearray, layout: RecordLayout, queue_offset: int, phys: int, now_ms: int
+) -> tuple[tuple[int, ...], bytes]:
+    """Stamp a batch's queue offsets, commit-log offsets and store time; its offsets and entries."""
+    starts, sizes, ts_positions, _, _, codes = layout
+    offsets = tuple(phys + s for s in starts)
+    pack_offsets = STORE_OFFSETS.pack_into
+    pack_ts = _I64.pack_into
+    for i in range(len(starts)):
+        pack_offsets(buf, starts[i] + QUEUE_OFFSET_POSITION, queue_offset + i, offsets[i])
+        pack_ts(buf, ts_positions[i], now_ms)
+    return offsets, b"".join([CQ_ENTRY.pack(offsets[i], sizes[i], codes[i]) for i in range(len(starts))])

@@ -1,23 +1,32 @@
-"""The producer's engine (``DefaultMQProducerImpl``): prepare a message, build its request, send it.
+"""The producer's engine (``DefaultMQProducerImpl``): prepare a message, run its send, carry it.
 
 :class:`ProducerCore` runs on its client instance's loop (the synchronous
 :class:`~rocketq.client.producer.facade.Producer` is a thin front over it). A send finds the topic's
 publish info (route from the name server; for a topic without a route, the ``TBW102`` default
 topic's route so that the broker auto-creates it), picks a queue (:mod:`.selection`), gives the
 message a unique id (``UNIQ_KEY``, :func:`rocketq.client.ids.next_uniq_id`), compresses a body of
-4 KiB or more, and sends ``SEND_MESSAGE_V2`` to the queue's master. Whether a failed attempt is
-retried on another broker, and when to give up, is decided by :mod:`.send_policy` alone; the
-drivers here are loops over it:
+4 KiB or more, and sends ``SEND_MESSAGE_V2`` to the queue's master, the request built by
+:func:`rocketq.protocol.calls.send_request` (the one place a send header is written).
 
-* :meth:`ProducerCore.send` - on the client's loop (``send_future``, ``send_callback``,
-  oneway sends, the consumers' inner producer);
-* :meth:`ProducerCore.send_blocking` - ``Producer.send``: the first attempt runs in the calling
-  thread (``invoke_threadsafe``), the rest, if any, on the loop;
-* :meth:`ProducerCore.send_from_loop` - ``Producer.send_async``: the first attempt runs on the
-  caller's own event loop (``invoke_from_loop``), the rest, if any, on the client's loop.
+Every send - one message, a batch, a half message, a request, from any thread or loop - is one
+loop, :meth:`ProducerCore._attempts`: whether a failed attempt is retried on another broker, and
+when to give up, is decided by :mod:`.send_policy` alone; the back-off of busy brokers, the retry
+budget and the window of asynchronous sends are :mod:`.overload`'s. The loop yields steps (an
+attempt to carry, a coroutine for the client's loop, a pause) and three drivers carry them,
+differing only in how they wait:
 
-:meth:`ProducerCore.request` sends a request and waits for its reply (:mod:`.request`); the
-transactional producer's engine (:mod:`.transaction`) builds on this one.
+* :meth:`ProducerCore._drive_on_loop` - on the client's loop (:meth:`ProducerCore.send`:
+  ``send_future``, ``send_callback``, oneway sends, requests, the consumers' inner producer);
+* :meth:`ProducerCore._drive_in_thread` - in a plain thread, blocking (:meth:`ProducerCore.send_blocking`:
+  ``Producer.send``, ``send_batch``): each attempt on the thread's own socket (:mod:`.direct`) or
+  handed over to the loop's connection (``invoke_threadsafe``);
+* :meth:`ProducerCore._drive_from_loop` - on the caller's own event loop
+  (:meth:`ProducerCore.send_from_loop`: ``Producer.send_async``, ``invoke_from_loop``).
+
+What only the client's loop can do (fetch a route, locate a master, connect) is handed to it by
+the thread and other-loop drivers. :meth:`ProducerCore.request` sends a request and waits for its
+reply (:mod:`.request`); the transactional producer's engine (:mod:`.transaction`) builds on this
+one.
 """
 
 from __future__ import annotations
@@ -26,9 +35,9 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Coroutine, Generator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from rocketq.client.api import ClientAPI
 from rocketq.client.config import ProducerConfig
@@ -37,7 +46,7 @@ from rocketq.client.loop_thread import LoopThread
 from rocketq.client.message import SendResult, SendStatus
 from rocketq.client.producer.direct import ThreadConnections
 from rocketq.client.producer.overload import BrokerBackoff, InFlightLimit, RetryBudget
-from rocketq.client.producer.request import REPLY_MESSAGE_FLAG, prepare_request
+from rocketq.client.producer.request import prepare_request
 from rocketq.client.producer.selection import MessageQueueSelector, pick_queue
 from rocketq.client.producer.send_policy import Decision, Outcome, SendPolicy, Verdict
 from rocketq.client.routes import TopicPublishInfo, publish_info_from_route, route_for_auto_create
@@ -55,13 +64,13 @@ from rocketq.errors import (
 from rocketq.logsummary import LogSummary
 from rocketq.models import LocalTransactionState, MessageQueue
 from rocketq.protocol.bodies import TopicRouteData
-from rocketq.protocol.calls import Call, SendResponse, parse_send_response, send_message_request
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.calls import SendOrigin, SendPayload, SendResponse, parse_send_response, send_request
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import RemotingCommand
-from rocketq.protocol.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt, MessageSysFlag, encode_batch, maybe_compress
-from rocketq.protocol.properties import MessageConst, properties_to_string
+from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
@@ -73,9 +82,6 @@ logger = logging.getLogger(__name__)
 #: failed attempts, summarised per broker and kind (never one line per message under overload)
 _warnings = LogSummary(logger)
 
-_BORN_KEY = SendMessageRequestHeaderV2.wire_name_of("born_timestamp")
-_PROPERTIES_KEY = SendMessageRequestHeaderV2.wire_name_of("properties")
-_MAX_SEND_TEMPLATES = 4096
 _STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
@@ -164,12 +170,16 @@ class ProducerCore:
         self.publish_table: dict[str, TopicPublishInfo] = {}
         self._ip = instance.client_id.partition("@")[0]
         self.trace: SendTraceHook | None = None  # set by Producer.start when tracing
-        # (topic, queue id, sys flag, flag, batch) -> the send header's ext fields (see _request)
-        self._send_fields: dict[tuple[str, int, int, int, bool], dict[str, str]] = {}
+        #: the group and default topic of every send header, and its templates (protocol.calls)
+        self.origin = SendOrigin(
+            group,
+            default_topic=config.create_topic_key,
+            default_topic_queue_nums=config.default_topic_queue_nums,
+        )
         # blocking sends' own sockets (config.thread_sockets), made on the first such send
         self._thread_connections: ThreadConnections | None = None
         self._thread_connections_lock = threading.Lock()
-        self._blocking_in_flight = 0  # first attempts out from plain threads (either way)
+        self._blocking_in_flight = 0  # attempts out from plain threads (either way)
         # overload (see .overload): asynchronous sends out at once, the retry budget, busy brokers
         self.in_flight = InFlightLimit(config.max_async_in_flight, config.max_async_in_flight_bytes)
         ratio = config.retry_budget_ratio
@@ -245,7 +255,7 @@ class ProducerCore:
             await self.instance.update_topic_route(topic, route)
         return self.publish_table[topic]
 
-    # ---------------------------------------------------------------- sending
+    # ---------------------------------------------------------------- sending: preparing
 
     def _properties_for(self, msg: ProtocolMessage, *, batch: bool) -> dict[str, str]:
         props = dict(msg.properties)
@@ -262,7 +272,40 @@ class ProducerCore:
         )
         if props.get(MessageConst.TRAN_MSG) == "true":
             sys_flag |= int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
-        return _Prepared(msg, props, body, sys_flag, props[MessageConst.UNIQ_KEY], batch=False)
+        return _Prepared(
+            topic=msg.topic, body=body, properties=props, flag=msg.flag, sys_flag=sys_flag, msg=msg,
+            uniq=props[MessageConst.UNIQ_KEY],
+        )  # fmt: skip
+
+    def _prepare_batch(self, msgs: Sequence[ProtocolMessage]) -> _Prepared:
+        """Checks, properties and the encoded body of a batch (raises ConfigError when it is not one)."""
+        if not msgs:
+            raise ConfigError("a batch needs at least one message")
+        topic = msgs[0].topic
+        encoded = []
+        ids = []
+        for m in msgs:
+            if m.topic != topic:
+                raise ConfigError("every message of a batch must have the same topic")
+            if m.delay_time_level > 0:
+                raise ConfigError("delayed messages cannot be sent in a batch")
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise ConfigError("retry-group messages cannot be sent in a batch")
+            check_message(m, self.config.max_message_size)
+            props = self._properties_for(m, batch=False)
+            props.setdefault(MessageConst.WAIT, "true")
+            ids.append(props[MessageConst.UNIQ_KEY])
+            encoded.append(ProtocolMessage(topic, m.body, m.flag, props))
+        body = encode_batch(encoded)
+        if len(body) > self.config.max_message_size:
+            raise ConfigError(
+                f"the batch is {len(body)} bytes; the maximum is {self.config.max_message_size}"
+            )
+        wait = "true" if msgs[0].wait_store_msg_ok else "false"
+        return _Prepared(
+            topic=topic, body=body, properties={MessageConst.WAIT: wait}, batch=True, msg=msgs[0],
+            uniq=",".join(ids),
+        )  # fmt: skip
 
     def _policy(self, topic: str, timeout: float | None, *, single: bool, retries: int | None) -> SendPolicy:
         """The :class:`~.send_policy.SendPolicy` of a send beginning now (a deposit in the
@@ -324,6 +367,8 @@ class ProducerCore:
                 return other
         return mq
 
+    # ---------------------------------------------------------------- sending: the entry points
+
     async def send(
         self,
         msg: ProtocolMessage,
@@ -336,13 +381,28 @@ class ProducerCore:
         retries: int | None = None,
     ) -> SendResult | None:
         """Send one message on the client's loop; ``None`` when ``oneway`` (rules:
-        :mod:`.send_policy`)."""
+        :mod:`.send_policy`). ``send_future``, ``send_callback``, oneway sends, requests and the
+        consumers' inner producer send through here."""
         p = self._prepare(msg)
         single = queue is not None or selector is not None or oneway
-        policy = self._policy(p.msg.topic, timeout, single=single, retries=retries)
-        return await self._send_with_retries(
-            p, policy, oneway=oneway, queue=queue, selector=selector, arg=arg
-        )
+        policy = self._policy(p.topic, timeout, single=single, retries=retries)
+        attempts = self._attempts(p, policy, _Target(queue, selector, arg), oneway=oneway)
+        return await self._drive_on_loop(attempts)
+
+    async def send_batch(
+        self,
+        msgs: Sequence[ProtocolMessage],
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """Send messages of one topic as one SEND_BATCH_MESSAGE (no delay, no retry topic), on the
+        client's loop."""
+        prepared = self._prepare_batch(msgs)
+        policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
+        result = await self._drive_on_loop(self._attempts(prepared, policy, _Target(queue, None, None)))
+        assert result is not None
+        return result
 
     def send_blocking(
         self,
@@ -353,56 +413,304 @@ class ProducerCore:
         selector: MessageQueueSelector | None = None,
         arg: Any = None,
     ) -> SendResult:
-        """:meth:`send` for a plain thread: the blocking sends' hot path.
+        """:meth:`send` for a plain thread (``Producer.send``): the blocking sends' hot path.
 
-        The first attempt runs in the calling thread when it can (:meth:`_first_attempt`): the
-        thread prepares and encodes the request itself and, when no other thread's blocking send
-        is out, sends it on a socket of its own (:mod:`rocketq.client.producer.direct`); else, or
-        with ``config.thread_sockets`` off, it waits on the loop's connection through
+        The thread prepares the message and runs the send's attempts itself
+        (:meth:`_drive_in_thread`): each attempt's request is encoded in the thread and carried on
+        a socket of the thread's own while no other thread's blocking send is out
+        (:mod:`rocketq.client.producer.direct`), else on the loop's connection through
         :meth:`~rocketq.remoting.RemotingConnection.invoke_threadsafe` (the loop writes it, with
-        the other threads' requests, and wakes the thread). Anything else - no route or connection yet,
-        a failure to retry on another broker - continues on the loop with :meth:`send`'s own retry
-        loop, from the attempt reached and under the same policy. Calling it on the client's loop
-        thread raises :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
+        the other threads' requests, and wakes the thread). Only what needs the loop - a route to
+        fetch, a broker to connect to - is handed to it. Calling it on the client's loop thread
+        raises :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
         """
-        first = self._first_attempt(
-            msg, timeout, queue, selector, arg, None, outside=not self.instance.loop_thread.in_loop_thread
-        )
-        return self._blocking(first)
+        p = self._prepare(msg)
+        single = queue is not None or selector is not None
+        policy = self._policy(p.topic, timeout, single=single, retries=None)
+        return self._blocking(p, policy, _Target(queue, selector, arg))
 
-    def _blocking(self, first: _FirstAttempt) -> SendResult:
-        """Make ``first`` from this thread when it can go from here, and the rest on the loop."""
+    def send_batch_blocking(
+        self,
+        msgs: Sequence[ProtocolMessage],
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """:meth:`send_batch` for a plain thread, carried as :meth:`send_blocking` carries a send."""
+        prepared = self._prepare_batch(msgs)
+        policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
+        return self._blocking(prepared, policy, _Target(queue, None, None))
+
+    def _blocking(self, p: _Prepared, policy: SendPolicy, target: _Target) -> SendResult:
+        attempts = self._attempts(p, policy, target)
         loop_thread = self.instance.loop_thread
-        outcome: SendResult | Coroutine[Any, Any, SendResult | None]
-        if first.request is None:
-            outcome = first.on_loop()
+        if self.trace is not None or loop_thread.in_loop_thread:
+            # a traced send runs on the loop whole (its trace hook is the loop's); on the loop's
+            # own thread, ``call`` raises ClientStateError
+            result = loop_thread.call(self._drive_on_loop(attempts), timeout=policy.timeout + _LOOP_GRACE)
         else:
-            conn = first.conn
-            assert conn is not None
-            # Alone, a thread is fastest on its own socket; while other threads' blocking sends
-            # are out, the loop's connection is (it writes many threads' requests per wake-up:
-            # 32 threads on their own sockets made about half the sends, bench_vs_redis --threads).
-            with self._thread_connections_lock:
-                alone = self._blocking_in_flight == 0
-                self._blocking_in_flight += 1
-            try:
-                if alone and self.config.thread_sockets:
-                    answer = self._thread_sockets().invoke(
-                        conn, first.request, first.policy.timeout, self._hooks()
-                    )
-                else:
-                    answer = conn.invoke_threadsafe(first.request, first.policy.timeout)
-                outcome = first.finish(answer)
-            except RemotingError as exc:
-                outcome = first.finish(exc)
-            finally:
-                with self._thread_connections_lock:
-                    self._blocking_in_flight -= 1
-        if isinstance(outcome, SendResult):
-            return outcome
-        result = loop_thread.call(outcome, timeout=first.policy.timeout + 5.0)
+            result = self._drive_in_thread(attempts)
         assert result is not None
         return result
+
+    async def send_from_loop(
+        self,
+        msg: ProtocolMessage,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        retries: int | None = None,
+    ) -> SendResult:
+        """:meth:`send` awaited on any event loop (``Producer.send_async``): on the client's own
+        loop it is :meth:`send`; on another loop the attempts run there (:meth:`_drive_from_loop`,
+        through :meth:`~rocketq.remoting.RemotingConnection.invoke_from_loop`), handing the client's
+        loop only what needs it."""
+        loop_thread = self.instance.loop_thread
+        if loop_thread.in_loop_thread:
+            result = await self.send(
+                msg, timeout=timeout, queue=queue, selector=selector, arg=arg, retries=retries
+            )
+        else:
+            p = self._prepare(msg)
+            single = queue is not None or selector is not None
+            policy = self._policy(p.topic, timeout, single=single, retries=retries)
+            attempts = self._attempts(p, policy, _Target(queue, selector, arg))
+            if self.trace is not None:
+                result = await asyncio.wrap_future(loop_thread.submit(self._drive_on_loop(attempts)))
+            else:
+                result = await self._drive_from_loop(attempts)
+        assert result is not None
+        return result
+
+    # ---------------------------------------------------------------- sending: the one loop
+
+    def _attempts(
+        self, p: _Prepared, policy: SendPolicy, target: _Target, *, oneway: bool = False
+    ) -> _Attempts:
+        """The attempts of one send, whoever carries them: the one loop over ``policy``.
+
+        A generator of steps (:class:`_Attempt`, :class:`_Run`, :class:`_Pause`) that a driver
+        carries out and answers - an attempt with the broker's response or the transport error, a
+        coroutine of the client's loop with its value, a pause with ``None`` - returning the send's
+        result (``None`` oneway) or raising its error. Each attempt picks a queue (another broker
+        after a failure: :mod:`.selection`), avoids a broker that backs off, spends the retry budget
+        on transport errors, waits out a busy broker's back-off within the send's time, asks
+        ``policy`` before and after, and feeds the overload window (:mod:`.overload`). The request
+        is :func:`rocketq.protocol.calls.send_request`'s."""
+        topic = p.topic
+        info = self.publish_table.get(topic)
+        if info is None or not info.ok:  # a cached, usable route needs no loop round (hot path)
+            found = yield _Run(self.find_publish_info(topic), policy.timeout + _LOOP_GRACE)
+            assert isinstance(found, TopicPublishInfo)
+            info = found
+        if not info.ok:
+            raise TopicNotExistError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No route info of this topic: {topic} (and no default topic route)",
+            )
+        free = target.queue is None and target.selector is None
+        last_broker: str | None = None
+        last_error: BaseException | None = None
+        for attempt in range(policy.attempts):
+            mq = pick_queue(info, p.msg, target.queue, target.selector, target.arg, last_broker)
+            if last_broker is not None:
+                pause = self._retry_pause(mq, last_broker, last_error, policy)
+                if pause > 0:
+                    yield _Pause(pause)
+            if free and self.backoff.any_active():
+                mq = self._avoid_backoff(info, mq)
+            last_broker = mq.broker_name
+            now = time.monotonic()
+            budget = policy.remaining(now)
+            if budget <= 0:  # the send's time is spent: the policy's timeout error
+                go = policy.before(attempt, now=now, last_error=last_error)
+                assert go.error is not None
+                raise go.error
+            addr = self.instance.find_broker_address_in_publish(mq.broker_name)
+            if addr is None:  # not known yet: refresh the route (off the hot path)
+                located = yield _Run(self.instance.locate_master(mq), budget + _LOOP_GRACE)
+                addr = located if isinstance(located, str) else None
+            if addr is None:
+                raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
+            born = time.time_ns() // 1_000_000
+            request = send_request(self.origin, p, mq.queue_id, born, oneway=oneway)
+            step = _Attempt(mq, addr, request, budget, oneway, born)
+            outcome = self._outcome(p, step, (yield step))
+            self._observe(mq, outcome)
+            decision = policy.after(attempt, outcome)
+            _note(mq, outcome, decision)
+            if decision.error is not None:
+                raise decision.error
+            if decision.verdict is Verdict.DONE:
+                assert not isinstance(outcome, BaseException)
+                return outcome
+            if isinstance(outcome, BaseException):
+                last_error = outcome
+        raise AssertionError("the send policy allowed no attempt")
+
+    def _retry_pause(
+        self, mq: MessageQueue, last_broker: str, last_error: BaseException | None, policy: SendPolicy
+    ) -> float:
+        """Before a retry to ``mq``: the seconds to wait first (a busy broker, which stored
+        nothing and said so at once: its back-off, within the send's time; no retry token, busy
+        answers cost it little), else 0 - or raise ``last_error`` when the retry budget is spent."""
+        if _busy(last_error):
+            now = time.monotonic()
+            until = self.backoff.until(last_broker, now)
+            left = policy.timeout - (now - policy.begin)
+            return 0.0 if until is None or left <= 0 else min(until - now, left)
+        if not self._may_retry(mq, last_error):
+            assert last_error is not None
+            raise last_error
+        return 0.0
+
+    def _outcome(self, p: _Prepared, step: _Attempt, answer: object) -> Outcome:
+        """What an attempt came to: its result, or the broker's refusal or transport error."""
+        if answer is None or isinstance(answer, RemotingError):
+            return answer
+        assert isinstance(answer, RemotingCommand)
+        try:
+            response = parse_send_response(answer)
+        except BrokerError as exc:
+            exc.add_note(f"send to {step.mq.topic} {step.mq.short} at {step.addr}")
+            return exc
+        return self._result(p, step.mq, step.addr, response, begin_ms=step.born)
+
+    def _result(
+        self, p: _Prepared, mq: MessageQueue, addr: str, response: SendResponse, *, begin_ms: int
+    ) -> SendResult:
+        topic = p.msg.topic
+        result = SendResult(
+            status=_STATUS_BY_CODE.get(response.code, SendStatus.SEND_OK),
+            msg_id=p.uniq,
+            offset_msg_id=response.offset_msg_id,
+            message_queue=(
+                mq
+                if response.queue_id == mq.queue_id and mq.topic == topic
+                else MessageQueue(topic, mq.broker_name, response.queue_id)
+            ),
+            queue_offset=response.queue_offset,
+            transaction_id=response.transaction_id,
+            region_id=response.region_id,
+            trace_on=response.trace_on,
+        )
+        if self.trace is not None:
+            self.trace.on_send(
+                group=self.group, topic=topic, properties=p.properties,
+                body_length=len(p.body), broker_addr=addr, begin_ms=begin_ms, result=result,
+                batch=p.batch,
+            )  # fmt: skip
+        return result
+
+    # ---------------------------------------------------------------- sending: the drivers
+    #
+    # Each carries the steps of _attempts; they differ only in how they wait.
+
+    async def _drive_on_loop(self, attempts: _Attempts) -> SendResult | None:
+        """Carry a send on the client's loop (its connections, ``await``)."""
+        try:
+            step = next(attempts)
+            while True:
+                if isinstance(step, _Attempt):
+                    step = attempts.send(await self._carry_on_loop(step))
+                elif isinstance(step, _Run):
+                    step = attempts.send(await step.coro)
+                else:
+                    await asyncio.sleep(step.seconds)
+                    step = attempts.send(None)
+        except StopIteration as stop:
+            result: SendResult | None = stop.value
+            return result
+
+    def _drive_in_thread(self, attempts: _Attempts) -> SendResult | None:
+        """Carry a send from a plain thread, which blocks: attempts on its own socket or handed
+        over to the loop's connection (:meth:`_carry_in_thread`); coroutines run on the loop."""
+        loop_thread = self.instance.loop_thread
+        try:
+            step = next(attempts)
+            while True:
+                if isinstance(step, _Attempt):
+                    step = attempts.send(self._carry_in_thread(step))
+                elif isinstance(step, _Run):
+                    step = attempts.send(loop_thread.call(step.coro, timeout=step.wait))
+                else:
+                    time.sleep(step.seconds)  # a busy broker's back-off, as the loop's asyncio.sleep
+                    step = attempts.send(None)
+        except StopIteration as stop:
+            result: SendResult | None = stop.value
+            return result
+
+    async def _drive_from_loop(self, attempts: _Attempts) -> SendResult | None:
+        """Carry a send from another event loop than the client's: attempts through
+        :meth:`~rocketq.remoting.RemotingConnection.invoke_from_loop`; coroutines on the client's loop."""
+        loop_thread = self.instance.loop_thread
+        try:
+            step = next(attempts)
+            while True:
+                if isinstance(step, _Attempt):
+                    step = attempts.send(await self._carry_from_loop(step))
+                elif isinstance(step, _Run):
+                    step = attempts.send(await asyncio.wrap_future(loop_thread.submit(step.coro)))
+                else:
+                    await asyncio.sleep(step.seconds)
+                    step = attempts.send(None)
+        except StopIteration as stop:
+            result: SendResult | None = stop.value
+            return result
+
+    async def _carry_on_loop(self, step: _Attempt) -> _Answer:
+        """One attempt on the client's loop (connecting first if need be, within its time)."""
+        api = self.instance.api
+        if api is None:
+            raise ClientStateError("the producer's client instance is shut down")
+        try:
+            if step.oneway:
+                await api.remoting.invoke_oneway(step.addr, step.request)
+                return None
+            return await api.remoting.invoke(step.addr, step.request, step.timeout)
+        except RemotingError as exc:
+            return exc
+
+    def _open_connection(self, step: _Attempt) -> RemotingConnection | None:
+        api = self.instance.api
+        return None if api is None or step.oneway else api.remoting.open_connection(step.addr)
+
+    def _carry_in_thread(self, step: _Attempt) -> _Answer:
+        """One attempt from a plain thread: on the thread's own socket when it is alone (see
+        :mod:`.direct`), else handed over to the loop's open connection; the loop connects first
+        when no connection is open."""
+        conn = self._open_connection(step)
+        if conn is None:
+            coro = self._carry_on_loop(step)
+            return self.instance.loop_thread.call(coro, timeout=step.timeout + _LOOP_GRACE)
+        # Alone, a thread is fastest on its own socket; while other threads' blocking sends are
+        # out, the loop's connection is (it writes many threads' requests per wake-up: 32
+        # threads on their own sockets made about half the sends, bench_vs_redis --threads).
+        with self._thread_connections_lock:
+            alone = self._blocking_in_flight == 0
+            self._blocking_in_flight += 1
+        try:
+            if alone and self.config.thread_sockets:
+                return self._thread_sockets().invoke(conn, step.request, step.timeout, self._hooks())
+            return conn.invoke_threadsafe(step.request, step.timeout)
+        except RemotingError as exc:
+            return exc
+        finally:
+            with self._thread_connections_lock:
+                self._blocking_in_flight -= 1
+
+    async def _carry_from_loop(self, step: _Attempt) -> _Answer:
+        """One attempt from another event loop: handed over to the loop's open connection, the
+        answer delivered to this loop; the client's loop connects first when none is open."""
+        conn = self._open_connection(step)
+        if conn is None:
+            return await asyncio.wrap_future(self.instance.loop_thread.submit(self._carry_on_loop(step)))
+        try:
+            return await conn.invoke_from_loop(step.request, step.timeout)
+        except RemotingError as exc:
+            return exc
 
     def _thread_sockets(self) -> ThreadConnections:
         tc = self._thread_connections
@@ -430,86 +738,7 @@ class ProducerCore:
         if tc is not None:
             tc.close()
 
-    async def send_from_loop(
-        self,
-        msg: ProtocolMessage,
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-        retries: int | None = None,
-    ) -> SendResult:
-        """:meth:`send` awaited on any event loop: on the client's own loop it is :meth:`send`;
-        on another loop the first attempt runs there (as :meth:`send_blocking`'s runs in its
-        thread, through :meth:`~rocketq.remoting.RemotingConnection.invoke_from_loop`) and the
-        rest, if any, on the client's loop."""
-        loop_thread = self.instance.loop_thread
-        if loop_thread.in_loop_thread:
-            result = await self.send(
-                msg, timeout=timeout, queue=queue, selector=selector, arg=arg, retries=retries
-            )
-            assert result is not None
-            return result
-        first = self._first_attempt(msg, timeout, queue, selector, arg, retries, outside=True)
-        outcome: SendResult | Coroutine[Any, Any, SendResult | None]
-        if first.request is None:
-            outcome = first.on_loop()
-        else:
-            assert first.conn is not None
-            try:
-                outcome = first.finish(await first.conn.invoke_from_loop(first.request, first.policy.timeout))
-            except RemotingError as exc:
-                outcome = first.finish(exc)
-        if isinstance(outcome, SendResult):
-            return outcome
-        result = await asyncio.wrap_future(loop_thread.submit(outcome))
-        assert result is not None
-        return result
-
-    def _first_attempt(
-        self,
-        msg: ProtocolMessage,
-        timeout: float | None,
-        queue: MessageQueue | None,
-        selector: MessageQueueSelector | None,
-        arg: Any,
-        retries: int | None,
-        *,
-        outside: bool,
-    ) -> _FirstAttempt:
-        """Prepare a send made outside the client's loop and, when it can go from there (route
-        cached, broker connected, no tracing, ``outside`` the loop thread), its first request."""
-        p = self._prepare(msg)
-        policy = self._policy(
-            p.msg.topic, timeout, single=queue is not None or selector is not None, retries=retries
-        )
-        return self._first_attempt_of(p, policy, queue, selector, arg, outside=outside)
-
-    def _first_attempt_of(
-        self,
-        p: _Prepared,
-        policy: SendPolicy,
-        queue: MessageQueue | None,
-        selector: MessageQueueSelector | None,
-        arg: Any,
-        *,
-        outside: bool,
-    ) -> _FirstAttempt:
-        """:meth:`_first_attempt` of a message (or batch) already prepared."""
-        first = _FirstAttempt(self, p, policy, queue, selector, arg)
-        info = self.publish_table.get(p.msg.topic)
-        api = self.instance.api
-        if not outside or info is None or not info.ok or self.trace is not None or api is None:
-            return first
-        mq = pick_queue(info, p.msg, queue, selector, arg, None)
-        if self.backoff.any_active() and queue is None and selector is None:
-            mq = self._avoid_backoff(info, mq)
-        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
-        conn = api.remoting.open_connection(addr) if addr is not None else None
-        if conn is not None:
-            first.mq, first.conn, first.request = mq, conn, self._request(p, mq)
-        return first
+    # ---------------------------------------------------------------- request-reply
 
     async def request(
         self,
@@ -559,291 +788,62 @@ class ProducerCore:
             if not future.done():
                 future.cancel()
 
-    async def send_batch(
-        self,
-        msgs: Sequence[ProtocolMessage],
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-    ) -> SendResult:
-        """Send messages of one topic as one SEND_BATCH_MESSAGE (no delay, no retry topic)."""
-        prepared = self._prepare_batch(msgs)
-        policy = self._policy(prepared.msg.topic, timeout, single=queue is not None, retries=None)
-        result = await self._send_with_retries(prepared, policy, queue=queue)
-        assert result is not None
-        return result
 
-    def _prepare_batch(self, msgs: Sequence[ProtocolMessage]) -> _Prepared:
-        """Checks, properties and the encoded body of a batch (raises ConfigError when it is not one)."""
-        if not msgs:
-            raise ConfigError("a batch needs at least one message")
-        topic = msgs[0].topic
-        encoded = []
-        ids = []
-        for m in msgs:
-            if m.topic != topic:
-                raise ConfigError("every message of a batch must have the same topic")
-            if m.delay_time_level > 0:
-                raise ConfigError("delayed messages cannot be sent in a batch")
-            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                raise ConfigError("retry-group messages cannot be sent in a batch")
-            check_message(m, self.config.max_message_size)
-            props = self._properties_for(m, batch=False)
-            props.setdefault(MessageConst.WAIT, "true")
-            ids.append(props[MessageConst.UNIQ_KEY])
-            encoded.append(ProtocolMessage(topic, m.body, m.flag, props))
-        body = encode_batch(encoded)
-        if len(body) > self.config.max_message_size:
-            raise ConfigError(
-                f"the batch is {len(body)} bytes; the maximum is {self.config.max_message_size}"
-            )
-        wait = "true" if msgs[0].wait_store_msg_ok else "false"
-        return _Prepared(msgs[0], {MessageConst.WAIT: wait}, body, 0, ",".join(ids), batch=True)
-
-    def send_batch_blocking(
-        self,
-        msgs: Sequence[ProtocolMessage],
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-    ) -> SendResult:
-        """:meth:`send_batch` for a plain thread: the first attempt from the calling thread, as
-        :meth:`send_blocking` makes it (the same checks, policy and fallbacks to the loop)."""
-        prepared = self._prepare_batch(msgs)
-        policy = self._policy(prepared.msg.topic, timeout, single=queue is not None, retries=None)
-        outside = not self.instance.loop_thread.in_loop_thread
-        return self._blocking(self._first_attempt_of(prepared, policy, queue, None, None, outside=outside))
-
-    async def _send_with_retries(
-        self,
-        p: _Prepared,
-        policy: SendPolicy,
-        *,
-        oneway: bool = False,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
-        first_attempt: int = 0,
-        last_broker: str | None = None,
-        last_error: BaseException | None = None,
-    ) -> SendResult | None:
-        """Attempts ``first_attempt``.. of a send on the client's loop (a blocking send's first one
-        may have run in its thread), each on another broker after a failure, as ``policy`` says."""
-        topic = p.msg.topic
-        info = self.publish_table.get(topic)
-        if info is None or not info.ok:  # a cached, usable route needs no coroutine round (hot path)
-            info = await self.find_publish_info(topic)
-        if not info.ok:
-            raise TopicNotExistError(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"No route info of this topic: {topic} (and no default topic route)",
-            )
-        for attempt in range(first_attempt, policy.attempts):
-            mq = pick_queue(info, p.msg, queue, selector, arg, last_broker)
-            if attempt and last_broker is not None:
-                if _busy(last_error):
-                    # the broker stored nothing and said so at once: wait out its back-off (within
-                    # the send's time), then retry; no retry token (busy answers cost it little)
-                    until = self.backoff.until(last_broker, time.monotonic())
-                    left = policy.timeout - (time.monotonic() - policy.begin)
-                    if until is not None and left > 0:
-                        await asyncio.sleep(min(until - time.monotonic(), left))
-                elif not self._may_retry(mq, last_error):
-                    assert last_error is not None
-                    raise last_error
-            if self.backoff.any_active() and queue is None and selector is None:
-                mq = self._avoid_backoff(info, mq)
-            last_broker = mq.broker_name
-            go = policy.before(attempt, now=time.monotonic(), last_error=last_error)
-            if go.error is not None:
-                raise go.error
-            outcome: Outcome
-            try:
-                outcome = await self._send_kernel(p, mq, oneway=oneway, timeout=go.budget)
-            except (RemotingError, BrokerError) as exc:
-                outcome = last_error = exc
-            self._observe(mq, outcome)
-            decision = policy.after(attempt, outcome)
-            _note(mq, outcome, decision)
-            if decision.error is not None:
-                raise decision.error
-            if decision.verdict is Verdict.DONE:
-                assert not isinstance(outcome, BaseException)
-                return outcome
-        raise AssertionError("the send policy allowed no attempt")
-
-    def _request(self, p: _Prepared, mq: MessageQueue, *, oneway: bool = False) -> RemotingCommand:
-        """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request of ``p`` for queue ``mq``.
-
-        Apart from the born timestamp and the properties, a send's header fields are the same
-        for every message to one queue with the same flags: the header class writes them once,
-        in its wire order, and each send copies that and sets its two fields (a retry topic's
-        header, which carries counts from the properties, is written whole every time)."""
-        if p.msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            reply = p.props.get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG
-            return send_message_request(
-                self._header(p, mq), p.body, batch=p.batch, oneway=oneway, reply=reply
-            )
-        key = (p.msg.topic, mq.queue_id, p.sys_flag, p.msg.flag, p.batch)
-        template = self._send_fields.get(key)
-        if template is None:
-            if len(self._send_fields) >= _MAX_SEND_TEMPLATES:
-                self._send_fields.clear()
-            template = self._send_fields[key] = self._header(p, mq, born=0, properties="").to_ext_fields()
-        fields = template.copy()
-        fields[_BORN_KEY] = str(time.time_ns() // 1_000_000)
-        fields[_PROPERTIES_KEY] = properties_to_string(p.props)
-        if p.batch:
-            code = RequestCode.SEND_BATCH_MESSAGE
-        elif p.props.get(MessageConst.MSG_TYPE) == REPLY_MESSAGE_FLAG:
-            code = RequestCode.SEND_REPLY_MESSAGE_V2  # a reply to a request (see .request)
-        else:
-            code = RequestCode.SEND_MESSAGE_V2
-        return RemotingCommand.request(code, fields, p.body, oneway=oneway)
-
-    def _header(
-        self, p: _Prepared, mq: MessageQueue, *, born: int | None = None, properties: str | None = None
-    ) -> SendMessageRequestHeaderV2:
-        """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) header of ``p`` for queue ``mq`` (born
-        now, with ``p``'s properties, unless given)."""
-        topic = p.msg.topic
-        props = p.props
-        reconsume_times = 0
-        max_reconsume: int | None = None
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            props = dict(props)
-            rt = props.pop(MessageConst.RECONSUME_TIME, None)
-            if rt is not None and rt.isdigit():
-                reconsume_times = int(rt)
-            mr = props.pop(MessageConst.MAX_RECONSUME_TIMES, None)
-            if mr is not None and mr.lstrip("-").isdigit():
-                max_reconsume = int(mr)
-        return SendMessageRequestHeaderV2(
-            producer_group=self.group,
-            topic=topic,
-            default_topic=self.config.create_topic_key,
-            default_topic_queue_nums=self.config.default_topic_queue_nums,
-            queue_id=mq.queue_id,
-            sys_flag=p.sys_flag,
-            born_timestamp=time.time_ns() // 1_000_000 if born is None else born,
-            flag=p.msg.flag if not p.batch else 0,
-            properties=properties_to_string(props) if properties is None else properties,
-            reconsume_times=reconsume_times,
-            unit_mode=False,
-            max_reconsume_times=max_reconsume,
-            batch=p.batch,
-        )
-
-    def _result(
-        self, p: _Prepared, mq: MessageQueue, addr: str, response: SendResponse, *, begin_ms: int
-    ) -> SendResult:
-        topic = p.msg.topic
-        result = SendResult(
-            status=_STATUS_BY_CODE.get(response.code, SendStatus.SEND_OK),
-            msg_id=p.uniq,
-            offset_msg_id=response.offset_msg_id,
-            message_queue=(
-                mq
-                if response.queue_id == mq.queue_id and mq.topic == topic
-                else MessageQueue(topic, mq.broker_name, response.queue_id)
-            ),
-            queue_offset=response.queue_offset,
-            transaction_id=response.transaction_id,
-            region_id=response.region_id,
-            trace_on=response.trace_on,
-        )
-        if self.trace is not None:
-            self.trace.on_send(
-                group=self.group, topic=topic, properties=p.props, body_length=len(p.body), broker_addr=addr,
-                begin_ms=begin_ms, result=result, batch=p.batch,
-            )  # fmt: skip
-        return result
-
-    async def _send_kernel(
-        self, p: _Prepared, mq: MessageQueue, *, oneway: bool, timeout: float
-    ) -> SendResult | None:
-        addr = self.instance.find_broker_address_in_publish(mq.broker_name)
-        if addr is None:  # not known yet: refresh the route (off the hot path)
-            addr = await self.instance.locate_master(mq)
-        if addr is None:
-            raise ClientStateError(f"The broker[{mq.broker_name}] not exist")
-        api = self.instance.api
-        assert api is not None
-        request = self._request(p, mq, oneway=oneway)
-        begin_ms = time.time_ns() // 1_000_000
-        if oneway:
-            await api.remoting.invoke_oneway(addr, request)
-            return None
-        call = Call(request, parse_send_response, f"send to {mq.topic} {mq.short}")
-        return self._result(p, mq, addr, await api.call(addr, call, timeout), begin_ms=begin_ms)
-
-
-@dataclass(slots=True)
-class _Prepared:
-    """One send's message, ready to go: its properties (with ``UNIQ_KEY``), body as sent
-    (compressed or not), sys flag and unique id(s); a batch's body is the encoded batch."""
+@dataclass(slots=True, kw_only=True)
+class _Prepared(SendPayload):
+    """One send's message, ready to go: what goes on the wire (the :class:`SendPayload`:
+    properties with ``UNIQ_KEY``, the body as sent - compressed or not, a batch's encoded
+    records - and the sys flag), the message as given (for selectors and traces) and its unique
+    id(s)."""
 
     msg: ProtocolMessage
-    props: dict[str, str]
-    body: bytes
-    sys_flag: int
     uniq: str
-    batch: bool = field(kw_only=True)
 
 
 @dataclass(slots=True)
-class _FirstAttempt:
-    """A send's first attempt made outside the client's loop (a thread's, or another loop's):
-    what it needs, and what follows from its outcome (as the send's policy says). ``mq``,
-    ``conn`` and ``request`` are set when it can go from there; it may take the whole timeout
-    (it begins with the send)."""
+class _Target:
+    """Where a send may go: a queue the caller chose, a selector and its argument, or (all
+    ``None``) anywhere: the producer picks, and may avoid a broker that backs off."""
 
-    core: ProducerCore
-    p: _Prepared
-    policy: SendPolicy
     queue: MessageQueue | None
     selector: MessageQueueSelector | None
     arg: Any
-    mq: MessageQueue | None = None
-    conn: RemotingConnection | None = None
-    request: RemotingCommand | None = None
 
-    def on_loop(self) -> Coroutine[Any, Any, SendResult | None]:
-        """The whole send, on the client's loop (no route or connection here yet)."""
-        return self.core._send_with_retries(
-            self.p, self.policy, queue=self.queue, selector=self.selector, arg=self.arg
-        )
 
-    def finish(
-        self, answer: RemotingCommand | RemotingError
-    ) -> SendResult | Coroutine[Any, Any, SendResult | None]:
-        """The first attempt's answer (or transport error): the result, an exception raised,
-        or the coroutine of the remaining attempts on the client's loop (another broker)."""
-        core, mq = self.core, self.mq
-        assert mq is not None
-        outcome: Outcome
-        if isinstance(answer, RemotingError):
-            outcome = answer
-        else:
-            try:
-                parsed = parse_send_response(answer)
-            except BrokerError as exc:
-                outcome = exc
-            else:
-                address = self.conn.remote_address if self.conn else ""
-                outcome = core._result(self.p, mq, address, parsed, begin_ms=0)
-        core._observe(mq, outcome)
-        decision = self.policy.after(0, outcome)
-        _note(mq, outcome, decision)
-        if decision.error is not None:
-            raise decision.error
-        if decision.verdict is Verdict.DONE:
-            assert isinstance(outcome, SendResult)
-            return outcome
-        return core._send_with_retries(
-            self.p, self.policy, queue=self.queue, selector=self.selector, arg=self.arg, first_attempt=1,
-            last_broker=mq.broker_name, last_error=outcome if isinstance(outcome, BaseException) else None,
-        )  # fmt: skip
+@dataclass(slots=True)
+class _Attempt:
+    """A step of :meth:`ProducerCore._attempts`: send ``request`` to ``addr`` (``mq``'s broker)
+    and answer with the response (``None`` oneway) or the transport error, within ``timeout``
+    seconds. ``born`` is when it was built (epoch ms), for the trace."""
+
+    mq: MessageQueue
+    addr: str
+    request: RemotingCommand
+    timeout: float
+    oneway: bool
+    born: int
+
+
+@dataclass(slots=True)
+class _Run:
+    """A step: run ``coro`` on the client's loop (a route to fetch, a master to locate) and answer
+    with its value (waiting at most ``wait`` seconds from another thread)."""
+
+    coro: Coroutine[Any, Any, object]
+    wait: float
+
+
+@dataclass(slots=True)
+class _Pause:
+    """A step: wait ``seconds`` (a busy broker's back-off), then answer ``None``."""
+
+    seconds: float
+
+
+_Step = _Attempt | _Run | _Pause
+_Answer = RemotingCommand | RemotingError | None
+_Attempts = Generator[_Step, object, SendResult | None]
+_LOOP_GRACE: Final = 5.0  # what a thread waits for the loop beyond a send's own time
 
 
 def _busy(error: BaseException | None) -> bool:

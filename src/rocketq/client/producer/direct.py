@@ -1,4 +1,4 @@
-"""Per-thread blocking sockets for :meth:`Producer.send`'s first attempt (the blocking hot path).
+"""Per-thread blocking sockets for :meth:`Producer.send`'s attempts (the blocking hot path).
 
 A blocking send made from a plain thread can go through the client's event loop (the thread
 hands the encoded frame to the loop, which writes it and wakes the thread when the answer
@@ -6,9 +6,10 @@ comes: two cross-thread wake-ups per send) or through a socket of the thread's o
 read in the thread (no wake-up at all). Measured on one thread sending 1 KiB messages to a local
 broker, the second costs less client CPU per send; with many threads sending at once the first
 wins (the loop writes many threads' requests per wake-up, where 32 threads on 32 sockets each
-pay their own system calls and GIL hand-overs: about half the sends per second). So
-:meth:`~rocketq.client.producer.core.ProducerCore.send_blocking` takes a thread's socket only
-while no other thread's blocking send is out (``bench/bench_vs_redis.py --threads``).
+pay their own system calls and GIL hand-overs: about half the sends per second). So the thread
+driver of a send (``ProducerCore._drive_in_thread``, behind
+:meth:`~rocketq.client.producer.core.ProducerCore.send_blocking`) takes a thread's socket for an
+attempt only while no other thread's blocking send is out (``bench/bench_vs_redis.py --threads``).
 
 :class:`ThreadConnections` keeps one :class:`~rocketq.remoting.BlockingRemotingClient` per
 (thread, broker address), made on first use. It is tied to the loop's connection to that broker:

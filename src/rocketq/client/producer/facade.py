@@ -249,8 +249,9 @@ class Producer(SyncFacade[ProducerCore]):
         arg: Any = None,
     ) -> SendResult:
         """``await producer.send_async(msg)`` from any asyncio loop (retrying, and waiting at the
-        in-flight bound, as :meth:`send_future` does). The first attempt is made from the caller's
-        loop when the route is cached and the broker connected (:meth:`ProducerCore.send_from_loop`)."""
+        in-flight bound, as :meth:`send_future` does). The attempts are made from the caller's loop
+        through the client's open connections; only a route fetch or a connect is handed to the
+        client's loop (:meth:`ProducerCore.send_from_loop`)."""
         limit = self.core.in_flight
         size = len(msg.body)
         await limit.acquire_async(size, self.config.send_msg_timeout if timeout is None else timeout)

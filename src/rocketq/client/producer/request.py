@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import MutableMapping
-from typing import Final
 
 from rocketq.errors import ConfigError
+from rocketq.protocol.calls import REPLY_MESSAGE_FLAG
 from rocketq.protocol.message import Message
 from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.topics import reply_topic
 
 __all__ = ["REPLY_MESSAGE_FLAG", "create_reply", "prepare_request"]
-
-REPLY_MESSAGE_FLAG: Final = "reply"
-"""The ``MSG_TYPE`` of a reply (RocketMQ's ``MixAll.REPLY_MESSAGE_FLAG``)."""
 
 
 def prepare_request(
