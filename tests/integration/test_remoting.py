@@ -548,8 +548,8 @@ def test_connection_loss_fails_pending_requests_at_once(arun: Callable[..., Any]
     async def scenario() -> None:
         async def half_answer_then_drop(conn: RemotingConnection, request: RemotingCommand) -> None:
             frame = encode_frame(request.response(body=b"z" * 500))
-            assert conn._transport is not None
-            conn._transport.write(frame[:100])  # half a response frame, then the connection dies
+            assert conn.transport is not None
+            conn.transport.write(frame[:100])  # half a response frame, then the connection dies
             conn.abort("test drops the connection")
 
         async with RemotingServer() as server, RemotingClient() as client:

@@ -26,6 +26,7 @@ from rocketq.remoting import (
 )
 from rocketq.remoting.connection import format_address
 from rocketq.remoting.loop import loop_factory, new_event_loop, run, uvloop_available, uvloop_enabled
+from rocketq.remoting.settings import ConnectionEvents, ConnectionSettings
 
 
 class MemoryTransport(asyncio.Transport):
@@ -90,21 +91,24 @@ def make_connection(
     server: bool = True,
     max_in_flight: int = 8,
     write_batch_frames: int = 8,
+    remote_address: str | None = None,
     **events: Any,
 ) -> tuple[RemotingConnection, MemoryTransport]:
-    conn = RemotingConnection(
-        handlers=handlers or HandlerTable(),
-        opaques=OpaqueSequence(),
+    settings = ConnectionSettings(
         max_frame_size=1 << 20,
         max_in_flight=max_in_flight,
         write_buffer_high=64 * 1024,
         write_buffer_low=16 * 1024,
         max_write_buffer=1 << 20,
         write_batch_frames=write_batch_frames,
-        idle_timeout=None,
-        close_idle=False,
         pause_reads_on_write_pressure=server,
-        **events,
+    )
+    conn = RemotingConnection(
+        handlers=handlers or HandlerTable(),
+        opaques=OpaqueSequence(),
+        settings=settings,
+        events=ConnectionEvents(**events),
+        remote_address=remote_address,
     )
     transport = MemoryTransport()
     transport.protocol = conn

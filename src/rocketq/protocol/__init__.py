@@ -2,8 +2,10 @@
 
 Nothing here touches a socket, an event loop or a clock: feed bytes to a
 :class:`FrameDecoder` and take :class:`RemotingCommand` objects out; give a command to
-:func:`encode_frame` and send the bytes. :mod:`rocketq.remoting` drives this over asyncio, and a
-plain blocking socket can drive it with :func:`read_commands`.
+:func:`encode_frame` and send the bytes. A whole connection's state and decisions (correlation,
+dispatch, flow control) are :class:`rocketq.protocol.connection.ConnectionCore`'s, fed bytes and
+``now``, giving events; :mod:`rocketq.remoting` drives it over asyncio and over a blocking socket,
+and a plain reader can drive the codec alone with :func:`read_commands`.
 """
 
 from __future__ import annotations

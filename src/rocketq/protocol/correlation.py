@@ -84,14 +84,18 @@ class Correlator(Generic[W]):
 
     ``opaques`` numbers the requests (an :class:`~rocketq.protocol.command.OpaqueSequence` by
     default); connections of one client may share one sequence, as RocketMQ's per-process counter
-    does. :meth:`next_opaque` may be called from any thread; every
-    other method belongs to the driver's own thread.
+    does. ``entry`` is the class of the entries (:class:`InFlight` or a subclass).
+    :meth:`next_opaque` may be called from any thread; every other method belongs to the driver's
+    own thread.
     """
 
-    __slots__ = ("_abandoned", "_deadlines", "_opaques", "_pending")
+    __slots__ = ("_abandoned", "_deadlines", "_entry", "_opaques", "_pending")
 
-    def __init__(self, opaques: Iterator[int] | None = None) -> None:
+    def __init__(self, opaques: Iterator[int] | None = None, *, entry: type[InFlight[W]] = InFlight) -> None:
         self._opaques = OpaqueSequence() if opaques is None else opaques
+        # the class of the entries (a subclass may carry more: the connection core's carries
+        # the response, so that an answer costs no object of its own)
+        self._entry = entry
         self._pending: dict[int, InFlight[W]] = {}
         # (deadline, opaque); entries of answered requests stay until they reach the top
         self._deadlines: list[tuple[float, int]] = []
@@ -118,7 +122,7 @@ class Correlator(Generic[W]):
     ) -> None:
         """Record a request as sent and waiting (``deadline`` on the driver's clock; ``timeout``
         the wait the caller asked for, kept for error messages)."""
-        self._pending[opaque] = InFlight(opaque, code, waiter, deadline, timeout)
+        self._pending[opaque] = self._entry(opaque, code, waiter, deadline, timeout)
         if deadline is not None:
             heapq.heappush(self._deadlines, (deadline, opaque))
 

@@ -1,12 +1,16 @@
 """The transport: RocketMQ remoting over TCP, the only rocketq code that touches sockets.
 
-Thin adapters around the sans-I/O codec of :mod:`rocketq.protocol`:
+Thin adapters, one per way of waiting, around the sans-I/O connection core of
+:mod:`rocketq.protocol.connection` (which decides; these only move bytes and wait):
 
 * :class:`RemotingClient` — asyncio; one connection per ``"host:port"``, requests matched to
   responses by opaque, timeouts, oneway sends, handlers for requests the server pushes;
 * :class:`RemotingServer` — asyncio; dispatch by request code, connection events, back-pressure;
-* :class:`RemotingConnection` — one connection of either (what handlers and listeners receive);
-* :class:`BlockingRemotingClient` — a plain blocking socket, for code without an event loop;
+* :class:`RemotingConnection` — one connection of either (what handlers and listeners receive),
+  with its parts in their own modules: ``dispatch`` (handlers and answers), ``outbox`` (batched
+  writes), ``handover`` (callers on other threads and loops), ``idle`` (the idle timer);
+* :class:`BlockingRemotingClient` — a plain blocking socket over the same core, for code without
+  an event loop (the Spark source, the producer's per-thread sockets);
 * :func:`new_event_loop` / :func:`run` — uvloop when installed (``ROCKETQ_NO_UVLOOP=1`` to opt out).
 """
 

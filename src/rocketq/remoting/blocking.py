@@ -1,8 +1,10 @@
 """A blocking remoting client over a plain socket, for code without an event loop.
 
-The Spark reader's executors and short CLI calls want requests with no event loop; the sans-I/O
-codec and the one correlation state machine (:class:`~rocketq.protocol.correlation.Correlator`)
-make that a thin loop of socket code::
+The Spark reader's executors, short CLI calls and the producer's per-thread sockets want requests
+with no event loop; the sans-I/O connection core
+(:class:`~rocketq.protocol.connection.ConnectionCore`: the codec, the one correlation state
+machine, the dispatch decisions) makes that a thin loop of socket code that only moves bytes,
+waits, and runs the handler the core names::
 
     with BlockingRemotingClient("127.0.0.1:9876") as client:
         route = client.call(calls.get_route_info("TopicTest"))          # a typed call
@@ -32,7 +34,6 @@ from typing import TypeVar
 
 from rocketq.errors import (
     BrokerError,
-    RemoteProtocolError,
     RemotingClosedError,
     RemotingConnectError,
     RemotingTimeoutError,
@@ -40,11 +41,18 @@ from rocketq.errors import (
 from rocketq.lifecycle import Closing
 from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import ResponseCode
-from rocketq.protocol.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
-from rocketq.protocol.correlation import Correlator
-from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from rocketq.protocol.command import OpaqueSequence, RemotingCommand
+from rocketq.protocol.connection import (
+    ConnectionCore,
+    Event,
+    NotSupported,
+    ProtocolError,
+    RequestArrived,
+    ResponseArrived,
+)
+from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from rocketq.remoting.client import add_call_note, parse_address
-from rocketq.remoting.connection import describe_exception
+from rocketq.remoting.handlers import describe_exception
 
 __all__ = ["BlockingHandler", "BlockingRemotingClient", "Ticket"]
 
@@ -103,11 +111,11 @@ class BlockingRemotingClient(Closing):
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self._max_frame_size = max_frame_size
-        self._inflight: Correlator[Ticket] = Correlator()
         self._handlers: dict[int, BlockingHandler] = {}
+        self._opaques = OpaqueSequence()
+        self._core = self._new_core()
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
-        self._decoder = FrameDecoder(max_frame_size)
         self._closed = False
         #: the socket's ``SO_RCVTIMEO``/``SO_SNDTIMEO`` in seconds (0: none set yet)
         self._armed = 0.0
@@ -117,6 +125,12 @@ class BlockingRemotingClient(Closing):
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("connected" if self._sock is not None else "idle")
         return f"<BlockingRemotingClient {self.addr} {state}>"
+
+    def _new_core(self) -> ConnectionCore[Ticket, BlockingHandler]:
+        """The state of one connection (made again with each socket: a broken stream's bytes
+        and tickets are gone with it)."""
+        decoder = FrameDecoder(self._max_frame_size)
+        return ConnectionCore(self._handlers.get, opaques=self._opaques, decoder=decoder)
 
     def register_handler(self, code: int, handler: BlockingHandler) -> None:
         """Answer server-initiated requests with ``code`` by ``handler(client, request)``."""
@@ -154,7 +168,7 @@ class BlockingRemotingClient(Closing):
         sock.settimeout(None)
         self._armed = 0.0
         self._sock = sock
-        self._decoder = FrameDecoder(self._max_frame_size)
+        self._core = self._new_core()
         return sock
 
     def _arm(self, sock: socket.socket, remaining: float) -> None:
@@ -179,7 +193,7 @@ class BlockingRemotingClient(Closing):
         self._armed = seconds + micros / 1_000_000
 
     def _drop(self) -> None:
-        self._inflight.drain()  # the answers of a broken stream never come: tickets fail
+        self._core.close()  # the answers of a broken stream never come: tickets fail
         sock, self._sock = self._sock, None
         if sock is not None:
             try:
@@ -220,16 +234,14 @@ class BlockingRemotingClient(Closing):
         deadline = time.monotonic() + timeout
         with self._lock:
             sock = self._ensure_connected()
-            inflight = self._inflight
-            opaque = inflight.next_opaque()
-            request.opaque = opaque
-            request.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+            core = self._core
+            opaque, head, body = core.prepare_request(request)
             ticket = Ticket(opaque, request.code, deadline, timeout)
-            inflight.add(opaque, request.code, ticket, deadline, timeout)
+            core.track(opaque, request.code, ticket, deadline, timeout)
             try:
-                self._sendall(sock, encode_frame(request), deadline, request.code)
+                self._sendall(sock, head + body if body else head, deadline, request.code)
             except BaseException:
-                inflight.discard(opaque)
+                core.discard(opaque)
                 raise
             return ticket
 
@@ -238,21 +250,23 @@ class BlockingRemotingClient(Closing):
         first). A timeout forgets the ticket; its late answer is skipped."""
         with self._lock:
             while ticket.response is None:
-                if ticket.opaque not in self._inflight:  # the connection broke, or it expired
+                if not self._core.is_waiting(ticket.opaque):  # the connection broke, or it expired
                     raise RemotingClosedError(
                         f"no response to request code {ticket.code} (opaque {ticket.opaque}) from "
                         f"{self.addr}: the connection was lost"
                     )
                 sock = self._ensure_connected()
-                cmd = self._next_command(sock, ticket)
-                if cmd.flag & FLAG_RESPONSE:
-                    entry = self._inflight.complete(cmd.opaque)
-                    if entry is None:
-                        logger.debug("%r: skipped a late response (opaque %d)", self, cmd.opaque)
-                    else:
-                        entry.waiter.response = cmd
-                else:
-                    self._serve(sock, cmd, ticket.deadline)
+                event = self._next_event(sock, ticket)
+                if isinstance(event, ResponseArrived):
+                    event.waiter.response = event.response
+                elif isinstance(event, RequestArrived):
+                    self._serve(sock, event.request, event.handler, ticket.deadline)
+                elif isinstance(event, NotSupported):
+                    logger.warning("%r:%s", self, event.remark)
+                    if event.response is not None:
+                        self._answer(sock, event.request, event.response, ticket.deadline)
+                else:  # a late answer (its ticket timed out) or a stray one; nothing else comes here
+                    logger.debug("%r: skipped a response that no ticket waits for: %r", self, event)
             return ticket.response
 
     def invoke_oneway(self, request: RemotingCommand, timeout: float | None = None) -> None:
@@ -260,9 +274,8 @@ class BlockingRemotingClient(Closing):
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
         with self._lock:
             sock = self._ensure_connected()
-            request.opaque = self._inflight.next_opaque()
-            request.flag = (request.flag & ~FLAG_RESPONSE) | FLAG_ONEWAY
-            self._sendall(sock, encode_frame(request), deadline, request.code)
+            head, body = self._core.send_oneway(request)
+            self._sendall(sock, head + body if body else head, deadline, request.code)
 
     def _sendall(self, sock: socket.socket, data: bytes, deadline: float, code: int) -> None:
         remaining = deadline - time.monotonic()
@@ -279,68 +292,85 @@ class BlockingRemotingClient(Closing):
             self._drop()
             raise RemotingClosedError(f"cannot send request code {code} to {self.addr}: {exc}") from exc
 
-    def _next_command(self, sock: socket.socket, ticket: Ticket) -> RemotingCommand:
-        decoder = self._decoder
+    def _next_event(self, sock: socket.socket, ticket: Ticket) -> Event[Ticket, BlockingHandler]:
+        """The core's next event, reading from ``sock`` until one comes or ``ticket``'s time is up."""
+        core = self._core
         deadline, code, opaque, timeout = ticket.deadline, ticket.code, ticket.opaque, ticket.timeout
         while True:
-            try:
-                cmd = decoder.next_command()
-            except RemoteProtocolError as exc:
-                self._drop()
-                raise RemotingClosedError(f"{self.addr} sent bytes that are not a frame: {exc}") from exc
-            if cmd is not None:
-                return cmd
             now = time.monotonic()
+            event = core.next_event(now)
+            if isinstance(event, ProtocolError):
+                self._drop()
+                raise RemotingClosedError(
+                    f"{self.addr} sent bytes that are not a frame: {event.exc}"
+                ) from event.exc
+            if event is not None:
+                return event
             remaining = deadline - now
             if remaining <= 0:
-                self._inflight.expire(now)  # forget this ticket and any other past its time
-                self._inflight.discard(opaque)
+                core.expire(now)  # forget this ticket and any other past its time
+                core.discard(opaque)
                 raise RemotingTimeoutError(
                     f"no response from {self.addr} to request code {code} (opaque {opaque}) "
                     f"within {timeout:.3f}s"
                 )
-            self._arm(sock, remaining)
-            view = self._recv_view
-            try:
-                n = sock.recv_into(view)
-            except (TimeoutError, BlockingIOError):
-                continue  # the deadline check above raises
-            except OSError as exc:
-                self._drop()
-                raise RemotingClosedError(
-                    f"no response to request code {code} (opaque {opaque}) from {self.addr}: {exc}"
-                ) from exc
-            if not n:
-                self._drop()
-                raise RemotingClosedError(
-                    f"no response to request code {code} (opaque {opaque}) from {self.addr}: "
-                    "the peer closed the connection"
-                )
-            try:
-                decoder.receive_data(view[:n])  # copied by the decoder
-            except RemoteProtocolError as exc:
-                self._drop()
-                raise RemotingClosedError(f"{self.addr} sent bytes that are not a frame: {exc}") from exc
+            self._read(sock, core, ticket, remaining)
 
-    def _serve(self, sock: socket.socket, request: RemotingCommand, deadline: float) -> None:
+    def _read(
+        self,
+        sock: socket.socket,
+        core: ConnectionCore[Ticket, BlockingHandler],
+        ticket: Ticket,
+        remaining: float,
+    ) -> None:
+        """One read from ``sock`` into the core, waiting at most ``remaining`` seconds."""
+        self._arm(sock, remaining)
+        view = self._recv_view
+        try:
+            n = sock.recv_into(view)
+        except (TimeoutError, BlockingIOError):
+            return  # the deadline check of the caller raises
+        except OSError as exc:
+            self._drop()
+            raise RemotingClosedError(
+                f"no response to request code {ticket.code} (opaque {ticket.opaque}) from {self.addr}: {exc}"
+            ) from exc
+        if not n:
+            self._drop()
+            raise RemotingClosedError(
+                f"no response to request code {ticket.code} (opaque {ticket.opaque}) from {self.addr}: "
+                "the peer closed the connection"
+            )
+        error = core.receive_data(view[:n], time.monotonic())  # copied by the decoder
+        if error is not None:
+            self._drop()
+            raise RemotingClosedError(
+                f"{self.addr} sent bytes that are not a frame: {error.exc}"
+            ) from error.exc
+
+    def _serve(
+        self, sock: socket.socket, request: RemotingCommand, handler: BlockingHandler, deadline: float
+    ) -> None:
         """Answer a request the server sent while we waited for our response."""
-        handler = self._handlers.get(request.code)
         response: RemotingCommand | None
-        if handler is None:
-            remark = f" request type {request.code} not supported"
-            logger.warning("%r:%s", self, remark)
-            response = request.response(code=ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=remark)
-        else:
-            try:
-                response = handler(self, request)
-            except BrokerError as exc:
-                response = request.response(code=exc.code, remark=exc.remark)
-            except Exception as exc:
-                logger.error("%r: handler for request code %d failed", self, request.code, exc_info=exc)
-                response = request.response(code=ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
-        if response is None or request.flag & FLAG_ONEWAY:
-            return
-        response.opaque = request.opaque
-        response.flag |= FLAG_RESPONSE
-        response.serialize_type = request.serialize_type
-        self._sendall(sock, encode_frame(response), max(deadline, time.monotonic() + 1.0), request.code)
+        try:
+            response = handler(self, request)
+        except BrokerError as exc:
+            response = request.response(code=exc.code, remark=exc.remark)
+        except Exception as exc:
+            logger.error("%r: handler for request code %d failed", self, request.code, exc_info=exc)
+            response = request.response(code=ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
+        if response is not None and not request.is_oneway:
+            self._answer(sock, request, response, deadline)
+
+    def _answer(
+        self, sock: socket.socket, request: RemotingCommand, response: RemotingCommand, deadline: float
+    ) -> None:
+        head, body, error = self._core.send_response(request, response)
+        if error is not None:
+            logger.error("%r: response to request code %d cannot be encoded: %s", self, request.code, error)
+            if not head:
+                return
+        self._sendall(
+            sock, head + body if body else head, max(deadline, time.monotonic() + 1.0), request.code
+        )

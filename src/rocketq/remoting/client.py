@@ -30,12 +30,10 @@ from rocketq.lifecycle import AsyncStartClose
 from rocketq.protocol.calls import Call
 from rocketq.protocol.command import RemotingCommand
 from rocketq.remoting.config import RemotingClientConfig
-from rocketq.remoting.connection import (
-    ConnectionListener,
-    Endpoint,
-    RemotingConnection,
-)
+from rocketq.remoting.connection import ConnectionListener, RemotingConnection
+from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import PeerLog
+from rocketq.remoting.settings import ConnectionSettings
 
 __all__ = ["RemotingClient", "add_call_note", "parse_address"]
 
@@ -166,13 +164,8 @@ class RemotingClient(Endpoint, AsyncStartClose):
         loop = asyncio.get_running_loop()
 
         def factory() -> RemotingConnection:
-            return self._connection(
-                cfg,
-                close_idle=True,
-                close_on_timeout=cfg.close_on_timeout,
-                pause_reads_on_write_pressure=False,
-                remote_address=addr,
-            )
+            settings = ConnectionSettings.of(cfg, close_idle=True, close_on_timeout=cfg.close_on_timeout)
+            return self._connection(settings, remote_address=addr)
 
         try:
             _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), cfg.connect_timeout)

@@ -19,13 +19,11 @@ from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.remoting.admission import FastFail
 from rocketq.remoting.config import ServerConfig
-from rocketq.remoting.connection import (
-    ConnectionListener,
-    Endpoint,
-    RemotingConnection,
-)
+from rocketq.remoting.connection import ConnectionListener, RemotingConnection
+from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import InputBudget, PeerLog
 from rocketq.remoting.offload import Offloader
+from rocketq.remoting.settings import ConnectionSettings, ServerParts
 
 __all__ = ["RemotingServer"]
 
@@ -163,7 +161,7 @@ class RemotingServer(Endpoint, AsyncStartClose):
             running: list[asyncio.Task[None]] = []
             for conn in connections:
                 conn.stop_reading()
-                running.extend(conn._tasks)
+                running.extend(conn.running_handlers)
             if running:
                 await asyncio.wait(running, timeout=grace)
         tasks: list[asyncio.Task[None]] = []
@@ -183,16 +181,19 @@ class RemotingServer(Endpoint, AsyncStartClose):
 
     def _new_connection(self) -> RemotingConnection:
         cfg = self.config
-        return self._connection(
+        settings = ConnectionSettings.of(
             cfg,
             close_idle=cfg.close_idle,
             pause_reads_on_write_pressure=True,
+            read_time_slice=cfg.read_time_slice,
+        )
+        parts = ServerParts(
             request_limits=cfg.request_limits,
             input_budget=self._budget,
-            read_time_slice=cfg.read_time_slice,
             offloader=self.offloader,
             fast_fail=self.fast_fail,
         )
+        return self._connection(settings, server=parts)
 
     def _connection_opened(self, conn: RemotingConnection) -> None:
         if self._closing:
