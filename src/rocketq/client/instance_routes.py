@@ -19,6 +19,9 @@ from rocketq.protocol.bodies import (
 )
 from rocketq.protocol.codes import MASTER_ID
 
+#: which broker of a route answers (its own generator: a library does not move the global ``random`` state)
+_rng = random.Random()
+
 __all__ = ["Routes"]
 
 logger = logging.getLogger("rocketq.client.instance")  # the instance's one logger name, whichever part logs
@@ -169,8 +172,8 @@ class Routes(Heartbeats):
         route = self.topic_route_table.get(topic)
         if route is None or not route.broker_datas:
             return None
-        bd = random.choice(route.broker_datas)
+        bd = _rng.choice(route.broker_datas)
         addr = bd.broker_addrs.get(MASTER_ID)
         if addr is None and bd.broker_addrs:
-            addr = random.choice(list(bd.broker_addrs.values()))
+            addr = _rng.choice(list(bd.broker_addrs.values()))
         return addr

@@ -29,6 +29,9 @@ from rocketq.protocol.bodies import QueueData, TopicRouteData
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.topics import is_readable, is_writeable
 
+#: where round robin starts (its own generator: a library does not move the global ``random`` state)
+_rng = random.Random()
+
 __all__ = [
     "TopicPublishInfo",
     "broker_addr_table",
@@ -71,7 +74,7 @@ class TopicPublishInfo:
         self.route = route
         self.order_topic = order_topic
         self.have_route = route is not None
-        self._index = random.randrange(2**31) if start is None else start
+        self._index = _rng.randrange(2**31) if start is None else start
 
     @property
     def ok(self) -> bool:

@@ -96,6 +96,9 @@ from rocketq.store import PutResult
 
 from .common import parse_header, system_error
 
+#: queue choices (its own generator: a library does not move the global ``random`` state)
+_rng = random.Random()
+
 __all__ = ["SendProcessor", "java_properties_string", "topic_not_exist_remark"]
 
 log = logging.getLogger(__name__)
@@ -240,7 +243,7 @@ class SendProcessor:
                 f"request queueId[{queue_id}] is illegal, {_describe(config)} Producer: {conn.remote_address}"
             )
         if queue_id < 0:
-            queue_id = random.randrange(max(config.write_queue_nums, 1))
+            queue_id = _rng.randrange(max(config.write_queue_nums, 1))
         return config, queue_id
 
     # ------------------------------------------------------------------ sends
@@ -339,7 +342,7 @@ class SendProcessor:
             max_times = h.max_reconsume_times
         if (h.reconsume_times or 0) >= max_times:
             b.topics.ensure_dlq_topic(group, b.wall())
-            return dlq_topic(group), random.randrange(DLQ_NUMS_PER_GROUP)
+            return dlq_topic(group), _rng.randrange(DLQ_NUMS_PER_GROUP)
         return h.topic, queue_id
 
     def _encode(
@@ -606,7 +609,7 @@ class SendProcessor:
         if group_config.retry_queue_nums <= 0:
             return request.response()
         new_topic = retry_topic(h.group)
-        queue_id = random.randrange(99_999_999) % group_config.retry_queue_nums
+        queue_id = _rng.randrange(99_999_999) % group_config.retry_queue_nums
         sys_flag_topic = int(TopicSysFlag.FLAG_UNIT_SUB) if h.unit_mode else 0
         topic_config = b.topics.ensure_topic(
             new_topic, group_config.retry_queue_nums, PERM_RW, sys_flag_topic, now
