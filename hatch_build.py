@@ -15,9 +15,11 @@ Pure Python stays an install away, never an error:
 * a build that cannot compile (no C compiler, no Python headers, a mypyc error) prints one
   warning and installs pure Python;
 * the manifest ``src/rocketq/_native.json`` (written last, only after a successful build) names
-  the compiled modules and the SHA-256 of each source; ``rocketq._native`` reads it at import
-  and falls back to the ``.py`` files, all of them, when ``ROCKETQ_PURE=1`` is set at run time
-  or when a source changed since it was compiled (the ``.so`` would run stale code).
+  the compiled modules and the SHA-256 of each source (and of the whole tree: a second build of
+  an unchanged tree, as CI's two README commands make, reuses the first one's modules);
+  ``rocketq._native`` reads it at import and falls back to the ``.py`` files, all of them, when
+  ``ROCKETQ_PURE=1`` is set at run time or when a source changed since it was compiled (the
+  ``.so`` would run stale code).
 
 ``python hatch_build.py`` compiles in place outside pip (after editing a compiled module);
 ``python hatch_build.py --clean`` removes the artefacts.
@@ -67,6 +69,34 @@ def source_digest(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def tree_digest(root: str, modules: list[str], opt_level: str) -> str:
+    """What a build depends on: every source of the package (compiled code bakes in the types of
+    the modules it imports), the module list, the compiler and the interpreter."""
+    import mypy.version  # noqa: PLC0415
+
+    h = hashlib.sha256()
+    h.update(f"{mypy.version.__version__} {sys.version} {opt_level} {sorted(modules)}".encode())
+    base = os.path.join(root, SRC)
+    for path in sorted(glob.glob(os.path.join(base, "**", "*.py"), recursive=True)):
+        h.update(os.path.relpath(path, base).encode() + b"\0")
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def up_to_date(root: str, modules: list[str], opt_level: str = "3") -> bool:
+    """A previous build of this very tree is in place (pip install -e run twice compiles once)."""
+    try:
+        with open(os.path.join(root, MANIFEST), encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return False
+    if manifest.get("tree") != tree_digest(root, modules, opt_level):
+        return False
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    return all(os.path.isfile(os.path.join(root, module_path(m))[: -len(".py")] + suffix) for m in modules)
+
+
 def compile_in_place(root: str, modules: list[str], opt_level: str = "3") -> dict[str, Any]:
     """Compile ``modules`` with mypyc into ``src/`` and write the manifest; raises on failure
     (with the artefacts of the attempt removed)."""
@@ -111,6 +141,7 @@ def compile_in_place(root: str, modules: list[str], opt_level: str = "3") -> dic
         "opt_level": opt_level,
         "seconds": round(time.monotonic() - started, 1),
         "modules": {m: source_digest(os.path.join(root, module_path(m))) for m in modules},
+        "tree": tree_digest(root, modules, opt_level),
     }
     with open(os.path.join(root, MANIFEST), "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
@@ -142,13 +173,17 @@ if __name__ != "__main__":
             if self.target_name != "wheel":
                 return
             modules = list(self.config.get("compile", []))
-            clean(self.root)
             if os.environ.get("ROCKETQ_PURE") == "1":
+                clean(self.root)
                 self.app.display_info("rocketq: ROCKETQ_PURE=1, building pure Python (nothing compiled)")
                 return
             if not modules:
+                clean(self.root)
                 return
-            ok, output = run_compile(self.root, modules)
+            if up_to_date(self.root, modules):
+                ok, output = True, "rocketq: the compiled modules in place are this tree's"
+            else:
+                ok, output = run_compile(self.root, modules)
             if not ok:
                 tail = "\n".join(output.strip().splitlines()[-15:])
                 # pip shows a build backend's stderr only with -v; print it anyway, and say why
