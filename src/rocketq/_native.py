@@ -28,12 +28,12 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
 
-__all__ = ["PURE_ENV", "NativeStatus", "install", "loaded_from", "status"]
+__all__ = ["PURE_ENV", "NativeStatus", "decide", "install", "loaded_from", "status"]
 
 PURE_ENV: Final = "ROCKETQ_PURE"
 """``ROCKETQ_PURE=1`` at build time compiles nothing; at run time it loads every ``.py``."""
@@ -83,14 +83,12 @@ class _PureFinder(importlib.abc.MetaPathFinder):
 _status: NativeStatus | None = None
 
 
-def _source(name: str) -> str:
-    return os.path.join(os.path.dirname(_PACKAGE_DIR), *name.split(".")) + ".py"
-
-
-def _decide() -> tuple[NativeStatus, bool]:
-    """The status, and whether the ``.py`` files must be forced over existing extensions."""
+def decide(manifest_path: str, root: str, environ: Mapping[str, str]) -> tuple[NativeStatus, bool]:
+    """The status for the manifest at ``manifest_path`` (module sources under ``root``, the folder
+    that holds the ``rocketq`` package), and whether the ``.py`` files must be forced over the
+    extension modules beside them."""
     try:
-        with open(_MANIFEST, encoding="utf-8") as f:
+        with open(manifest_path, encoding="utf-8") as f:
             manifest = json.load(f)
         digests: dict[str, str] = dict(manifest["modules"])
         mypy = str(manifest["mypy"])
@@ -102,12 +100,12 @@ def _decide() -> tuple[NativeStatus, bool]:
     def pure(reason: str, force: bool = True) -> tuple[NativeStatus, bool]:
         return NativeStatus(compiled=False, reason=reason, modules=modules, mypy=mypy), force
 
-    if os.environ.get(PURE_ENV) == "1":
+    if environ.get(PURE_ENV) == "1":
         return pure(f"{PURE_ENV}=1")
     if suffix not in importlib.machinery.EXTENSION_SUFFIXES:
         return pure(f"compiled for another interpreter ({suffix})", force=False)
     for name, digest in digests.items():
-        path = _source(name)
+        path = os.path.join(root, *name.split(".")) + ".py"
         try:
             with open(path, "rb") as source:
                 current = hashlib.sha256(source.read()).hexdigest()
@@ -124,7 +122,7 @@ def install() -> NativeStatus:
     """Decide compiled or pure for this process (once; later calls return the first answer)."""
     global _status
     if _status is None:
-        decided, force = _decide()
+        decided, force = decide(_MANIFEST, os.path.dirname(_PACKAGE_DIR), os.environ)
         if force:
             sys.meta_path.insert(0, _PureFinder(decided.modules))
         _status = decided
