@@ -143,8 +143,16 @@ def test_no_c_compiler_installs_pure_python_and_its_unit_tests_pass(tmp_path: Pa
     pytest.importorskip("hatchling")
     tree = tmp_path / "tree"
     tree.mkdir()
-    for name in ("pyproject.toml", "hatch_build.py", "README.md"):
+    for name in ("hatch_build.py", "README.md"):
         shutil.copy(ROOT / name, tree / name)
+    # the fallback does not depend on which modules fail to compile: one small module keeps
+    # mypy's analysis (before the C compiler is called) short
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    start = pyproject.index("compile = [")
+    end = pyproject.index("]", start) + 1
+    (tree / "pyproject.toml").write_text(
+        pyproject[:start] + 'compile = ["rocketq.protocol.codes"]' + pyproject[end:]
+    )
     shutil.copytree(
         ROOT / "src",
         tree / "src",
@@ -159,6 +167,7 @@ def test_no_c_compiler_installs_pure_python_and_its_unit_tests_pass(tmp_path: Pa
             "-m",
             "pip",
             "wheel",
+            "-v",  # pip shows a build backend's output only then
             "--no-deps",
             "--no-build-isolation",
             "-w",
@@ -172,7 +181,7 @@ def test_no_c_compiler_installs_pure_python_and_its_unit_tests_pass(tmp_path: Pa
         check=False,
     )
     assert build.returncode == 0, build.stdout + build.stderr
-    assert "installing pure Python instead" in build.stderr
+    assert "the mypyc build failed, installing pure Python instead" in build.stdout + build.stderr
     (wheel,) = wheels.glob("rocketq-*.whl")
     assert wheel.name.endswith("-py3-none-any.whl")  # a pure wheel
     site = tmp_path / "site"
