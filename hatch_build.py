@@ -43,6 +43,17 @@ MANIFEST = "src/rocketq/_native.json"
 GROUP = "rocketq"  # the shared library: rocketq__mypyc.<ext-suffix> in src/
 SRC = "src"
 
+# mypy reads [tool.mypy] (strict) too. Modules it follows but does not compile are checked by
+# `mypy` in CI, not here. Third-party packages are seen as Any whatever is installed: pip's build
+# environment has none of the project's dependencies while the venv beside it may have some by
+# then (mypy would find them there), and a build must not depend on install order.
+MYPY_FLAGS = (
+    "--follow-imports=silent",
+    "--no-site-packages",
+    "--ignore-missing-imports",
+    "--no-warn-unused-ignores",  # an ignore for a third-party type has nothing to ignore here
+)
+
 
 def module_path(name: str) -> str:
     """``rocketq.protocol.frame`` -> ``src/rocketq/protocol/frame.py``."""
@@ -75,7 +86,7 @@ def tree_digest(root: str, modules: list[str], opt_level: str) -> str:
     import mypy.version  # noqa: PLC0415
 
     h = hashlib.sha256()
-    h.update(f"{mypy.version.__version__} {sys.version} {opt_level} {sorted(modules)}".encode())
+    h.update(f"{mypy.version.__version__} {sys.version} {opt_level} {sorted(modules)} {MYPY_FLAGS}".encode())
     base = os.path.join(root, SRC)
     for path in sorted(glob.glob(os.path.join(base, "**", "*.py"), recursive=True)):
         h.update(os.path.relpath(path, base).encode() + b"\0")
@@ -112,9 +123,7 @@ def compile_in_place(root: str, modules: list[str], opt_level: str = "3") -> dic
         os.chdir(root)
         try:
             extensions = mypycify(
-                # mypy reads [tool.mypy] (strict); modules it follows but does not compile are
-                # checked by `mypy` in CI, not here, where third-party stubs may be missing
-                ["--follow-imports=silent", *paths],
+                [*MYPY_FLAGS, *paths],
                 opt_level=opt_level,
                 group_name=GROUP,
                 target_dir=os.environ.get("ROCKETQ_MYPYC_C_DIR") or os.path.join(tmp, "c"),
