@@ -25,8 +25,8 @@ def register(subparsers: Any) -> None:
         help="this install's version and build: the compiled (mypyc) hot path or pure Python",
         description=(
             "Print rocketq's version, the Python running it, and whether the hot path (codec, "
-            "store append and index, send handler, Spark decoding) runs compiled with mypyc or "
-            "as pure Python, with each compiled module and what it loaded from."
+            "store append, reads and index, the broker's send handler) runs compiled with mypyc "
+            "or as pure Python, with each compiled module and what it loaded from."
         ),
     )
     parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
