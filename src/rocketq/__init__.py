@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# first: decides whether the mypyc-compiled modules or their .py sources load (docs/compiled.md)
+from rocketq import _native  # noqa: F401
 from rocketq.allocate import AllocationStrategy, Plan, get_strategy, plan, plan_group
 from rocketq.errors import (
     BrokerError,

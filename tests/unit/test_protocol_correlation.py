@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 from rocketq.protocol import correlation
 from rocketq.protocol.command import OpaqueSequence
 from rocketq.protocol.correlation import Correlator
+from tests.sourcemodule import source_module
 
 
 def test_module_doctests() -> None:
-    failures, tried = doctest.testmod(correlation)
+    failures, tried = doctest.testmod(source_module(correlation))
     assert tried
     assert not failures
 

@@ -26,6 +26,7 @@ from rocketq.protocol import (
     QueryCorrectionOffsetBody,
     RemotingCommand,
     SendMessageRequestHeaderV2,
+    SerializeType,
     TopicRouteData,
     decode_frame,
     encode_frame,
@@ -165,7 +166,7 @@ def test_header_size_and_ext_field_count_are_bounded() -> None:
     frame = _frame(34, many)
     with pytest.raises(RemoteProtocolError, match="1025 ext fields, over the limit of 1024"):
         decode_frame(frame)
-    rmq = encode_frame(RemotingCommand.request(34, many, serialize_type=1))
+    rmq = encode_frame(RemotingCommand.request(34, many, serialize_type=SerializeType.ROCKETMQ))
     with pytest.raises(RemoteProtocolError, match="more than 1024 ext fields"):
         decode_frame(rmq)
     assert decode_frame(frame, max_ext_fields=2000).ext_fields == many
@@ -190,7 +191,7 @@ def test_a_bad_frame_leaves_no_reference_cycle_holding_its_bytes() -> None:
     """The decoder keeps the reason of a failure, not the exception: its traceback would hold the
     frames that read the bad frame, with all its bytes, in a cycle only a collection frees."""
     many = {f"k{i}": "v" * 100 for i in range(3000)}
-    bad = encode_frame(RemotingCommand.request(34, many, serialize_type=1))
+    bad = encode_frame(RemotingCommand.request(34, many, serialize_type=SerializeType.ROCKETMQ))
     gc.collect()
     gc.disable()
     try:

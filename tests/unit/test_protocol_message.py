@@ -43,6 +43,7 @@ from rocketq.protocol.message import (
     stored_size,
 )
 from rocketq.protocol.message_id import HostPort
+from tests.sourcemodule import source_module
 
 BORN4 = HostPort("192.168.1.20", 52001)
 STORE4 = HostPort("10.0.0.1", 10911)
@@ -97,7 +98,8 @@ def test_module_doctests() -> None:
     import rocketq.protocol.properties as properties_module
 
     for module in (message_module, message_id_module, properties_module):
-        failures, _ = doctest.testmod(module)
+        failures, tried = doctest.testmod(source_module(module))
+        assert tried, module.__name__
         assert failures == 0, module.__name__
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from rocketq import __version__
+from rocketq import __version__, _native
 from rocketq.errors import RocketQError
 
 __all__ = ["CliError", "exit_now", "interrupted", "main"]
@@ -25,7 +25,7 @@ __all__ = ["CliError", "exit_now", "interrupted", "main"]
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group", "message", "lab",
-    "chaos", "demo", "report", "dashboard", "exporter",
+    "chaos", "demo", "report", "dashboard", "exporter", "info",
 )  # fmt: skip
 
 EXIT_USAGE = 2
@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rocketq",
         description="RocketMQ's messaging model in pure Python: servers, clients, rebalance lab, Spark.",
     )
-    parser.add_argument("--version", action="version", version=f"rocketq {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"rocketq {__version__}, {_native.status().summary()}"
+    )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="log more to stderr (-v INFO, -vv DEBUG)"
     )

@@ -22,6 +22,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Final
 
+from mypy_extensions import mypyc_attr
+
 from rocketq.errors import ConfigError
 from rocketq.protocol.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType, code_name
 
@@ -174,6 +176,9 @@ class RemotingCommand:
         self.flag |= FLAG_RESPONSE
 
 
+# a Python class even when this module is compiled: mypyc 2.4 types a native ``__next__ -> int``
+# slot wrongly (a C compile error); the hot path does not call it per message
+@mypyc_attr(native_class=False)
 class OpaqueSequence:
     """Numbers requests for one sender, as RocketMQ's per-process counter does.
 

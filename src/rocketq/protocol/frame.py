@@ -243,7 +243,8 @@ def _check_ext_types(ext: dict[str, str]) -> None:
         "".join(ext)
         "".join(ext.values())
     except TypeError:
-        for key, value in ext.items():
+        loose: dict[Any, Any] = ext  # items of any type (compiled, a str-typed loop would raise first)
+        for key, value in loose.items():
             if type(key) is not str or type(value) is not str:
                 raise TypeError(
                     f"ext field {key!r} must map str to str, got {type(value).__name__}"

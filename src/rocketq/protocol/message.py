@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum, IntFlag
 from typing import Final
 
+from mypy_extensions import mypyc_attr
+
 from rocketq.errors import ConfigError, RemoteProtocolError
 from rocketq.protocol.message_id import HostPort, make_offset_msg_id
 from rocketq.protocol.properties import (
@@ -209,6 +211,8 @@ UNSPECIFIED_HOST: Final = HostPort("0.0.0.0", 0)
 # ---------------------------------------------------------------------------------------- values
 
 
+# compiled by mypyc: the client's Message (interpreted) subclasses it
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass(slots=True)
 class Message:
     """What a producer sends: topic, body, the producer's ``flag`` and properties (Java's ``Message``).
@@ -286,6 +290,7 @@ class Message:
             self.properties[name] = value
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 @dataclass(slots=True)
 class MessageExt(Message):
     """A stored message as a consumer or the store sees it (Java's ``MessageExt`` /
