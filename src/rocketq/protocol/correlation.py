@@ -47,6 +47,8 @@ import heapq
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from rocketq.protocol.command import OpaqueSequence
 
 __all__ = ["Correlator", "InFlight"]
@@ -57,6 +59,8 @@ ABANDONED_KEPT = 1024
 """Opaques of given-up requests remembered per table, so that their late answers are recognised."""
 
 
+# the connection core's entries subclass it (compiled with mypyc, it must allow that)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class InFlight(Generic[W]):
     """One request waiting for its response."""
 
