@@ -3,9 +3,10 @@
 One ``rocketq server`` is flooded by two ``rocketq produce`` processes sending as fast as they can
 (its capacity, and more). Under that load ``rocketq produce --rate R``, ``rocketq consume`` (of
 the flooded topic), ``rocketq demo --rate R``, ``rocketq lab rebalance-cost``, ``rocketq chaos
-split-view``, ``rocketq dashboard`` and then the flooded ``rocketq server`` itself each get SIGINT
-once they are at work; each must exit within 1 s of it and say what it did. ``R`` -
-at least ten times what a broker on this machine takes - is drawn at random and printed.
+split-view``, ``rocketq dashboard``, ``rocketq exporter``, ``rocketq namesrv`` and then the
+flooded ``rocketq server`` itself each get SIGINT once they are at work; each must exit within
+1 s of it and say what it did. ``R`` - at least ten times what a broker on this machine takes -
+is drawn at random and printed.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
         "lab": ["lab", "rebalance-cost", "--rate", str(min(rate, 20_000)), "--phase-seconds", "30"],
         "chaos": ["chaos", "split-view", "--seed", str(seed)],
         "dashboard": ["dashboard", "--namesrv", namesrv, "--port", "0"],
+        "exporter": ["exporter", "--namesrv", namesrv, "--port", "0"],
+        "namesrv": ["namesrv", "--port", "0"],
     }
     ready = {  # at work: sending, receiving, its producer sending
         "produce": lambda lines: False,
@@ -106,6 +109,8 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
         "lab": lambda lines: any("rocketq server (pid" in line for line in lines),
         "chaos": lambda lines: any(line.startswith("consumers up:") for line in lines),
         "dashboard": lambda lines: any("dashboard ready:" in line for line in lines),
+        "exporter": lambda lines: any("exporter ready:" in line for line in lines),
+        "namesrv": lambda lines: any("name server listening on" in line for line in lines),
     }
     said = {  # what each says when stopped (stdout or stderr)
         "produce": "Ctrl-C",
@@ -113,10 +118,13 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
         "lab": "interrupted after",
         "chaos": "interrupted after",
         "dashboard": "dashboard stopped",
+        "exporter": "exporter stopped",
+        "namesrv": "name server stopped",
     }
     said_too = {  # a SIGINT before the command put its handlers in place: main's one line
         "demo": "demo finished",
         "dashboard": "dashboard: interrupted after",
+        "exporter": "exporter: interrupted after",
     }
     for name, args in commands.items():
         p = CliProcess(args)
