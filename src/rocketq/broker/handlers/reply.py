@@ -128,7 +128,8 @@ class ReplyProcessor:
             log.warning("%s", remark)
             return remark
         pushed = dict(props)
-        pushed[MessageConst.PUSH_REPLY_TIME] = str(self._b.wall_ms())
+        # one clock reading for the push: Java reads the clock twice, a millisecond apart at times
+        pushed[MessageConst.PUSH_REPLY_TIME] = str(header.store_timestamp)
         header = dataclasses.replace(header, properties=java_properties_string(pushed, len(pushed)))
         request = RemotingCommand.request(
             RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, header.to_ext_fields(), body
