@@ -4,9 +4,10 @@ One ``rocketq server`` is flooded by two ``rocketq produce`` processes sending a
 (its capacity, and more). Under that load ``rocketq produce --rate R``, ``rocketq consume`` (of
 the flooded topic, traced), ``rocketq report`` (Spark, over that consumer's traces), ``rocketq
 demo --rate R``, ``rocketq lab rebalance-cost``, ``rocketq chaos split-view``, ``rocketq
-dashboard``, ``rocketq exporter``, ``rocketq namesrv`` and then the flooded ``rocketq server``
-itself each get SIGINT once they are at work; each must exit within 1 s of it and say what it did.
-``R`` - at least ten times what a broker on this machine takes - is drawn at random and printed.
+dashboard``, ``rocketq exporter``, ``rocketq namesrv``, ``rocketq broker`` (one more broker joining
+the flooded cluster) and then the flooded ``rocketq server`` itself each get SIGINT once they
+are at work; each must exit within 1 s of it and say what it did. ``R`` - at least ten times what
+a broker on this machine takes - is drawn at random and printed.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(
     print(f"seed {seed}: offered rate {rate:,} msg/s (the broker takes a few thousand)")
     namesrv = flooded.namesrv_addr
     ns = ["--namesrv", namesrv]
+    broker_dir = ["--data-dir", str(tmp_path / "broker")]
     took: dict[str, float] = {}
     commands = {
         "produce": ["produce", PROBE, "--count", "100000000", "--rate", str(rate), "--namesrv", namesrv],
@@ -113,6 +115,7 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(
         "dashboard": ["dashboard", "--namesrv", namesrv, "--port", "0"],
         "exporter": ["exporter", "--namesrv", namesrv, "--port", "0"],
         "namesrv": ["namesrv", "--port", "0"],
+        "broker": ["broker", "--broker-port", "0", "--broker-name", f"b{seed}", *broker_dir, *ns],
     }
     ready = {  # at work: sending, receiving, its producer sending
         "produce": lambda lines: False,
@@ -123,6 +126,7 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(
         "dashboard": lambda lines: any("dashboard ready:" in line for line in lines),
         "exporter": lambda lines: any("exporter ready:" in line for line in lines),
         "namesrv": lambda lines: any("name server listening on" in line for line in lines),
+        "broker": lambda lines: any(" listening on " in line for line in lines),
     }
     said = {  # what each says when stopped (stdout or stderr)
         "produce": "Ctrl-C",
@@ -133,6 +137,7 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(
         "dashboard": "dashboard stopped",
         "exporter": "exporter stopped",
         "namesrv": "name server stopped",
+        "broker": "stopped",
     }
     said_too = {  # a SIGINT before the command put its handlers in place: main's one line
         "demo": "demo finished",
