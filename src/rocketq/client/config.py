@@ -398,7 +398,7 @@ class PushConsumerConfig:
     #: Clean handoff: first and longest delay between attempts to acquire the lease of a queue
     #: another consumer still holds (ours; the delay grows 1.5x per failed attempt).
     lease_retry_min: float = 0.05
-    lease_retry_max: float = 1.0
+    lease_retry_max: float = 0.5
     #: Which member list a rebalance shares the queues over (ours; see ``docs/chaos.md``):
     #:
     #: - ``"per-broker"`` (the default): every broker of the topic is asked at once, and each
