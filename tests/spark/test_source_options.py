@@ -97,6 +97,9 @@ BAD: list[tuple[dict[str, str], str, str]] = [
     ({"timeout": "0"}, "batch", "option 'timeout' must be a number of seconds > 0"),
     ({"timeout": "soon"}, "batch", "option 'timeout' must be a number of seconds > 0"),
     ({"arrowBatches": "nah"}, "batch", "option 'arrowBatches' must be true or false"),
+    ({"accessKey": "rocketmq2"}, "batch", "option 'accessKey' needs option 'secretKey'"),
+    ({"secretKey": "12345678"}, "write", "option 'secretKey' needs option 'accessKey'"),
+    ({"accessKey": " ", "secretKey": "12345678"}, "stream", "option 'secretKey' needs option 'accessKey'"),
     (
         {"subscribepatern": "A"},
         "batch",
