@@ -173,7 +173,8 @@ class BrokerError(RocketQError):
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        for code in cls.codes:
+        # the codes a class names itself: a subclass does not take its parent's (AccessDeniedError)
+        for code in cls.__dict__.get("codes", ()):
             BrokerError._by_code[code] = cls
 
     @staticmethod

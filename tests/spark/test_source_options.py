@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rocketq.errors import ConfigError
+from rocketq.protocol.acl import Credentials
 from rocketq.spark.source import OPTION_NAMES, parse_options
 
 from .conftest import ClusterThread
@@ -248,3 +249,10 @@ def test_read_options_do_what_kafkas_do(spark: Any, cluster: ClusterThread) -> N
     assert sorted(r["queue_offset"] for r in small.select("queue_offset").collect()) == sorted(
         list(range(15)) * 2
     )
+
+
+def test_the_acl_keys_sign_and_stay_out_of_the_options_repr() -> None:
+    opts = parse_options(_options({"accessKey": " rocketmq2 ", "secretKey": "S3cr3t-Key"}), writing=True)
+    assert opts.credentials == Credentials(access_key="rocketmq2", secret_key="S3cr3t-Key")
+    assert "S3cr3t-Key" not in repr(opts)
+    assert parse_options(_options({})).credentials is None
