@@ -1,6 +1,6 @@
 """rocketq's own clients sign for RocketMQ 4.9's ACL: the permission matrix through the real
 clients (Producer, PushConsumer, Admin, the blocking client the Spark source uses) against a
-broker with ACL on, and the CLI with keys in flags and in environment variables.
+broker with ACL on, the CLI with keys in flags and in environment variables, and the exporter.
 
 The accounts' permissions are drawn at random (Hypothesis) and printed: the sub-only, pub-only
 and admin accounts in one of the ways 4.9's file can grant the same thing (defaults, resources
@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import string
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq import Admin, Message, Producer, PushConsumer
 from rocketq.broker import BrokerConfig
@@ -29,6 +32,7 @@ from rocketq.cli._output import AclKeys
 from rocketq.cli.main import main
 from rocketq.client import ConsumeConcurrentlyStatus
 from rocketq.client.blocking import BlockingClient
+from rocketq.dashboard import BackgroundServer, DashboardConfig, create_exporter_app
 from rocketq.errors import AccessDeniedError, NoPermissionError, RocketQError
 from rocketq.models import MessageQueue
 from rocketq.protocol import calls
@@ -426,3 +430,32 @@ def test_the_cli_signs_with_flags_and_environment_variables(
     assert "--access-key KEY" in help_text
     assert "--secret-key SECRET" in help_text
     assert SETUP.secret_key not in help_text
+
+
+# ----------------------------------------------------------------------------------- the exporter
+
+
+def _producer_offsets(config: DashboardConfig) -> dict[str, float]:
+    with (
+        BackgroundServer(create_exporter_app(config)) as server,
+        urllib.request.urlopen(server.url + "metrics", timeout=30) as answer,
+    ):
+        text = answer.read().decode()
+    return {
+        sample.labels.get("topic", ""): sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "rocketmq_producer_offset"
+        for sample in family.samples
+    }
+
+
+def test_the_exporter_reads_a_secured_broker_with_its_keys(acl_cluster: tuple[ClusterThread, Path]) -> None:
+    cluster, _ = acl_cluster
+    with Producer("ExpP", cluster.namesrv, client_ip="127.0.0.1", **_keys(SETUP)) as producer:
+        for i in range(random.randrange(1, 20)):
+            producer.send(Message(TOPIC, f"m-{i}".encode()))
+    unsigned = DashboardConfig(namesrv=cluster.namesrv, metrics_interval=0.5)
+    assert TOPIC not in _producer_offsets(unsigned)  # the broker refused every unsigned request
+    signed = DashboardConfig(namesrv=cluster.namesrv, metrics_interval=0.5, **_keys(SETUP))
+    assert SETUP.secret_key not in repr(signed)
+    assert _producer_offsets(signed).get(TOPIC, 0) > 0
