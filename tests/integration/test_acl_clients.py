@@ -34,6 +34,7 @@ from rocketq.client import ConsumeConcurrentlyStatus
 from rocketq.client.blocking import BlockingClient
 from rocketq.dashboard import BackgroundServer, DashboardConfig, create_exporter_app
 from rocketq.errors import AccessDeniedError, NoPermissionError, RocketQError
+from rocketq.lab.harness import Lab
 from rocketq.models import MessageQueue
 from rocketq.protocol import calls
 from rocketq.protocol.acl import Credentials
@@ -459,3 +460,26 @@ def test_the_exporter_reads_a_secured_broker_with_its_keys(acl_cluster: tuple[Cl
     signed = DashboardConfig(namesrv=cluster.namesrv, metrics_interval=0.5, **_keys(SETUP))
     assert SETUP.secret_key not in repr(signed)
     assert _producer_offsets(signed).get(TOPIC, 0) > 0
+
+
+# ----------------------------------------------------------------------------------- the lab
+
+
+def test_the_lab_signs_for_its_server_and_workers(tmp_path: Path) -> None:
+    """A lab whose server has ``--acl``: its admin, producer and a worker process sign (the worker
+    gets the keys in its environment, not on its command line)."""
+    account = Credentials(access_key="lab-account", secret_key=f"lab-secret-{random.randrange(10**9)}")
+    acl = tmp_path / "plain_acl.yml"
+    entry = {"accessKey": account.access_key, "secretKey": account.secret_key, "admin": True}
+    write_acl(acl, {"globalWhiteRemoteAddresses": [], "accounts": [entry]}, 1)
+    n = random.randrange(3, 12)
+    with Lab(data_dir=tmp_path / "lab", server_args=("--acl", str(acl)), **_keys(account)) as lab:
+        lab.create_topic("LabAcl", 2)
+        for i in range(n):
+            lab.send("LabAcl", f"m-{i}")
+        worker = lab.spawn_consumer("c1", "LabAclG", ["LabAcl"])
+        assert account.secret_key not in " ".join(worker.args)
+        lab.wait_until(lambda: len(worker.received()) >= n, 60, f"the worker to receive {n} messages")
+        assert {r.body for r in worker.received()} == {f"m-{i}" for i in range(n)}
+    logs = " ".join(p.read_text() for p in (tmp_path / "lab").glob("*.log"))
+    assert account.secret_key not in logs
