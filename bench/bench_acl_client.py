@@ -9,8 +9,10 @@ machine in the same run:
   more per request);
 * **acl**: a producer with keys against a ``rocketq server --acl`` (client and broker costs).
 
-Each figure is synchronous 1 KiB sends per second from one thread; each round's ratio is against
-that round's plain figure, and the median round is reported (the machine is shared and noisy).
+Each figure is synchronous 1 KiB sends per second from one thread. A round sends ``--sends``
+messages each way, one way after the other (the order rotating), with the three producers started
+once; each round's ratio is against that round's plain figure, and the median round is reported
+(the machine is shared and noisy: many short rounds keep its drift out of the ratios).
 
 Run: ``python bench/bench_acl_client.py`` (``--sends``, ``--rounds``, ``--size``).
 """
@@ -42,23 +44,18 @@ def _keys(signed: bool) -> tuple[str | None, str | None]:
     return (CREDS.access_key, CREDS.secret_key) if signed else (None, None)
 
 
-def rate(namesrv: str, signed: bool, sends: int, body: bytes) -> float:
-    ak, sk = _keys(signed)
-    with Producer(
-        "BenchAclClientPG", namesrv, client_ip="127.0.0.1", access_key=ak, secret_key=sk
-    ) as producer:
-        for _ in range(50):  # routes, connections, the thread's socket
-            producer.send(Message(TOPIC, body))
-        began = time.perf_counter()
-        for _ in range(sends):
-            producer.send(Message(TOPIC, body))
-        return sends / (time.perf_counter() - began)
+def chunk(producer: Producer, sends: int, body: bytes) -> float:
+    """Seconds ``sends`` synchronous sends take."""
+    began = time.perf_counter()
+    for _ in range(sends):
+        producer.send(Message(TOPIC, body))
+    return time.perf_counter() - began
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sends", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sends", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--size", type=int, default=1024)
     args = parser.parse_args()
     body = b"x" * args.size
@@ -78,20 +75,27 @@ def main() -> None:
                 "signed": (plain.namesrv_addr, True),
                 "acl": (secured.namesrv_addr, True),
             }
+            producers: dict[str, Producer] = {}
+            for name, (namesrv, signed) in ways.items():
+                ak, sk = _keys(signed)
+                producers[name] = Producer(
+                    f"BenchAclClient{name}", namesrv, client_ip="127.0.0.1", access_key=ak, secret_key=sk
+                ).start()
+                chunk(producers[name], 50, body)  # routes, connections, the thread's socket
             ratios: dict[str, list[float]] = {"signed": [], "acl": []}
             figures: dict[str, list[float]] = {name: [] for name in ways}
             names = list(ways)
-            for r in range(args.rounds):
-                order = names[r % 3 :] + names[: r % 3]
-                got = {name: rate(*ways[name], args.sends, body) for name in order}
-                for name, value in got.items():
-                    figures[name].append(value)
-                for name, values in ratios.items():
-                    values.append(got[name] / got["plain"])
-                print(
-                    f"round {r + 1} ({' '.join(order)}): "
-                    + ", ".join(f"{n} {v:,.0f}/s" for n, v in got.items())
-                )
+            try:
+                for r in range(args.rounds):
+                    order = names[r % 3 :] + names[: r % 3]
+                    got = {name: args.sends / chunk(producers[name], args.sends, body) for name in order}
+                    for name, value in got.items():
+                        figures[name].append(value)
+                    for name, values in ratios.items():
+                        values.append(got[name] / got["plain"])
+            finally:
+                for producer in producers.values():
+                    producer.shutdown()
     print(f"{args.sends} sync sends of {args.size} B per way per round, {args.rounds} rounds:")
     for name in ways:
         print(f"  {name:6} median {statistics.median(figures[name]):,.0f} sends/s")
