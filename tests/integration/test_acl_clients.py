@@ -418,6 +418,10 @@ def test_the_cli_signs_with_flags_and_environment_variables(
     assert sum(line.startswith("RECV ") for line in out.splitlines()) == 2
     code, out, err = run("group", "reset", "CliG", "--topic", "CliT", "--to", "first", *ns)
     assert code == 0, err
+    code, out, err = run("consume", "CliT", "--group", "CliG", "--count", "1", *ns, "--secret-key", "wrong-1")
+    assert code == 2
+    assert err.count("\n") == 1, err
+    assert f"refused by the broker's ACL: Check signature failed for accessKey={SETUP.access_key}" in err
     # half an account is a usage error naming what is missing (never the secret)
     monkeypatch.delenv("ROCKETMQ_SECRET_KEY")
     code, out, err = run("topic", "list", *ns)
