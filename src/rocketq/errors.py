@@ -246,7 +246,7 @@ class AccessDeniedError(NoPermissionError):
     (``code`` is that 1), not NO_PERMISSION; :meth:`BrokerError.for_code` picks this class by the
     remark. ``reason`` is the ACL's own words without the exception's class and Java frame
     (``"No default permission for topic:Orders"``); ``str()`` is one line naming what was refused
-    (when the caller said, as the admin does: ``"creation of topic X on ADDR: ..."``) and why.
+    (when the caller said, as the clients do: ``"create topic T on ADDR: ..."``) and why.
 
     >>> e = BrokerError.for_code(1, f"{ACL_EXCEPTION}: No accessKey is configured, "
     ...     "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:663)")
@@ -259,8 +259,8 @@ class AccessDeniedError(NoPermissionError):
     def __init__(self, code: int, remark: str | None = None) -> None:
         super().__init__(code, remark)
         text = remark or ""
-        what, _, rest = text.partition(ACL_EXCEPTION)
-        reason = _JAVA_FRAME.sub("", rest).lstrip(":").strip() if rest else text
+        what, found, rest = text.partition(ACL_EXCEPTION)
+        reason = _JAVA_FRAME.sub("", rest).lstrip(":").strip() if found else text
         self.reason = reason or "no reason given"
         self.what = what.strip().rstrip(":").strip()
         self._name()
