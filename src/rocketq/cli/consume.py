@@ -50,6 +50,8 @@ from typing import Any
 from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
+    acl_keys,
+    add_acl_options,
     add_namesrv_option,
     add_view_options,
     group_name,
@@ -205,6 +207,7 @@ def register(subparsers: Any) -> None:
         "rebalance records to RQ_SYS_REBALANCE_TOPIC, which `rocketq report` reads",
     )
     add_namesrv_option(parser)
+    add_acl_options(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -258,8 +261,9 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
     """The :class:`~rocketq.client.ClientConfig` fields the options ask for (name server, instance
-    name and the client's intervals)."""
+    name, the client's intervals and the ACL keys)."""
     return {
+        **acl_keys(args),
         "namesrv": args.namesrv,
         "instance_name": args.instance or DEFAULT_INSTANCE_NAME,
         "heartbeat_broker_interval": args.heartbeat_interval,
@@ -466,7 +470,7 @@ def _run(args: argparse.Namespace) -> int:
     options = consumer_options(args)
     orderly = bool(args.orderly)
     try:
-        with Admin(args.namesrv) as admin:
+        with Admin(args.namesrv, **acl_keys(args)) as admin:
             try:
                 admin.topic_route(args.topic)
             except UnknownTopicError:

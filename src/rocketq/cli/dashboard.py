@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from rocketq.cli._output import add_namesrv_option, port_number, positive_duration
+from rocketq.cli._output import acl_keys, add_acl_options, add_namesrv_option, port_number, positive_duration
 from rocketq.cli.main import CliError, exit_now, interrupted
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
 from rocketq.errors import ConfigError
@@ -24,8 +24,9 @@ STOP_WITHIN = 0.6
 
 
 def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
-    """``--namesrv``, ``--host``, ``--port`` and how often groups are polled."""
+    """``--namesrv`` (and the ACL keys), ``--host``, ``--port`` and how often groups are polled."""
     add_namesrv_option(parser)
+    add_acl_options(parser)
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
@@ -76,6 +77,7 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
             port=args.port,
             poll_interval=getattr(args, "poll", 1.0),
             metrics_interval=args.metrics_interval,
+            **acl_keys(args),
         )
         app = create_exporter_app(config) if exporter else create_app(config)
         sock = bind(config.host, config.port)

@@ -156,7 +156,7 @@ def _print_message(m: MessageExt) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv) as admin:
+    with admin_session(args) as admin:
         found = admin.view_message(args.msg_id, topic=args.topic)
     if args.json:
         print_json([message_dict(m) for m in found])
@@ -173,7 +173,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv) as admin:
+    with admin_session(args) as admin:
         found = admin.query_message(args.topic, args.key, args.begin, args.end, args.max)
     if args.json:
         print_json([message_dict(m) for m in found])
@@ -236,7 +236,7 @@ def _print_trace(trace: MessageTrace) -> None:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv) as admin:
+    with admin_session(args) as admin:
         trace = admin.message_trace(args.msg_id, topic=args.topic, trace_topic=args.trace_topic)
     if args.json:
         print_json(trace.to_dict())

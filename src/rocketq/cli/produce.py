@@ -46,6 +46,8 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.cli._output import (
+    acl_keys,
+    add_acl_options,
     add_namesrv_option,
     group_name,
     number_type,
@@ -249,6 +251,7 @@ def register(subparsers: Any) -> None:
         "which `rocketq report` reads",
     )
     add_namesrv_option(parser)
+    add_acl_options(parser)
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_run)
 
@@ -346,12 +349,15 @@ def _producer(
     try:
         run = new_run_id() if args.run is None else args.run
         make_body = body_maker(args.count, text=args.body, size=args.size, run=run)
+        keys = acl_keys(args)
         producer: Producer = (
-            Producer(group, namesrv=args.namesrv, trace=args.trace)
+            Producer(group, namesrv=args.namesrv, trace=args.trace, **keys)
             if checks is None
-            else TransactionProducer(group, namesrv=args.namesrv, trace=args.trace, checker=checks.answer)
+            else TransactionProducer(
+                group, namesrv=args.namesrv, trace=args.trace, checker=checks.answer, **keys
+            )
         )
-        with Admin(args.namesrv) as admin:
+        with Admin(args.namesrv, **keys) as admin:
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None

@@ -89,7 +89,12 @@ class Monitor:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self.admin = AsyncAdmin(config.namesrv, timeout=config.request_timeout)
+        self.admin = AsyncAdmin(
+            config.namesrv,
+            timeout=config.request_timeout,
+            access_key=config.access_key,
+            secret_key=config.secret_key,
+        )
         self.watches: dict[str, GroupWatch] = {}
         self.all_groups = False
         self._clock = clock

@@ -45,6 +45,7 @@ from typing import IO, Any, cast
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SendResult
+from rocketq.client.config import ACCESS_KEY_ENV, SECRET_KEY_ENV
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.embedded import READY_PREFIX, ServerProcess, parse_ready_line
 from rocketq.errors import RocketQError, UnknownTopicError
@@ -403,6 +404,11 @@ class Lab:
     trace: bool = False
     #: More options for ``rocketq server`` and every ``rocketq broker`` (e.g. short expiry settings).
     server_args: Sequence[str] = ()
+    #: The ACL account the lab's admin, producer and workers sign for (with ``--acl FILE`` in
+    #: ``server_args``; the workers get the keys in ``$ROCKETMQ_ACCESS_KEY`` and
+    #: ``$ROCKETMQ_SECRET_KEY``, not on their command line).
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._tmp: str | None = None
@@ -443,7 +449,7 @@ class Lab:
         self.broker_addrs[first] = self.server.broker_addr
         for name in more:
             self._extra.append(self._spawn_broker(name, root / name.replace("@", "_")))
-        self._admin = Admin(self.namesrv)
+        self._admin = Admin(self.namesrv, access_key=self.access_key, secret_key=self.secret_key)
         if more:
             deadline = time.monotonic() + 15.0
             while len(self._admin.master_addrs()) < len(self.brokers):
@@ -673,7 +679,13 @@ class Lab:
     @property
     def producer(self) -> Producer:
         if self._producer is None:
-            config = ClientConfig(namesrv=self.namesrv, client_ip=LAB_CLIENT_IP, instance_name="lab-producer")
+            config = ClientConfig(
+                namesrv=self.namesrv,
+                client_ip=LAB_CLIENT_IP,
+                instance_name="lab-producer",
+                access_key=self.access_key,
+                secret_key=self.secret_key,
+            )
             producer_config = ProducerConfig()
             if self.trace and "trace" in {f.name for f in dataclasses.fields(ProducerConfig)}:
                 producer_config = dataclasses.replace(producer_config, trace=True)
@@ -714,9 +726,15 @@ class Lab:
             client_ip=LAB_CLIENT_IP,
             **options,
         )
-        worker = Worker(name, args, env, shared=self.changed)
+        worker = Worker(name, args, {**self.acl_env(), **(env or {})}, shared=self.changed)
         self.workers.append(worker)
         return worker
+
+    def acl_env(self) -> dict[str, str]:
+        """The environment that gives a process the lab's ACL keys (empty without them)."""
+        if self.access_key is None or self.secret_key is None:
+            return {}
+        return {ACCESS_KEY_ENV: self.access_key, SECRET_KEY_ENV: self.secret_key}
 
     # ------------------------------------------------------------------ observation
 

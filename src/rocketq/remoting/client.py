@@ -29,10 +29,12 @@ from rocketq.errors import (
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.protocol.calls import Call
 from rocketq.protocol.command import RemotingCommand
+from rocketq.remoting.acl import AclSigningHook
 from rocketq.remoting.config import RemotingClientConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
 from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import PeerLog
+from rocketq.remoting.handlers import RPCHook
 from rocketq.remoting.settings import ConnectionSettings
 
 __all__ = ["RemotingClient", "add_call_note", "parse_address"]
@@ -73,6 +75,9 @@ class RemotingClient(Endpoint, AsyncStartClose):
 
     Listeners (:class:`ConnectionListener`) hear about every connection the client opens and
     loses; ``conn.remote_address`` is then the address as dialled.
+
+    With ``config.credentials`` every request sent is signed for RocketMQ 4.9's ACL
+    (:class:`~rocketq.remoting.acl.AclSigningHook`), after any other hook has run.
     """
 
     def __init__(
@@ -85,6 +90,19 @@ class RemotingClient(Endpoint, AsyncStartClose):
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Task[RemotingConnection]] = {}
         self._closed = False
+        self._signer: AclSigningHook | None = None
+        if self.config.credentials is not None:
+            self._signer = AclSigningHook(self.config.credentials)
+            self.handlers.hooks.append(self._signer)
+
+    def add_hook(self, hook: RPCHook) -> None:
+        """Run ``hook`` around every request (see :class:`RPCHook`); before the signing hook, so
+        what it adds to a request is signed."""
+        hooks = self.handlers.hooks
+        if self._signer is not None and self._signer in hooks:
+            hooks.insert(hooks.index(self._signer), hook)
+        else:
+            hooks.append(hook)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -32,7 +32,9 @@ Options (keys are case-insensitive; docs/spark.md has the table, and Kafka's opt
 * how much (streams): ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` with ``maxTriggerDelay``;
 * how: ``tags``, ``failOnDataLoss``, ``minPartitions``, ``pullBatchSize``, ``pullBatchBytes``,
   ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``;
-* writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``.
+* writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``;
+* who (a broker with ACL on): ``accessKey`` and ``secretKey``, which sign every request
+  (Spark's ``spark.redaction.regex`` hides ``secretKey``'s value in plans and the UI).
 
 Every option that does not depend on batch vs stream (or read vs write) is checked when Spark
 creates the source, at ``load()``: :func:`parse_options` raises one line naming the option in
@@ -46,7 +48,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 from pyspark.sql.datasource import (
@@ -60,9 +62,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
-from rocketq.client.config import resolve_namesrv
+from rocketq.client.config import credentials_of, resolve_namesrv
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
+from rocketq.protocol.acl import Credentials
 from rocketq.spark.offsets import (
     EARLIEST,
     LATEST,
@@ -125,6 +128,8 @@ _NAMES: Final = (
     "exactlyOnce",
     "timeout",
     "arrowBatches",
+    "accessKey",
+    "secretKey",
     # options Spark itself (or users by habit) pass to every source and sink
     "path",
     "checkpointLocation",
@@ -187,6 +192,14 @@ class SourceOptions:
     exactly_once: bool = True
     timeout: float = 10.0
     arrow_batches: bool = True
+    #: The ACL account every request is signed for (``accessKey`` / ``secretKey``).
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+
+    @property
+    def credentials(self) -> Credentials | None:
+        """The keys requests are signed with (``None``: unsigned)."""
+        return credentials_of(self.access_key, self.secret_key)
 
     @property
     def pull_group(self) -> str:
@@ -296,6 +309,7 @@ def parse_options(
     ending, ending_timestamp, ending_timestamps = _ending(opts, sub, starting, stream=stream)
     max_per_trigger, min_per_trigger, max_delay = _trigger_limits(opts, batch=batch)
     timeout = _timeout(opts)
+    access_key, secret_key = _keys(opts)
     return SourceOptions(
         namesrv=namesrv,
         topics=sub.topics,
@@ -322,7 +336,21 @@ def parse_options(
         exactly_once=_bool(opts, "exactlyonce", True),
         timeout=timeout,
         arrow_batches=_bool(opts, "arrowbatches", True),
+        access_key=access_key,
+        secret_key=secret_key,
     )
+
+
+def _keys(opts: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """``accessKey`` and ``secretKey``: both or neither (the error never shows the secret)."""
+    access_key, secret_key = opts.get("accesskey"), opts.get("secretkey")
+    if access_key is None and secret_key is None:
+        return None, None
+    if not access_key or not access_key.strip():
+        raise ConfigError("option 'secretKey' needs option 'accessKey' (the ACL account it signs for)")
+    if not secret_key:
+        raise ConfigError("option 'accessKey' needs option 'secretKey' (the key requests are signed with)")
+    return access_key.strip(), secret_key
 
 
 def _normalised(options: Mapping[str, str]) -> dict[str, str]:

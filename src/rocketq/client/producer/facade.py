@@ -106,7 +106,9 @@ class Producer(SyncFacade[ProducerCore]):
     """A producer usable from plain synchronous code (and from asyncio via ``send_async``).
 
     ``Producer(group, namesrv=None, *, instance_name=None, client_ip=None, config=None,
-    client_config=None)``; call :meth:`start` (or use ``with``), then :meth:`send` (blocks),
+    client_config=None, trace=None, access_key=None, secret_key=None)`` (the keys sign every
+    request for a broker's ACL, as Java's ``AclClientRPCHook``); call :meth:`start` (or use
+    ``with``), then :meth:`send` (blocks),
     :meth:`send_future` / :meth:`send_callback` / ``await`` :meth:`send_async` (asynchronous),
     :meth:`send_oneway`, :meth:`send_batch`, :meth:`request` (send and wait for a reply, also
     ``await`` :meth:`request_async`); :meth:`shutdown` when done.
@@ -114,7 +116,7 @@ class Producer(SyncFacade[ProducerCore]):
 
     role = "producer"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (Java's shortcuts for the client config, and the ACL keys)
         self,
         group: str,
         namesrv: str | None = None,
@@ -124,6 +126,8 @@ class Producer(SyncFacade[ProducerCore]):
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
         trace: bool | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         check_group(group)  # Java also refuses DEFAULT_PRODUCER; we allow it (the CLI's default group)
         self.group = group
@@ -131,7 +135,12 @@ class Producer(SyncFacade[ProducerCore]):
         if trace is not None:  # Java's enableMsgTrace; see rocketq.client.trace
             self.config = replace(self.config, trace=trace)
         self.client_config = client_config_for(
-            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+            client_config,
+            namesrv=namesrv,
+            client_ip=client_ip,
+            instance_name=instance_name,
+            access_key=access_key,
+            secret_key=secret_key,
         ).with_pid_instance_name()
         self._instance: ClientInstance | None = None
         self._core: ProducerCore | None = None
