@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
@@ -145,6 +145,27 @@ class _Listener(ConnectionListener):
         self._broker._connection_closed(conn)
 
 
+class _AfterStart(Generic[T]):
+    """A part of the :class:`Broker` made by ``start()``, read from the attribute of the same name
+    with a leading underscore: reading it before the broker started raises."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = "_" + name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> T: ...
+    def __get__(self, obj: object | None, owner: type) -> T | Self:
+        if obj is None:
+            return self
+        value: T | None = getattr(obj, self.slot)
+        if value is None:
+            raise ClientStateError(f"Broker.{self.name} is available only after start()")
+        return value
+
+
 class Broker(AsyncStartClose):
     """A RocketMQ-compatible broker; see the module docstring. Use ``async with`` or
     :meth:`start` / :meth:`close`. ``clock`` is the wall clock (seconds since the epoch)."""
@@ -216,31 +237,11 @@ class Broker(AsyncStartClose):
 
     # ------------------------------------------------------------------ parts (after start)
 
-    @staticmethod
-    def _need(value: T | None, what: str) -> T:
-        if value is None:
-            raise ClientStateError(f"Broker.{what} is available only after start()")
-        return value
-
-    @property
-    def store(self) -> MessageStore:
-        return self._need(self._store, "store")
-
-    @property
-    def topics(self) -> TopicConfigManager:
-        return self._need(self._topics, "topics")
-
-    @property
-    def groups(self) -> SubscriptionGroupManager:
-        return self._need(self._groups, "groups")
-
-    @property
-    def schedule(self) -> ScheduleService:
-        return self._need(self._schedule, "schedule")
-
-    @property
-    def transactions(self) -> TransactionalMessageService:
-        return self._need(self._transactions, "transactions")
+    store = _AfterStart[MessageStore]()
+    topics = _AfterStart[TopicConfigManager]()
+    groups = _AfterStart[SubscriptionGroupManager]()
+    schedule = _AfterStart[ScheduleService]()
+    transactions = _AfterStart[TransactionalMessageService]()
 
     @property
     def registrar(self) -> NamesrvRegistrar | None:
@@ -278,10 +279,8 @@ class Broker(AsyncStartClose):
             return self._ha_client.lag_bytes()
         return None
 
-    @property
-    def store_host(self) -> HostPort:
-        """This broker as a message's store host (``brokerIP1`` and the bound port)."""
-        return self._need(self._store_host, "store_host")
+    #: This broker as a message's store host (``brokerIP1`` and the bound port).
+    store_host = _AfterStart[HostPort]()
 
     @property
     def port(self) -> int:
