@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
@@ -69,6 +69,7 @@ LAB_CLIENT_IP = "127.0.0.1"
 """The IP in the lab consumers' client ids, so ids read ``127.0.0.1@consumer-1`` and sort by name."""
 
 _BROKER_LISTENING = re.compile(r"listening on (\S+),")
+T = TypeVar("T")
 _RAW_CHUNK = 512  # small: a paced reader then holds little of the output beyond the pipe's
 
 
@@ -533,17 +534,8 @@ class Lab:
         """Stop one of the extra brokers (not the first, which shares its process with the name
         server): SIGTERM (it unregisters, flushes, checkpoints), or SIGKILL with ``kill``. Its
         exit code; :meth:`start_broker` brings it back on the same port and data dir."""
-        b = self._extra_broker(name)
-        if b.proc.poll() is None:
-            b.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            try:
-                b.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                b.proc.kill()
-                b.proc.wait()
-        if b.proc.stdout is not None:
-            b.proc.stdout.close()
-        return b.proc.returncode
+        proc = self._extra_broker(name).proc
+        return _stop_process(proc, signal.SIGKILL if kill else signal.SIGTERM, timeout)
 
     def start_broker(self, name: str) -> str:
         """Start a stopped extra broker again on its old port and data dir; its address."""
@@ -611,15 +603,7 @@ class Lab:
     def _stop_extra_brokers(self) -> None:
         """SIGTERM to each extra broker still running, SIGKILL after 20 s."""
         for b in self._extra:
-            if b.proc.poll() is None:
-                b.proc.send_signal(signal.SIGTERM)
-                try:
-                    b.proc.wait(20.0)
-                except subprocess.TimeoutExpired:
-                    b.proc.kill()
-                    b.proc.wait()
-            if b.proc.stdout is not None:
-                b.proc.stdout.close()
+            _stop_process(b.proc, signal.SIGTERM, 20.0)
         self._extra.clear()
 
     def _remove_tmp(self, *, fast: bool) -> None:
@@ -666,15 +650,11 @@ class Lab:
 
     @property
     def namesrv(self) -> str:
-        if self.server is None:
-            raise LabError("the lab is not started")
-        return self.server.namesrv_addr
+        return _started(self.server).namesrv_addr
 
     @property
     def admin(self) -> Admin:
-        if self._admin is None:
-            raise LabError("the lab is not started")
-        return self._admin
+        return _started(self._admin)
 
     @property
     def producer(self) -> Producer:
@@ -814,3 +794,25 @@ class Lab:
 
             w.wait_for(settled, timeout, f"the rebalance over {len(ids)} consumer(s) to settle")
         return result
+
+
+def _started(part: T | None) -> T:
+    """A part the lab makes at start, or :class:`LabError` before."""
+    if part is None:
+        raise LabError("the lab is not started")
+    return part
+
+
+def _stop_process(proc: subprocess.Popen[str], sig: int, timeout: float) -> int:
+    """Send ``sig`` to ``proc`` if it runs, SIGKILL after ``timeout``; its output pipe closed, its
+    exit code."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+    return proc.returncode

@@ -32,7 +32,7 @@ from rocketq.client._facade import SyncFacade, client_config_for
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import SendResult
-from rocketq.client.producer.core import ProducerCore
+from rocketq.client.producer.core import ProducerCore, SendTarget
 from rocketq.client.producer.selection import MessageQueueSelector
 from rocketq.client.trace import (
     TRACE_INSTANCE_NAME,
@@ -180,7 +180,7 @@ class Producer(SyncFacade[ProducerCore]):
 
         Safe from many threads at once (they share the client's connections, as Java's do); each
         call encodes its own request in its own thread (see :meth:`ProducerCore.send_blocking`)."""
-        return self.core.send_blocking(msg, timeout=timeout, queue=queue, selector=selector, arg=arg)
+        return self.core.send_blocking(msg, SendTarget(queue, selector, arg), timeout=timeout)
 
     def send_future(
         self,
@@ -210,7 +210,7 @@ class Producer(SyncFacade[ProducerCore]):
         took = time.monotonic()
         try:
             coro = core.send(
-                msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+                msg, SendTarget(queue, selector, arg), timeout=timeout,
                 retries=self.config.retry_times_when_send_async_failed,
             )  # fmt: skip
             future: concurrent.futures.Future[SendResult] = loop_thread.submit(coro)  # type: ignore[arg-type]
@@ -269,7 +269,7 @@ class Producer(SyncFacade[ProducerCore]):
         took = time.monotonic()
         try:
             return await self.core.send_from_loop(
-                msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+                msg, SendTarget(queue, selector, arg), timeout=timeout,
                 retries=self.config.retry_times_when_send_async_failed,
             )  # fmt: skip
         finally:
@@ -286,7 +286,7 @@ class Producer(SyncFacade[ProducerCore]):
         """Send without waiting for an answer (the frame is written before this returns)."""
         core = self.core
         core.instance.loop_thread.call(
-            core.send(msg, oneway=True, queue=queue, selector=selector, arg=arg),
+            core.send(msg, SendTarget(queue, selector, arg), oneway=True),
             timeout=self.config.send_msg_timeout + 5.0,
         )
 
@@ -321,7 +321,7 @@ class Producer(SyncFacade[ProducerCore]):
         core = self.core
         wait = self.config.send_msg_timeout if timeout is None else timeout
         return core.instance.loop_thread.call(
-            core.request(msg, wait, queue=queue, selector=selector, arg=arg), timeout=wait + 5.0
+            core.request(msg, wait, SendTarget(queue, selector, arg)), timeout=wait + 5.0
         )
 
     async def request_async(
@@ -337,7 +337,7 @@ class Producer(SyncFacade[ProducerCore]):
         blocking the caller's loop."""
         core = self.core
         wait = self.config.send_msg_timeout if timeout is None else timeout
-        coro = core.request(msg, wait, queue=queue, selector=selector, arg=arg)
+        coro = core.request(msg, wait, SendTarget(queue, selector, arg))
         if core.instance.loop_thread.in_loop_thread:
             return await coro
         return await asyncio.wrap_future(core.instance.loop_thread.submit(coro))
