@@ -421,6 +421,9 @@ class RebalanceImpl:
         #: each topic's queues the last rebalance gave this consumer (owned or still to acquire)
         self.allocated: dict[str, frozenset[MessageQueue]] = {}
         self._lock = asyncio.Lock()
+        # adoptions apart from rebalances: a rebalance waits for its removed queues to drain
+        # (seconds, with a slow listener), and a queue whose lease came meanwhile must not wait too
+        self._adopt_lock = asyncio.Lock()
 
     # -------------------------------------------------------------- subscriptions
 
@@ -801,8 +804,10 @@ class RebalanceImpl:
         get a process queue, a starting offset read now — after the lock — and a pull.
 
         Returns the record published (with ``trigger``, the rebalance that allocated them), or
-        ``None`` when nothing was added."""
-        async with self._lock:
+        ``None`` when nothing was added. It may run while a rebalance waits for the queues it
+        removed to drain: it adds only queues the latest allocation gives this consumer and the
+        table does not hold, and adding one twice is ruled out where the table is written."""
+        async with self._adopt_lock:
             start = now_ms()
             target = self.allocated.get(topic, frozenset())
             todo = [
