@@ -43,6 +43,7 @@ __all__ = [
     "ReadyLine",
     "ServerProcess",
     "parse_ready_line",
+    "server_command",
     "spawn_server",
 ]
 
@@ -197,6 +198,22 @@ class ServerProcess:
         self.stop()
 
 
+def server_command(
+    data_dir: str | os.PathLike[str],
+    *,
+    flush: FlushMode = "async",
+    brokers: int = 1,
+    extra_args: tuple[str, ...] = (),
+) -> list[str]:
+    """The command line of ``python -m rocketq server`` on free loopback ports (the name server's
+    and the first broker's port 0), ``brokers`` brokers, ``extra_args`` last."""
+    return [
+        sys.executable, "-m", "rocketq", "server", "--data-dir", os.fspath(data_dir),
+        "--namesrv-port", "0", "--broker-port", "0", "--flush", flush, "--brokers", str(brokers),
+        *extra_args,
+    ]  # fmt: skip
+
+
 def spawn_server(
     data_dir: str | os.PathLike[str],
     *,
@@ -210,23 +227,7 @@ def spawn_server(
     """Start ``python -m rocketq server --brokers N`` (one broker unless asked) on free loopback
     ports and wait for its ready line; its stderr (the servers' log) goes to ``stderr`` (default:
     this process's)."""
-    args = [
-        sys.executable,
-        "-m",
-        "rocketq",
-        "server",
-        "--data-dir",
-        os.fspath(data_dir),
-        "--namesrv-port",
-        "0",
-        "--broker-port",
-        "0",
-        "--flush",
-        flush,
-        "--brokers",
-        str(brokers),
-        *extra_args,
-    ]
+    args = server_command(data_dir, flush=flush, brokers=brokers, extra_args=extra_args)
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout

@@ -47,7 +47,7 @@ from rocketq.allocate import AllocationStrategy, plan_group
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SendResult
 from rocketq.client.config import ACCESS_KEY_ENV, SECRET_KEY_ENV
 from rocketq.client.routes import subscribe_info_from_route
-from rocketq.embedded import READY_PREFIX, ServerProcess, parse_ready_line
+from rocketq.embedded import READY_PREFIX, ServerProcess, parse_ready_line, server_command
 from rocketq.errors import RocketQError, UnknownTopicError
 from rocketq.lab.worker import build_strategy, worker_args
 from rocketq.models import MessageQueue
@@ -490,19 +490,8 @@ class Lab:
     def _spawn_server(self, data: Path, broker_name: str) -> ServerProcess:
         """``rocketq server`` on free ports (what :func:`rocketq.embedded.spawn_server` does, in a
         session of its own)."""
-        args = [
-            sys.executable,
-            "-m",
-            "rocketq",
-            "server",
-            "--data-dir",
-            os.fspath(data),
-            "--namesrv-port",
-            "0",
-            "--brokers",  # one broker in the server's process; more brokers are `rocketq broker`s
-            "1",
-        ]
-        args += ["--broker-port", "0", "--broker-name", broker_name, *self.server_args]
+        # one broker in the server's process; more brokers are `rocketq broker`s
+        args = server_command(data, brokers=1, extra_args=("--broker-name", broker_name, *self.server_args))
         proc = _spawn(args, stdout=subprocess.PIPE, stderr=self._log(broker_name))
         ready = self._first_line(
             proc,
