@@ -22,6 +22,7 @@ __all__ = [
     "received_by",
     "send_numbered",
     "settle",
+    "settled_round",
     "wait_committed",
     "wait_delivered",
 ]
@@ -143,6 +144,28 @@ def wait_committed(lab: Lab, group: str, topic: str, timeout: float = 45.0) -> N
         return lab.admin.group_progress(group, topic).total_lag == 0
 
     lab.wait_until(caught_up, timeout, f"{group} to commit its offsets of {topic}")
+
+
+def settled_round(
+    run: Run,
+    title: str,
+    *,
+    group: str,
+    topic: str,
+    queues: Sequence[MessageQueue],
+    workers: Sequence[Worker],
+    send: tuple[str, int],
+    notes: Sequence[str] = (),
+) -> tuple[dict[str, list[MessageQueue]], list[Sent], dict[str, list[Received]]]:
+    """A step of the seeds' experiments: wait until ``workers`` own ``topic`` as planned
+    (:func:`settle`), send ``send`` = (label, count) numbered messages and wait for them
+    (:func:`deliver`), and record the step ``title`` with the allocation explained first in its
+    notes. The plan, what was sent and what each worker received."""
+    plan, names = settle(run, group, topic, workers)
+    sent, got = deliver(run, topic, *send, workers)
+    explained = explain_allocation(run.strategy, queues, list(plan), names)
+    run.step(title, workers=workers, topics=[topic], messages=got, notes=[explained, *notes])
+    return plan, sent, got
 
 
 def explain_allocation(

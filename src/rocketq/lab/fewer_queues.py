@@ -15,6 +15,7 @@ from rocketq.lab.common import (
     deliver,
     explain_allocation,
     settle,
+    settled_round,
 )
 from rocketq.lab.scenario import Run
 
@@ -30,19 +31,15 @@ def run(run: Run) -> None:
     queues1 = lab.create_topic(TOPIC_ONE, 1)
     queues2 = lab.create_topic(TOPIC_TWO, 2)
     part1 = consumers(run, GROUP_ONE, TOPIC_ONE, ["consumer-1", "consumer-2"])
-    plan1, names = settle(run, GROUP_ONE, TOPIC_ONE, part1)
-    sent1, got1 = deliver(run, TOPIC_ONE, "one-queue", 4, part1)
-    run.step(
-        "part 1: 1 queue, 2 consumers, 4 messages",
-        workers=part1,
-        topics=[TOPIC_ONE],
-        messages=got1,
-        notes=[
-            explain_allocation(run.strategy, queues1, list(plan1), names),
-            "consumer-2 is a member of the group (the broker lists it, it heartbeats) but owns no queue: "
-            "adding consumers beyond the queue count adds no parallelism",
-        ],
+    idle_note = (
+        "consumer-2 is a member of the group (the broker lists it, it heartbeats) but owns no queue: "
+        "adding consumers beyond the queue count adds no parallelism"
     )
+    plan1, sent1, got1 = settled_round(
+        run, "part 1: 1 queue, 2 consumers, 4 messages",
+        group=GROUP_ONE, topic=TOPIC_ONE, queues=queues1, workers=part1, send=("one-queue", 4),
+        notes=[idle_note],
+    )  # fmt: skip
     check_against_plan(run, "part 1 messages follow the plan", part1, sent1, plan1)
     idle = [w.name for w in part1 if not plan1.get(w.client_id or "")]
     if run.strategy == "AVG":

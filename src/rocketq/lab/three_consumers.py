@@ -10,9 +10,7 @@ from __future__ import annotations
 from rocketq.lab.common import (
     check_against_plan,
     consumers,
-    deliver,
-    explain_allocation,
-    settle,
+    settled_round,
 )
 from rocketq.lab.scenario import Run
 
@@ -24,15 +22,10 @@ def run(run: Run) -> None:
     lab = run.lab
     queues = lab.create_topic(TOPIC, 16)
     workers = consumers(run, GROUP, TOPIC, ["consumer-1", "consumer-2", "consumer-3"])
-    share, names = settle(run, GROUP, TOPIC, workers)
-    sent, got = deliver(run, TOPIC, "msg", 32, workers)
-    run.step(
-        "3 consumers, 16 queues, 32 messages",
-        workers=workers,
-        topics=[TOPIC],
-        messages=got,
-        notes=[explain_allocation(run.strategy, queues, list(share), names)],
-    )
+    share, sent, got = settled_round(
+        run, "3 consumers, 16 queues, 32 messages",
+        group=GROUP, topic=TOPIC, queues=queues, workers=workers, send=("msg", 32),
+    )  # fmt: skip
     check_against_plan(run, "every message consumed by its queue's planned owner", workers, sent, share)
     owned = {w.name: [q.queue_id for q in w.owned(TOPIC) or []] for w in workers}
     if run.strategy == "AVG":

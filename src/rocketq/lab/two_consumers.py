@@ -16,6 +16,7 @@ from rocketq.lab.common import (
     describe_share,
     explain_allocation,
     settle,
+    settled_round,
     wait_committed,
 )
 from rocketq.lab.narrate import queue_ranges
@@ -29,15 +30,10 @@ def run(run: Run) -> None:
     lab = run.lab
     queues = lab.create_topic(TOPIC, 16)
     [c1] = consumers(run, GROUP, TOPIC, ["consumer-1"])
-    plan1, names = settle(run, GROUP, TOPIC, [c1])
-    sent1, got1 = deliver(run, TOPIC, "step1", 6, [c1])
-    run.step(
-        "step 1: consumer-1 alone, 6 messages",
-        workers=[c1],
-        topics=[TOPIC],
-        messages=got1,
-        notes=[explain_allocation(run.strategy, queues, list(plan1), names)],
-    )
+    plan1, sent1, _ = settled_round(
+        run, "step 1: consumer-1 alone, 6 messages",
+        group=GROUP, topic=TOPIC, queues=queues, workers=[c1], send=("step1", 6),
+    )  # fmt: skip
     check_against_plan(run, "step 1 messages follow the plan", [c1], sent1, plan1)
     # the newcomer reads its queues from the committed offsets: let consumer-1 commit first, so
     # this step shows the allocation alone (rebalance-cost measures what happens when it has not)
