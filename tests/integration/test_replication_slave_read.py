@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from rocketq import ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer, SendStatus
+from rocketq import (
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    LitePullConsumer,
+    Message,
+    Producer,
+    PushConsumer,
+    SendStatus,
+)
 from rocketq.broker import Broker
 from rocketq.protocol import ResponseCode
 from rocketq.remoting import RemotingClient
@@ -138,6 +146,28 @@ def test_a_consumer_far_behind_reads_from_the_slave_and_comes_back(pair: Pair) -
             assert wait_until(lambda: got.distinct() == n + more, 15)
             assert slave.stats.get_total - slave_before == served_by_slave  # the tail: from the master
         assert got.duplicates() == 0
+        n += more
+
+        # a lite pull consumer follows the suggestions too (Java's does, through PullAPIWrapper)
+        slave_before = slave.stats.get_total
+        lite = LitePullConsumer(
+            "slave_read_lite",
+            client_config=cluster.client_config("c2"),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        lite.subscribe(TOPIC, "*")
+        seen: dict[bytes, int] = {}
+        with lite:
+
+            def polled() -> bool:
+                for m in lite.poll(0.2):
+                    seen[m.body] = seen.get(m.body, 0) + 1
+                return len(seen) >= n
+
+            assert wait_until(polled, 30), len(seen)
+        print("the lite pull consumer: messages served by the slave", slave.stats.get_total - slave_before)
+        assert slave.stats.get_total > slave_before
+        assert max(seen.values()) == 1
 
 
 def test_without_slave_read_enable_every_pull_suggests_the_master(tmp_path: Path) -> None:
