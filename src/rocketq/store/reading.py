@@ -146,11 +146,11 @@ def _scan(
     runs: list[tuple[Segment, int, int]] = []
     run_seg: Segment | None = None
     run_start = run_end = 0
-    total = count = examined = last_phys = 0
+    total = count = examined = 0
     removed = False
     for phys, size, tag in CQ_ENTRY.iter_unpack(view):
-        last_phys = phys  # before the batch-full check, as Java's maxPhyOffsetPulling
         if count and (count >= max_count or total + size > limit_bytes):
+            last = examined  # the entry that ended the batch was looked at (maxPhyOffsetPulling)
             break
         examined += 1
         if tags_codes is not None and tag not in tags_codes:
@@ -171,8 +171,12 @@ def _scan(
             run_seg, run_start, run_end = seg, start, start + size
         total += size
         count += 1
+    else:
+        last = examined - 1
     if run_seg is not None:
         runs.append((run_seg, run_start, run_end))
+    # read once here rather than kept on every pass of the loop above
+    last_phys: int = CQ_ENTRY.unpack_from(view, last * CQ_ENTRY_SIZE)[0] if last >= 0 else 0
     return runs, count, examined, removed, last_phys
 
 
