@@ -152,9 +152,16 @@ def test_every_view_shows_the_slave_and_its_lag(pair: Pair, capsys: pytest.Captu
         # the slave follows again: every view says it caught up
         cluster.thread.call(_restart_link(slave), timeout=10)
         assert wait_until(lambda: slave.store.commit_log_max_offset == master.store.commit_log_max_offset, 15)
-        got = _metrics(server.url)
-        assert got["rocketmq_broker_commitlog_diff"] == {labels: 0}
-        assert got["rocketq_broker_ha_slave_lag_seconds"] == {labels: 0}
+        caught_up = {
+            "rocketmq_broker_commitlog_diff": {labels: 0},
+            "rocketq_broker_ha_slave_lag_seconds": {labels: 0},
+        }
+
+        def metrics_caught_up() -> bool:
+            got = _metrics(server.url)
+            return all(got.get(name) == want for name, want in caught_up.items())
+
+        assert wait_until(metrics_caught_up, 10)
     brokers = _json(capsys, "cluster", "--namesrv", ns, "--json")["brokers"]
     assert [(b["lag_bytes"], b["lag_seconds"]) for b in brokers if b["id"] == 1] == [(0, 0.0)]
     if browserkit.missing() is not None:
