@@ -632,6 +632,7 @@ def _numeric_options(ns: str, data: Path) -> list[Numeric]:
             Numeric(base, "--client-scan-interval", **seconds),
             Numeric(base, "--rebalance-lock-max-live-time", **seconds),
             Numeric(base, "--notify-coalesce-window", **window),
+            Numeric(base, "--access-message-in-memory-max-ratio", int, 0, 100),
         ]
     options.append(Numeric(server, "--namesrv-port", **port))
     return options

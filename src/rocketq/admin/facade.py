@@ -90,6 +90,7 @@ class Admin(Closing):
     # ================================================================== monitoring
     # (see the section of AsyncAdmin of the same name)
     broker_runtime = _blocking(AsyncAdmin.broker_runtime)
+    slave_lags = _blocking(AsyncAdmin.slave_lags)
     topic_configs = _blocking(AsyncAdmin.topic_configs)
     group_configs = _blocking(AsyncAdmin.group_configs)
     consumer_groups = _blocking(AsyncAdmin.consumer_groups)

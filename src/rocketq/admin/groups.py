@@ -231,7 +231,8 @@ class GroupAdmin(BrokerAdmin):
         queues = tuple(
             QueueProgress(mq, b, c, last, owners.get(mq)) for mq, (b, c, last) in sorted(table.items())
         )
-        return GroupProgress(group, queues, tps, source)
+        slaves = await self.slave_lags(set(brokers))
+        return GroupProgress(group, queues, tps, source, tuple(slaves))
 
     async def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int]:
         """The offsets ``group`` has committed for ``topic`` on the brokers of its route (only the

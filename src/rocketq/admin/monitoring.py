@@ -67,6 +67,19 @@ class BrokerRuntime:
         value = self.first_number("bootTimestamp")
         return int(value) if value is not None else None
 
+    @property
+    def commit_log_max_offset(self) -> int | None:
+        """The commit log's end (``commitLogMaxOffset``)."""
+        value = self.first_number("commitLogMaxOffset")
+        return int(value) if value is not None else None
+
+    @property
+    def latest_message_ms(self) -> int | None:
+        """Store time of the newest whole message (rocketq's ``latestMessageTimeStamp``);
+        ``None`` when the broker does not say (RocketMQ's) or holds none."""
+        value = self.first_number("latestMessageTimeStamp")
+        return int(value) if value is not None and value > 0 else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "addr": self.addr,
@@ -76,6 +89,57 @@ class BrokerRuntime:
             "disk_ratio": self.disk_ratio,
             "boot_ms": self.boot_ms,
             "table": dict(self.table),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SlaveLag:
+    """How far a slave is behind its master, from both brokers' runtime tables read at once.
+
+    ``lag_bytes`` is the master's commit-log end less the slave's (rocketmq-exporter's
+    ``rocketmq_broker_commitlog_diff``); ``lag_seconds`` the master's newest message's store time
+    less the slave's newest (0 when the slave has every byte; ``None`` when a broker does not say,
+    RocketMQ's, or the slave holds no whole message yet): how far back in time the slave's copy
+    stands. Both ``None``, and ``error`` set, when a broker did not answer.
+
+    >>> m = BrokerRuntime("m:1", {"commitLogMaxOffset": "900", "latestMessageTimeStamp": "5000"})
+    >>> s = BrokerRuntime("s:1", {"commitLogMaxOffset": "400", "latestMessageTimeStamp": "3500"})
+    >>> lag = SlaveLag.between("broker-a", 1, m, s)
+    >>> (lag.lag_bytes, lag.lag_seconds)
+    (500, 1.5)
+    """
+
+    broker_name: str
+    broker_id: int
+    addr: str
+    master_addr: str | None
+    lag_bytes: int | None
+    lag_seconds: float | None
+    error: str | None = None
+
+    @classmethod
+    def between(cls, name: str, broker_id: int, master: BrokerRuntime, slave: BrokerRuntime) -> SlaveLag:
+        """The lag of ``slave`` behind ``master``, from their runtime tables."""
+        m_end, s_end = master.commit_log_max_offset, slave.commit_log_max_offset
+        lag_bytes = None if m_end is None or s_end is None else max(m_end - s_end, 0)
+        m_ms, s_ms = master.latest_message_ms, slave.latest_message_ms
+        if lag_bytes == 0:
+            seconds: float | None = 0.0
+        elif m_ms is None or s_ms is None:
+            seconds = None
+        else:
+            seconds = max(m_ms - s_ms, 0) / 1000
+        return cls(name, broker_id, slave.addr, master.addr, lag_bytes, seconds)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "broker_name": self.broker_name,
+            "broker_id": self.broker_id,
+            "addr": self.addr,
+            "master_addr": self.master_addr,
+            "lag_bytes": self.lag_bytes,
+            "lag_seconds": self.lag_seconds,
+            "error": self.error,
         }
 
 

@@ -21,6 +21,7 @@ from rocketq.errors import (
     RocketQError,
     TopicExistsError,
 )
+from rocketq.models import MessageQueue
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import QueueData
 from rocketq.protocol.codes import MASTER_ID
@@ -44,6 +45,7 @@ class TopicAdmin(BrokerAdmin):
         """Per queue min/max offset and last store time, from every broker of the route."""
         route = await self.topic_route(topic)
         queues: list[TopicQueueStats] = []
+        names: list[str] = []
         for bd in route.broker_datas:
             addr = bd.broker_addrs.get(MASTER_ID)
             if addr is None:
@@ -51,12 +53,31 @@ class TopicAdmin(BrokerAdmin):
             stats = await self._call(addr, calls.get_topic_stats_info(topic))
             if stats is None:  # this broker does not hold the topic
                 continue
-            table = stats.offset_table
+            on_slave = await self._slave_max_offsets(topic, bd.broker_addrs)
+            if bd.broker_name is not None:
+                names.append(bd.broker_name)
             queues.extend(
-                TopicQueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp)
-                for mq, o in table.items()
+                TopicQueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp, on_slave.get(mq))
+                for mq, o in stats.offset_table.items()
             )
-        return TopicStats(topic, tuple(sorted(queues, key=lambda q: q.queue)))
+        has_slaves = any(bid != MASTER_ID for bd in route.broker_datas for bid in bd.broker_addrs)
+        slaves = await self.slave_lags(names) if has_slaves else []
+        return TopicStats(topic, tuple(sorted(queues, key=lambda q: q.queue)), tuple(slaves))
+
+    async def _slave_max_offsets(self, topic: str, addrs: Mapping[int, str]) -> dict[MessageQueue, int]:
+        """The max offsets of ``topic``'s queues on the first slave of ``addrs`` (empty without a
+        slave, or when it did not answer: a topic it has not synced yet)."""
+        slave_ids = sorted(bid for bid in addrs if bid != MASTER_ID)
+        if not slave_ids:
+            return {}
+        try:
+            stats = await self._call(addrs[slave_ids[0]], calls.get_topic_stats_info(topic))
+        except RocketQError as exc:
+            logger.debug("topic stats of %s from slave %s: %s", topic, addrs[slave_ids[0]], exc)
+            return {}
+        if stats is None:
+            return {}
+        return {mq: o.max_offset for mq, o in stats.offset_table.items()}
 
     async def create_topic(
         self,

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from rocketq.admin.monitoring import SlaveLag
 from rocketq.errors import (
     ConfigError,
 )
@@ -56,11 +57,21 @@ class TopicQueueStats:
     min_offset: int
     max_offset: int
     last_update_ms: int
+    slave_max_offset: int | None = None
+    """The queue's max offset on the broker's slave (its first, by id); ``None`` without one, or
+    when the slave did not answer (a topic it has not synced yet)."""
 
     @property
     def messages(self) -> int:
         """Messages stored in the queue now (max - min)."""
         return self.max_offset - self.min_offset
+
+    @property
+    def slave_behind(self) -> int | None:
+        """Messages of the queue the slave does not have yet."""
+        if self.slave_max_offset is None:
+            return None
+        return max(self.max_offset - self.slave_max_offset, 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +80,7 @@ class TopicQueueStats:
             "max_offset": self.max_offset,
             "messages": self.messages,
             "last_update_ms": self.last_update_ms,
+            "slave_max_offset": self.slave_max_offset,
         }
 
 
@@ -78,6 +90,8 @@ class TopicStats:
 
     topic: str
     queues: tuple[TopicQueueStats, ...]
+    slaves: tuple[SlaveLag, ...] = ()
+    """The slaves of the route's brokers, with their lag behind their masters."""
 
     @property
     def total_messages(self) -> int:
@@ -88,6 +102,7 @@ class TopicStats:
             "topic": self.topic,
             "queues": [q.to_dict() for q in self.queues],
             "total_messages": self.total_messages,
+            "slaves": [s.to_dict() for s in self.slaves],
         }
 
 
@@ -186,6 +201,9 @@ class GroupProgress:
     queues: tuple[QueueProgress, ...]
     consume_tps: float
     owners_source: QueueSource | None = None
+    slaves: tuple[SlaveLag, ...] = ()
+    """The slaves of the brokers asked, with their lag behind their masters (what a consumer
+    sent to a slave - its master gone, or far behind with ``slaveReadEnable`` - can read)."""
 
     @property
     def total_lag(self) -> int:
@@ -208,6 +226,7 @@ class GroupProgress:
             "total_lag": self.total_lag,
             "consume_tps": self.consume_tps,
             "owners_source": self.owners_source,
+            "slaves": [s.to_dict() for s in self.slaves],
         }
 
 

@@ -156,6 +156,12 @@ class BrokerConfig:
     the name server's answer to its registration (RocketMQ's default)."""
     ha: HAConfig = field(default_factory=HAConfig)
     """The HA link's intervals and limits (``haSendHeartbeatInterval``, ``slaveTimeout``...)."""
+    slave_read_enable: bool = False
+    """``slaveReadEnable`` (false): a pull more than ``store.access_message_in_memory_max_ratio``
+    percent of physical memory behind the commit log's end is answered with
+    ``suggestWhichBrokerId`` = its group's ``whichBrokerWhenConsumeSlowly`` (1: the slave), any
+    other with the group's ``brokerId`` (0); off, every pull suggests the master (0). Set it on
+    the slave too, or the slave sends such a consumer straight back (``docs/replication.md``)."""
     slave_sync_period: float = 10.0
     """How often a slave copies its master's topics, offsets and groups (``SlaveSynchronize``,
     every 10 s after 3 s)."""

@@ -28,6 +28,7 @@ from rocketq.cli._output import (
     print_table,
     topic_name,
 )
+from rocketq.cli.cluster import describe_slave
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
@@ -219,6 +220,8 @@ def _progress(args: argparse.Namespace) -> int:
         f"consumed per second: {progress.consume_tps:.1f} (the brokers' average for the group over the "
         "last minute)"
     )
+    for slave in progress.slaves:
+        print(describe_slave(slave))
     return 0
 
 

@@ -242,6 +242,21 @@ def add_broker_options(
         help="a slave's master HA address (haMasterAddress; default: learnt from the name server)",
     )
     parser.add_argument(
+        "--slave-read-enable",
+        action="store_true",
+        help="tell a consumer far behind (over --access-message-in-memory-max-ratio of memory) to pull "
+        "from the slave, and one that caught up to go back to the master (slaveReadEnable, off by "
+        "default; give it to master and slave alike; see docs/replication.md)",
+    )
+    parser.add_argument(
+        "--access-message-in-memory-max-ratio",
+        type=percentage,
+        default=40,
+        metavar="PERCENT",
+        help="how far behind the commit log's end, in percent of physical memory, a pull still counts "
+        "as read from memory (accessMessageInMemoryMaxRatio, default 40)",
+    )
+    parser.add_argument(
         "--notify-coalesce-window",
         type=non_negative_float,
         default=0.0,
@@ -274,6 +289,9 @@ positive_count = number_type(
 )
 """A count a broker keeps in a Java ``int`` (``transactionCheckMax``)."""
 non_negative_int = number_type(int, "not a whole number", lambda v: v >= 0, "must be 0 or more, got {value}")
+percentage = number_type(
+    int, "not a whole number", lambda v: 0 <= v <= 100, "must be a percentage from 0 to 100, got {value}"
+)
 
 
 def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -288,7 +306,11 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "client_scan_interval": args.client_scan_interval,
         "rebalance_lock_max_live_time": args.rebalance_lock_max_live_time,
         "notify_coalesce_window": args.notify_coalesce_window,
-        "store": StoreConfig(message_index_enable=args.message_index),
+        "store": StoreConfig(
+            message_index_enable=args.message_index,
+            access_message_in_memory_max_ratio=args.access_message_in_memory_max_ratio,
+        ),
+        "slave_read_enable": args.slave_read_enable,
         "role": args.role,
         "broker_id": args.broker_id if args.broker_id is not None else (1 if args.role == "slave" else 0),
         "ha_listen_port": args.ha_listen_port,

@@ -24,6 +24,7 @@ from rocketq.cli._output import (
     print_table,
     topic_name,
 )
+from rocketq.cli.cluster import describe_slave
 from rocketq.cli.main import CliError
 from rocketq.errors import SystemTopicError, TopicExistsError, UnknownTopicError
 from rocketq.protocol.bodies import TopicRouteData
@@ -345,22 +346,31 @@ def _stats(args: argparse.Namespace) -> int:
     if args.json:
         print_json(stats.to_dict())
         return 0
-    rows = [
-        (
+    columns = ["broker", "queue", "min offset", "max offset", "messages", "last stored"]
+    rows: list[list[object]] = [
+        [
             q.queue.broker_name,
             q.queue.queue_id,
             q.min_offset,
             q.max_offset,
             q.messages,
             format_ms(q.last_update_ms),
-        )
+        ]
         for q in stats.queues
     ]
+    footer: list[object] = ["total", len(stats.queues), None, None, stats.total_messages, None]
+    if stats.slaves:  # replicated brokers: what their slaves hold of each queue
+        columns.append("on slave")
+        for row, q in zip(rows, stats.queues, strict=True):
+            row.append("-" if q.slave_max_offset is None else q.slave_max_offset)
+        footer.append(None)
     print_table(
         f"topic {args.topic}",
-        ("broker", "queue", "min offset", "max offset", "messages", "last stored"),
+        columns,
         rows,
-        footer=("total", len(stats.queues), None, None, stats.total_messages, None),
-        right=("queue", "min offset", "max offset", "messages"),
+        footer=footer,
+        right=("queue", "min offset", "max offset", "messages", "on slave"),
     )
+    for lag in stats.slaves:
+        print(describe_slave(lag))
     return 0

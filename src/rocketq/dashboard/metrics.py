@@ -11,6 +11,8 @@ metric with its RocketMQ equivalent; in short:
   ``rocketmq_producer_tps`` (its rate between two collections), retry and DLQ offsets;
 * groups: ``rocketmq_consumer_offset``, ``rocketmq_group_diff``, ``rocketmq_message_accumulation``,
   ``rocketmq_consumer_tps``, ``rocketmq_group_get_latency_by_storetime``, ``rocketmq_group_count``;
+* replication: ``rocketmq_broker_commitlog_diff`` (a slave's lag in bytes, the exporter's) and
+  ``rocketq_broker_ha_slave_lag_seconds`` (ours, in seconds);
 * ours: ``rocketq_rebalances_total``, ``rocketq_queues_moved_total``, ``rocketq_duplicate_client_ids``,
   ``rocketq_queue_owners`` (should be 1), ``rocketq_queue_lag``, ``rocketq_last_rebalance_timestamp_seconds``,
   ``rocketq_namesrv_up``, ``rocketq_broker_up``.
@@ -22,17 +24,18 @@ and its other series are left out; the endpoint itself always answers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from rocketq.admin import BrokerRuntime
+from rocketq.admin import BrokerRuntime, SlaveLag
 from rocketq.dashboard.monitor import GroupWatch, Monitor
 from rocketq.errors import RocketQError
 from rocketq.models import MessageQueue
+from rocketq.protocol.bodies import BrokerData
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
@@ -180,9 +183,46 @@ async def collect(m: Monitor, rates: _Rates | None = None) -> Snapshot:
             value = rt.first_number(key)
             if value is not None:
                 family.add_metric(labels, value)
+    _slave_lags(snap, info.broker_addr_table, runtimes, cluster_of)
     await _topics(m, snap, masters, cluster_of, rates, now)
     await _groups(m, snap, cluster_of, rates, now)
     return snap
+
+
+def _slave_lags(
+    snap: Snapshot,
+    brokers: Mapping[str, BrokerData],
+    runtimes: Mapping[str, BrokerRuntime | RocketQError],
+    cluster_of: Mapping[str, str],
+) -> None:
+    """Each slave's lag behind its master from the two runtime tables of this collection:
+    rocketmq-exporter's ``rocketmq_broker_commitlog_diff`` (bytes, its labels: the slave's
+    address) and ours in seconds, ``rocketq_broker_ha_slave_lag_seconds``."""
+    diff = snap.gauge(
+        "rocketmq_broker_commitlog_diff",
+        "Bytes of the master's commit log its slave does not have (master's max offset less the slave's)",
+        _BROKER_LABELS,
+    )
+    seconds = snap.gauge(
+        "rocketq_broker_ha_slave_lag_seconds",
+        "Store time of the master's newest message less the slave's newest (0 when the slave has every byte)",
+        _BROKER_LABELS,
+    )
+    for name, bd in sorted(brokers.items()):
+        master_addr = bd.broker_addrs.get(MASTER_ID)
+        master = runtimes.get(master_addr) if master_addr is not None else None
+        if not isinstance(master, BrokerRuntime):
+            continue
+        for bid, addr in sorted(bd.broker_addrs.items()):
+            slave = runtimes.get(addr)
+            if bid == MASTER_ID or not isinstance(slave, BrokerRuntime):
+                continue
+            lag = SlaveLag.between(name, bid, master, slave)
+            labels = [cluster_of.get(name, ""), addr, name]
+            if lag.lag_bytes is not None:
+                diff.add_metric(labels, lag.lag_bytes)
+            if lag.lag_seconds is not None:
+                seconds.add_metric(labels, lag.lag_seconds)
 
 
 async def _topics(

@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from rocketq.admin import BrokerRuntime, GroupMembers, TraceEvent, is_protected_topic, system_topic_role
+from rocketq.admin import (
+    BrokerRuntime,
+    GroupMembers,
+    SlaveLag,
+    TraceEvent,
+    is_protected_topic,
+    system_topic_role,
+)
 from rocketq.allocate import AllocationStrategy, Balance, get_strategy, strategy_names
 from rocketq.allocate.examples import broker_names, client_ids, plan_change
 from rocketq.dashboard.monitor import GroupWatch, Monitor, is_user_group
@@ -118,6 +125,15 @@ async def _brokers(m: Monitor) -> tuple[list[dict[str, Any]], dict[str, str]]:
         rows.append(row)
         if bid == MASTER_ID:
             masters[name] = addr
+    for row in rows:  # a slave's lag behind its master, from the two runtime tables just read
+        if row["id"] == MASTER_ID or row["error"] is not None:
+            continue
+        master = runtimes.get(masters.get(row["name"], ""))
+        slave = runtimes[row["addr"]]
+        if isinstance(master, BrokerRuntime) and isinstance(slave, BrokerRuntime):
+            row["lag"] = SlaveLag.between(row["name"], row["id"], master, slave).to_dict()
+        else:
+            row["lag"] = {"lag_bytes": None, "lag_seconds": None, "error": "its master did not answer"}
     return rows, masters
 
 
@@ -202,6 +218,7 @@ async def topic_view(m: Monitor, topic: str) -> dict[str, Any]:
                 "max_offset": q.max_offset,
                 "messages": q.messages,
                 "last_update": _fmt_ms(q.last_update_ms),
+                "slave_max_offset": q.slave_max_offset,
             }
             for q in stats.queues
             if q.queue.broker_name == qd.broker_name
@@ -215,6 +232,7 @@ async def topic_view(m: Monitor, topic: str) -> dict[str, Any]:
                 "perm_text": perm_to_string(qd.perm),
                 "queues": queues,
                 "messages": sum(q.messages for q in stats.queues if q.queue.broker_name == qd.broker_name),
+                "slaves": [lag.to_dict() for lag in stats.slaves if lag.broker_name == qd.broker_name],
             }
         )
     return {

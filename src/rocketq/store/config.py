@@ -7,12 +7,13 @@ accepted so that tests can cross segment boundaries with a few kilobytes of mess
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
 from rocketq.errors import ConfigError
 
-__all__ = ["CQ_ENTRY_SIZE", "FlushMode", "StoreConfig"]
+__all__ = ["CQ_ENTRY_SIZE", "FlushMode", "StoreConfig", "total_physical_memory"]
 
 #: Bytes of one consume-queue entry: commit-log offset (int64), size (int32), tag hash code (int64).
 CQ_ENTRY_SIZE = 20
@@ -75,6 +76,15 @@ class StoreConfig:
     max_transfer_bytes: int = 256 * 1024
     #: Most messages one pull returns (``maxTransferCountOnMessageInMemory`` 32).
     max_transfer_count: int = 32
+    #: Percent of the machine's physical memory a pull may be behind the commit log's end and
+    #: still be read from memory (``accessMessageInMemoryMaxRatio`` 40): a pull further behind is
+    #: flagged ``suggest_pulling_from_slave`` (a broker with ``slave_read_enable`` then tells the
+    #: consumer to pull from its slave; ``docs/replication.md``).
+    access_message_in_memory_max_ratio: int = 40
+    #: Bytes of physical memory that ratio is taken of (RocketMQ's ``TOTAL_PHYSICAL_MEMORY_SIZE``,
+    #: read from the OS). ``None``: the machine's (``os.sysconf``); a figure here is ours, for a
+    #: store sharing its machine with others - or a test that does not fill 40% of the RAM.
+    physical_memory: int | None = None
     #: Index message keys and unique ids for QUERY_MESSAGE (``messageIndexEnable`` true).
     message_index_enable: bool = True
     #: Hash slots per index file (``maxHashSlotNum`` 5,000,000).
@@ -108,7 +118,23 @@ class StoreConfig:
             raise ConfigError("max_hash_slot_num must be positive and max_index_num at least 2")
         if self.max_msgs_num_batch < 1 or self.default_query_max_num < 1:
             raise ConfigError("max_msgs_num_batch and default_query_max_num must be positive")
+        if not 0 <= self.access_message_in_memory_max_ratio <= 100:
+            raise ConfigError("access_message_in_memory_max_ratio is a percentage in [0, 100]")
+        if self.physical_memory is not None and self.physical_memory < 0:
+            raise ConfigError("physical_memory must not be negative")
         self.delete_hours()  # validates delete_when
+
+    @property
+    def in_memory_bytes(self) -> int:
+        """How far (bytes) behind the commit log's end a pull may read before it is flagged
+        ``suggest_pulling_from_slave``: ``access_message_in_memory_max_ratio`` percent of
+        ``physical_memory`` (``DefaultMessageStore.getMessage``'s ``memory``).
+
+        >>> StoreConfig(physical_memory=1000, access_message_in_memory_max_ratio=40).in_memory_bytes
+        400
+        """
+        memory = self.physical_memory if self.physical_memory is not None else total_physical_memory()
+        return int(memory * (self.access_message_in_memory_max_ratio / 100.0))
 
     @property
     def consume_queue_file_size(self) -> int:
@@ -133,3 +159,12 @@ class StoreConfig:
                 )
             hours.add(int(part))
         return frozenset(hours)
+
+
+def total_physical_memory() -> int:
+    """The machine's physical memory in bytes (RocketMQ's ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``;
+    24 GiB, RocketMQ's fallback, where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 24 * 1024 * 1024 * 1024

@@ -214,6 +214,8 @@ class MessageStore(Closing):
         self._tags_code = tags_code_function
         #: The config is frozen: the append reads its limit here rather than through a property.
         self._max_size = self.config.effective_max_message_size
+        #: Bytes behind the log's end a pull may read before it suggests the slave (read once).
+        self._in_memory = self.config.in_memory_bytes
         self._lock = threading.Lock()
         self._writable = True
         self._closed = False
@@ -661,13 +663,16 @@ class MessageStore(Closing):
         ``max_bytes`` (default ``max_transfer_bytes``) are returned, but always at least one.
         ``next_begin_offset`` follows the last entry examined (RocketMQ's rules, including the
         suggested offsets for the OFFSET_* statuses); ``group`` is accepted for symmetry with
-        RocketMQ and unused.
+        RocketMQ and unused. ``suggest_pulling_from_slave`` is set when the read is more than
+        ``config.in_memory_bytes`` behind the commit log's end.
         """
         cfg = self.config
         max_count = max(1, min(max_count, cfg.max_transfer_count if max_transfer is None else max_transfer))
         limit_bytes = cfg.max_transfer_bytes if max_bytes is None else max_bytes
         cq = self._queues.get(topic, queue_id)
-        return read_queue(cq, self.commit_log, offset, max_count, limit_bytes, tags_codes, property_filter)
+        return read_queue(
+            cq, self.commit_log, offset, max_count, limit_bytes, tags_codes, property_filter, self._in_memory
+        )
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be written (0 for an unknown queue)."""
@@ -719,6 +724,12 @@ class MessageStore(Closing):
     def earliest_store_time(self) -> int:
         """Store timestamp of the oldest message in the commit log, -1 if it is empty."""
         return self.commit_log.store_timestamp(self.commit_log.min_offset)
+
+    def latest_store_time(self) -> int:
+        """Store timestamp of the newest whole message in the commit log (on a slave: the newest
+        its master streamed in full), -1 if there is none."""
+        end, timestamp = self.commit_log.tail
+        return timestamp if end > 0 and timestamp > 0 else -1
 
     def read_message_bytes(self, commit_log_offset: int) -> bytes | None:
         """The stored record at a commit-log offset (from an offset message id), or ``None``

@@ -53,11 +53,16 @@ class GetMessageResult:
     max_offset: int
     data: bytes = b""
     message_count: int = 0
+    suggest_pulling_from_slave: bool = False
+    """The pull is further behind the commit log's end than the store reads from memory
+    (RocketMQ's ``suggestPullingFromSlave``): the commit-log bytes after the last entry examined
+    exceed ``in_memory`` (set on a FOUND / NO_MATCHED / REMOVING read only, as in 4.9)."""
 
 
 #: What a walk over consume-queue entries found: byte ranges of the commit log to return (segment,
-#: start, end), records taken, entries examined, whether an entry named deleted data.
-_Scan = tuple[list[tuple[Segment, int, int]], int, int, bool]
+#: start, end), records taken, entries examined, whether an entry named deleted data, and the
+#: commit-log offset of the last entry looked at (RocketMQ's ``maxPhyOffsetPulling``).
+_Scan = tuple[list[tuple[Segment, int, int]], int, int, bool, int]
 
 
 def _out_of_range(cq: ConsumeQueue | None, offset: int) -> GetMessageResult | None:
@@ -85,9 +90,13 @@ def read_queue(
     max_bytes: int,
     tags_codes: AbstractSet[int] | None,
     property_filter: PropertyFilter | None,
+    in_memory: int | None = None,
 ) -> GetMessageResult:
     """Up to ``max_count`` records (at least one, about ``max_bytes``) of ``cq`` from ``offset``
-    whose tag code is in ``tags_codes`` (``None``: all) and which ``property_filter`` accepts."""
+    whose tag code is in ``tags_codes`` (``None``: all) and which ``property_filter`` accepts.
+
+    With ``in_memory`` (bytes), a read whose last examined entry lies more than that before the
+    commit log's end is flagged ``suggest_pulling_from_slave`` (``DefaultMessageStore.getMessage``)."""
     if cq is None or not cq.min_index <= offset < cq.max_index:
         refused = _out_of_range(cq, offset)
         assert refused is not None
@@ -100,7 +109,7 @@ def read_queue(
         nxt = cq.roll_next_file(offset)
         return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, nxt, min_offset, max_offset)
     try:
-        runs, count, examined, removed = _scan(
+        runs, count, examined, removed, last_phys = _scan(
             view, commit_log, max_count, max_bytes, tags_codes, property_filter
         )
     finally:
@@ -115,7 +124,8 @@ def read_queue(
         status = GetMessageStatus.MESSAGE_WAS_REMOVING
     else:
         status = GetMessageStatus.NO_MATCHED_MESSAGE
-    return GetMessageResult(status, offset + examined, min_offset, max_offset, data, count)
+    slow = in_memory is not None and commit_log.max_offset - last_phys > in_memory
+    return GetMessageResult(status, offset + examined, min_offset, max_offset, data, count, slow)
 
 
 def _scan(
@@ -140,6 +150,7 @@ def _scan(
     removed = False
     for phys, size, tag in CQ_ENTRY.iter_unpack(view):
         if count and (count >= max_count or total + size > limit_bytes):
+            last = examined  # the entry that ended the batch was looked at (maxPhyOffsetPulling)
             break
         examined += 1
         if tags_codes is not None and tag not in tags_codes:
@@ -160,9 +171,13 @@ def _scan(
             run_seg, run_start, run_end = seg, start, start + size
         total += size
         count += 1
+    else:
+        last = examined - 1
     if run_seg is not None:
         runs.append((run_seg, run_start, run_end))
-    return runs, count, examined, removed
+    # read once here rather than kept on every pass of the loop above
+    last_phys: int = CQ_ENTRY.unpack_from(view, last * CQ_ENTRY_SIZE)[0] if last >= 0 else 0
+    return runs, count, examined, removed, last_phys
 
 
 def _join(runs: list[tuple[Segment, int, int]]) -> bytes:

@@ -407,6 +407,8 @@ class AdminProcessor:
             "diskMaxUsedSpaceRatio": store.disk_max_used_space_ratio,
             "maxTransferCountOnMessageInMemory": store.max_transfer_count,
             "maxTransferBytesOnMessageInMemory": store.max_transfer_bytes,
+            "slaveReadEnable": cfg.slave_read_enable,
+            "accessMessageInMemoryMaxRatio": store.access_message_in_memory_max_ratio,
         }
         text = "".join(f"{k}={_java_text(v)}\n" for k, v in values.items())
         version = b.topics.data_version.encode().decode()
@@ -431,6 +433,8 @@ class AdminProcessor:
             "commitLogMinOffset": str(store.commit_log_min_offset),
             "commitLogMaxOffset": str(store.commit_log_max_offset),
             "earliestMessageTimeStamp": str(store.earliest_store_time()),
+            # rocketq's: the newest message's store time (the views' slave lag in seconds)
+            "latestMessageTimeStamp": str(store.latest_store_time()),
             "commitLogDiskRatio": f"{store.disk_used_ratio():.4f}",
             "storePath": str(store.root),
             "flushDiskType": "SYNC_FLUSH" if b.config.flush == "sync" else "ASYNC_FLUSH",

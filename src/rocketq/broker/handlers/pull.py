@@ -18,6 +18,12 @@ compile SUBSCRIPTION_PARSE_FAILED (RocketMQ 4.9 would deliver every message). Ea
 with where the expression went wrong. A queue with no matching message answers
 PULL_RETRY_IMMEDIATELY with ``NO_MATCHED_MESSAGE``, its next offset past what was examined.
 
+**Reading from the slave.** ``suggestWhichBrokerId`` is 0 (the master) unless the broker's
+``slave_read_enable`` is on: then a pull the store found further behind the commit log's end
+than ``access_message_in_memory_max_ratio`` percent of memory suggests the group's
+``whichBrokerWhenConsumeSlowly`` (1) and any other the group's ``brokerId`` (0), on a master and
+on a slave alike (:meth:`PullProcessor._suggest`; ``docs/replication.md``).
+
 A PULL_OFFSET_MOVED answer also stores an event in ``OFFSET_MOVED_EVENT`` (group, queue, the
 offset asked for and the new one), as RocketMQ's ``generateOffsetMovedEvent`` does.
 
@@ -215,6 +221,7 @@ class PullProcessor:
         self._short = cfg.short_polling_time
         self._max_hold = cfg.broker_suspend_max_time
         self._property_filter = cfg.enable_property_filter
+        self._slave_read = cfg.slave_read_enable
 
     # ------------------------------------------------------------------ the pull
 
@@ -276,21 +283,35 @@ class PullProcessor:
             b.stats.on_get(group, result.message_count, len(result.data))
         elif code == _PULL_OFFSET_MOVED:
             self._offset_moved_event(group, topic, queue_id, offset, result.next_begin_offset)
+        suggest = self._suggest(group_config, result.suggest_pulling_from_slave)
         if request.serialize_type == _ROCKETMQ:
             ext = {
-                "suggestWhichBrokerId": "0",
+                "suggestWhichBrokerId": suggest,
                 "nextBeginOffset": str(result.next_begin_offset),
                 "minOffset": str(result.min_offset),
                 "maxOffset": str(result.max_offset),
             }
         else:
             ext = {
-                "suggestWhichBrokerId": "0",
+                "suggestWhichBrokerId": suggest,
                 "nextBeginOffset": str(result.next_begin_offset),
                 "maxOffset": str(result.max_offset),
                 "minOffset": str(result.min_offset),
             }
         return request.response(code=code, remark=remark, ext_fields=ext, body=result.data)
+
+    def _suggest(self, group_config: SubscriptionGroupConfig, slow: bool) -> str:
+        """``suggestWhichBrokerId``, as 4.9.4's ``PullMessageProcessor`` sets it: without
+        ``slaveReadEnable`` the master (0) - on a slave too, which then answers the pull as found
+        (the PULL_RETRY_IMMEDIATELY it sets first is overwritten by the status); with it, the
+        group's ``whichBrokerWhenConsumeSlowly`` (1) for a pull the store found far behind
+        (``suggestPullingFromSlave``), else the group's ``brokerId`` (0) - so a slave sends a
+        consumer that caught up back to its master."""
+        if not self._slave_read:
+            return "0"
+        if slow:
+            return str(group_config.which_broker_when_consume_slowly)
+        return str(group_config.broker_id)
 
     def _readable(
         self, p: PullMessageRequestHeader, conn: RemotingConnection

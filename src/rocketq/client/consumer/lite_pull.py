@@ -164,7 +164,7 @@ class SubscriptionType(enum.Enum):
 class _QueueState:
     """One assigned queue (``AssignedMessageQueue.MessageQueueState``)."""
 
-    __slots__ = ("consume_offset", "paused", "pq", "pull_offset", "resumed", "seek_offset")
+    __slots__ = ("consume_offset", "paused", "pq", "pull_from", "pull_offset", "resumed", "seek_offset")
 
     def __init__(self, pq: ProcessQueue, pull_offset: int = -1) -> None:
         self.pq = pq
@@ -173,6 +173,9 @@ class _QueueState:
         self.consume_offset = -1
         self.seek_offset = -1
         self.resumed = asyncio.Event()
+        #: The broker id the last answer suggested (``suggestWhichBrokerId``; 0 the master, 1 a
+        #: slave its master sent us to): where the next pull goes, as Java's ``PullAPIWrapper``.
+        self.pull_from = 0
 
 
 class _Batch:
@@ -430,10 +433,11 @@ class LitePullCore(ConsumerCore[LitePullConsumerConfig]):
             sub_version=sub.sub_version,
             expression_type=sub.expression_type,
         )
-        addr = await self.instance.locate_pull_address(mq)
+        addr = await self.instance.locate_pull_address(mq, state.pull_from)
         pq.last_pull_timestamp = time.time()
         begin = time.monotonic()
         response = await self.api.call(addr, calls.pull_message(header), cfg.consumer_timeout_when_suspend)
+        state.pull_from = response.suggest_which_broker_id
         if self.assigned.get(mq) is not state or pq.dropped or state.seek_offset != -1 or state.paused:
             return 0.0  # unassigned, seeked or paused meanwhile: the answer is dropped (pulled again)
         status = response.status

@@ -410,6 +410,10 @@ class PushConsumerCore(ConsumerCore[PushConsumerConfig]):
         try:
             addr = await self.instance.locate_pull_address(mq, self._pull_from_which_node.get(mq, MASTER_ID))
             view = self.rebalance.views.get((mq.topic, mq.broker_name)) if cfg.view_fence else None
+            if view is not None:
+                master = self.instance.find_broker_address_in_publish(mq.broker_name)
+                if master is not None and addr != master:
+                    view = None  # a slave its master suggested: the stamp is the master's epoch
             response = await self.api.call(
                 addr, calls.pull_message(header, view=view), cfg.consumer_timeout_when_suspend
             )
