@@ -525,7 +525,11 @@ class LoginGate:
         await _respond(send, 303, b"", [(b"location", back.encode()), *cookies])
 
     async def login_page(self, scope: Scope, send: Send, status: int, error: str | None, back: str) -> None:
-        nonce = secrets.token_urlsafe(24)
+        # the browser's login cookie is kept if it has one: a second tab's login page (or the
+        # favicon's redirect here) must not make the first one's form stale
+        nonce = _cookie(scope, LOGIN_COOKIE) or ""
+        if not re.fullmatch(r"[A-Za-z0-9_-]{32}", nonce):
+            nonce = secrets.token_urlsafe(24)
         cookie = _set_cookie(scope, LOGIN_COOKIE, nonce)
         await self.page(send, status, "Log in", error, login=True, nonce=nonce, next=back, cookies=[cookie])
 
