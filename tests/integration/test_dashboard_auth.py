@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import random
 import secrets
+import signal
 import string
 import urllib.error
 import urllib.request
@@ -25,6 +26,7 @@ from rocketq.admin import Admin
 from rocketq.dashboard import BackgroundServer, DashboardConfig, create_app, create_exporter_app
 from rocketq.dashboard.auth import ADMIN, READ_ONLY, LoginConfig, LoginGate, set_user
 from tests.integration.clientkit import ClusterThread, Received, wait_until
+from tests.integration.clikit import CliProcess
 
 pytestmark = pytest.mark.integration
 
@@ -256,3 +258,29 @@ def test_dashboard_metrics_take_the_token_while_pages_ask_for_a_login(
         status, text, _ = get(server.url + "topics", "Bearer " + token)
         assert status == 200
         assert 'id="login"' in text
+
+
+def test_cli_dashboard_with_users_asks_for_a_login(
+    cluster: ClusterThread, users: dict[str, str], tmp_path: Path
+) -> None:
+    token = secrets.token_urlsafe(24)
+    (tmp_path / "token").write_text(token)
+    proc = CliProcess(
+        [
+            *("dashboard", "--port", "0", "--namesrv", cluster.namesrv),
+            *("--users", str(tmp_path / "users.properties"), "--metrics-token-file", str(tmp_path / "token")),
+        ]
+    )
+    try:
+        assert proc.wait_for(lambda lines: any(x.startswith("rocketq dashboard ready: ") for x in lines))
+        url = next(x for x in proc.snapshot() if x.startswith("rocketq dashboard ready: ")).split()[3]
+        status, text, _ = get(url + "groups")
+        assert status == 200
+        assert 'id="login"' in text
+        assert get(url + "metrics")[0] == 401
+        assert get(url + "metrics", basic("alice", users["alice"]))[0] == 200
+        assert get(url + "metrics", "Bearer " + token)[0] == 200
+        proc.signal(signal.SIGINT)
+        assert proc.wait() == 0
+    finally:
+        proc.close()
