@@ -13,6 +13,7 @@ import io
 import ipaddress
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,14 @@ def test_users_add_reads_the_password_from_stdin_and_writes_a_hash(
     users = read_users(path)
     assert users["alice"].role == READ_ONLY
     assert verify_password("a-new-password", users["alice"].password_hash)
+
+
+def test_the_security_doc_users_file_holds_the_users_it_says() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    section = doc[doc.index("## The dashboard and the exporter") :]
+    block = re.search(r"```properties\n(.*?)```", section, flags=re.DOTALL)
+    assert block is not None
+    users = parse_users(block.group(1))
+    assert {n: u.role for n, u in users.items()} == {"admin": ADMIN, "viewer": READ_ONLY}
+    assert verify_password("change-me-at-once", users["admin"].password_hash)
+    assert verify_password("look-dont-touch", users["viewer"].password_hash)

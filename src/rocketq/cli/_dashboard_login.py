@@ -32,11 +32,11 @@ def add_login_options(parser: argparse.ArgumentParser, *, exporter: bool) -> Non
         default=None,
         help="users file (NAME=HASH[,1]; write it with `rocketq dashboard users add`): "
         + (
-            "/metrics takes their basic auth"
+            "/metrics takes their basic auth (this or --metrics-token-file is needed with a --host "
+            "beyond this machine)"
             if exporter
-            else "every page asks for a login; ,1 marks an admin"
-        )
-        + "; needed with a --host beyond this machine",
+            else "every page asks for a login, ,1 marks an admin (needed with a --host beyond this machine)"
+        ),
     )
     parser.add_argument(
         "--metrics-token-file",
