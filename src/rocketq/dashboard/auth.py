@@ -9,7 +9,7 @@ that PASSWORD is a hash, never the password itself::
     bob=scrypt$16384$8$1$<salt, base64>$<hash, base64>
 
 The hash is the standard library's :func:`hashlib.scrypt` with a random 16-byte salt per user and
-Django's default cost (n=2**14, r=8, p=1: 16 MiB and about a tenth of a second here); the cost is
+Django's default cost (n=2**14, r=8, p=1: 16 MiB and 50 to 150 ms here); the cost is
 stored with the hash, so a file written with a higher one works. The file is read again when it
 changes (as the RocketMQ Dashboard's is), so adding a user or changing a role needs no restart; a
 file that no longer parses is logged and the last good one stays in force.
