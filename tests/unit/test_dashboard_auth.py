@@ -8,6 +8,7 @@ behaviour is in ``tests/integration/test_dashboard_auth.py``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import io
 import ipaddress
@@ -15,6 +16,7 @@ import os
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -25,6 +27,8 @@ from rocketq.cli.main import CliError, main
 from rocketq.dashboard.auth import (
     ADMIN,
     READ_ONLY,
+    LoginConfig,
+    LoginGate,
     Sessions,
     User,
     _Watched,
@@ -287,3 +291,130 @@ def test_the_security_doc_users_file_holds_the_users_it_says() -> None:
     assert {n: u.role for n, u in users.items()} == {"admin": ADMIN, "viewer": READ_ONLY}
     assert verify_password("change-me-at-once", users["admin"].password_hash)
     assert verify_password("look-dont-touch", users["viewer"].password_hash)
+
+
+# ---------------------------------------------------------------------- the gate's decisions
+
+PATHS = ["/", "/topics", "/topics/T", "/groups/g/reset", "/api/groups/g", "/metrics", "/login", "/logout"]
+PATHS += ["/static/dashboard.css", "/messages"]
+METRICS_TOKEN = "m" * 24
+
+
+class _Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory: pytest.TempPathFactory) -> tuple[LoginGate, list[dict[str, object]], _Clock]:
+    """A gate over an application that records what reaches it (what the gate lets through is the
+    property; the dashboard's own pages are tested in the browser)."""
+    folder = tmp_path_factory.mktemp("gate")
+    lines = [
+        User(name="ann", role=ADMIN, password_hash=hash_password("ann-password", n=16)).line(),
+        User(name="rob", role=READ_ONLY, password_hash=hash_password("rob-password", n=16)).line(),
+    ]
+    (folder / "users").write_text("\n".join(lines))
+    (folder / "token").write_text(METRICS_TOKEN)
+    reached: list[dict[str, object]] = []
+
+    async def application(scope: Any, receive: Any, send: Any) -> None:
+        body = (await receive()).get("body", b"")
+        reached.append({"path": scope["path"], "state": dict(scope.get("state") or {}), "body": body})
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    clock = _Clock()
+    config = LoginConfig(
+        users_file=str(folder / "users"), metrics_token_file=str(folder / "token"), session_idle=60.0
+    )
+    return LoginGate(application, config, clock=clock), reached, clock
+
+
+def _basic(text: str) -> str:
+    return "Basic " + base64.b64encode(text.encode()).decode()
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    method=st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE"]),
+    path=st.one_of(st.sampled_from(PATHS), st.from_regex(r"/[a-z/]{0,12}", fullmatch=True)),
+    who=st.sampled_from(["nobody", "ann", "rob", "expired", "garbage"]),
+    token=st.sampled_from(["none", "right", "other", "random"]),
+    auth=st.sampled_from(["none", "bearer", "bearer-wrong", "basic-ann", "basic-rob", "basic-wrong", "junk"]),
+)
+def test_the_gate_lets_through_exactly_what_the_rules_say(
+    gate: tuple[LoginGate, list[dict[str, object]], _Clock],
+    method: str,
+    path: str,
+    who: str,
+    token: str,
+    auth: str,
+) -> None:
+    app, reached, clock = gate
+    clock.now += 1000.0  # every earlier session has expired
+    expired = app.sessions.open("ann")
+    clock.now += 61.0
+    sessions = {name: app.sessions.open(name) for name in ("ann", "rob")}
+    sid = {"nobody": None, "expired": expired, "garbage": "x" * 43, **sessions}[who]
+    own = app.sessions.get(sid) if sid else None
+    other = app.sessions.get(sessions["rob" if who == "ann" else "ann"])
+    assert other is not None
+    field = {
+        "none": "",
+        "right": own.csrf if own else "a" * 32,
+        "other": other.csrf,
+        "random": "b" * 32,
+    }[token]
+    body = b"topic=T&queues=1" + (f"&token={field}".encode() if token != "none" else b"")
+    headers = [(b"cookie", f"rocketq_session={sid}".encode())] if sid else []
+    authorization = {
+        "bearer": "Bearer " + METRICS_TOKEN,
+        "bearer-wrong": "Bearer " + METRICS_TOKEN[:-1] + "n",
+        "basic-ann": _basic("ann:ann-password"),
+        "basic-rob": _basic("rob:rob-password"),
+        "basic-wrong": _basic("ann:rob-password"),
+        "junk": "Basic %%%",
+    }.get(auth)
+    if authorization:
+        headers.append((b"authorization", authorization.encode()))
+    scope = {"type": "http", "method": method, "path": path, "headers": headers, "query_string": b""}
+    answers: list[Any] = []
+    sent = [False]
+
+    async def receive() -> dict[str, object]:
+        if sent[0]:
+            return {"type": "http.disconnect"}
+        sent[0] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Any) -> None:
+        answers.append(message)
+
+    reached.clear()
+    asyncio.run(app(scope, receive, send))
+
+    safe = method in ("GET", "HEAD")
+    user = who if who in ("ann", "rob") else None
+    if path.startswith("/static/"):
+        expected = True
+    elif path == "/login":
+        expected = False
+    elif user is not None:
+        expected = safe or (token == "right" and user == "ann" and path != "/logout")
+    else:
+        expected = path == "/metrics" and safe and auth in ("bearer", "basic-ann", "basic-rob")
+    assert bool(reached) == expected, (method, path, who, token, auth, answers[0]["status"])
+    assert answers[0]["type"] == "http.response.start"
+    if reached and user is not None and not path.startswith("/static/"):
+        assert reached[0]["state"] == {
+            "user": user,
+            "role": ADMIN if user == "ann" else READ_ONLY,
+            "csrf": own.csrf,
+        }  # type: ignore[union-attr]
+        if not safe:
+            assert reached[0]["body"] == body  # the form the gate read, given on whole
+    if not reached:
+        assert answers[0]["status"] in (200, 303, 401, 403), answers[0]

@@ -428,16 +428,16 @@ class LoginGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or (self.users is None and path != "/metrics" and not self.metrics_only):
-            await self.app(scope, receive, send)  # lifespan; or a token for /metrics only
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # the lifespan
             return
-        if self.metrics_only or (path == "/metrics" and self.token is not None):
-            if await self.metrics_allowed(scope):
+        if self.metrics_only or (self.users is None and path == "/metrics"):
+            if scope["method"] in _SAFE and await self.metrics_allowed(scope):
                 await self.app(scope, receive, send)
             else:
                 await _unauthorized(send, basic=self.users is not None)
             return
-        if path.startswith("/static/"):
+        if self.users is None or path.startswith("/static/"):  # a token for /metrics only; assets
             await self.app(scope, receive, send)
             return
         if path == "/login":
@@ -461,7 +461,7 @@ class LoginGate:
     async def anonymous(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A request without a session: ``/metrics`` with its credentials, else the login page."""
         path = scope["path"]
-        if path == "/metrics" and await self.metrics_allowed(scope):
+        if path == "/metrics" and scope["method"] in _SAFE and await self.metrics_allowed(scope):
             await self.app(scope, receive, send)
         elif path == "/metrics" or path.startswith("/api/") or scope["method"] not in _SAFE:
             await _unauthorized(send, basic=path == "/metrics")
@@ -495,7 +495,7 @@ class LoginGate:
                 send, 403, "Read-only", f"{user.name} is a read-only user: only an admin may change anything"
             )
             return None
-        return _replay(body)
+        return _replay(body, receive)
 
     async def login(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``/login``: the form (GET) or a login (POST). The form's token is also in a cookie of
@@ -601,18 +601,19 @@ async def _read_body(receive: Receive) -> bytes | None:
     return b"".join(chunks)
 
 
-def _replay(body: bytes) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read given again first (the rest, a disconnect, from
+    the client as before)."""
     sent = False
 
-    async def receive() -> MutableMapping[str, Any]:
+    async def replay() -> MutableMapping[str, Any]:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.Event().wait()  # what a server does until the client leaves
-        return {"type": "http.disconnect"}
+        return await receive()
 
-    return receive
+    return replay
 
 
 async def _unauthorized(send: Send, *, basic: bool) -> None:
