@@ -25,6 +25,7 @@ from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, M
 from rocketq.admin import Admin
 from rocketq.dashboard import BackgroundServer, DashboardConfig, create_app, create_exporter_app
 from rocketq.dashboard.auth import ADMIN, READ_ONLY, LoginConfig, LoginGate, set_user
+from tests import browserkit
 from tests.integration.clientkit import ClusterThread, Received, wait_until
 from tests.integration.clikit import CliProcess
 
@@ -107,12 +108,14 @@ def test_login_roles_csrf_and_expiry_in_a_browser(
         wrong_password = page.inner_text("#banner")
         log_in(page, server.url, "mallory", users["alice"])
         assert page.inner_text("#banner") == wrong_password == "wrong name or password"
+        assert browserkit.layout_problems(page, 1280) == []
 
         # bob (read-only) sees the pages, and changes nothing
         log_in(page, server.url, "bob", users["bob"])
         page.wait_for_url(server.url + "topics")
         assert topic in page.inner_text("#topics")
         assert "bob (read-only)" in page.inner_text("#who")
+        assert browserkit.layout_problems(page, 1280) == []
         cookie = next(c for c in page.context.cookies() if c["name"] == "rocketq_session")
         assert cookie["httpOnly"]
         assert cookie["sameSite"] == "Strict"

@@ -277,7 +277,13 @@ def test_users_add_reads_the_password_from_stdin_and_writes_a_hash(
     assert (
         main(["dashboard", "users", "add", "alice", "--role", "read-only", "--file", path, "--replace"]) == 0
     )
+    monkeypatch.setattr("sys.stdin", io.StringIO("bobs-password\n"))
+    assert main(["dashboard", "users", "add", "bob", "--role", "read-only", "--file", path]) == 0
+    assert main(["dashboard", "users", "remove", "bob", "--file", path]) == 0
+    assert main(["dashboard", "users", "remove", "bob", "--file", path]) == 2
+    assert f"no user bob in {path}" in capsys.readouterr().err
     users = read_users(path)
+    assert set(users) == {"alice"}
     assert users["alice"].role == READ_ONLY
     assert verify_password("a-new-password", users["alice"].password_hash)
 

@@ -4,7 +4,8 @@
   protects ``/metrics`` with a bearer token; a ``--host`` that reaches beyond this machine without
   them is refused (one line, exit code 2) unless ``--insecure-no-login`` says it is meant;
 * ``rocketq dashboard users add NAME --role admin|read-only --file FILE`` writes a user, its
-  password read from the terminal (twice) or from stdin's first line, never from the command line.
+  password read from the terminal (twice) or from stdin's first line, never from the command line;
+  ``users remove NAME --file FILE`` takes one out.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 
 from rocketq.cli._output import positive_duration
 from rocketq.cli.main import CliError
-from rocketq.dashboard.auth import ADMIN, READ_ONLY, LoginConfig, is_loopback, set_user
+from rocketq.dashboard.auth import ADMIN, READ_ONLY, LoginConfig, is_loopback, remove_user, set_user
 from rocketq.errors import ConfigError
 
 __all__ = ["add_login_options", "login_config", "register_users"]
@@ -110,6 +111,14 @@ def register_users(parser: argparse.ArgumentParser) -> None:
         "--replace", action="store_true", help="change the password and role of a user already there"
     )
     add.set_defaults(handler=_add)
+    remove = users_sub.add_parser(
+        "remove",
+        help="take a user out of the file (its sessions end at their next request)",
+        description="Take a user out of a users file; a dashboard reading it logs the user out.",
+    )
+    remove.add_argument("name", metavar="NAME", help="the user to remove")
+    remove.add_argument("--file", required=True, metavar="FILE", help="the users file")
+    remove.set_defaults(handler=_remove)
 
 
 def _read_password(name: str) -> str:
@@ -130,4 +139,13 @@ def _add(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     print(f"{'changed' if replaced else 'added'} {args.role} user {args.name} in {args.file}")
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    try:
+        remove_user(args.file, args.name)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    print(f"removed user {args.name} from {args.file}")
     return 0

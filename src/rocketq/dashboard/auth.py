@@ -63,6 +63,7 @@ __all__ = [
     "is_loopback",
     "parse_users",
     "read_users",
+    "remove_user",
     "set_user",
     "verify_password",
 ]
@@ -257,6 +258,24 @@ def set_user(path: str, name: str, role: Role, password: str, *, replace: bool =
                 "# rocketq dashboard users: NAME=HASH[,1] (,1: an admin); `rocketq dashboard users add`"
             )
         lines.append(entry)
+    _write(target, lines)
+    return bool(found)
+
+
+def remove_user(path: str, name: str) -> None:
+    """Take ``name`` out of the users file at ``path`` (its sessions end at their next request);
+    other lines stay as they are. A name not in the file is a :class:`ConfigError`."""
+    users = read_users(path)
+    if name not in users:
+        raise ConfigError(f"no user {name} in {path}")
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    kept = [
+        line for line in lines if line.strip().partition("=")[0].strip() != name or line.lstrip()[:1] in "#!"
+    ]
+    _write(Path(path), kept)
+
+
+def _write(target: Path, lines: list[str]) -> None:
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -265,8 +284,7 @@ def set_user(path: str, name: str, role: Role, password: str, *, replace: bool =
         os.replace(temp, target)
     except OSError as exc:
         temp.unlink(missing_ok=True)
-        raise ConfigError(f"cannot write the users file {path}: {exc.strerror or exc}") from None
-    return bool(found)
+        raise ConfigError(f"cannot write the users file {target}: {exc.strerror or exc}") from None
 
 
 class _Watched:
