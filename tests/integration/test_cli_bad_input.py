@@ -582,6 +582,7 @@ def _numeric_options(ns: str, data: Path) -> list[Numeric]:
         Numeric(("dashboard", *at), "--port", **port),
         Numeric(("dashboard", *at), "--metrics-interval", **seconds),
         Numeric(("dashboard", *at), "--poll", **seconds),
+        Numeric(("dashboard", *at), "--session-idle", **seconds),
         Numeric(("exporter", *at), "--port", **port),
         Numeric(("exporter", *at), "--metrics-interval", **seconds),
         Numeric(("topic", "create", "NumT", *at), "--queues", **queues),

@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from rocketq.cli._dashboard_login import add_login_options, login_config, register_users
 from rocketq.cli._output import acl_keys, add_acl_options, add_namesrv_option, port_number, positive_duration
 from rocketq.cli.main import CliError, exit_now, interrupted
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
@@ -23,8 +24,9 @@ STOP_WITHIN = 0.6
 """Seconds from Ctrl-C to the end of the process at most: open requests get that long (issue 24)."""
 
 
-def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
-    """``--namesrv`` (and the ACL keys), ``--host``, ``--port`` and how often groups are polled."""
+def add_watch_options(parser: argparse.ArgumentParser, *, port: int, exporter: bool = False) -> None:
+    """``--namesrv`` (and the ACL keys), ``--host``, ``--port``, how often groups are polled, and
+    the logins (``--users``, ...: :mod:`rocketq.cli._dashboard_login`)."""
     add_namesrv_option(parser)
     add_acl_options(parser)
     parser.add_argument(
@@ -40,6 +42,7 @@ def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
         metavar="SECONDS",
         help="poll every consumer group this often for the rocketq_ metrics (default 5)",
     )
+    add_login_options(parser, exporter=exporter)
 
 
 def register(subparsers: Any) -> None:
@@ -63,14 +66,17 @@ def register(subparsers: Any) -> None:
         help="poll a group someone is looking at this often (default 1)",
     )
     parser.set_defaults(handler=_run)
+    register_users(parser)
 
 
 def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
     """Bind, print the ready line, serve until SIGINT/SIGTERM (shared with ``rocketq exporter``)."""
     from rocketq.dashboard import create_app, create_exporter_app  # noqa: PLC0415 - web parts when run
+    from rocketq.dashboard.auth import LoginGate  # noqa: PLC0415
     from rocketq.dashboard.server import bind, serve, url_of  # noqa: PLC0415
 
     try:
+        login = login_config(args, exporter=exporter)
         config = DashboardConfig(
             namesrv=args.namesrv,
             host=args.host,
@@ -80,6 +86,7 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
             **acl_keys(args),
         )
         app = create_exporter_app(config) if exporter else create_app(config)
+        served = app if login is None else LoginGate(app, login, metrics_only=exporter)
         sock = bind(config.host, config.port)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
@@ -93,7 +100,7 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
         exit_now(0)
 
     try:
-        stopped_by = serve(app, sock, stop_within=STOP_WITHIN, overdue=overdue)
+        stopped_by = serve(served, sock, stop_within=STOP_WITHIN, overdue=overdue)
     finally:
         sock.close()
     print(f"rocketq {name} stopped", file=sys.stderr)

@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
             "--metrics-interval seconds. Listens on 127.0.0.1 unless --host says otherwise."
         ),
     )
-    add_watch_options(parser, port=DEFAULT_EXPORTER_PORT)
+    add_watch_options(parser, port=DEFAULT_EXPORTER_PORT, exporter=True)
     parser.set_defaults(handler=_run)
 
 

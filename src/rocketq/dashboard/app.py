@@ -19,6 +19,7 @@ is logged and shown as one line. Forms that change something carry a per-process
 of another site cannot post them). Creating a topic that exists changes nothing: the page says what
 would change and offers the update as a button of its own; a system topic is written only when
 the form names it again (the admin layer's checks, :mod:`rocketq.admin.guard`).
+With logins on (:mod:`.auth`, in front of the app) the forms' token is the session's.
 """
 
 from __future__ import annotations
@@ -112,7 +113,9 @@ class _Pages:
             "path": request.url.path,
             "version": __version__,
             "namesrv": ";".join(self.monitor.admin.namesrv_addrs),
-            "token": self.token,
+            "token": _form_token(request, self.token),
+            "user": getattr(request.state, "user", None),
+            "role": getattr(request.state, "role", None),
             "error": error or request.query_params.get("error"),
             "notice": request.query_params.get("notice"),
         }
@@ -144,7 +147,7 @@ class _Pages:
         if len(body) > _FORM_LIMIT:
             raise ConfigError(f"the form is too large ({len(body)} bytes)")
         values = dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
-        if not secrets.compare_digest(values.get("token", ""), self.token):
+        if not secrets.compare_digest(values.get("token", ""), _form_token(request, self.token)):
             raise ConfigError(
                 "the form has expired (the dashboard was restarted): reload the page and try again"
             )
@@ -288,6 +291,12 @@ class _Pages:
             logger.exception("metrics collection failed")
             snapshot = metrics.Snapshot()
         return Response(metrics.exposition(snapshot), media_type=metrics.CONTENT_TYPE)
+
+
+def _form_token(request: Request, token: str) -> str:
+    """The forms' token: the session's with logins on (:mod:`rocketq.dashboard.auth`), else the
+    process's."""
+    return str(getattr(request.state, "csrf", None) or token)
 
 
 def _num(value: Any, digits: int = 1) -> str:
