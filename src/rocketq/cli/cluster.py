@@ -56,7 +56,7 @@ def _seconds(lag: SlaveLag | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv) as admin:
+    with admin_session(args) as admin:
         info = admin.cluster_info()
         cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
         rows: list[dict[str, Any]] = []
