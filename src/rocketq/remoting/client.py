@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import TypeVar
 
 from rocketq.errors import (
@@ -34,8 +35,9 @@ from rocketq.remoting.connection import ConnectionListener, RemotingConnection
 from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import PeerLog
 from rocketq.remoting.settings import ConnectionSettings
+from rocketq.remoting.tls import client_context
 
-__all__ = ["RemotingClient", "add_call_note", "parse_address"]
+__all__ = ["RemotingClient", "add_call_note", "parse_address", "tls_failure"]
 
 T = TypeVar("T")
 
@@ -73,6 +75,9 @@ class RemotingClient(Endpoint, AsyncStartClose):
 
     Listeners (:class:`ConnectionListener`) hear about every connection the client opens and
     loses; ``conn.remote_address`` is then the address as dialled.
+
+    With ``config.tls.enable`` every connection speaks TLS (RocketMQ's ``useTLS``); a failed
+    handshake is a RemotingConnectError naming the server and what failed.
     """
 
     def __init__(
@@ -85,6 +90,8 @@ class RemotingClient(Endpoint, AsyncStartClose):
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Task[RemotingConnection]] = {}
         self._closed = False
+        #: the SSL context of ``config.tls`` (None: plaintext); its files are read now
+        self.ssl_context = client_context(self.config.tls)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -167,12 +174,27 @@ class RemotingClient(Endpoint, AsyncStartClose):
             settings = ConnectionSettings.of(cfg, close_idle=True, close_on_timeout=cfg.close_on_timeout)
             return self._connection(settings, remote_address=addr)
 
+        ctx = self.ssl_context
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), cfg.connect_timeout)
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(
+                    factory,
+                    host,
+                    port,
+                    ssl=ctx,
+                    server_hostname=host if ctx is not None else None,
+                    ssl_handshake_timeout=cfg.connect_timeout if ctx is not None else None,
+                ),
+                cfg.connect_timeout,
+            )
         except TimeoutError:
             raise RemotingConnectError(
                 f"cannot connect to {addr}: no answer within {cfg.connect_timeout:g}s"
             ) from None
+        except (ssl.SSLError, ssl.CertificateError, ConnectionError) as exc:
+            if ctx is None:
+                raise RemotingConnectError(f"cannot connect to {addr}: {exc.strerror or exc}") from exc
+            raise RemotingConnectError(tls_failure(addr, exc)) from exc
         except OSError as exc:
             raise RemotingConnectError(f"cannot connect to {addr}: {exc.strerror or exc}") from exc
         if self._closed:
@@ -249,6 +271,17 @@ class RemotingClient(Endpoint, AsyncStartClose):
         except BrokerError as exc:
             add_call_note(exc, call, addr)
             raise
+
+
+def tls_failure(addr: str, exc: BaseException) -> str:
+    """One line for a TLS connection to ``addr`` that failed with ``exc``."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        why = f"its certificate is not trusted ({exc.verify_message or exc.reason})"
+    elif isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+        why = f"{exc.reason or exc}"
+    else:
+        why = "the server closed the connection (is TLS on there? its tls.server.mode may be disabled)"
+    return f"cannot connect to {addr}: TLS handshake failed: {why}"
 
 
 def add_call_note(exc: BaseException, call: Call[object], addr: str) -> None:
