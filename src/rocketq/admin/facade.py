@@ -9,6 +9,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from rocketq.client.loop_thread import LoopThread
 from rocketq.lifecycle import Closing
+from rocketq.remoting.tls import TlsClientConfig
 
 from .core import AsyncAdmin
 from .values import T
@@ -37,8 +38,10 @@ def _blocking(
 class Admin(Closing):
     """The synchronous facade of :class:`AsyncAdmin`: the same calls, blocking, on a loop thread."""
 
-    def __init__(self, namesrv: str | None = None, *, timeout: float = 5.0) -> None:
-        self.core = AsyncAdmin(namesrv, timeout=timeout)
+    def __init__(
+        self, namesrv: str | None = None, *, timeout: float = 5.0, tls: TlsClientConfig | None = None
+    ) -> None:
+        self.core = AsyncAdmin(namesrv, timeout=timeout, tls=tls)
         self._thread: LoopThread | None = None
 
     @property

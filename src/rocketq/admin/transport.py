@@ -28,6 +28,7 @@ from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import RemotingClientConfig
+from rocketq.remoting.tls import TlsClientConfig
 
 __all__ = ["AdminTransport"]
 
@@ -41,12 +42,16 @@ class AdminTransport:
     """Connections and name-server look-ups of :class:`~rocketq.admin.core.AsyncAdmin`.
 
     ``namesrv`` is RocketMQ's ``;``-separated list (else ``$NAMESRV_ADDR``, else
-    ``127.0.0.1:9876``); ``timeout`` bounds each request (``timeoutMillis`` 5000 in ``mqadmin``).
+    ``127.0.0.1:9876``); ``timeout`` bounds each request (``timeoutMillis`` 5000 in ``mqadmin``);
+    ``tls``: TLS to the name servers and brokers (``tls.enable``), default plaintext.
     """
 
-    def __init__(self, namesrv: str | None = None, *, timeout: float = 5.0) -> None:
+    def __init__(
+        self, namesrv: str | None = None, *, timeout: float = 5.0, tls: TlsClientConfig | None = None
+    ) -> None:
         self.namesrv_addrs = resolve_namesrv(namesrv)
         self.timeout = timeout
+        self.tls = tls if tls is not None else TlsClientConfig()
         self._remoting: RemotingClient | None = None
         self._api: ClientAPI | None = None
 
@@ -54,7 +59,9 @@ class AdminTransport:
     def api(self) -> ClientAPI:
         """The client layer's API over this admin's connections (made on first use)."""
         if self._api is None:
-            self._remoting = RemotingClient(config=RemotingClientConfig(request_timeout=self.timeout))
+            self._remoting = RemotingClient(
+                config=RemotingClientConfig(request_timeout=self.timeout, tls=self.tls)
+            )
             self._api = ClientAPI(self._remoting, self.namesrv_addrs, timeout=self.timeout)
         return self._api
 

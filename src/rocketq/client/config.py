@@ -29,6 +29,7 @@ from typing import Literal, TypeVar
 from rocketq.allocate import AllocationStrategy, get_strategy
 from rocketq.errors import ConfigError
 from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
+from rocketq.remoting.tls import TlsClientConfig
 
 __all__ = [
     "DEFAULT_INSTANCE_NAME",
@@ -177,6 +178,9 @@ class ClientConfig:
     mq_client_api_timeout: float = 3.0
     #: Use uvloop for the client's event loop thread when installed (ours).
     use_uvloop: bool | None = None
+    #: TLS to the name servers and brokers (Java ``useTLS`` / ``tls.enable``, ``tls.client.*``;
+    #: :class:`~rocketq.remoting.tls.TlsClientConfig`, default plaintext).
+    tls: TlsClientConfig = field(default_factory=TlsClientConfig)
 
     def __post_init__(self) -> None:
         resolve_namesrv(self.namesrv)

@@ -124,7 +124,9 @@ class ClientInstance(BrokerCalls, BrokerRequests):
             return
         self._started = True
         self.remoting = RemotingClient(
-            config=RemotingClientConfig(request_timeout=self.config.mq_client_api_timeout)
+            config=RemotingClientConfig(
+                request_timeout=self.config.mq_client_api_timeout, tls=self.config.tls
+            )
         )
         self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)
         self._heartbeat_lock = asyncio.Lock()
