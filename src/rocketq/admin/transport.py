@@ -84,6 +84,8 @@ class AdminTransport:
         try:
             yield
         except RemotingConnectError as exc:
+            if "TLS handshake" in str(exc):  # it was reached, and said what is wrong: keep that
+                raise
             raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
         except RemotingTimeoutError as exc:
             raise RemotingTimeoutError(

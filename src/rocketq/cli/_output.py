@@ -25,10 +25,12 @@ from rich.console import Console
 from rich.table import Table
 
 from rocketq.admin import Admin
+from rocketq.cli._tls import add_tls_client_options
 from rocketq.cli.main import CliError
 from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV, resolve_namesrv
 from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
+from rocketq.remoting.tls import TlsClientConfig
 
 N = TypeVar("N", int, float)
 
@@ -64,13 +66,16 @@ def add_command_group(subparsers: Any, name: str, *, summary: str, description: 
     return sub
 
 
-def add_namesrv_option(parser: argparse.ArgumentParser) -> None:
+def add_namesrv_option(parser: argparse.ArgumentParser, *, tls: bool = True) -> None:
+    """``--namesrv``, and (``tls``) the TLS options of a client (``--tls`` ..., :mod:`rocketq.cli._tls`)."""
     parser.add_argument(
         "--namesrv",
         metavar="ADDR",
         default=None,
         help=f"name server(s), HOST:PORT[;HOST:PORT] (default ${NAMESRV_ENV}, else {DEFAULT_NAMESRV})",
     )
+    if tls:
+        add_tls_client_options(parser)
 
 
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
@@ -172,6 +177,8 @@ def unreachable_hint(
     """A :class:`CliError` for a server that did not answer, with what to check: a name server
     (the error names one, or one of ``namesrv``'s addresses) or a broker."""
     text = str(exc)
+    if "TLS" in text:  # it reached a server, which said what is wrong
+        return CliError(text)
     try:
         addrs = resolve_namesrv(namesrv)
     except ConfigError:
@@ -201,10 +208,10 @@ group_name = name_type(check_group)
 
 
 @contextmanager
-def admin_session(namesrv: str | None) -> Iterator[Admin]:
+def admin_session(namesrv: str | None, tls: TlsClientConfig | None = None) -> Iterator[Admin]:
     """An :class:`Admin` for one command; unreachable servers and bad arguments end as CliError."""
     try:
-        admin = Admin(namesrv)
+        admin = Admin(namesrv, tls=tls)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     try:

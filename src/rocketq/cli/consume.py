@@ -59,6 +59,7 @@ from rocketq.cli._output import (
     topic_name,
     unreachable_hint,
 )
+from rocketq.cli._tls import tls_client_config
 from rocketq.cli.main import CliError, interrupted
 from rocketq.client import (
     ClientConfig,
@@ -266,6 +267,7 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
         "poll_name_server_interval": args.poll_name_server_interval,
         "rebalance_interval": args.rebalance_interval,
         "rebalance_min_interval": args.rebalance_min_interval,
+        "tls": tls_client_config(args),
     }
 
 
@@ -466,7 +468,7 @@ def _run(args: argparse.Namespace) -> int:
     options = consumer_options(args)
     orderly = bool(args.orderly)
     try:
-        with Admin(args.namesrv) as admin:
+        with Admin(args.namesrv, tls=tls_client_config(args)) as admin:
             try:
                 admin.topic_route(args.topic)
             except UnknownTopicError:

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from rocketq.cli._output import add_namesrv_option, port_number, positive_duration
+from rocketq.cli._tls import tls_client_config
 from rocketq.cli.main import CliError
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
 from rocketq.errors import ConfigError
@@ -37,6 +38,10 @@ def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
         metavar="SECONDS",
         help="poll every consumer group this often for the rocketq_ metrics (default 5)",
     )
+    parser.add_argument(
+        "--https-cert", metavar="FILE", default=None, help="serve HTTPS with this certificate (PEM)"
+    )
+    parser.add_argument("--https-key", metavar="FILE", default=None, help="and this private key (PEM)")
 
 
 def register(subparsers: Any) -> None:
@@ -65,10 +70,14 @@ def register(subparsers: Any) -> None:
 def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
     """Bind, print the ready line, serve until SIGINT/SIGTERM (shared with ``rocketq exporter``)."""
     from rocketq.dashboard import create_app, create_exporter_app  # noqa: PLC0415 - web parts when run
-    from rocketq.dashboard.server import bind, serve, url_of  # noqa: PLC0415
+    from rocketq.dashboard.server import Https, bind, serve, url_of  # noqa: PLC0415
 
+    if (args.https_cert is None) != (args.https_key is None):
+        raise CliError("--https-cert and --https-key go together")
     try:
+        https = None if args.https_cert is None else Https(args.https_cert, args.https_key)
         config = DashboardConfig(
+            tls=tls_client_config(args),
             namesrv=args.namesrv,
             host=args.host,
             port=args.port,
@@ -80,11 +89,11 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     name = "exporter" if exporter else "dashboard"
-    url = url_of(sock) + ("metrics" if exporter else "")
+    url = url_of(sock, https) + ("metrics" if exporter else "")
     namesrv = ";".join(app.state.monitor.admin.namesrv_addrs)
     print(f"rocketq {name} ready: {url} namesrv={namesrv}", flush=True)
     try:
-        serve(app, sock)
+        serve(app, sock, https)
     finally:
         sock.close()
     print(f"rocketq {name} stopped", file=sys.stderr)

@@ -25,7 +25,7 @@ __all__ = ["CliError", "exit_now", "interrupted", "main"]
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "allocate", "server", "namesrv", "broker", "topic", "produce", "consume", "group", "message", "lab",
-    "chaos", "demo", "report", "dashboard", "exporter", "info",
+    "chaos", "demo", "report", "dashboard", "exporter", "tls", "info",
 )  # fmt: skip
 
 EXIT_USAGE = 2

@@ -55,9 +55,10 @@ from rocketq.cli._output import (
     topic_name,
     unreachable_hint,
 )
+from rocketq.cli._tls import tls_client_config
 from rocketq.cli.main import CliError, interrupted
 from rocketq.client import LocalTransactionState, Message, Producer, SendResult, TransactionProducer
-from rocketq.client.config import ProducerConfig
+from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, RocketQError
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SYSTEM_PROPERTY_NAMES
@@ -346,12 +347,14 @@ def _producer(
     try:
         run = new_run_id() if args.run is None else args.run
         make_body = body_maker(args.count, text=args.body, size=args.size, run=run)
+        tls = tls_client_config(args)
+        client = ClientConfig(namesrv=args.namesrv, tls=tls)
         producer: Producer = (
-            Producer(group, namesrv=args.namesrv, trace=args.trace)
+            Producer(group, client_config=client, trace=args.trace)
             if checks is None
-            else TransactionProducer(group, namesrv=args.namesrv, trace=args.trace, checker=checks.answer)
+            else TransactionProducer(group, client_config=client, trace=args.trace, checker=checks.answer)
         )
-        with Admin(args.namesrv) as admin:
+        with Admin(args.namesrv, tls=tls) as admin:
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None

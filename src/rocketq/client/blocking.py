@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rocketq.client.config import resolve_namesrv
+from rocketq.client.config import TlsClientConfig, resolve_namesrv
 from rocketq.client.routes import queues_from_route
 from rocketq.clock import now_ms
 from rocketq.errors import BrokerError, ConfigError, RemotingClosedError, RemotingError, TopicNotExistError
@@ -80,9 +80,13 @@ class BlockingClient(Closing):
     per task. Close it (or use ``with``) to drop its connections.
     """
 
-    def __init__(self, namesrv: str | Sequence[str], *, timeout: float = 5.0) -> None:
+    def __init__(
+        self, namesrv: str | Sequence[str], *, timeout: float = 5.0, tls: TlsClientConfig | None = None
+    ) -> None:
         self.namesrv = list(resolve_namesrv(namesrv if isinstance(namesrv, str) else ";".join(namesrv)))
         self.timeout = timeout
+        #: TLS to every server (``tls.enable``); ``None``: plaintext
+        self.tls = tls
         self._clients: dict[str, BlockingRemotingClient] = {}
 
     def close(self) -> None:
@@ -108,7 +112,9 @@ class BlockingClient(Closing):
     def _client(self, addr: str) -> BlockingRemotingClient:
         client = self._clients.get(addr)
         if client is None:
-            client = BlockingRemotingClient(addr, connect_timeout=self.timeout, request_timeout=self.timeout)
+            client = BlockingRemotingClient(
+                addr, connect_timeout=self.timeout, request_timeout=self.timeout, tls=self.tls
+            )
             self._clients[addr] = client
         return client
 
@@ -245,7 +251,9 @@ class BlockingClient(Closing):
             return
         if expression not in ("*", ""):
             depth = 1  # with a filter the next start is only known from the answer
-        pipe = BlockingRemotingClient(q.addr, connect_timeout=self.timeout, request_timeout=self.timeout)
+        pipe = BlockingRemotingClient(
+            q.addr, connect_timeout=self.timeout, request_timeout=self.timeout, tls=self.tls
+        )
         try:
             pos = ask = start
             batch = batch_size

@@ -41,6 +41,7 @@ __all__ = [
     "ProducerConfig",
     "PushConsumerConfig",
     "ReadOffsetType",
+    "TlsClientConfig",
     "enum_value",
     "local_ip",
     "pid_instance_name",

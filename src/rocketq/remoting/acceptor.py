@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from rocketq.remoting.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
-__all__ = ["TlsAcceptor"]
+__all__ = ["TlsAcceptor", "listen_socket"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,13 @@ def _peer(addr: object) -> str:
         host = str(addr[0])
         return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"
     return str(addr)
+
+
+def listen_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (0: any free port) and listening (``SO_REUSEADDR`` as
+    asyncio's servers set it); an ``OSError`` when it cannot be."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    return socket.create_server((host, port), family=family, backlog=backlog)
 
 
 class TlsAcceptor:
@@ -133,7 +140,7 @@ class TlsAcceptor:
                 ssl_handshake_timeout=self._timeout if tls else None,
             )
         except (OSError, TimeoutError, ssl.SSLError) as exc:
-            self.on_refused(peer, "tls-handshake", f"TLS handshake with {peer} failed: {exc}")
+            self.on_refused(peer, "tls-handshake", f"TLS handshake with {peer} failed: {exc or repr(exc)}")
             conn.close()
         except asyncio.CancelledError:
             conn.close()

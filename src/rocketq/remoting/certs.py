@@ -74,7 +74,7 @@ def _issue(
     ca_key: ec.EllipticCurvePrivateKey,
     *,
     days: int,
-    usage: x509.ObjectIdentifier,
+    usage: list[x509.ObjectIdentifier],
     hosts: Iterable[str] = (),
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
@@ -87,9 +87,9 @@ def _issue(
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
     )
-    if usage == ExtendedKeyUsageOID.SERVER_AUTH:
+    if ExtendedKeyUsageOID.SERVER_AUTH in usage:
         builder = builder.add_extension(x509.SubjectAlternativeName(_alt_names(hosts)), critical=False)
     return builder.sign(ca_key, hashes.SHA256())
 
@@ -159,11 +159,12 @@ def make_test_certs(
     client_key = ec.generate_private_key(ec.SECP256R1())
     server = _issue(
         "rocketq test server", server_key, ca_cert.subject, ca_key,
-        days=days, usage=ExtendedKeyUsageOID.SERVER_AUTH, hosts=hosts,
+        # a server dials its peers with it too (a broker its name server), so it is a client's too
+        days=days, usage=[ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH], hosts=hosts,
     )  # fmt: skip
     client = _issue(
         "rocketq test client", client_key, ca_cert.subject, ca_key,
-        days=days, usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+        days=days, usage=[ExtendedKeyUsageOID.CLIENT_AUTH],
     )  # fmt: skip
     try:
         out.mkdir(parents=True, exist_ok=True)

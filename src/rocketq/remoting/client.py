@@ -276,7 +276,10 @@ class RemotingClient(Endpoint, AsyncStartClose):
 def tls_failure(addr: str, exc: BaseException) -> str:
     """One line for a TLS connection to ``addr`` that failed with ``exc``."""
     if isinstance(exc, ssl.SSLCertVerificationError):
-        why = f"its certificate is not trusted ({exc.verify_message or exc.reason})"
+        why = (
+            f"its certificate is not trusted ({exc.verify_message or exc.reason}): name the CA "
+            "that signed it (--tls-ca, tls.client.trustCertPath)"
+        )
     elif isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError):
         why = f"{exc.reason or exc}"
     else:

@@ -18,7 +18,7 @@ import socket
 
 from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
-from rocketq.remoting.acceptor import TlsAcceptor
+from rocketq.remoting.acceptor import TlsAcceptor, listen_socket
 from rocketq.remoting.admission import FastFail
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
@@ -155,10 +155,7 @@ class RemotingServer(Endpoint, AsyncStartClose):
         """Bind, listen, and accept through a :class:`TlsAcceptor` (the permissive and enforcing
         modes: each connection's first byte is looked at before it is served)."""
         assert self.ssl_context is not None
-        family = socket.getaddrinfo(self.host, self._requested_port, type=socket.SOCK_STREAM)[0][0]
-        sock = socket.create_server(
-            (self.host, self._requested_port), family=family, backlog=self.config.backlog
-        )
+        sock = listen_socket(self.host, self._requested_port, self.config.backlog)
         self._acceptor = TlsAcceptor(
             sock,
             self._new_connection,

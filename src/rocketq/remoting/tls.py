@@ -122,6 +122,10 @@ class TlsServerConfig:
     def enabled(self) -> bool:
         return self.mode is not TlsMode.DISABLED
 
+    def context(self) -> ssl.SSLContext | None:
+        """:func:`server_context`: the SSL context, its files read (a ConfigError if they cannot be)."""
+        return server_context(self)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TlsClientConfig:
@@ -146,6 +150,10 @@ class TlsClientConfig:
     def __post_init__(self) -> None:
         if bool(self.cert_path) != bool(self.key_path):
             raise ConfigError("tls.client.certPath and tls.client.keyPath go together: give both or neither")
+
+    def context(self) -> ssl.SSLContext | None:
+        """:func:`client_context`: the SSL context, its files read (a ConfigError if they cannot be)."""
+        return client_context(self)
 
 
 def _check_file(prop: str, path: str) -> None:

@@ -351,7 +351,7 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
     truncated) is data loss too.
     """
     reader = _RangeReader(part, options)
-    with BlockingClient(list(options.namesrv), timeout=options.timeout) as io:
+    with BlockingClient(list(options.namesrv), timeout=options.timeout, tls=options.tls) as io:
         while reader.pos < reader.end:
             last = None
             for result in io.pull_range(
@@ -511,7 +511,9 @@ class _Planner:
     @property
     def io(self) -> BlockingClient:
         if self._io is None:
-            self._io = BlockingClient(list(self.options.namesrv), timeout=self.options.timeout)
+            self._io = BlockingClient(
+                list(self.options.namesrv), timeout=self.options.timeout, tls=self.options.tls
+            )
         return self._io
 
     def __getstate__(self) -> dict[str, Any]:

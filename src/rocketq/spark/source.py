@@ -60,7 +60,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
-from rocketq.client.config import resolve_namesrv
+from rocketq.client.config import TlsClientConfig, resolve_namesrv
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
 from rocketq.spark.offsets import (
@@ -125,6 +125,12 @@ _NAMES: Final = (
     "exactlyOnce",
     "timeout",
     "arrowBatches",
+    # TLS, by RocketMQ's client property names (tls.enable, tls.client.*)
+    "tls.enable",
+    "tls.client.trustCertPath",
+    "tls.client.certPath",
+    "tls.client.keyPath",
+    "tls.client.authServer",
     # options Spark itself (or users by habit) pass to every source and sink
     "path",
     "checkpointLocation",
@@ -187,6 +193,7 @@ class SourceOptions:
     exactly_once: bool = True
     timeout: float = 10.0
     arrow_batches: bool = True
+    tls: TlsClientConfig | None = None
 
     @property
     def pull_group(self) -> str:
@@ -322,6 +329,7 @@ def parse_options(
         exactly_once=_bool(opts, "exactlyonce", True),
         timeout=timeout,
         arrow_batches=_bool(opts, "arrowbatches", True),
+        tls=_tls(opts),
     )
 
 
@@ -535,6 +543,25 @@ def _trigger_limits(opts: Mapping[str, str], *, batch: bool) -> tuple[int | None
     if "maxtriggerdelay" in opts:
         max_delay = parse_duration(opts["maxtriggerdelay"], "maxTriggerDelay")
     return max_per_trigger, min_per_trigger, max_delay
+
+
+def _tls(opts: Mapping[str, str]) -> TlsClientConfig | None:
+    """The ``tls.*`` options: ``None`` (plaintext) unless ``tls.enable`` is true. The files are
+    read by each executor's client; a file missing on the driver is refused here already."""
+    if not _bool(opts, "tls.enable", False):
+        given = [OPTION_NAMES[k] for k in opts if k.startswith("tls.")]
+        if given:
+            raise ConfigError(f"option {given[0]!r} needs 'tls.enable' set to true")
+        return None
+    config = TlsClientConfig(
+        enable=True,
+        trust_cert_path=opts.get("tls.client.trustcertpath") or None,
+        cert_path=opts.get("tls.client.certpath") or None,
+        key_path=opts.get("tls.client.keypath") or None,
+        auth_server=_bool(opts, "tls.client.authserver", True),
+    )
+    config.context()  # the files read now: one that cannot be is this ConfigError
+    return config
 
 
 def _timeout(opts: Mapping[str, str]) -> float:
