@@ -46,6 +46,8 @@ __all__ = [
 
 #: RocketMQ's property names in our messages, with the option that sets each
 _OPTION_OF = {
+    "tls.server.certPath/keyPath": "--tls-cert/--tls-key",
+    "tls.client.certPath/keyPath": "--tls-cert/--tls-key",
     "tls.server.certPath": "--tls-cert",
     "tls.server.keyPath": "--tls-key",
     "tls.server.trustCertPath": "--tls-ca",
