@@ -18,6 +18,8 @@ import random
 import socket
 import ssl
 import struct
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -37,6 +39,7 @@ from rocketq.client.blocking import BlockingClient
 from rocketq.dashboard import create_app, create_exporter_app
 from rocketq.dashboard.config import DashboardConfig
 from rocketq.dashboard.server import BackgroundServer, Https
+from rocketq.embedded import spawn_server
 from rocketq.errors import RemotingClosedError, RemotingConnectError, RocketQError
 from rocketq.protocol.frame import encode_frame
 from rocketq.protocol.ha import encode_report
@@ -299,3 +302,36 @@ def http_client_errors() -> type[Exception]:
     import http.client
 
     return http.client.HTTPException
+
+
+def test_cli_server_with_supervised_brokers_enforcing_tls(certs: TestCerts, tmp_path: Path) -> None:
+    """``rocketq server --brokers 2 --tls-mode enforcing``: the child brokers get the TLS options
+    and register over TLS; ``rocketq produce --tls`` reaches both; a plaintext command gets one line."""
+    tls_args = ("--tls-mode", "enforcing", "--tls-cert", str(certs.server_cert))
+    tls_args += ("--tls-key", str(certs.server_key), "--tls-ca", str(certs.ca))
+    server = spawn_server(tmp_path / "data", brokers=2, extra_args=tls_args, stderr=subprocess.DEVNULL)
+    try:
+        ns = server.namesrv_addr
+        client = ["--namesrv", ns, "--tls", "--tls-ca", str(certs.ca)]
+        n = random.randint(8, 40)
+        print("messages", n)
+        created = _rocketq("topic", "create", "CliTls", "--queues", "2", *client)
+        assert created.returncode == 0, created.stderr
+        assert created.stdout.count("created on broker-") == 2  # both children, over TLS
+        sent = _rocketq("produce", "CliTls", "--count", str(n), *client)
+        assert sent.returncode == 0, sent.stderr
+        assert f"sent {n} messages to CliTls, 0 failed" in sent.stdout
+        plain = _rocketq("topic", "list", "--namesrv", ns)
+        assert plain.returncode == 2
+        assert plain.stdout == ""
+        lines = plain.stderr.strip().splitlines()
+        assert len(lines) == 1
+        assert "one enforcing TLS closes plaintext connections" in lines[0]
+    finally:
+        server.stop()
+
+
+def _rocketq(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rocketq", *args], capture_output=True, text=True, timeout=60, check=False
+    )
