@@ -34,6 +34,8 @@ from rocketq.remoting.blocking import BlockingRemotingClient
 from rocketq.remoting.certs import make_test_certs
 
 TOPIC = "BenchTls"
+#: SYSTEM_BUSY answers seen, by TLS or not (counted, not retried: sends/s counts stored sends)
+BUSY = {False: 0, True: 0}
 
 
 def _send(body: bytes) -> RemotingCommand:
@@ -55,13 +57,17 @@ def pipelined(client: BlockingRemotingClient, sends: int, size: int, window: int
     requests = [_send(b"x" * size) for _ in range(sends)]  # built before the clock starts
     start = time.perf_counter()
     tickets = []
+    codes: list[int] = []
     for req in requests:
         tickets.append(client.send_request(req))
         if len(tickets) >= window:
-            assert client.receive(tickets.pop(0)).code == ResponseCode.SUCCESS
-    for t in tickets:
-        assert client.receive(t).code == ResponseCode.SUCCESS
-    return sends / (time.perf_counter() - start)
+            codes.append(client.receive(tickets.pop(0)).code)
+    codes.extend(client.receive(t).code for t in tickets)
+    elapsed = time.perf_counter() - start
+    busy = codes.count(ResponseCode.SYSTEM_BUSY)  # the broker's fast failure on a loaded machine
+    assert codes.count(ResponseCode.SUCCESS) + busy == sends, set(codes)
+    BUSY[client.ssl_enabled] += busy
+    return (sends - busy) / elapsed
 
 
 def round_trips(client: BlockingRemotingClient, n: int) -> list[float]:
@@ -182,6 +188,7 @@ def main() -> None:
             ]
             for name, plain_fn, tls_fn in latency_cases:
                 latency(name, rounds, plain_fn, tls_fn)
+            print(f"SYSTEM_BUSY answers (not counted as sends): plain {BUSY[False]}, TLS {BUSY[True]}")
 
 
 def latency(

@@ -144,6 +144,11 @@ class BlockingRemotingClient(Closing):
         self._handlers[int(code)] = handler
 
     @property
+    def ssl_enabled(self) -> bool:
+        """Whether this client speaks TLS (``tls.enable``)."""
+        return self._ssl is not None
+
+    @property
     def is_connected(self) -> bool:
         return self._sock is not None
 

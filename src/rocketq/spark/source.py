@@ -31,7 +31,8 @@ Options (keys are case-insensitive; docs/spark.md has the table, and Kafka's opt
 * to (batch reads): ``endingOffsets``, ``endingTimestamp``, ``endingOffsetsByTimestamp``;
 * how much (streams): ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` with ``maxTriggerDelay``;
 * how: ``tags``, ``failOnDataLoss``, ``minPartitions``, ``pullBatchSize``, ``pullBatchBytes``,
-  ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``;
+  ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``; ``tls.enable`` and
+  ``tls.client.*`` (RocketMQ's names: TLS to the servers, docs/security.md);
 * writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``.
 
 Every option that does not depend on batch vs stream (or read vs write) is checked when Spark
