@@ -252,3 +252,20 @@ def test_the_spark_source_takes_rocketmq_tls_properties(certs: TestCerts, tmp_pa
         parse_options({**opts, "tls.enable": "true", "tls.client.trustCertPath": str(tmp_path / "no")})
     with pytest.raises(ConfigError, match=r"needs 'tls\.enable'"):
         parse_options({**opts, "tls.client.trustCertPath": str(certs.ca)})
+
+
+def test_tls_config_file_with_options_that_override_it(certs: TestCerts, tmp_path: Path) -> None:
+    from rocketq.cli._tls import tls_server_config
+    from rocketq.cli.main import build_parser
+
+    path = tmp_path / "tls.properties"
+    path.write_text(
+        f"tls.server.mode=permissive\ntls.server.certPath={certs.server_cert}\n"
+        f"tls.server.keyPath={certs.server_key}\n"
+    )
+    mode = random.choice([None, "enforcing", "permissive"])
+    print("--tls-mode", mode)
+    argv = ["namesrv", "--tls-config", str(path)] + (["--tls-mode", mode] if mode else [])
+    config = tls_server_config(build_parser().parse_args(argv))
+    assert config.mode is TlsMode(mode or "permissive")
+    assert config.cert_path == str(certs.server_cert)

@@ -119,7 +119,10 @@ class TlsAcceptor:
             self.on_refused(peer, "tls-handshake", f"closed {peer}: nothing sent in {self._timeout:g}s")
             conn.close()
             return
-        except (OSError, asyncio.CancelledError):
+        except OSError:  # reset before it said a word
+            conn.close()
+            return
+        except asyncio.CancelledError:
             conn.close()
             raise
         if first is None:  # closed before sending anything
