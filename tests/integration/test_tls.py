@@ -19,21 +19,22 @@ import socket
 import ssl
 import struct
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from rocketq import Message, Producer, SendStatus
+from rocketq import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer, SendStatus
 from rocketq.admin import Admin
 from rocketq.broker import Broker
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.ha import HAConfig
+from rocketq.cli.main import main
 from rocketq.client import ClientConfig
 from rocketq.client.blocking import BlockingClient
 from rocketq.dashboard import create_app, create_exporter_app
@@ -304,7 +305,9 @@ def http_client_errors() -> type[Exception]:
     return http.client.HTTPException
 
 
-def test_cli_server_with_supervised_brokers_enforcing_tls(certs: TestCerts, tmp_path: Path) -> None:
+def test_cli_server_with_supervised_brokers_enforcing_tls(
+    certs: TestCerts, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``rocketq server --brokers 2 --tls-mode enforcing``: the child brokers get the TLS options
     and register over TLS; ``rocketq produce --tls`` reaches both; a plaintext command gets one line."""
     tls_args = ("--tls-mode", "enforcing", "--tls-cert", str(certs.server_cert))
@@ -315,23 +318,54 @@ def test_cli_server_with_supervised_brokers_enforcing_tls(certs: TestCerts, tmp_
         client = ["--namesrv", ns, "--tls", "--tls-ca", str(certs.ca)]
         n = random.randint(8, 40)
         print("messages", n)
-        created = _rocketq("topic", "create", "CliTls", "--queues", "2", *client)
-        assert created.returncode == 0, created.stderr
-        assert created.stdout.count("created on broker-") == 2  # both children, over TLS
-        sent = _rocketq("produce", "CliTls", "--count", str(n), *client)
-        assert sent.returncode == 0, sent.stderr
-        assert f"sent {n} messages to CliTls, 0 failed" in sent.stdout
-        plain = _rocketq("topic", "list", "--namesrv", ns)
-        assert plain.returncode == 2
-        assert plain.stdout == ""
-        lines = plain.stderr.strip().splitlines()
+        capsys.readouterr()
+        assert main(["topic", "create", "CliTls", "--queues", "2", *client]) == 0
+        assert capsys.readouterr().out.count("created on broker-") == 2  # both children, over TLS
+        assert main(["produce", "CliTls", "--count", str(n), *client]) == 0
+        assert f"sent {n} messages to CliTls, 0 failed" in capsys.readouterr().out
+        assert main(["topic", "list", "--namesrv", ns]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        lines = err.strip().splitlines()
         assert len(lines) == 1
         assert "one enforcing TLS closes plaintext connections" in lines[0]
     finally:
         server.stop()
 
 
-def _rocketq(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rocketq", *args], capture_output=True, text=True, timeout=60, check=False
-    )
+def test_a_browser_sees_live_owners_on_the_https_dashboard_of_a_tls_cluster(
+    enforcing: ClusterThread, certs: TestCerts, chromium: Any
+) -> None:
+    tls = client_tls(certs)
+    topic, group = "BrowserTls", "browser_tls_group"
+    _create_topic(enforcing.namesrv, tls, topic)
+    name = f"c{random.randint(0, 99)}"
+    print("consumer", name)
+    config = ClientConfig(namesrv=enforcing.namesrv, client_ip="127.0.0.1", instance_name=name, tls=tls)
+    consumer = PushConsumer(group, client_config=config)
+    consumer.subscribe(topic)
+    consumer.register_listener(lambda msgs: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    consumer.start()
+    dash = DashboardConfig(namesrv=enforcing.namesrv, poll_interval=0.3, tls=tls)
+    https = Https(str(certs.server_cert), str(certs.server_key))
+    try:
+        with BackgroundServer(create_app(dash), https=https) as dashboard:
+            context = chromium.new_context(ignore_https_errors=True)  # Chromium has its own trust store
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(dashboard.url + f"groups/{group}")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('#ownership .cell')]"
+                f".filter((e) => e.dataset.queue.startsWith('{topic}@')).length === 4",
+                timeout=30_000,
+            )
+            owners = page.eval_on_selector_all(
+                "#ownership .cell", "els => els.map((e) => [e.dataset.queue, e.dataset.owner])"
+            )
+            assert {o for q, o in owners if q.startswith(topic + "@")} == {f"127.0.0.1@{name}"}
+            assert page.url.startswith("https://")
+            assert not errors
+            context.close()
+    finally:
+        consumer.shutdown()
