@@ -369,3 +369,27 @@ def test_a_browser_sees_live_owners_on_the_https_dashboard_of_a_tls_cluster(
             context.close()
     finally:
         consumer.shutdown()
+
+
+def test_a_server_that_requires_client_certificates(certs: TestCerts, tmp_path: Path) -> None:
+    with_cert = TlsClientConfig(
+        enable=True,
+        trust_cert_path=str(certs.ca),
+        cert_path=str(certs.client_cert),
+        key_path=str(certs.client_key),
+    )
+    mode = random.choice(["permissive", "enforcing"])
+    print("mode", mode)
+    tls = server_tls(certs, mode, need_client_auth="require")
+    cluster = ClusterThread(
+        tmp_path, broker=BrokerConfig(remoting=ServerConfig(tls=tls), tls_client=with_cert)
+    )
+    try:
+        _create_topic(cluster.namesrv, with_cert, "ClientAuth")  # the broker registered with its certificate
+        without = Admin(cluster.namesrv, tls=client_tls(certs), timeout=3.0)
+        with without, pytest.raises(RocketQError) as refused:
+            without.topic_list()
+        print(refused.value)
+        assert "does it ask for a client certificate?" in str(refused.value)
+    finally:
+        cluster.close()

@@ -54,7 +54,7 @@ from rocketq.protocol.connection import (
 from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from rocketq.remoting.client import add_call_note, parse_address, tls_failure
 from rocketq.remoting.handlers import describe_exception
-from rocketq.remoting.tls import TlsClientConfig, client_context
+from rocketq.remoting.tls import TlsClientConfig, client_context, silent_close_hint
 
 __all__ = ["BlockingHandler", "BlockingRemotingClient", "Ticket"]
 
@@ -392,9 +392,7 @@ class BlockingRemotingClient(Closing):
 
     def _silent_hint(self) -> str:
         """For a server that closed before sending a byte: the likely reason."""
-        if self._ssl is not None or self._heard:
-            return ""
-        return "; the server said nothing: one enforcing TLS closes plaintext connections (--tls, tls.enable)"
+        return "" if self._heard else silent_close_hint(self._ssl is not None)
 
     def _serve(
         self, sock: socket.socket, request: RemotingCommand, handler: BlockingHandler, deadline: float

@@ -88,6 +88,7 @@ from rocketq.remoting.idle import IdleWatch
 from rocketq.remoting.offload import TimeSlice
 from rocketq.remoting.outbox import Outbox
 from rocketq.remoting.settings import ConnectionEvents, ConnectionSettings, ServerParts
+from rocketq.remoting.tls import silent_close_hint
 
 __all__ = [
     "ConnectionListener",
@@ -477,7 +478,8 @@ class RemotingConnection(asyncio.Protocol):
         """For a client whose server closed before sending a byte: the likely reason."""
         if self._heard or self._server is not None:
             return ""
-        return "; the server said nothing: one enforcing TLS closes plaintext connections (--tls, tls.enable)"
+        transport = self.transport
+        return silent_close_hint(transport is not None and transport.get_extra_info("ssl_object") is not None)
 
     def _tls_refused(self) -> None:
         """A TLS ClientHello reached a plaintext port: close, saying so (4.9's warning)."""

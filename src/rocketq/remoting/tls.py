@@ -156,6 +156,14 @@ class TlsClientConfig:
         return client_context(self)
 
 
+def silent_close_hint(tls: bool) -> str:
+    """What a client adds when its server closed the connection before sending a byte: the
+    likely reason, by whether the client spoke TLS."""
+    if tls:
+        return "; the server said nothing: does it ask for a client certificate? (--tls-cert, --tls-key)"
+    return "; the server said nothing: one enforcing TLS closes plaintext connections (--tls, tls.enable)"
+
+
 def _check_file(prop: str, path: str) -> None:
     p = Path(path)
     if not p.is_file():
