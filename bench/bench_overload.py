@@ -66,6 +66,7 @@ def _child(args: argparse.Namespace) -> int:
     errors: dict[str, int] = {}
     payload = b"x" * BODY
     tag = f"{args.id}:".encode()
+    begun: list[float] = []  # open loop: when each acknowledged send began
 
     def done(fut: Any, seq: int, t0: float) -> None:
         exc = fut.exception()
@@ -73,6 +74,7 @@ def _child(args: argparse.Namespace) -> int:
             if exc is None:
                 acked.append(seq)
                 lat.append(time.monotonic() - t0)
+                begun.append(t0)
             else:
                 failed[0] += 1
                 name = type(exc).__name__
@@ -153,6 +155,10 @@ def _child(args: argparse.Namespace) -> int:
             "lat": [lats[int(len(lats) * q)] for q in (0.5, 0.99)] if lats else [0, 0],
             "lat_max": lats[-1] if lats else 0,
         }
+        if lat and len(begun) == len(lat):
+            cut = lats[int(len(lats) * 0.99)]
+            slow = [int(b - began) for b, x in zip(begun, lat, strict=False) if x >= cut]
+            line["slow_at"] = {s: slow.count(s) for s in sorted(set(slow))}
     t_stop = time.monotonic()
     producer.shutdown()
     line["shutdown_s"] = round(time.monotonic() - t_stop, 3)
@@ -225,6 +231,8 @@ def _phase(namesrv: str, topic: str, rate: float, args: argparse.Namespace, work
         "wall_s": wall,
         "shutdown_s": max(r.get("shutdown_s", 0) for r, _ in results),
         "files": [str(o) for _, o in results],
+        # when (second of the phase) the slowest 1 % of each process's sends began
+        "slow_at": _merge([{str(k): v for k, v in r.get("slow_at", {}).items()} for r, _ in results]),
     }
 
 
@@ -397,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"p50 {ph['p50_ms']:7.1f} ms  "
                 f"p99 {ph['p99_ms']:7.1f} ms  max {ph['max_ms']:7.0f} ms  failed {ph['failed']:,}  "
                 f"lost {ph['lost']}  behind {ph['behind_s']:.1f} s  stop {ph['shutdown_s']:.1f} s  "
-                f"{ph['errors'] or ''}",
+                f"{ph['errors'] or ''}"
+                + (f"  slowest 1 % began at second {ph['slow_at']}" if ph["slow_at"] else ""),
                 flush=True,
             )
         out["capacity"]["capacity_per_s"] = capacity

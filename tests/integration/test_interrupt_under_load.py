@@ -2,11 +2,12 @@
 
 One ``rocketq server`` is flooded by two ``rocketq produce`` processes sending as fast as they can
 (its capacity, and more). Under that load ``rocketq produce --rate R``, ``rocketq consume`` (of
-the flooded topic), ``rocketq demo --rate R``, ``rocketq lab rebalance-cost``, ``rocketq chaos
-split-view``, ``rocketq dashboard``, ``rocketq exporter``, ``rocketq namesrv`` and then the
-flooded ``rocketq server`` itself each get SIGINT once they are at work; each must exit within
-1 s of it and say what it did. ``R`` - at least ten times what a broker on this machine takes -
-is drawn at random and printed.
+the flooded topic, traced), ``rocketq report`` (Spark, over that consumer's traces), ``rocketq
+demo --rate R``, ``rocketq lab rebalance-cost``, ``rocketq chaos split-view``, ``rocketq
+dashboard``, ``rocketq exporter``, ``rocketq namesrv``, ``rocketq broker`` (one more broker joining
+the flooded cluster) and then the flooded ``rocketq server`` itself each get SIGINT once they
+are at work; each must exit within 1 s of it and say what it did. ``R`` - at least ten times what
+a broker on this machine takes - is drawn at random and printed.
 """
 
 from __future__ import annotations
@@ -75,6 +76,14 @@ def _wait_for_messages(namesrv: str, topic: str, p: CliProcess, timeout: float =
     raise AssertionError(f"nothing reached {topic}: {p.errors[-5:]}")
 
 
+def _wait_for_stderr(p: CliProcess, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(text in line for line in p.errors):
+        assert p.proc.poll() is None, p.errors[-5:]
+        assert time.monotonic() < deadline, f"no {text!r} within {timeout} s: {p.errors[-5:]}"
+        time.sleep(0.1)
+
+
 def _stop_time(p: CliProcess) -> float:
     t0 = time.monotonic()
     p.signal(signal.SIGINT)
@@ -85,22 +94,28 @@ def _stop_time(p: CliProcess) -> float:
     return took
 
 
-def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: ServerProcess) -> None:
+def test_ctrl_c_stops_each_command_within_a_second_under_overload(
+    flooded: ServerProcess, tmp_path: Path
+) -> None:
     seed = random.randrange(2**32)
     rng = random.Random(seed)
     rate = rng.randint(60_000, 600_000)
     print(f"seed {seed}: offered rate {rate:,} msg/s (the broker takes a few thousand)")
     namesrv = flooded.namesrv_addr
+    ns = ["--namesrv", namesrv]
+    broker_dir = ["--data-dir", str(tmp_path / "broker")]
     took: dict[str, float] = {}
     commands = {
         "produce": ["produce", PROBE, "--count", "100000000", "--rate", str(rate), "--namesrv", namesrv],
-        "consume": ["consume", TOPIC, "--group", f"g{seed}", "--from", "first", "--namesrv", namesrv],
+        "consume": ["consume", TOPIC, "--group", f"g{seed}", "--from", "first", "--trace", *ns],
+        "report": ["report", "--group", f"g{seed}", "--out", str(tmp_path / "report"), "--namesrv", namesrv],
         "demo": ["demo", "--rate", str(rate), "--no-spark", "--plain", "--seconds", "60"],
         "lab": ["lab", "rebalance-cost", "--rate", str(min(rate, 20_000)), "--phase-seconds", "30"],
         "chaos": ["chaos", "split-view", "--seed", str(seed)],
         "dashboard": ["dashboard", "--namesrv", namesrv, "--port", "0"],
         "exporter": ["exporter", "--namesrv", namesrv, "--port", "0"],
         "namesrv": ["namesrv", "--port", "0"],
+        "broker": ["broker", "--broker-port", "0", "--broker-name", f"b{seed}", *broker_dir, *ns],
     }
     ready = {  # at work: sending, receiving, its producer sending
         "produce": lambda lines: False,
@@ -111,15 +126,18 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
         "dashboard": lambda lines: any("dashboard ready:" in line for line in lines),
         "exporter": lambda lines: any("exporter ready:" in line for line in lines),
         "namesrv": lambda lines: any("name server listening on" in line for line in lines),
+        "broker": lambda lines: any(" listening on " in line for line in lines),
     }
     said = {  # what each says when stopped (stdout or stderr)
         "produce": "Ctrl-C",
+        "report": "the tables under",
         "demo": "interrupted",
         "lab": "interrupted after",
         "chaos": "interrupted after",
         "dashboard": "dashboard stopped",
         "exporter": "exporter stopped",
         "namesrv": "name server stopped",
+        "broker": "stopped",
     }
     said_too = {  # a SIGINT before the command put its handlers in place: main's one line
         "demo": "demo finished",
@@ -131,6 +149,8 @@ def test_ctrl_c_stops_each_command_within_a_second_under_overload(flooded: Serve
         try:
             if name == "produce":
                 _wait_for_messages(namesrv, PROBE, p)
+            elif name == "report":  # its steps go to stderr; Spark's start takes a while
+                _wait_for_stderr(p, "reading the trace", 180.0)
             else:
                 assert p.wait_for(ready[name], 60.0), (name, p.snapshot()[-5:], p.errors[-5:])
             took[name] = _stop_time(p)

@@ -3,6 +3,7 @@ summary, on random sequences of events with time passed in."""
 
 from __future__ import annotations
 
+import doctest
 import logging
 import threading
 
@@ -11,9 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketq.client.config import ProducerConfig
+from rocketq.client.producer import overload
 from rocketq.client.producer.overload import BrokerBackoff, InFlightLimit, RetryBudget
 from rocketq.errors import ConfigError, RemotingTooMuchRequestError
 from rocketq.logsummary import LogSummary
+
+
+def test_module_doctests() -> None:
+    failures, tried = doctest.testmod(overload)
+    assert tried
+    assert not failures
+
 
 events = st.lists(
     st.tuples(st.sampled_from(["send", "retry"]), st.floats(min_value=0.0, max_value=0.5)),
@@ -45,19 +54,32 @@ def test_retries_never_exceed_the_budget_of_the_sends_begun(
 def test_a_busy_broker_backs_off_longer_each_time_until_an_answer(seq: list[tuple[bool, float]]) -> None:
     backoff = BrokerBackoff(first=0.05, longest=1.0)
     now = 0.0
-    last = 0.0
+    last = 0.0  # the length of the back-off in force (0: none since the last answer)
+    ends = 0.0
     for busy, dt in seq:
         now += dt
         if busy:
             length = backoff.failed("b", now)
+            if now < ends:  # a busy answer during a back-off is the same signal: nothing doubles
+                assert length == pytest.approx(ends - now)
+                assert backoff.until("b", now) == ends
+                continue
             assert length == (0.05 if last == 0.0 else min(1.0, last * 2))
             assert backoff.until("b", now) == now + length
-            last = length
+            last, ends = length, now + length
         else:
             backoff.succeeded("b")
             assert backoff.until("b", now) is None
-            last = 0.0
+            last = ends = 0.0
     assert backoff.until("other", now) is None
+
+
+def test_a_burst_of_busy_answers_is_one_back_off_not_a_doubling_each() -> None:
+    backoff = BrokerBackoff(first=0.05, longest=1.0)
+    lengths = [backoff.failed("b", 10.0 + i * 0.001) for i in range(40)]  # 40 answers in 40 ms
+    assert lengths[0] == 0.05
+    assert max(lengths) == 0.05
+    assert backoff.failed("b", 10.06) == 0.1  # the next one after it ended doubles
 
 
 @settings(max_examples=50)
@@ -65,16 +87,60 @@ def test_a_busy_broker_backs_off_longer_each_time_until_an_answer(seq: list[tupl
 def test_the_window_halves_on_congestion_and_grows_one_per_window(seq: list[str], bound: int) -> None:
     t = [0.0]
     limit = InFlightLimit(bound, 1 << 30, min_window=8, decrease_interval=0.1, clock=lambda: t[0])
+    assert limit.window == 8.0
+    assert limit.slow_start
     for event in seq:
         t[0] += 0.05
-        before = limit.window
+        before, slow = limit.window, limit.slow_start
         if event == "busy":
             limit.congested()
+            assert not limit.slow_start
             assert limit.window in (before, max(8.0, before / 2))  # once per decrease_interval
         else:
             limit.answered()
-            assert before <= limit.window <= min(float(bound), before + 1.0 / before + 1e-9)
+            step = 1.0 if slow else 1.0 / before
+            assert before <= limit.window <= min(float(bound), before + step + 1e-9)
         assert 8.0 <= limit.window <= bound
+
+
+@settings(max_examples=50)
+@given(
+    st.floats(min_value=0.0005, max_value=0.05),  # the round trip without a queue
+    st.floats(min_value=0.0, max_value=0.5),  # the queue that stands
+    st.integers(min_value=8, max_value=4096),
+)
+def test_a_standing_queue_halves_the_window_before_the_broker_says_busy(
+    base: float, queue: float, bound: int
+) -> None:
+    """Sojourns ``queue`` above the base for a second: the window shrinks iff the queue is over
+    the target (50 ms), at most once per interval; without one it only grows."""
+    print(f"drew base={base:.4f} queue={queue:.3f} bound={bound}")
+    t = [0.0]
+    limit = InFlightLimit(bound, 1 << 30, min_window=8, clock=lambda: t[0])
+    for _ in range(200):  # quiet traffic: the base is learnt, the window grows
+        t[0] += 0.001
+        limit.acquire(1, 1.0)
+        limit.answered()
+        limit.release(1, base)
+    assert limit.base_rtt() == pytest.approx(base)
+    grown = limit.window
+    halvings = 0
+    for _ in range(1000):
+        t[0] += 0.001
+        before = limit.window
+        limit.acquire(1, 1.0)
+        limit.release(1, base + queue)
+        if limit.window < before:
+            halvings += 1
+            assert limit.window == max(8.0, before / 2)
+    if queue > limit.queue_delay_target + 1e-9:
+        # one halving per 100 ms interval of the second, down to the least window
+        assert not limit.slow_start
+        assert halvings >= 1 or grown == 8.0
+        assert limit.window <= max(8.0, grown / 2**5)
+    else:
+        assert halvings == 0
+        assert limit.window == grown
 
 
 def test_a_full_window_makes_the_caller_wait_then_gives_one_clear_error() -> None:

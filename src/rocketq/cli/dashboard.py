@@ -13,13 +13,15 @@ from typing import Any
 
 from rocketq.cli._output import add_namesrv_option, port_number, positive_duration
 from rocketq.cli._tls import tls_client_config
-from rocketq.cli.main import CliError
+from rocketq.cli.main import CliError, exit_now, interrupted
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
 from rocketq.errors import ConfigError
 
 __all__ = ["add_watch_options", "register", "run_server"]
 
 READY_PREFIX = "rocketq dashboard ready:"
+STOP_WITHIN = 0.6
+"""Seconds from Ctrl-C to the end of the process at most: open requests get that long (issue 24)."""
 
 
 def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
@@ -92,11 +94,18 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
     url = url_of(sock, https) + ("metrics" if exporter else "")
     namesrv = ";".join(app.state.monitor.admin.namesrv_addrs)
     print(f"rocketq {name} ready: {url} namesrv={namesrv}", flush=True)
+
+    def overdue() -> None:
+        print(f"rocketq {name} stopped (its last requests cut short)", file=sys.stderr)
+        exit_now(0)
+
     try:
-        serve(app, sock, https)
+        stopped_by = serve(app, sock, https, stop_within=STOP_WITHIN, overdue=overdue)
     finally:
         sock.close()
     print(f"rocketq {name} stopped", file=sys.stderr)
+    if stopped_by is not None:
+        interrupted.set()  # the process ends at once: the interpreter's teardown took a second
     return 0
 
 

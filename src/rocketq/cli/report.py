@@ -12,13 +12,21 @@ starts. Needs the ``spark`` extra (``pip install
 'rocketq[spark]'``) and a JDK; pyspark is imported only when the command runs.
 
 ``--since`` takes epoch ms, ISO-8601, or an age: ``30s``, ``15m``, ``2h``, ``1d`` ago.
+
+Ctrl-C (SIGINT) or SIGTERM stops it within a second, whatever Spark is doing: the command ends
+Spark's JVM (its child process) itself (pyspark's own Ctrl-C handler asks the JVM to cancel its
+jobs and unwinds through Py4J, which took seconds and printed tracebacks), says which step it was
+in and that the tables under ``--out`` are incomplete, and exits 130 (143 for SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
+import signal
 import sys
 import time
 from datetime import datetime
@@ -28,7 +36,7 @@ from typing import Any
 from rocketq.admin import Admin
 from rocketq.analytics import footnote
 from rocketq.cli._output import add_namesrv_option, group_name, number_type, topic_name, unreachable_hint
-from rocketq.cli.main import CliError
+from rocketq.cli.main import CliError, exit_now
 from rocketq.client.config import resolve_namesrv
 from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
@@ -138,13 +146,18 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"cannot use --out {args.out}: {exc.strerror or exc}") from None
     began = time.monotonic()
 
+    stop = _StopOnSignal(began, out)
+
     def progress(step: str) -> None:
+        stop.step = step
         dots = "" if step == "done" else " ..."
         print(f"rocketq report: {time.monotonic() - began:5.1f} s {step}{dots}", file=sys.stderr, flush=True)
 
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
+    stop.install()
     progress(f"starting Spark ({args.master}; its own log goes to {out / SPARK_LOG})")
     spark = local_session(args.master, "rocketq-report", jvm_log=out / SPARK_LOG)
+    stop.install()  # again: starting the SparkContext put pyspark's own SIGINT handler in place
     try:
         result = build_report(
             spark,
@@ -191,6 +204,87 @@ def run(args: argparse.Namespace) -> int:
     print(f"report: {result.html_path}")
     print(f"tables: {result.out_dir}/{{{','.join(result.tables)}}}")
     return 0
+
+
+class _StopOnSignal:
+    """SIGINT/SIGTERM while Spark works: end the JVM this command started, say where it was, exit.
+
+    Spark's driver JVM ignores SIGINT (pyspark starts it so) and is this process's child (while
+    it starts, pyspark does not hold it anywhere we can see): every child process gets SIGTERM
+    (the JVM's shutdown hooks remove its temporary directories) and, if still there after
+    ``JVM_GRACE`` seconds, SIGKILL. The line goes to the terminal's stderr even while Spark's
+    start has file descriptor 2 pointed at ``spark.log``."""
+
+    JVM_GRACE = 0.3
+
+    def __init__(self, began: float, out: Path) -> None:
+        self.began = began
+        self.out = out
+        self.step = "starting"
+        self._stderr = os.dup(2)
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)  # one stop; a second Ctrl-C changes nothing
+        _end_children(self.JVM_GRACE)
+        line = (
+            f"rocketq report: interrupted after {time.monotonic() - self.began:.1f} s while {self.step}; "
+            f"the tables under {self.out} are incomplete\n"
+        )
+        try:
+            os.write(self._stderr, line.encode())
+        except OSError:
+            pass
+        exit_now(130 if signum == signal.SIGINT else 143)
+
+
+def _children() -> list[int]:
+    """The pids of this process's children (Linux's ``/proc``; none found elsewhere)."""
+    me = os.getpid()
+    found = []
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry.name))
+    return found
+
+
+def _end_children(grace: float) -> None:
+    """SIGTERM to every child process, SIGKILL to those still there after ``grace`` seconds (not
+    waited for: a big JVM takes its time to give its memory back, and it is gone anyway)."""
+    kids = _children()
+    for pid in kids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while kids and time.monotonic() < deadline:
+        kids = [pid for pid in kids if _alive(pid)]
+        if kids:
+            time.sleep(0.02)
+    for pid in kids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether child ``pid`` still runs (reaped here when it ended)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0
 
 
 def _rebalance_records(admin: Admin, group: str) -> bool:

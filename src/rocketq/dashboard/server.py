@@ -13,6 +13,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,28 +77,48 @@ def _server(app: Any, https: Https | None = None) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-def serve(app: Any, sock: socket.socket, https: Https | None = None) -> int | None:
+def serve(
+    app: Any,
+    sock: socket.socket,
+    https: Https | None = None,
+    *,
+    stop_within: float | None = None,
+    overdue: Callable[[], object] | None = None,
+) -> int | None:
     """Serve ``app`` on ``sock`` until SIGINT/SIGTERM; returns the signal that stopped it.
 
     uvicorn finishes open requests, then re-raises the signal to the handler that was there
     before it: ours, which notes it, so the process ends normally (exit code 0). A signal that
     comes before uvicorn has put its own handlers in place (the ready line is out by then, and a
     loaded machine takes a while to import the app) reaches ours, which tells uvicorn to stop as
-    soon as it runs: it used to be noted and lost, and the dashboard served on."""
+    soon as it runs: it used to be noted and lost, and the dashboard served on. With
+    ``stop_within``, ``overdue`` is called (on a timer thread) if serving has not ended that many
+    seconds after the first signal: a command's bound on its stop (the monitor's last polls of a
+    flooded broker took over a second to close)."""
     seen: list[int] = []
     server = _server(app, https)
+    done = threading.Event()
+
+    def late() -> None:
+        if not done.is_set() and overdue is not None:
+            overdue()
 
     def note(signum: int, frame: object) -> None:
         seen.append(signum)
         if server.should_exit:
             server.force_exit = True
         server.should_exit = True
+        if len(seen) == 1 and stop_within is not None:
+            timer = threading.Timer(stop_within, late)
+            timer.daemon = True
+            timer.start()
 
     stops = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, note) for sig in stops}
     try:
         server.run(sockets=[sock])
     finally:
+        done.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return seen[0] if seen else None

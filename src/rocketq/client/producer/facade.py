@@ -23,6 +23,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -198,6 +199,7 @@ class Producer(SyncFacade[ProducerCore]):
                 raise limit.too_many(0.0)
         else:
             limit.acquire(size, wait)
+        took = time.monotonic()
         try:
             coro = core.send(
                 msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
@@ -207,7 +209,7 @@ class Producer(SyncFacade[ProducerCore]):
         except BaseException:
             limit.release(size)
             raise
-        future.add_done_callback(lambda _f: limit.release(size))
+        future.add_done_callback(lambda _f: limit.release(size, time.monotonic() - took))
         return future
 
     def send_callback(
@@ -256,13 +258,14 @@ class Producer(SyncFacade[ProducerCore]):
         limit = self.core.in_flight
         size = len(msg.body)
         await limit.acquire_async(size, self.config.send_msg_timeout if timeout is None else timeout)
+        took = time.monotonic()
         try:
             return await self.core.send_from_loop(
                 msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
                 retries=self.config.retry_times_when_send_async_failed,
             )  # fmt: skip
         finally:
-            limit.release(size)
+            limit.release(size, time.monotonic() - took)
 
     def send_oneway(
         self,

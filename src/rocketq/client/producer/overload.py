@@ -31,9 +31,17 @@ error, never more load. Three parts, each small, the first two pure (``now`` pas
   answers), between ``min_window`` and the bound. A fixed bound cannot be right: 1024 sends out
   from each of four producers is ~0.6 s of queue at 6,500 sends/s, past the broker's 200 ms
   ``waitTimeMillsInSendQueue``, so every send came back busy; the window finds the share of the
-  broker each producer can have.
+  broker each producer can have. Two more signals keep the queue short, not only bounded:
+  the window *starts* at ``min_window`` and grows by one per answer (TCP's slow start) until the
+  first congestion, so a producer's first second is not a burst of 1024 sends per process (it
+  was where the slowest 1 % of sends began, at 1.2-2.4 s); and a *standing queue* halves it as
+  a busy answer does: when even the quickest send of a ``decrease_interval`` stayed in the
+  window ``queue_delay_target`` (50 ms) longer than the quickest of the last ``base_period``
+  (CoDel's and Vegas's idea, with the sojourn from slot to answer, so a queue in the client's
+  own loop or in the sockets counts as much as one in the broker), which is well before the
+  broker's 200 ms make it answer busy and the busy retries make the tail.
 
->>> budget = RetryBudget(ratio=0.1, min_per_second=0.0, max_tokens=10.0)
+>>> budget = RetryBudget(ratio=0.1, min_per_second=0.0, max_tokens=10.0, tokens=0.0)
 >>> for _ in range(20):
 ...     budget.deposit(now=0.0)
 >>> [budget.withdraw(now=0.0) for _ in range(3)]
@@ -50,6 +58,7 @@ error, never more load. Three parts, each small, the first two pure (``now`` pas
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -108,6 +117,10 @@ class BrokerBackoff:
         if table is None:
             table = self._until = {}
         last = table.get(broker)
+        if last is not None and now < last[0]:
+            # already backing off: the answers of the sends that were out when it began are one
+            # signal, not one doubling each (a burst of them made 50 ms a whole second at once)
+            return last[0] - now
         length = self.first if last is None else min(self.longest, last[1] * 2)
         table[broker] = (now + length, length)
         return length
@@ -146,16 +159,30 @@ class InFlightLimit:
         *,
         min_window: int = 64,
         decrease_interval: float = 0.1,
+        queue_delay_target: float = 0.05,
+        base_period: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_count = max_count
         self.max_bytes = max_bytes
         self.min_window = min(min_window, max_count)
         self.decrease_interval = decrease_interval
+        self.queue_delay_target = queue_delay_target
+        self.base_period = base_period
         self._clock = clock
-        #: sends allowed out now (the adaptive window, ``min_window`` .. ``max_count``)
-        self.window = float(max_count)
+        #: sends allowed out now (the adaptive window, ``min_window`` .. ``max_count``); it starts
+        #: at ``min_window`` and doubles each round trip (slow start) until the first congestion
+        self.window = float(self.min_window)
+        self.slow_start = True
         self._decreased_at = -1e18
+        # the round trip without queueing: the least seen in this base period and the last one
+        self._base_now = math.inf
+        self._base_last = math.inf
+        self._base_began: float | None = None
+        # the least round trip of the current decrease interval (CoDel's idea: a queue that
+        # stands keeps even the quickest answer of an interval late; one slow answer is noise)
+        self._interval_min = math.inf
+        self._interval_began: float | None = None
         self.count = 0
         self.bytes = 0
         self.waited = 0  # sends that had to wait for a slot (back-pressure applied)
@@ -168,17 +195,50 @@ class InFlightLimit:
 
     def congested(self) -> None:
         """A send was answered busy or timed out: halve the window (once per ``decrease_interval``:
-        the answers of one window's sends are one signal)."""
-        now = self._clock()
+        the answers of one window's sends are one signal) and end the slow start."""
+        self._decrease(self._clock())
+
+    def _decrease(self, now: float) -> None:
+        self.slow_start = False
         if now - self._decreased_at >= self.decrease_interval:
             self._decreased_at = now
             self.window = max(float(self.min_window), self.window / 2)
 
+    def base_rtt(self) -> float:
+        """The round trip without queueing, as far as seen (the least of the last two base
+        periods; ``inf`` before any answer)."""
+        return min(self._base_now, self._base_last)
+
     def answered(self) -> None:
-        """A send was answered: grow the window by one per window of answers."""
+        """A send was answered: grow the window by one per window of answers (by one per answer
+        in the slow start)."""
         window = self.window
         if window < self.max_count:
-            self.window = min(float(self.max_count), window + 1.0 / window)
+            step = 1.0 if self.slow_start else 1.0 / window
+            self.window = min(float(self.max_count), window + step)
+
+    def _late(self, rtt: float) -> bool:
+        """Take a sojourn; whether it showed a standing queue (the window halved)."""
+        now = self._clock()
+        if self._base_began is None or now - self._base_began >= self.base_period:
+            self._base_last, self._base_now, self._base_began = self._base_now, rtt, now
+        elif rtt < self._base_now:
+            self._base_now = rtt
+        self._interval_min = min(self._interval_min, rtt)
+        if self.slow_start and rtt > self.base_rtt() + self.queue_delay_target:
+            # the slow start ends at the first late answer (HyStart's idea): doubling once more
+            # per round trip would overshoot by a whole window before an interval's verdict
+            self.slow_start = False
+        if self._interval_began is None:
+            self._interval_began = now
+            return False
+        if now - self._interval_began < self.decrease_interval:
+            return False
+        late = self._interval_min > self.base_rtt() + self.queue_delay_target
+        self._interval_min, self._interval_began = math.inf, now
+        if late:
+            self._decrease(now)
+        return late
 
     def try_acquire(self, size: int) -> bool:
         with self._cond:
@@ -229,10 +289,17 @@ class InFlightLimit:
                     return
                 raise self.too_many(timeout) from None
 
-    def release(self, size: int) -> None:
+    def release(self, size: int, sojourn: float | None = None) -> None:
+        """A send that took a slot is over, ``sojourn`` seconds after it took it (its answer,
+        retries and the client's own queues included). When the quickest sojourn of the last
+        ``decrease_interval`` stood ``queue_delay_target`` above the base, a queue stands
+        somewhere - in the client, the sockets or the broker, before the broker's 200 ms wait
+        makes it say busy: the window halves as on :meth:`congested`."""
         with self._cond:
             self.count -= 1
             self.bytes -= size
+            if sojourn is not None:
+                self._late(sojourn)
             self._cond.notify()
             waiters, self._loop_waiters = self._loop_waiters, []
         for loop, future in waiters:
