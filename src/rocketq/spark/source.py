@@ -554,14 +554,21 @@ def _tls(opts: Mapping[str, str]) -> TlsClientConfig | None:
         if given:
             raise ConfigError(f"option {given[0]!r} needs 'tls.enable' set to true")
         return None
-    config = TlsClientConfig(
-        enable=True,
-        trust_cert_path=opts.get("tls.client.trustcertpath") or None,
-        cert_path=opts.get("tls.client.certpath") or None,
-        key_path=opts.get("tls.client.keypath") or None,
-        auth_server=_bool(opts, "tls.client.authserver", True),
-    )
-    config.context()  # the files read now: one that cannot be is this ConfigError
+    auth_server = _bool(opts, "tls.client.authserver", True)
+    try:
+        config = TlsClientConfig(
+            enable=True,
+            trust_cert_path=opts.get("tls.client.trustcertpath") or None,
+            cert_path=opts.get("tls.client.certpath") or None,
+            key_path=opts.get("tls.client.keypath") or None,
+            auth_server=auth_server,
+        )
+        config.context()  # the files read now: one that cannot be is this ConfigError
+    except ConfigError as exc:  # "tls.client.trustCertPath: no such file ..." -> "option '...': ..."
+        name, sep, rest = str(exc).partition(": ")
+        if sep and name in OPTION_NAMES.values():
+            raise ConfigError(f"option {name!r}: {rest}") from None
+        raise
     return config
 
 
