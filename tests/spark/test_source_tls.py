@@ -49,7 +49,7 @@ def test_write_and_read_over_tls(spark: Any, tls_cluster: ClusterThread, certs: 
     options["tls.client.trustCertPath"] = str(certs.ca)
     rows = [(f"m-{i}-{random.randrange(10**9)}",) for i in range(n)]
     began = time.monotonic()
-    spark.createDataFrame(rows, "value string").write.format("rocketmq").options(**options).mode(
+    spark.createDataFrame(rows, "value string").coalesce(1).write.format("rocketmq").options(**options).mode(
         "append"
     ).save()
     print(f"written in {time.monotonic() - began:.1f} s")
