@@ -26,6 +26,7 @@ same call again (perhaps elsewhere) can succeed.
     │   ├── MessageIllegalError         MESSAGE_ILLEGAL (13)
     │   ├── ServiceNotAvailableError    SERVICE_NOT_AVAILABLE (14)       (retriable)
     │   ├── NoPermissionError           NO_PERMISSION (16)
+    │   │   └── AccessDeniedError           refused by the broker's ACL (SYSTEM_ERROR + AclException)
     │   ├── TopicNotExistError          TOPIC_NOT_EXIST (17)
     │   ├── TopicExistAlreadyError      TOPIC_EXIST_ALREADY (18)
     │   ├── SubscriptionError           SUBSCRIPTION_* (23, 24, 25, 26)
@@ -40,14 +41,18 @@ same call again (perhaps elsewhere) can succeed.
         └── StoreFullError              the disk or a segment has no room (retriable)
 
 ``BrokerError.for_code(code, remark)`` picks the class for a response code, as aiokafka's
-``for_code`` does for Kafka error codes.
+``for_code`` does for Kafka error codes (and, for RocketMQ 4.9's ACL refusals, which come as
+SYSTEM_ERROR, by the remark: :class:`AccessDeniedError`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 __all__ = [
+    "ACL_EXCEPTION",
+    "AccessDeniedError",
     "BrokerError",
     "BrokerSystemError",
     "ClientStateError",
@@ -168,12 +173,15 @@ class BrokerError(RocketQError):
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        for code in cls.codes:
+        # the codes a class names itself: a subclass does not take its parent's (AccessDeniedError)
+        for code in cls.__dict__.get("codes", ()):
             BrokerError._by_code[code] = cls
 
     @staticmethod
     def for_code(code: int, remark: str | None = None) -> BrokerError:
         """The exception for a response ``code`` (a plain :class:`BrokerError` when unmapped)."""
+        if code == _SYSTEM_ERROR and remark and ACL_EXCEPTION in remark:
+            return AccessDeniedError(code, remark)
         cls = BrokerError._by_code.get(code, BrokerError)
         return cls(code, remark)
 
@@ -221,6 +229,54 @@ class NoPermissionError(BrokerError):
     """NO_PERMISSION: the topic or broker forbids this read or write."""
 
     codes = (16,)
+
+
+ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
+"""The exception a RocketMQ 4.9 broker's ACL throws; its remark starts with it."""
+_SYSTEM_ERROR = 1
+# the 4.9 frame that threw, appended to the remark: ", org.apache...Class.method(File.java:123)"
+_JAVA_FRAME = re.compile(r",\s*[\w.$]+\([\w.]+:\d+\)\s*$")
+
+
+class AccessDeniedError(NoPermissionError):
+    """The broker's ACL refused the request: no or an unknown access key, a signature that is not
+    the account's, an account without the admin role or without the permission the request needs.
+
+    RocketMQ 4.9 answers these with SYSTEM_ERROR and its ``AclException`` as the remark
+    (``code`` is that 1), not NO_PERMISSION; :meth:`BrokerError.for_code` picks this class by the
+    remark. ``reason`` is the ACL's own words without the exception's class and Java frame
+    (``"No default permission for topic:Orders"``); ``str()`` is one line naming what was refused
+    (when the caller said, as the clients do: ``"create topic T on ADDR: ..."``) and why.
+
+    >>> e = BrokerError.for_code(1, f"{ACL_EXCEPTION}: No accessKey is configured, "
+    ...     "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:663)")
+    >>> type(e).__name__, e.reason
+    ('AccessDeniedError', 'No accessKey is configured')
+    >>> str(e)
+    "refused by the broker's ACL: No accessKey is configured"
+    """
+
+    def __init__(self, code: int, remark: str | None = None) -> None:
+        super().__init__(code, remark)
+        text = remark or ""
+        what, found, rest = text.partition(ACL_EXCEPTION)
+        reason = _JAVA_FRAME.sub("", rest).lstrip(":").strip() if found else text
+        self.reason = reason or "no reason given"
+        self.what = what.strip().rstrip(":").strip()
+        self._name()
+
+    def _name(self) -> None:
+        where = f"{self.what}: " if self.what else ""
+        self.args = (f"{where}refused by the broker's ACL: {self.reason}",)
+
+    def add_note(self, note: str, /) -> None:
+        """The first note naming the call and the peer (``"creation of topic T at ADDR"``, as the
+        clients add it) becomes part of the one-line message; later ones are notes."""
+        if self.what:
+            super().add_note(note)
+        else:
+            self.what = note
+            self._name()
 
 
 class TopicNotExistError(BrokerError):

@@ -107,7 +107,9 @@ def test_two_consumers_split_then_a_third_joins_by_notification(cluster: Cluster
             changed = [r for r in g.records_of(name, before[name]) if r.changed]
             assert changed, name
             assert {r.trigger for r in changed} == {RebalanceTrigger.NOTIFY}
-            assert len(changed[-1].client_ids) == 3
+            # the last rebalance saw three members (a queue whose lease came later is adopted
+            # in a record of its own, without member list: the clean handoff's lease retry)
+            assert len([r for r in changed if r.client_ids][-1].client_ids) == 3
         c1 = g.records_of("c1")[-1]
         assert [q.queue_id for q in c1.owned] == [0, 1, 2, 3, 4, 5]
         assert [q.queue_id for q in g.consumers["c3"].assigned_queues("TopicJoin")] == [11, 12, 13, 14, 15]
@@ -118,9 +120,11 @@ def test_two_consumers_split_then_a_third_joins_by_notification(cluster: Cluster
         )
         first_pulls = g.consumers["c3"].first_pull_times()
         assert all(t is not None and t - c3_start.end_ms < 1000 for t in first_pulls.values())
-        c2_change = next(r for r in g.records_of("c2", before["c2"]) if r.changed)
+        c2_changes = [r for r in g.records_of("c2", before["c2"]) if r.changed]
+        c2_change = c2_changes[0]
         assert [q.queue_id for q in c2_change.removed] == [11, 12, 13, 14, 15]
-        assert [q.queue_id for q in c2_change.added] == [6, 7]
+        # 6 and 7 come with it, or - while c1 still drained them - in an adoption just after
+        assert sorted(q.queue_id for r in c2_changes for q in r.added) == [6, 7]
         assert c2_change.end_ms >= c2_change.start_ms > 0
     finally:
         g.stop_all()

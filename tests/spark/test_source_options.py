@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rocketq.errors import ConfigError
+from rocketq.protocol.acl import Credentials
 from rocketq.spark.source import OPTION_NAMES, parse_options
 
 from .conftest import ClusterThread
@@ -97,6 +98,9 @@ BAD: list[tuple[dict[str, str], str, str]] = [
     ({"timeout": "0"}, "batch", "option 'timeout' must be a number of seconds > 0"),
     ({"timeout": "soon"}, "batch", "option 'timeout' must be a number of seconds > 0"),
     ({"arrowBatches": "nah"}, "batch", "option 'arrowBatches' must be true or false"),
+    ({"accessKey": "rocketmq2"}, "batch", "option 'accessKey' needs option 'secretKey'"),
+    ({"secretKey": "12345678"}, "write", "option 'secretKey' needs option 'accessKey'"),
+    ({"accessKey": " ", "secretKey": "12345678"}, "stream", "option 'secretKey' needs option 'accessKey'"),
     (
         {"subscribepatern": "A"},
         "batch",
@@ -259,3 +263,10 @@ def test_read_options_do_what_kafkas_do(spark: Any, cluster: ClusterThread) -> N
     assert sorted(r["queue_offset"] for r in small.select("queue_offset").collect()) == sorted(
         list(range(15)) * 2
     )
+
+
+def test_the_acl_keys_sign_and_stay_out_of_the_options_repr() -> None:
+    opts = parse_options(_options({"accessKey": " rocketmq2 ", "secretKey": "S3cr3t-Key"}), writing=True)
+    assert opts.credentials == Credentials(access_key="rocketmq2", secret_key="S3cr3t-Key")
+    assert "S3cr3t-Key" not in repr(opts)
+    assert parse_options(_options({})).credentials is None

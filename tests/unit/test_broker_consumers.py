@@ -17,6 +17,7 @@ from rocketq.broker.consumers import (
     CHANNEL_EXPIRED_TIMEOUT,
     CLIENT_HOUSEKEEPING_INTERVAL,
     Changes,
+    ClientChannelInfo,
     ConsumerGroupEvent,
     ConsumerRegistry,
     ConsumerRegistryConfig,
@@ -67,18 +68,14 @@ def heartbeat(
     notify: bool = True,
     model: MessageModel = MessageModel.CLUSTERING,
 ) -> Changes[str]:
+    addr = f"127.0.0.1:{1000 + len(conn)}" if not conn.startswith("addr=") else conn[5:]
     return reg.register(
         group,
-        client_id,
-        conn,
-        f"127.0.0.1:{1000 + len(conn)}" if not conn.startswith("addr=") else conn[5:],
-        "JAVA",
-        401,
+        ClientChannelInfo(conn, client_id, addr, "JAVA", 401, now),
         ConsumeType.CONSUME_PASSIVELY,
         model,
         ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
         list(subs) or [sub("T")],
-        now,
         notify=notify,
     )
 

@@ -179,8 +179,14 @@ def test_a_processor_runs_over_its_narrow_context_alone(tmp_path: Path) -> None:
         processor = OffsetProcessor(_StoreOnly(store))
         conn: object = None  # the offset handlers do not look at the connection
 
+        handlers = {
+            RequestCode.GET_MAX_OFFSET: processor.max_offset,
+            RequestCode.QUERY_CONSUMER_OFFSET: processor.query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: processor.update_consumer_offset,
+        }
+
         def call(code: int, fields: dict[str, str]) -> RemotingCommand:
-            handler = processor.handlers()[code]
+            handler = handlers[code]
             response = handler(conn, RemotingCommand.request(code, fields))  # type: ignore[operator]
             assert isinstance(response, RemotingCommand)
             return response

@@ -14,11 +14,21 @@ from types import SimpleNamespace
 from typing import Any
 
 from rocketq.client.config import PushConsumerConfig
-from rocketq.client.consumer.consume_concurrently import ConsumeMessageConcurrentlyService, reset_retry_topic
+from rocketq.client.consumer.consume_concurrently import (
+    ConsumeMessageConcurrentlyService,
+    consume_directly,
+    reset_retry_topic,
+)
+from rocketq.client.consumer.consume_orderly import _orderly_verdict
 from rocketq.client.consumer.offset_store import LocalFileOffsetStore
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.stats import ConsumeStats
-from rocketq.client.message import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from rocketq.client.message import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+)
 from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import CMResult, MessageModel
 from rocketq.protocol.message import MessageExt
@@ -228,6 +238,42 @@ def test_consume_directly_and_retry_topic_restore(tmp_path: Path) -> None:
         return result.consume_result
 
     assert asyncio.run(scenario()) is CMResult.CR_SUCCESS
+
+
+def test_consume_directly_answers_an_orderly_listener_by_its_status() -> None:
+    """The orderly verdicts (RocketMQ's ``ConsumeMessageOrderlyService.consumeMessageDirectly``),
+    and a listener that raises: CR_THROW_EXCEPTION with its repr, the retry topic restored."""
+    expected = {
+        ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
+        ConsumeOrderlyStatus.COMMIT: CMResult.CR_COMMIT,
+        ConsumeOrderlyStatus.ROLLBACK: CMResult.CR_ROLLBACK,
+        ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: CMResult.CR_LATER,
+        None: CMResult.CR_LATER,
+    }
+    for status, want in expected.items():
+
+        def listener(
+            msgs: list[MessageExt], ctx: ConsumeOrderlyContext, s: ConsumeOrderlyStatus | None = status
+        ) -> ConsumeOrderlyStatus | None:
+            return s
+
+        answer = asyncio.run(
+            consume_directly(
+                "g", MessageExt("T", b"y"), ConsumeOrderlyContext(MQ), listener, _orderly_verdict
+            )
+        )
+        assert (answer.consume_result, answer.remark) == (want, None)
+
+    def boom(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        raise ValueError("no")
+
+    msg = MessageExt("%RETRY%g", b"x", properties={MessageConst.RETRY_TOPIC: "T"})
+    answer = asyncio.run(consume_directly("g", msg, ConsumeOrderlyContext(MQ), boom, _orderly_verdict))
+    assert (answer.consume_result, answer.remark, msg.topic) == (
+        CMResult.CR_THROW_EXCEPTION,
+        "ValueError('no')",
+        "T",
+    )
 
 
 def test_stats_sum_into_second_buckets_over_a_minute() -> None:

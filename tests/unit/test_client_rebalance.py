@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rocketq.allocate import get_strategy
@@ -359,6 +359,62 @@ def test_hooks_that_drain_removed_queues_drop_them_themselves() -> None:
     run(impl)
     assert seen == [False]
     assert removed.drop_reason is DropReason.HANDED_OVER
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=16),
+    st.lists(st.sampled_from(["c@0", "c@2", "c@3", "c@4"]), min_size=1, unique=True),
+    st.lists(st.sampled_from(["c@0", "c@2", "c@3", "c@4"]), unique=True),
+)
+def test_removed_queues_drain_at_once_while_the_new_queues_already_pull(
+    queues: int, before: list[str], after: list[str]
+) -> None:
+    """A clean handoff's drain of a removed queue waits (a slow listener: seconds). The queues the
+    same rebalance adds must not wait behind it: their pulls are dispatched while every drain is
+    still under way, and the drains run at once, not in turn. The group before and after the
+    change is drawn."""
+    me = "c@1"
+    impl, hooks, _, ctx = make([me, *before], queues=queues)
+    run(impl)
+    owned = set(impl.process_queue_table)
+    ctx.ids = [me, *after]
+    mine, _, _ = allocate_topic(impl.strategy, "g", me, T, frozenset(qs(queues)), ctx.ids)
+    assume(owned - set(mine))  # something to drain
+    print(f"drew {queues} queues, group {[me, *before]} -> {ctx.ids}")
+    draining: list[MessageQueue] = []
+    release = asyncio.Event()
+    dispatched_while_draining: list[bool] = []
+
+    async def slow_drain(mq: MessageQueue, pq: ProcessQueue) -> bool:
+        draining.append(mq)
+        await release.wait()
+        pq.drop(DropReason.HANDED_OVER)
+        return True
+
+    def dispatch(requests: Sequence[PullRequest]) -> None:
+        dispatched_while_draining.append(not release.is_set())
+        hooks.dispatched.extend(requests)
+
+    hooks.drains_removed_queues = True  # type: ignore[attr-defined]
+    hooks.remove_unnecessary_message_queue = slow_drain  # type: ignore[method-assign]
+    hooks.dispatch_pull_requests = dispatch  # type: ignore[method-assign]
+
+    async def scenario() -> tuple[list[RebalanceRecord], list[MessageQueue]]:
+        task = asyncio.ensure_future(impl.do_rebalance(RebalanceTrigger.NOTIFY))
+        for _ in range(1000):  # the loop turns until the rebalance waits on the drains alone
+            await asyncio.sleep(0)
+        begun = list(draining)
+        release.set()
+        return await task, begun
+
+    [record], begun = asyncio.run(scenario())
+    assert sorted(begun) == sorted(owned - set(mine))  # every drain began before any ended
+    assert record.removed == tuple(sorted(owned - set(mine)))
+    assert record.added == tuple(sorted(set(mine) - owned))
+    if record.added:
+        assert dispatched_while_draining == [True]  # the new queues pulled during the drains
+    assert sorted(impl.process_queue_table) == sorted(mine)
 
 
 def test_retry_topic_name() -> None:

@@ -1,6 +1,6 @@
 """What the admin reads of each broker: its runtime table, topic and group configs, the groups
 it knows, producer connections and duplicate client ids (the dashboard's and the exporter's
-views of a broker; RocketMQ Dashboard's and rocketmq-exporter's)."""
+views of a broker; RocketMQ Dashboard's and rocketmq-exporter's), and its ACL accounts."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from rocketq.admin.transport import AdminTransport
 from rocketq.errors import ConfigError
 from rocketq.models import DuplicateClientId
 from rocketq.protocol import calls
+from rocketq.protocol.acl import ClusterAclConfig, get_broker_cluster_acl_config
 from rocketq.protocol.bodies import (
     ProducerConnection,
     SubscriptionGroupConfig,
@@ -67,3 +68,9 @@ class BrokerAdmin(AdminTransport):
             found = await self._call(addr, calls.query_duplicate_client_ids(addr, group))
             out.extend(found or ())  # None: a broker without the request
         return out
+
+    async def acl_config(self, addr: str) -> ClusterAclConfig:
+        """The ACL white list and accounts of the broker at ``addr``, secret keys included
+        (GET_BROKER_CLUSTER_ACL_CONFIG, ``mqadmin getAccessConfigSubCommand``; rocketq's broker
+        answers it to an admin account only)."""
+        return await self._call(addr, get_broker_cluster_acl_config())

@@ -39,9 +39,17 @@ class Admin(Closing):
     """The synchronous facade of :class:`AsyncAdmin`: the same calls, blocking, on a loop thread."""
 
     def __init__(
-        self, namesrv: str | None = None, *, timeout: float = 5.0, tls: TlsClientConfig | None = None
+        self,
+        namesrv: str | None = None,
+        *,
+        timeout: float = 5.0,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
-        self.core = AsyncAdmin(namesrv, timeout=timeout, tls=tls)
+        self.core = AsyncAdmin(
+            namesrv, timeout=timeout, access_key=access_key, secret_key=secret_key, tls=tls
+        )
         self._thread: LoopThread | None = None
 
     @property
@@ -75,6 +83,7 @@ class Admin(Closing):
     consumer_connection = _blocking(AsyncAdmin.consumer_connection)
     running_info = _blocking(AsyncAdmin.running_info)
     duplicate_client_ids = _blocking(AsyncAdmin.duplicate_client_ids)
+    acl_config = _blocking(AsyncAdmin.acl_config)
     group_exists = _blocking(AsyncAdmin.group_exists)
     group_members = _blocking(AsyncAdmin.group_members)
     group_progress = _blocking(AsyncAdmin.group_progress)

@@ -11,7 +11,7 @@ from typing import Self
 
 from rocketq.admin.values import T
 from rocketq.client.api import ClientAPI
-from rocketq.client.config import resolve_namesrv
+from rocketq.client.config import credentials_of, resolve_namesrv
 from rocketq.errors import (
     BrokerError,
     ConfigError,
@@ -42,15 +42,25 @@ class AdminTransport:
     """Connections and name-server look-ups of :class:`~rocketq.admin.core.AsyncAdmin`.
 
     ``namesrv`` is RocketMQ's ``;``-separated list (else ``$NAMESRV_ADDR``, else
-    ``127.0.0.1:9876``); ``timeout`` bounds each request (``timeoutMillis`` 5000 in ``mqadmin``);
-    ``tls``: TLS to the name servers and brokers (``tls.enable``), default plaintext.
+    ``127.0.0.1:9876``); ``timeout`` bounds each request (``timeoutMillis`` 5000 in ``mqadmin``).
+    ``access_key`` and ``secret_key`` sign every request for a broker's ACL (``mqadmin`` reads
+    them from ``conf/tools.yml``); a request the ACL refuses raises
+    :class:`~rocketq.errors.AccessDeniedError` naming what was refused where. ``tls``: TLS to
+    the name servers and brokers (``tls.enable``), default plaintext.
     """
 
     def __init__(
-        self, namesrv: str | None = None, *, timeout: float = 5.0, tls: TlsClientConfig | None = None
+        self,
+        namesrv: str | None = None,
+        *,
+        timeout: float = 5.0,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self.namesrv_addrs = resolve_namesrv(namesrv)
         self.timeout = timeout
+        self.credentials = credentials_of(access_key, secret_key)
         self.tls = tls if tls is not None else TlsClientConfig()
         self._remoting: RemotingClient | None = None
         self._api: ClientAPI | None = None
@@ -59,9 +69,10 @@ class AdminTransport:
     def api(self) -> ClientAPI:
         """The client layer's API over this admin's connections (made on first use)."""
         if self._api is None:
-            self._remoting = RemotingClient(
-                config=RemotingClientConfig(request_timeout=self.timeout, tls=self.tls)
+            config = RemotingClientConfig(
+                request_timeout=self.timeout, credentials=self.credentials, tls=self.tls
             )
+            self._remoting = RemotingClient(config=config)
             self._api = ClientAPI(self._remoting, self.namesrv_addrs, timeout=self.timeout)
         return self._api
 

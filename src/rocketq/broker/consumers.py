@@ -261,27 +261,24 @@ class ConsumerRegistry(Generic[C]):
     def register(
         self,
         group: str,
-        client_id: str,
-        conn: C,
-        remote_addr: str,
-        language: str,
-        version: int,
+        channel: ClientChannelInfo[C],
         consume_type: ConsumeType | None,
         message_model: MessageModel | None,
         consume_from_where: ConsumeFromWhere | None,
         subscriptions: Iterable[SubscriptionData],
-        now: float,
         *,
         notify: bool = True,
     ) -> Changes[C]:
         """Record one consumer group of a HEART_BEAT (RocketMQ's ``registerConsumer``).
 
-        The arguments are the heartbeat's: ``HeartbeatData.client_id``, the request's connection,
-        peer address, ``LanguageCode`` name and version, and one ``ConsumerData``'s fields.
-        ``notify`` is the group's ``notifyConsumerIdsChangedEnable`` from its subscription group
-        config (``True`` when the group has none). A subscription without a topic is a malformed
-        heartbeat: :class:`RemoteProtocolError`, and nothing is recorded.
+        ``channel`` is the client as the heartbeat came (its ``HeartbeatData.client_id``, the
+        request's connection, peer address, ``LanguageCode`` name and version, and the time, its
+        ``last_update``); the rest are one ``ConsumerData``'s fields. ``notify`` is the group's
+        ``notifyConsumerIdsChangedEnable`` from its subscription group config (``True`` when the
+        group has none). A subscription without a topic is a malformed heartbeat:
+        :class:`RemoteProtocolError`, and nothing is recorded.
         """
+        client_id, now = channel.client_id, channel.last_update
         subs = tuple(subscriptions)
         if any(not sub.topic for sub in subs):
             raise RemoteProtocolError(
@@ -295,9 +292,7 @@ class ConsumerRegistry(Generic[C]):
         info.message_model = message_model
         info.consume_from_where = consume_from_where
         info.last_update = now
-        new_member = self._update_channel(
-            info, ClientChannelInfo(conn, client_id, remote_addr, language, version, now)
-        )
+        new_member = self._update_channel(info, channel)
         topics_changed, filter_changed = self._update_subscriptions(info, subs)
         changed = new_member or topics_changed
         self._observe(group)
@@ -645,7 +640,7 @@ def apply_heartbeat(
     :class:`RemoteProtocolError` and changes nothing.
     """
     check_heartbeat(heartbeat)
-    client_id = heartbeat.client_id or ""
+    channel = ClientChannelInfo(conn, heartbeat.client_id or "", remote_addr, language, version, now)
     changes: Changes[C] = Changes()
     for data in heartbeat.consumer_data_set:
         group = data.group_name or ""
@@ -656,20 +651,15 @@ def apply_heartbeat(
             topics.ensure_retry_topic(group, config.retry_queue_nums, now, unit_mode=data.unit_mode)
         changes += consumers.register(
             group,
-            client_id,
-            conn,
-            remote_addr,
-            language,
-            version,
+            channel,
             data.consume_type,
             data.message_model,
             data.consume_from_where,
             data.subscription_data_set,
-            now,
             notify=notify,
         )
     for producer in heartbeat.producer_data_set:
-        producers.register(producer.group_name or "", client_id, conn, remote_addr, language, version, now)
+        producers.register(producer.group_name or "", channel)
     return changes
 
 

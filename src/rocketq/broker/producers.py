@@ -51,25 +51,18 @@ class ProducerRegistry(Generic[C]):
         self._by_client: dict[str, C] = {}
         self._counter = itertools.count(1)
 
-    def register(
-        self,
-        group: str,
-        client_id: str,
-        conn: C,
-        remote_addr: str,
-        language: str,
-        version: int,
-        now: float,
-    ) -> bool:
-        """Record a producer group of a HEART_BEAT; return whether the channel is new."""
+    def register(self, group: str, channel: ClientChannelInfo[C]) -> bool:
+        """Record a producer group of a HEART_BEAT received as ``channel`` at its ``last_update``
+        (``registerProducer``); return whether the channel is new."""
         channels = self._groups.setdefault(group, {})
+        conn = channel.conn
         old = channels.get(conn)
         if old is not None:
-            channels[conn] = replace(old, last_update=now)
+            channels[conn] = replace(old, last_update=channel.last_update)
             return False
-        channels[conn] = ClientChannelInfo(conn, client_id, remote_addr, language, version, now)
-        self._by_client[client_id] = conn
-        log.info("producer %s (%s) joined group %s", client_id, remote_addr, group)
+        channels[conn] = channel
+        self._by_client[channel.client_id] = conn
+        log.info("producer %s (%s) joined group %s", channel.client_id, channel.remote_addr, group)
         return True
 
     def unregister(self, group: str, conn: C, client_id: str) -> bool:

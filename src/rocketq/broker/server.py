@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from rocketq.broker.coalesce import NotifyCoalescer
 from rocketq.broker.config import BrokerConfig
@@ -77,7 +77,7 @@ from rocketq.errors import ClientStateError, RemotingError, StoreError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.models import from_fields
 from rocketq.protocol.bodies import TopicConfig
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import RequestCode, ResponseCode, RocketQRequestCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
     CheckTransactionStateRequestHeader,
@@ -143,6 +143,27 @@ class _Listener(ConnectionListener):
 
     def on_close(self, conn: RemotingConnection) -> None:
         self._broker._connection_closed(conn)
+
+
+class _AfterStart(Generic[T]):
+    """A part of the :class:`Broker` made by ``start()``, read from the attribute of the same name
+    with a leading underscore: reading it before the broker started raises."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = "_" + name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> T: ...
+    def __get__(self, obj: object | None, owner: type) -> T | Self:
+        if obj is None:
+            return self
+        value: T | None = getattr(obj, self.slot)
+        if value is None:
+            raise ClientStateError(f"Broker.{self.name} is available only after start()")
+        return value
 
 
 class Broker(AsyncStartClose):
@@ -216,31 +237,11 @@ class Broker(AsyncStartClose):
 
     # ------------------------------------------------------------------ parts (after start)
 
-    @staticmethod
-    def _need(value: T | None, what: str) -> T:
-        if value is None:
-            raise ClientStateError(f"Broker.{what} is available only after start()")
-        return value
-
-    @property
-    def store(self) -> MessageStore:
-        return self._need(self._store, "store")
-
-    @property
-    def topics(self) -> TopicConfigManager:
-        return self._need(self._topics, "topics")
-
-    @property
-    def groups(self) -> SubscriptionGroupManager:
-        return self._need(self._groups, "groups")
-
-    @property
-    def schedule(self) -> ScheduleService:
-        return self._need(self._schedule, "schedule")
-
-    @property
-    def transactions(self) -> TransactionalMessageService:
-        return self._need(self._transactions, "transactions")
+    store = _AfterStart[MessageStore]()
+    topics = _AfterStart[TopicConfigManager]()
+    groups = _AfterStart[SubscriptionGroupManager]()
+    schedule = _AfterStart[ScheduleService]()
+    transactions = _AfterStart[TransactionalMessageService]()
 
     @property
     def registrar(self) -> NamesrvRegistrar | None:
@@ -278,10 +279,8 @@ class Broker(AsyncStartClose):
             return self._ha_client.lag_bytes()
         return None
 
-    @property
-    def store_host(self) -> HostPort:
-        """This broker as a message's store host (``brokerIP1`` and the bound port)."""
-        return self._need(self._store_host, "store_host")
+    #: This broker as a message's store host (``brokerIP1`` and the bound port).
+    store_host = _AfterStart[HostPort]()
 
     @property
     def port(self) -> int:
@@ -353,17 +352,7 @@ class Broker(AsyncStartClose):
             )
             self._pull = PullProcessor(self)
             self._send = SendProcessor(self)
-            handlers: dict[int, object] = {}
-            for processor in (
-                self._send,
-                self._pull,
-                ClientProcessor(self),
-                OffsetProcessor(self),
-                AdminProcessor(self),
-                TransactionProcessor(self),
-                ReplyProcessor(self, self._send),
-            ):
-                handlers.update(processor.handlers())
+            handlers = self._request_handlers(self._send, self._pull)
             if cfg.acl_file is not None:
                 # loaded only when used: PyYAML and the ACL stay out of a broker without it
                 from rocketq.broker.acl import AclManager, request_guard  # noqa: PLC0415
@@ -511,6 +500,58 @@ class Broker(AsyncStartClose):
     def _acl_identity(self) -> tuple[str, str, str]:
         cfg = self.config
         return cfg.broker_name, self.address, cfg.broker_cluster_name
+
+    def _request_handlers(self, send: SendProcessor, pull: PullProcessor) -> dict[int, object]:
+        """Every request code the broker answers and the processor method that answers it, in one
+        table (as RocketMQ's ``BrokerController.registerProcessor`` lists them); the ACL's codes
+        join it when an ACL file is configured."""
+        client = ClientProcessor(self)
+        offsets = OffsetProcessor(self)
+        admin = AdminProcessor(self)
+        transaction = TransactionProcessor(self)
+        reply = ReplyProcessor(self, send)
+        return {
+            RequestCode.SEND_MESSAGE: send.send,
+            RequestCode.SEND_MESSAGE_V2: send.send,
+            RequestCode.SEND_BATCH_MESSAGE: send.send,
+            RequestCode.CONSUMER_SEND_MSG_BACK: send.send_back,
+            RequestCode.PULL_MESSAGE: pull.pull,
+            RequestCode.HEART_BEAT: client.heartbeat,
+            RequestCode.UNREGISTER_CLIENT: client.unregister,
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: client.consumer_list,
+            RequestCode.CHECK_CLIENT_CONFIG: client.check_client_config,
+            RequestCode.LOCK_BATCH_MQ: client.lock_batch,
+            RequestCode.UNLOCK_BATCH_MQ: client.unlock_batch,
+            RequestCode.QUERY_CONSUMER_OFFSET: offsets.query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: offsets.update_consumer_offset,
+            RequestCode.GET_MAX_OFFSET: offsets.max_offset,
+            RequestCode.GET_MIN_OFFSET: offsets.min_offset,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: offsets.search_offset,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: offsets.earliest_store_time,
+            RequestCode.VIEW_MESSAGE_BY_ID: offsets.view_message,
+            RequestCode.QUERY_MESSAGE: offsets.query_message,
+            RequestCode.UPDATE_AND_CREATE_TOPIC: admin.create_topic,
+            RequestCode.DELETE_TOPIC_IN_BROKER: admin.delete_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: admin.all_topic_config,
+            RequestCode.GET_TOPIC_STATS_INFO: admin.topic_stats,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: admin.update_group,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: admin.delete_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: admin.all_groups,
+            RequestCode.GET_CONSUME_STATS: admin.consume_stats,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: admin.all_consumer_offsets,
+            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: admin.consumed_by_who,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: admin.consumer_connections,
+            RequestCode.GET_PRODUCER_CONNECTION_LIST: admin.producer_connections,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: admin.consumer_running_info,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: admin.reset_offset,
+            RequestCode.GET_BROKER_RUNTIME_INFO: admin.runtime_info,
+            RequestCode.GET_BROKER_CONFIG: admin.broker_config,
+            RequestCode.GET_ALL_DELAY_OFFSET: admin.all_delay_offsets,
+            RocketQRequestCode.QUERY_DUPLICATE_CLIENT_IDS: admin.duplicate_client_ids,
+            RequestCode.END_TRANSACTION: transaction.end_transaction,
+            RequestCode.SEND_REPLY_MESSAGE: reply.reply,
+            RequestCode.SEND_REPLY_MESSAGE_V2: reply.reply,
+        }
 
     # ------------------------------------------------------------------ services for the handlers
 

@@ -30,11 +30,11 @@ import re
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from rocketq.chaos.timeline import MemberQuery, Notify, Pull, Release, WireEvent
 from rocketq.errors import RemoteProtocolError
-from rocketq.protocol.bodies import BrokerData, ClusterInfo, HeartbeatData, TopicRouteData
+from rocketq.protocol.bodies import BrokerData, ClusterInfo, HeartbeatData, JsonBody, TopicRouteData
 from rocketq.protocol.bodies.client import GetConsumerListByGroupResponseBody, UnlockBatchRequestBody
 from rocketq.protocol.codes import RequestCode, code_name
 from rocketq.protocol.command import RemotingCommand
@@ -48,6 +48,7 @@ NAMESRV = "namesrv"
 FaultKind = Literal["drop", "delay", "cut", "stale-route"]
 
 _NATIVE_IDS = re.compile(rb'"brokerAddrs":\{\d')
+_B = TypeVar("_B", bound=JsonBody)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,31 +359,24 @@ class ChaosProxy:
         return cmd
 
     def _rewrite_route(self, consumer: str, body: bytes) -> bytes:
-        mapping = self._addr_maps.get(consumer)
-        if not mapping:
-            return body
-        try:
-            route = TopicRouteData.decode(body)
-        except RemoteProtocolError:
-            return body
-        datas = tuple(self._rewrite_broker(bd, mapping) for bd in route.broker_datas)
-        return replace(route, broker_datas=datas).encode(browser_compatible=not _NATIVE_IDS.search(body))
+        return self._rewrite_addrs(consumer, body, TopicRouteData, _route_through)
 
     def _rewrite_cluster(self, consumer: str, body: bytes) -> bytes:
+        return self._rewrite_addrs(consumer, body, ClusterInfo, _cluster_through)
+
+    def _rewrite_addrs(
+        self, consumer: str, body: bytes, cls: type[_B], through: Callable[[_B, Mapping[str, str]], _B]
+    ) -> bytes:
+        """``body`` (a ``cls``) with its broker addresses put ``through`` the consumer's address
+        map; as it is when the consumer has none or the body does not decode."""
         mapping = self._addr_maps.get(consumer)
         if not mapping:
             return body
         try:
-            info = ClusterInfo.decode(body)
+            decoded = cls.decode(body)
         except RemoteProtocolError:
             return body
-        table = {name: self._rewrite_broker(bd, mapping) for name, bd in info.broker_addr_table.items()}
-        return replace(info, broker_addr_table=table).encode(browser_compatible=not _NATIVE_IDS.search(body))
-
-    @staticmethod
-    def _rewrite_broker(bd: BrokerData, mapping: Mapping[str, str]) -> BrokerData:
-        addrs = {bid: mapping.get(addr, addr) for bid, addr in bd.broker_addrs.items()}
-        return replace(bd, broker_addrs=addrs)
+        return through(decoded, mapping).encode(browser_compatible=not _NATIVE_IDS.search(body))
 
     # ------------------------------------------------------------------ reading
 
@@ -409,3 +403,17 @@ def verdict_frames(verdict: float | None, cmd: RemotingCommand) -> Outgoing:
 def tag_of(consumer: str, target: str) -> Hashable:
     """The listener tag of ``consumer``'s listener for ``target``."""
     return (consumer, target)
+
+
+def _broker_through(bd: BrokerData, mapping: Mapping[str, str]) -> BrokerData:
+    addrs = {bid: mapping.get(addr, addr) for bid, addr in bd.broker_addrs.items()}
+    return replace(bd, broker_addrs=addrs)
+
+
+def _route_through(route: TopicRouteData, mapping: Mapping[str, str]) -> TopicRouteData:
+    return replace(route, broker_datas=tuple(_broker_through(bd, mapping) for bd in route.broker_datas))
+
+
+def _cluster_through(info: ClusterInfo, mapping: Mapping[str, str]) -> ClusterInfo:
+    table = {name: _broker_through(bd, mapping) for name, bd in info.broker_addr_table.items()}
+    return replace(info, broker_addr_table=table)

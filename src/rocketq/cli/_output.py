@@ -2,6 +2,10 @@
 
 * :func:`add_command_group` for the commands made of subcommands;
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
+* ``--access-key`` / ``--secret-key`` (else ``$ROCKETMQ_ACCESS_KEY`` / ``$ROCKETMQ_SECRET_KEY``):
+  the ACL account every request of the command is signed for (:func:`add_acl_options`,
+  :func:`acl_keys`); with the TLS options ``--namesrv`` brings (``--tls`` ...), both in one go by
+  :func:`client_security`;
 * :func:`number_type` makes the argparse ``type=`` checks of numbers: :func:`positive_int`,
   :func:`positive_float`, :func:`positive_duration`, :func:`port_number` for counts, rates,
   seconds, ports - each bounded (a count by Java's ``Long.MAX_VALUE``, seconds by a year, no NaN
@@ -15,19 +19,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypedDict, TypeVar
 
 from rich.console import Console
 from rich.table import Table
 
 from rocketq.admin import Admin
-from rocketq.cli._tls import add_tls_client_options
+from rocketq.cli._tls import add_tls_client_options, tls_client_config
 from rocketq.cli.main import CliError
-from rocketq.client.config import DEFAULT_NAMESRV, NAMESRV_ENV, resolve_namesrv
+from rocketq.client.config import (
+    ACCESS_KEY_ENV,
+    DEFAULT_NAMESRV,
+    NAMESRV_ENV,
+    SECRET_KEY_ENV,
+    credentials_of,
+    resolve_namesrv,
+)
 from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
 from rocketq.remoting.tls import TlsClientConfig
@@ -35,12 +47,17 @@ from rocketq.remoting.tls import TlsClientConfig
 N = TypeVar("N", int, float)
 
 __all__ = [
+    "AclKeys",
+    "ClientSecurity",
+    "acl_keys",
+    "add_acl_options",
     "add_admin_options",
     "add_command_group",
     "add_json_option",
     "add_namesrv_option",
     "add_view_options",
     "admin_session",
+    "client_security",
     "format_ms",
     "group_name",
     "name_type",
@@ -78,6 +95,67 @@ def add_namesrv_option(parser: argparse.ArgumentParser, *, tls: bool = True) -> 
         add_tls_client_options(parser)
 
 
+def add_acl_options(parser: argparse.ArgumentParser) -> None:
+    """``--access-key`` and ``--secret-key``: the ACL account every request is signed for (no
+    default shown: the secret never appears in ``--help``)."""
+    parser.add_argument(
+        "--access-key",
+        metavar="KEY",
+        default=None,
+        help=f"sign every request for this ACL account (default ${ACCESS_KEY_ENV}; a broker with "
+        "--acl refuses unsigned requests)",
+    )
+    parser.add_argument(
+        "--secret-key",
+        metavar="SECRET",
+        default=None,
+        help=f"the account's secret key (default ${SECRET_KEY_ENV}, which keeps it out of the process list)",
+    )
+
+
+class AclKeys(TypedDict):
+    """The keyword arguments every client takes for its ACL account."""
+
+    access_key: str | None
+    secret_key: str | None
+
+
+def acl_keys(args: argparse.Namespace) -> AclKeys:
+    """``access_key`` and ``secret_key`` from ``--access-key``/``--secret-key``, else from
+    ``$ROCKETMQ_ACCESS_KEY``/``$ROCKETMQ_SECRET_KEY`` (both ``None``: unsigned); one without the
+    other is a :class:`CliError` naming the missing one, never the secret."""
+    access_key = getattr(args, "access_key", None) or os.environ.get(ACCESS_KEY_ENV) or None
+    secret_key = getattr(args, "secret_key", None) or os.environ.get(SECRET_KEY_ENV) or None
+    if (access_key is None) != (secret_key is None):
+        missing = (
+            f"--secret-key (or ${SECRET_KEY_ENV})"
+            if secret_key is None
+            else f"--access-key (or ${ACCESS_KEY_ENV})"
+        )
+        raise CliError(f"an ACL account needs both keys: {missing} is not set")
+    try:
+        credentials_of(access_key, secret_key)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    return AclKeys(access_key=access_key, secret_key=secret_key)
+
+
+class ClientSecurity(AclKeys):
+    """The keyword arguments :class:`~rocketq.admin.Admin` and
+    :class:`~rocketq.client.config.ClientConfig` take for the ACL account and for TLS."""
+
+    tls: TlsClientConfig
+
+
+def client_security(args: argparse.Namespace) -> ClientSecurity:
+    """The ACL keys (:func:`acl_keys`) and the TLS settings (``--tls`` ...,
+    :func:`~rocketq.cli._tls.tls_client_config`; plaintext for a command without them) of one
+    command, each checked (a :class:`CliError` naming the option)."""
+    keys = acl_keys(args)
+    tls = tls_client_config(args) if hasattr(args, "tls_insecure") else TlsClientConfig()
+    return ClientSecurity(access_key=keys["access_key"], secret_key=keys["secret_key"], tls=tls)
+
+
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
     parser.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of a table")
 
@@ -85,9 +163,10 @@ def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -
 def add_admin_options(
     parser: argparse.ArgumentParser, handler: Callable[[argparse.Namespace], int], what: str = "the result"
 ) -> None:
-    """Close an admin subcommand's parser: ``--namesrv``, ``--json`` (printing ``what``) and the
-    handler that runs it."""
+    """Close an admin subcommand's parser: ``--namesrv``, the ACL keys, ``--json`` (printing
+    ``what``) and the handler that runs it."""
     add_namesrv_option(parser)
+    add_acl_options(parser)
     add_json_option(parser, what)
     parser.set_defaults(handler=handler)
 
@@ -208,10 +287,12 @@ group_name = name_type(check_group)
 
 
 @contextmanager
-def admin_session(namesrv: str | None, tls: TlsClientConfig | None = None) -> Iterator[Admin]:
-    """An :class:`Admin` for one command; unreachable servers and bad arguments end as CliError."""
+def admin_session(args: argparse.Namespace) -> Iterator[Admin]:
+    """An :class:`Admin` for one command (``args.namesrv``, the ACL keys and TLS settings of
+    :func:`client_security`); unreachable servers and bad arguments end as CliError."""
+    namesrv: str | None = args.namesrv
     try:
-        admin = Admin(namesrv, tls=tls)
+        admin = Admin(namesrv, **client_security(args))
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     try:

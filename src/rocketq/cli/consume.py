@@ -50,8 +50,10 @@ from typing import Any
 from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
+    add_acl_options,
     add_namesrv_option,
     add_view_options,
+    client_security,
     group_name,
     non_negative_float,
     positive_duration,
@@ -59,7 +61,6 @@ from rocketq.cli._output import (
     topic_name,
     unreachable_hint,
 )
-from rocketq.cli._tls import tls_client_config
 from rocketq.cli.main import CliError, interrupted
 from rocketq.client import (
     ClientConfig,
@@ -206,6 +207,7 @@ def register(subparsers: Any) -> None:
         "rebalance records to RQ_SYS_REBALANCE_TOPIC, which `rocketq report` reads",
     )
     add_namesrv_option(parser)
+    add_acl_options(parser)
     parser.set_defaults(handler=_run)
 
 
@@ -259,15 +261,15 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
     """The :class:`~rocketq.client.ClientConfig` fields the options ask for (name server, instance
-    name and the client's intervals)."""
+    name, the client's intervals, the ACL keys and TLS)."""
     return {
+        **client_security(args),
         "namesrv": args.namesrv,
         "instance_name": args.instance or DEFAULT_INSTANCE_NAME,
         "heartbeat_broker_interval": args.heartbeat_interval,
         "poll_name_server_interval": args.poll_name_server_interval,
         "rebalance_interval": args.rebalance_interval,
         "rebalance_min_interval": args.rebalance_min_interval,
-        "tls": tls_client_config(args),
     }
 
 
@@ -468,7 +470,7 @@ def _run(args: argparse.Namespace) -> int:
     options = consumer_options(args)
     orderly = bool(args.orderly)
     try:
-        with Admin(args.namesrv, tls=tls_client_config(args)) as admin:
+        with Admin(args.namesrv, **client_security(args)) as admin:
             try:
                 admin.topic_route(args.topic)
             except UnknownTopicError:

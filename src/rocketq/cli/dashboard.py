@@ -11,8 +11,13 @@ import argparse
 import sys
 from typing import Any
 
-from rocketq.cli._output import add_namesrv_option, port_number, positive_duration
-from rocketq.cli._tls import tls_client_config
+from rocketq.cli._output import (
+    add_acl_options,
+    add_namesrv_option,
+    client_security,
+    port_number,
+    positive_duration,
+)
 from rocketq.cli.main import CliError, exit_now, interrupted
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
 from rocketq.errors import ConfigError
@@ -25,8 +30,9 @@ STOP_WITHIN = 0.6
 
 
 def add_watch_options(parser: argparse.ArgumentParser, *, port: int) -> None:
-    """``--namesrv``, ``--host``, ``--port`` and how often groups are polled."""
+    """``--namesrv`` (and the ACL keys), ``--host``, ``--port`` and how often groups are polled."""
     add_namesrv_option(parser)
+    add_acl_options(parser)
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
     )
@@ -79,12 +85,12 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
     try:
         https = None if args.https_cert is None else Https(args.https_cert, args.https_key)
         config = DashboardConfig(
-            tls=tls_client_config(args),
             namesrv=args.namesrv,
             host=args.host,
             port=args.port,
             poll_interval=getattr(args, "poll", 1.0),
             metrics_interval=args.metrics_interval,
+            **client_security(args),
         )
         app = create_exporter_app(config) if exporter else create_app(config)
         sock = bind(config.host, config.port)

@@ -28,7 +28,6 @@ from rocketq.cli._output import (
     print_table,
     topic_name,
 )
-from rocketq.cli._tls import tls_client_config
 from rocketq.cli.main import CliError
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
@@ -132,7 +131,7 @@ def _members(args: argparse.Namespace) -> int:
             get_strategy(args.strategy)
         except ConfigError as exc:
             raise CliError(f"--strategy: {exc}") from None
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         view = admin.group_members(args.group, strategy=args.strategy)
     if args.json:
         print_json(view.to_dict())
@@ -172,7 +171,7 @@ def _members(args: argparse.Namespace) -> int:
 
 
 def _progress(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         progress = admin.group_progress(args.group, args.topic)
     if args.json:
         print_json(progress.to_dict())
@@ -228,7 +227,7 @@ def _reset(args: argparse.Namespace) -> int:
         target = parse_reset_target(args.to)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         result = admin.reset_offsets(args.group, args.topic, target)
     if args.json:
         print_json(result.to_dict())

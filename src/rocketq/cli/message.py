@@ -32,7 +32,6 @@ from rocketq.cli._output import (
     print_table,
     topic_name,
 )
-from rocketq.cli._tls import tls_client_config
 from rocketq.errors import ConfigError
 from rocketq.lab.lines import body_text
 from rocketq.protocol.message import MessageExt
@@ -157,7 +156,7 @@ def _print_message(m: MessageExt) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         found = admin.view_message(args.msg_id, topic=args.topic)
     if args.json:
         print_json([message_dict(m) for m in found])
@@ -174,7 +173,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         found = admin.query_message(args.topic, args.key, args.begin, args.end, args.max)
     if args.json:
         print_json([message_dict(m) for m in found])
@@ -237,7 +236,7 @@ def _print_trace(trace: MessageTrace) -> None:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         trace = admin.message_trace(args.msg_id, topic=args.topic, trace_topic=args.trace_topic)
     if args.json:
         print_json(trace.to_dict())

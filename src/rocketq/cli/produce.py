@@ -46,7 +46,9 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.cli._output import (
+    add_acl_options,
     add_namesrv_option,
+    client_security,
     group_name,
     number_type,
     positive_float,
@@ -55,7 +57,6 @@ from rocketq.cli._output import (
     topic_name,
     unreachable_hint,
 )
-from rocketq.cli._tls import tls_client_config
 from rocketq.cli.main import CliError, interrupted
 from rocketq.client import LocalTransactionState, Message, Producer, SendResult, TransactionProducer
 from rocketq.client.config import ClientConfig, ProducerConfig
@@ -250,6 +251,7 @@ def register(subparsers: Any) -> None:
         "which `rocketq report` reads",
     )
     add_namesrv_option(parser)
+    add_acl_options(parser)
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(handler=_run)
 
@@ -347,14 +349,14 @@ def _producer(
     try:
         run = new_run_id() if args.run is None else args.run
         make_body = body_maker(args.count, text=args.body, size=args.size, run=run)
-        tls = tls_client_config(args)
-        client = ClientConfig(namesrv=args.namesrv, tls=tls)
+        security = client_security(args)
+        client = ClientConfig(namesrv=args.namesrv, **security)
         producer: Producer = (
             Producer(group, client_config=client, trace=args.trace)
             if checks is None
             else TransactionProducer(group, client_config=client, trace=args.trace, checker=checks.answer)
         )
-        with Admin(args.namesrv, tls=tls) as admin:
+        with Admin(args.namesrv, **security) as admin:
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None

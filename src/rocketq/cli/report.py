@@ -35,9 +35,18 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.analytics import footnote
-from rocketq.cli._output import add_namesrv_option, group_name, number_type, topic_name, unreachable_hint
+from rocketq.cli._output import (
+    AclKeys,
+    acl_keys,
+    add_acl_options,
+    add_namesrv_option,
+    group_name,
+    number_type,
+    topic_name,
+    unreachable_hint,
+)
 from rocketq.cli.main import CliError, exit_now
-from rocketq.client.config import resolve_namesrv
+from rocketq.client.config import credentials_of, resolve_namesrv
 from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, UnknownTopicError
 from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
@@ -120,6 +129,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--master", default="local[2]", help="Spark master (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_namesrv_option(parser, tls=False)  # its Spark reads do not take TLS settings yet
+    add_acl_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -129,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
         namesrv = ";".join(resolve_namesrv(args.namesrv))
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    _check_sources(namesrv, args.group, args.topic)  # before pyspark loads: a slip is told at once
+    keys = acl_keys(args)
+    _check_sources(namesrv, args.group, args.topic, keys)  # before pyspark loads: a slip is told at once
     try:
         from pyspark.sql import SparkSession  # noqa: PLC0415 - pyspark only when run
 
@@ -168,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
             out_dir=out,
             bucket_ms=args.bucket,
             progress=progress,
+            credentials=credentials_of(keys["access_key"], keys["secret_key"]),
         )
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, namesrv) from None
@@ -295,13 +307,13 @@ def _rebalance_records(admin: Admin, group: str) -> bool:
         return False
 
 
-def _check_sources(namesrv: str, group: str, topic: str | None) -> None:
+def _check_sources(namesrv: str, group: str, topic: str | None, keys: AclKeys) -> None:
     """Before Spark starts: the name server answers, the trace topic exists (else nothing was
     traced), ``group`` has data (the cluster knows it, or the rebalance topic holds a record of
     it; else it is a typo, most likely), and ``topic`` exists when given. Each failure is one line."""
 
     try:
-        with Admin(namesrv) as admin:
+        with Admin(namesrv, **keys) as admin:
             admin.topic_list()
             try:
                 admin.topic_route(RMQ_SYS_TRACE_TOPIC)

@@ -24,7 +24,6 @@ from rocketq.cli._output import (
     print_table,
     topic_name,
 )
-from rocketq.cli._tls import tls_client_config
 from rocketq.cli.main import CliError
 from rocketq.errors import SystemTopicError, TopicExistsError, UnknownTopicError
 from rocketq.protocol.bodies import TopicRouteData
@@ -173,7 +172,7 @@ def _changed(args: argparse.Namespace, brokers: dict[str, str], verb: str, admin
 
 
 def _create(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin, _system_topic_hint(args, "create"):
+    with admin_session(args) as admin, _system_topic_hint(args, "create"):
         try:
             before = admin.topic_route(args.topic)
         except UnknownTopicError:
@@ -246,7 +245,7 @@ def _counts(route: TopicRouteData) -> str:
 def _update(args: argparse.Namespace) -> int:
     if all(v is None for v in (args.queues, args.read_queues, args.write_queues, args.perm, args.order)):
         raise CliError("nothing to change: give --queues, --read-queues, --write-queues, --perm or --order")
-    with admin_session(args.namesrv, tls_client_config(args)) as admin, _system_topic_hint(args, "change"):
+    with admin_session(args) as admin, _system_topic_hint(args, "change"):
         try:
             current = admin.topic_route(args.topic)
         except UnknownTopicError:
@@ -274,7 +273,7 @@ def _update_with(admin: Admin, args: argparse.Namespace, changes: list[str]) -> 
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin, _system_topic_hint(args, "delete"):
+    with admin_session(args) as admin, _system_topic_hint(args, "delete"):
         brokers = admin.delete_topic(
             args.topic, cluster=args.cluster, force_system_topic=args.force_system_topic
         )
@@ -292,7 +291,7 @@ layer's :func:`~rocketq.admin.is_protected_topic` (``own_names``: the clusters' 
 
 
 def _list(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         topics = admin.topic_list()
         own: frozenset[str] = frozenset()
         if not args.all:
@@ -311,7 +310,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _route(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         route = admin.topic_route(args.topic)
         order = admin.order_conf(args.topic)
     addrs = {bd.broker_name: bd for bd in route.broker_datas}
@@ -341,7 +340,7 @@ def _route(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    with admin_session(args.namesrv, tls_client_config(args)) as admin:
+    with admin_session(args) as admin:
         stats = admin.topic_stats(args.topic)
     if args.json:
         print_json(stats.to_dict())

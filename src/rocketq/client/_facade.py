@@ -43,11 +43,19 @@ def client_config_for(
     namesrv: str | None,
     client_ip: str | None,
     instance_name: str | None,
+    access_key: str | None = None,
+    secret_key: str | None = None,
 ) -> ClientConfig:
-    """``client_config`` if given, else one from the constructor's shortcuts (instance ``DEFAULT``)."""
-    if client_config is not None:
-        return client_config
-    return ClientConfig(namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT")
+    """``client_config`` if given, else one from the constructor's shortcuts (instance ``DEFAULT``);
+    ``access_key``/``secret_key``, when given, replace the config's (the ACL account requests are
+    signed for)."""
+    if client_config is None:
+        client_config = ClientConfig(
+            namesrv=namesrv, client_ip=client_ip, instance_name=instance_name or "DEFAULT"
+        )
+    if access_key is not None or secret_key is not None:
+        client_config = replace(client_config, access_key=access_key, secret_key=secret_key)
+    return client_config
 
 
 def with_options(config: ConfigT, options: dict[str, Any], what: str) -> ConfigT:
@@ -182,14 +190,22 @@ class ConsumerFacade(SyncFacade[CoreT], Generic[CoreT, ConsumerConfigT]):
         client_ip: str | None = None,
         config: ConsumerConfigT | None = None,
         client_config: ClientConfig | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
         **options: Any,
     ) -> None:
         """``options`` are fields of the config, replacing its values (``pull_batch_size=16``);
-        ``namesrv``, ``instance_name`` and ``client_ip`` make the client config when none is given."""
+        ``namesrv``, ``instance_name`` and ``client_ip`` make the client config when none is given;
+        ``access_key`` and ``secret_key`` sign every request for a broker's ACL."""
         self._check_group_name(group)
         config = with_options(config or self._default_config(), options, self.kind)
         client_config = client_config_for(
-            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+            client_config,
+            namesrv=namesrv,
+            client_ip=client_ip,
+            instance_name=instance_name,
+            access_key=access_key,
+            secret_key=secret_key,
         )
         check_group(group)
         self.group = group

@@ -37,6 +37,7 @@ from rocketq.errors import BrokerError, ConfigError, RemotingClosedError, Remoti
 from rocketq.lifecycle import Closing
 from rocketq.models import PullResult, PullStatus, QueueRoute, SendResult, SendStatus
 from rocketq.protocol import calls
+from rocketq.protocol.acl import Credentials
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.calls import Call, SendOrigin, SendPayload, SendResponse
 from rocketq.protocol.codes import PullSysFlag, ResponseCode
@@ -77,14 +78,22 @@ class BlockingClient(Closing):
 
     ``namesrv`` is RocketMQ's ``;``-separated list (or a sequence of addresses). Not thread-safe
     beyond what :class:`BlockingRemotingClient` gives (one call at a time per address); make one
-    per task. Close it (or use ``with``) to drop its connections.
+    per task. Close it (or use ``with``) to drop its connections. With ``credentials`` every
+    request is signed for a broker's ACL (as RocketMQ 4.9's ``AclClientRPCHook``).
     """
 
     def __init__(
-        self, namesrv: str | Sequence[str], *, timeout: float = 5.0, tls: TlsClientConfig | None = None
+        self,
+        namesrv: str | Sequence[str],
+        *,
+        timeout: float = 5.0,
+        credentials: Credentials | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self.namesrv = list(resolve_namesrv(namesrv if isinstance(namesrv, str) else ";".join(namesrv)))
         self.timeout = timeout
+        #: The ACL keys every request is signed with (``None``: unsigned).
+        self.credentials = credentials
         #: TLS to every server (``tls.enable``); ``None``: plaintext
         self.tls = tls
         self._clients: dict[str, BlockingRemotingClient] = {}
@@ -112,11 +121,18 @@ class BlockingClient(Closing):
     def _client(self, addr: str) -> BlockingRemotingClient:
         client = self._clients.get(addr)
         if client is None:
-            client = BlockingRemotingClient(
-                addr, connect_timeout=self.timeout, request_timeout=self.timeout, tls=self.tls
-            )
+            client = self._new_remoting(addr)
             self._clients[addr] = client
         return client
+
+    def _new_remoting(self, addr: str) -> BlockingRemotingClient:
+        return BlockingRemotingClient(
+            addr,
+            connect_timeout=self.timeout,
+            request_timeout=self.timeout,
+            credentials=self.credentials,
+            tls=self.tls,
+        )
 
     def call(self, addr: str, call: Call[T], *, retry_closed: bool = True) -> T:
         """Run ``call`` at ``addr``; once more on a fresh connection when the peer had closed the
@@ -251,9 +267,7 @@ class BlockingClient(Closing):
             return
         if expression not in ("*", ""):
             depth = 1  # with a filter the next start is only known from the answer
-        pipe = BlockingRemotingClient(
-            q.addr, connect_timeout=self.timeout, request_timeout=self.timeout, tls=self.tls
-        )
+        pipe = self._new_remoting(q.addr)
         try:
             pos = ask = start
             batch = batch_size

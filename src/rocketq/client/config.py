@@ -28,13 +28,16 @@ from typing import Literal, TypeVar
 
 from rocketq.allocate import AllocationStrategy, get_strategy
 from rocketq.errors import ConfigError
+from rocketq.protocol.acl import Credentials
 from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
 from rocketq.remoting.tls import TlsClientConfig
 
 __all__ = [
+    "ACCESS_KEY_ENV",
     "DEFAULT_INSTANCE_NAME",
     "DEFAULT_NAMESRV",
     "NAMESRV_ENV",
+    "SECRET_KEY_ENV",
     "ClientConfig",
     "ConsumeFromWhere",
     "MessageModel",
@@ -42,6 +45,7 @@ __all__ = [
     "PushConsumerConfig",
     "ReadOffsetType",
     "TlsClientConfig",
+    "credentials_of",
     "enum_value",
     "local_ip",
     "pid_instance_name",
@@ -54,6 +58,11 @@ NAMESRV_ENV = "NAMESRV_ADDR"
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 """The name server used when neither an argument nor ``NAMESRV_ADDR`` gives one (ours; Java has none)."""
 DEFAULT_INSTANCE_NAME = "DEFAULT"
+ACCESS_KEY_ENV = "ROCKETMQ_ACCESS_KEY"
+"""The environment variable the CLI (and the lab's workers) read an ACL access key from. RocketMQ
+4.9 has none (``mqadmin`` reads ``$ROCKETMQ_HOME/conf/tools.yml``); the name is ours."""
+SECRET_KEY_ENV = "ROCKETMQ_SECRET_KEY"
+"""The environment variable the CLI reads the secret key from (ours, as :data:`ACCESS_KEY_ENV`)."""
 CLIENT_IP_ENV = "ROCKETQ_CLIENT_IP"
 
 
@@ -82,6 +91,23 @@ def resolve_namesrv(namesrv: str | None) -> tuple[str, ...]:
         if not sep or not host or not port.isdigit():
             raise ConfigError(f"name server address must look like host:port, got {addr!r}")
     return addrs
+
+
+def credentials_of(access_key: str | None, secret_key: str | None) -> Credentials | None:
+    """The ACL keys as :class:`~rocketq.protocol.acl.Credentials`, ``None`` when neither is
+    given; one without the other (or an empty one) is a :class:`ConfigError`.
+
+    >>> credentials_of("rocketmq2", "12345678")
+    Credentials(access_key='rocketmq2', security_token=None)
+    >>> credentials_of(None, None) is None
+    True
+    """
+    if access_key is None and secret_key is None:
+        return None
+    if not access_key or not secret_key:
+        missing = "secret_key" if access_key else "access_key"
+        raise ConfigError(f"access_key and secret_key go together: {missing} is missing or empty")
+    return Credentials(access_key=access_key, secret_key=secret_key)
 
 
 def local_ip() -> str:
@@ -182,9 +208,16 @@ class ClientConfig:
     #: TLS to the name servers and brokers (Java ``useTLS`` / ``tls.enable``, ``tls.client.*``;
     #: :class:`~rocketq.remoting.tls.TlsClientConfig`, default plaintext).
     tls: TlsClientConfig = field(default_factory=TlsClientConfig)
+    #: The ACL account every request is signed for (RocketMQ 4.9's ``AclClientRPCHook``, which
+    #: Java passes to a client's constructor with ``SessionCredentials(accessKey, secretKey)``);
+    #: ``None``: requests go unsigned, as a broker without ACL takes them. See docs/security.md.
+    access_key: str | None = None
+    #: The account's secret key: signs, is never sent, and stays out of ``repr``.
+    secret_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         resolve_namesrv(self.namesrv)
+        credentials_of(self.access_key, self.secret_key)
         if not self.instance_name or "@" in self.instance_name:
             raise ConfigError(f"instance_name must be non-empty and without '@', got {self.instance_name!r}")
         for name in (
@@ -201,6 +234,11 @@ class ClientConfig:
     @property
     def namesrv_addrs(self) -> tuple[str, ...]:
         return resolve_namesrv(self.namesrv)
+
+    @property
+    def credentials(self) -> Credentials | None:
+        """The keys requests are signed with, or ``None`` (see ``access_key``)."""
+        return credentials_of(self.access_key, self.secret_key)
 
     def with_pid_instance_name(self) -> ClientConfig:
         """This config with ``DEFAULT`` replaced by ``<pid>#<ns>`` (others stay as they are)."""
@@ -403,7 +441,7 @@ class PushConsumerConfig:
     #: Clean handoff: first and longest delay between attempts to acquire the lease of a queue
     #: another consumer still holds (ours; the delay grows 1.5x per failed attempt).
     lease_retry_min: float = 0.05
-    lease_retry_max: float = 1.0
+    lease_retry_max: float = 0.5
     #: Which member list a rebalance shares the queues over (ours; see ``docs/chaos.md``):
     #:
     #: - ``"per-broker"`` (the default): every broker of the topic is asked at once, and each

@@ -56,7 +56,7 @@ from rocketq.client.instance_brokers import BrokerCalls
 from rocketq.client.instance_handlers import BrokerRequests
 from rocketq.client.loop_thread import cancel_and_wait
 from rocketq.client.producer.core import ProducerCore
-from rocketq.errors import ClientStateError
+from rocketq.errors import ClientStateError, ConfigError
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import RemotingClientConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
@@ -91,6 +91,11 @@ class ClientInstance(BrokerCalls, BrokerRequests):
         client_id = config.client_id()
         with _registry_lock:
             inst = _registry.get(client_id)
+            if inst is not None and not inst._closed and inst.config.credentials != config.credentials:
+                raise ConfigError(
+                    f"client id {client_id} is in use with another ACL account in this process: "
+                    "give this client its own instance_name"
+                )
             if inst is None or inst._closed:
                 inst = cls(config, client_id)
                 _registry[client_id] = inst
@@ -125,7 +130,9 @@ class ClientInstance(BrokerCalls, BrokerRequests):
         self._started = True
         self.remoting = RemotingClient(
             config=RemotingClientConfig(
-                request_timeout=self.config.mq_client_api_timeout, tls=self.config.tls
+                request_timeout=self.config.mq_client_api_timeout,
+                credentials=self.config.credentials,
+                tls=self.config.tls,
             )
         )
         self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)

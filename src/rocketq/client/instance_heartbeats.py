@@ -9,7 +9,7 @@ import asyncio
 import logging
 
 from rocketq.client.instance_base import InstanceBase
-from rocketq.errors import RocketQError
+from rocketq.errors import AccessDeniedError, RocketQError
 from rocketq.protocol import calls
 from rocketq.protocol.bodies import (
     HeartbeatData,
@@ -46,13 +46,17 @@ class Heartbeats(InstanceBase):
             consumer_data_set=tuple(c.consumer_data() for c in self.consumers.values()),
         )
 
-    async def send_heartbeat_to_all_brokers(self, *, raise_bugs: bool = False) -> None:
+    async def send_heartbeat_to_all_brokers(self, *, raise_bugs: bool = False, early: bool = False) -> None:
         """HEART_BEAT to every broker (masters only when this client has no consumer).
 
         A broker that cannot be reached is logged as a warning (the next round retries). A
         heartbeat that cannot even be built or sent because of a bug of ours (or a config value
         nothing caught) raises with ``raise_bugs`` (a consumer's ``start()``), else is logged at
-        ERROR once: without heartbeats the brokers do not know this client."""
+        ERROR once: without heartbeats the brokers do not know this client. With ``raise_bugs`` a
+        heartbeat a broker's ACL refuses raises its :class:`~rocketq.errors.AccessDeniedError` too
+        (the account may not consume from the group or a subscribed topic). An ``early`` round
+        (the one a new broker in a route triggers, as a consumer starts) logs such a refusal at
+        DEBUG only: the start's own round raises it, and the periodic rounds warn of it."""
         assert self.api is not None
         assert self._heartbeat_lock is not None
         async with self._heartbeat_lock:
@@ -77,8 +81,12 @@ class Heartbeats(InstanceBase):
                     pending.append(loop.create_task(self.api.call(addr, calls.send_heartbeat(data))))
         if pending:
             for result in await asyncio.gather(*pending, return_exceptions=True):
+                if raise_bugs and isinstance(result, AccessDeniedError):
+                    raise result  # at start: this account may not consume so; retrying cannot help
                 if isinstance(result, RocketQError | OSError):
-                    logger.warning("heartbeat of %s failed: %s", self.client_id, result)
+                    quiet = early and isinstance(result, AccessDeniedError)
+                    level = logging.DEBUG if quiet else logging.WARNING
+                    logger.log(level, "heartbeat of %s failed: %s", self.client_id, result)
                 elif isinstance(result, Exception):
                     if raise_bugs:
                         raise result

@@ -74,7 +74,7 @@ class Routes(Heartbeats):
                 self.broker_addr_table[name] = addrs
             if any(a not in known for addrs in broker_addr_table(route).values() for a in addrs.values()):
                 # a broker we never talked to: tell it who we are now rather than in up to 30 s
-                self._spawn(self.send_heartbeat_to_all_brokers())
+                self._spawn(self.send_heartbeat_to_all_brokers(early=True))
             for producer in list(self.producers.values()):
                 if topic in set(producer.publish_topics()):
                     producer.update_topic_publish_info(topic, route)

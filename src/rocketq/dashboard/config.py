@@ -22,6 +22,10 @@ class DashboardConfig:
 
     namesrv: str | None = None
     """Name servers, ``HOST:PORT[;HOST:PORT]`` (else ``$NAMESRV_ADDR``, else 127.0.0.1:9876)."""
+    access_key: str | None = None
+    """The ACL account the admin requests are signed for (a broker with ``--acl``)."""
+    secret_key: str | None = field(default=None, repr=False)
+    """That account's secret key (never shown)."""
     host: str = "127.0.0.1"
     """Address to listen on: loopback unless told otherwise."""
     port: int = DEFAULT_DASHBOARD_PORT

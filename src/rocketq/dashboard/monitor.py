@@ -89,7 +89,13 @@ class Monitor:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self.admin = AsyncAdmin(config.namesrv, timeout=config.request_timeout, tls=config.tls)
+        self.admin = AsyncAdmin(
+            config.namesrv,
+            timeout=config.request_timeout,
+            access_key=config.access_key,
+            secret_key=config.secret_key,
+            tls=config.tls,
+        )
         self.watches: dict[str, GroupWatch] = {}
         self.all_groups = False
         self._clock = clock

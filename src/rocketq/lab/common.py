@@ -15,11 +15,13 @@ from rocketq.models import MessageQueue
 __all__ = [
     "Sent",
     "check_against_plan",
+    "consumers",
     "deliver",
     "explain_allocation",
     "owner_names",
     "received_by",
     "send_numbered",
+    "settle",
     "wait_committed",
     "wait_delivered",
 ]
@@ -57,6 +59,21 @@ def wait_delivered(
         return bodies <= seen
 
     lab.wait_until(done, timeout, f"{len(bodies)} messages to be consumed")
+
+
+def consumers(run: Run, group: str, topic: str, names: Sequence[str]) -> list[Worker]:
+    """One consumer process per name in ``names``, of ``group`` on ``topic``, under the run's strategy."""
+    return [run.lab.spawn_consumer(name, group, [topic], strategy=run.strategy) for name in names]
+
+
+def settle(
+    run: Run, group: str, topic: str, workers: Sequence[Worker]
+) -> tuple[dict[str, list[MessageQueue]], dict[str, str]]:
+    """Wait until ``workers`` own ``topic``'s queues as the run's strategy plans
+    (:meth:`~rocketq.lab.harness.Lab.wait_stable`); the plan (client id to queues) and the
+    workers' names by client id."""
+    plan = run.lab.wait_stable(group, workers, [topic], strategy=run.strategy)[topic]
+    return plan, {w.client_id or "": w.name for w in workers}
 
 
 def deliver(

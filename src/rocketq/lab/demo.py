@@ -277,7 +277,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
                         "Spark analytics: `rocketq report` over the demo's traces and rebalance records ...",
                         markup=False,
                     )
-                    outcome = run_report(lab.namesrv, GROUP, TOPIC, options.report_dir)
+                    outcome = run_report(lab.namesrv, GROUP, TOPIC, options.report_dir, env=lab.acl_env())
                     for line in outcome.lines():
                         console.print(f"  {line}", markup=False)
                     result.spark, result.report = outcome.status, outcome.html

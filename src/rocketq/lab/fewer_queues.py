@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from rocketq.lab.common import (
     check_against_plan,
+    consumers,
     deliver,
     explain_allocation,
+    settle,
 )
 from rocketq.lab.scenario import Run
 
@@ -27,11 +29,8 @@ def run(run: Run) -> None:
     lab = run.lab
     queues1 = lab.create_topic(TOPIC_ONE, 1)
     queues2 = lab.create_topic(TOPIC_TWO, 2)
-    a1 = lab.spawn_consumer("consumer-1", GROUP_ONE, [TOPIC_ONE], strategy=run.strategy)
-    a2 = lab.spawn_consumer("consumer-2", GROUP_ONE, [TOPIC_ONE], strategy=run.strategy)
-    part1 = [a1, a2]
-    plan1 = lab.wait_stable(GROUP_ONE, part1, [TOPIC_ONE], strategy=run.strategy)[TOPIC_ONE]
-    names = {w.client_id or "": w.name for w in part1}
+    part1 = consumers(run, GROUP_ONE, TOPIC_ONE, ["consumer-1", "consumer-2"])
+    plan1, names = settle(run, GROUP_ONE, TOPIC_ONE, part1)
     sent1, got1 = deliver(run, TOPIC_ONE, "one-queue", 4, part1)
     run.step(
         "part 1: 1 queue, 2 consumers, 4 messages",
@@ -56,11 +55,8 @@ def run(run: Run) -> None:
         run.check("one consumer idles: a queue has one owner", len(idle) == 1, f"idle: {idle}")
     lab.stop_workers(part1)
 
-    b1 = lab.spawn_consumer("consumer-1", GROUP_TWO, [TOPIC_TWO], strategy=run.strategy)
-    b2 = lab.spawn_consumer("consumer-2", GROUP_TWO, [TOPIC_TWO], strategy=run.strategy)
-    part2 = [b1, b2]
-    plan2 = lab.wait_stable(GROUP_TWO, part2, [TOPIC_TWO], strategy=run.strategy)[TOPIC_TWO]
-    names = {w.client_id or "": w.name for w in part2}
+    part2 = consumers(run, GROUP_TWO, TOPIC_TWO, ["consumer-1", "consumer-2"])
+    plan2, names = settle(run, GROUP_TWO, TOPIC_TWO, part2)
     records_before = {w.name: len(w.rebalances(TOPIC_TWO)) for w in part2}
     all_ok = True
     per_round: list[dict[str, int]] = []

@@ -40,11 +40,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SendResult
+from rocketq.client.config import ACCESS_KEY_ENV, SECRET_KEY_ENV
 from rocketq.client.routes import subscribe_info_from_route
 from rocketq.embedded import READY_PREFIX, ServerProcess, parse_ready_line
 from rocketq.errors import RocketQError, UnknownTopicError
@@ -68,6 +69,7 @@ LAB_CLIENT_IP = "127.0.0.1"
 """The IP in the lab consumers' client ids, so ids read ``127.0.0.1@consumer-1`` and sort by name."""
 
 _BROKER_LISTENING = re.compile(r"listening on (\S+),")
+T = TypeVar("T")
 _RAW_CHUNK = 512  # small: a paced reader then holds little of the output beyond the pipe's
 
 
@@ -403,6 +405,11 @@ class Lab:
     trace: bool = False
     #: More options for ``rocketq server`` and every ``rocketq broker`` (e.g. short expiry settings).
     server_args: Sequence[str] = ()
+    #: The ACL account the lab's admin, producer and workers sign for (with ``--acl FILE`` in
+    #: ``server_args``; the workers get the keys in ``$ROCKETMQ_ACCESS_KEY`` and
+    #: ``$ROCKETMQ_SECRET_KEY``, not on their command line).
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._tmp: str | None = None
@@ -443,7 +450,7 @@ class Lab:
         self.broker_addrs[first] = self.server.broker_addr
         for name in more:
             self._extra.append(self._spawn_broker(name, root / name.replace("@", "_")))
-        self._admin = Admin(self.namesrv)
+        self._admin = Admin(self.namesrv, access_key=self.access_key, secret_key=self.secret_key)
         if more:
             deadline = time.monotonic() + 15.0
             while len(self._admin.master_addrs()) < len(self.brokers):
@@ -527,17 +534,8 @@ class Lab:
         """Stop one of the extra brokers (not the first, which shares its process with the name
         server): SIGTERM (it unregisters, flushes, checkpoints), or SIGKILL with ``kill``. Its
         exit code; :meth:`start_broker` brings it back on the same port and data dir."""
-        b = self._extra_broker(name)
-        if b.proc.poll() is None:
-            b.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            try:
-                b.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                b.proc.kill()
-                b.proc.wait()
-        if b.proc.stdout is not None:
-            b.proc.stdout.close()
-        return b.proc.returncode
+        proc = self._extra_broker(name).proc
+        return _stop_process(proc, signal.SIGKILL if kill else signal.SIGTERM, timeout)
 
     def start_broker(self, name: str) -> str:
         """Start a stopped extra broker again on its old port and data dir; its address."""
@@ -605,15 +603,7 @@ class Lab:
     def _stop_extra_brokers(self) -> None:
         """SIGTERM to each extra broker still running, SIGKILL after 20 s."""
         for b in self._extra:
-            if b.proc.poll() is None:
-                b.proc.send_signal(signal.SIGTERM)
-                try:
-                    b.proc.wait(20.0)
-                except subprocess.TimeoutExpired:
-                    b.proc.kill()
-                    b.proc.wait()
-            if b.proc.stdout is not None:
-                b.proc.stdout.close()
+            _stop_process(b.proc, signal.SIGTERM, 20.0)
         self._extra.clear()
 
     def _remove_tmp(self, *, fast: bool) -> None:
@@ -660,20 +650,22 @@ class Lab:
 
     @property
     def namesrv(self) -> str:
-        if self.server is None:
-            raise LabError("the lab is not started")
-        return self.server.namesrv_addr
+        return _started(self.server).namesrv_addr
 
     @property
     def admin(self) -> Admin:
-        if self._admin is None:
-            raise LabError("the lab is not started")
-        return self._admin
+        return _started(self._admin)
 
     @property
     def producer(self) -> Producer:
         if self._producer is None:
-            config = ClientConfig(namesrv=self.namesrv, client_ip=LAB_CLIENT_IP, instance_name="lab-producer")
+            config = ClientConfig(
+                namesrv=self.namesrv,
+                client_ip=LAB_CLIENT_IP,
+                instance_name="lab-producer",
+                access_key=self.access_key,
+                secret_key=self.secret_key,
+            )
             producer_config = ProducerConfig()
             if self.trace and "trace" in {f.name for f in dataclasses.fields(ProducerConfig)}:
                 producer_config = dataclasses.replace(producer_config, trace=True)
@@ -714,9 +706,15 @@ class Lab:
             client_ip=LAB_CLIENT_IP,
             **options,
         )
-        worker = Worker(name, args, env, shared=self.changed)
+        worker = Worker(name, args, {**self.acl_env(), **(env or {})}, shared=self.changed)
         self.workers.append(worker)
         return worker
+
+    def acl_env(self) -> dict[str, str]:
+        """The environment that gives a process the lab's ACL keys (empty without them)."""
+        if self.access_key is None or self.secret_key is None:
+            return {}
+        return {ACCESS_KEY_ENV: self.access_key, SECRET_KEY_ENV: self.secret_key}
 
     # ------------------------------------------------------------------ observation
 
@@ -796,3 +794,25 @@ class Lab:
 
             w.wait_for(settled, timeout, f"the rebalance over {len(ids)} consumer(s) to settle")
         return result
+
+
+def _started(part: T | None) -> T:
+    """A part the lab makes at start, or :class:`LabError` before."""
+    if part is None:
+        raise LabError("the lab is not started")
+    return part
+
+
+def _stop_process(proc: subprocess.Popen[str], sig: int, timeout: float) -> int:
+    """Send ``sig`` to ``proc`` if it runs, SIGKILL after ``timeout``; its output pipe closed, its
+    exit code."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+    return proc.returncode

@@ -58,7 +58,9 @@ def run(run: Run) -> None:
         )
         if why_not is None:
             out = Path(str(run.options.extra.get("report_dir", "rocketq-lab-report"))) / mode
-            reports[mode] = run_report(run.lab.namesrv, GROUPS[mode], TOPICS[mode], out)
+            reports[mode] = run_report(
+                run.lab.namesrv, GROUPS[mode], TOPICS[mode], out, env=run.lab.acl_env()
+            )
     rows: list[tuple[object, ...]] = []
     for mode, res in results.items():
         assert res.analysis is not None

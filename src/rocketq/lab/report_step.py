@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,15 +77,30 @@ class ReportOutcome:
         }
 
 
-def run_report(namesrv: str, group: str, topic: str, out_dir: Path, timeout: float = 300.0) -> ReportOutcome:
-    """Run ``rocketq report`` for ``group``/``topic`` into ``out_dir`` (emptied first)."""
+def run_report(
+    namesrv: str,
+    group: str,
+    topic: str,
+    out_dir: Path,
+    timeout: float = 300.0,
+    env: Mapping[str, str] | None = None,
+) -> ReportOutcome:
+    """Run ``rocketq report`` for ``group``/``topic`` into ``out_dir`` (emptied first); ``env``
+    adds to its environment (a lab's ACL keys: :meth:`~rocketq.lab.harness.Lab.acl_env`)."""
     out_dir = out_dir.resolve()
     if out_dir.exists():
         shutil.rmtree(out_dir)
     args = [sys.executable, "-m", "rocketq", "report", "--namesrv", namesrv, "--group", group]
     args += ["--topic", topic, "--out", os.fspath(out_dir), "--json"]
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, **(env or {})},
+        )
     except subprocess.TimeoutExpired:
         return ReportOutcome(f"failed (rocketq report took more than {timeout:.0f} s)")
     if proc.returncode != 0:

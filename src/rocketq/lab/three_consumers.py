@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from rocketq.lab.common import (
     check_against_plan,
+    consumers,
     deliver,
     explain_allocation,
+    settle,
 )
 from rocketq.lab.scenario import Run
 
@@ -21,9 +23,8 @@ GROUP = "lab-three-consumers"
 def run(run: Run) -> None:
     lab = run.lab
     queues = lab.create_topic(TOPIC, 16)
-    workers = [lab.spawn_consumer(f"consumer-{i}", GROUP, [TOPIC], strategy=run.strategy) for i in (1, 2, 3)]
-    share = lab.wait_stable(GROUP, workers, [TOPIC], strategy=run.strategy)[TOPIC]
-    names = {w.client_id or "": w.name for w in workers}
+    workers = consumers(run, GROUP, TOPIC, ["consumer-1", "consumer-2", "consumer-3"])
+    share, names = settle(run, GROUP, TOPIC, workers)
     sent, got = deliver(run, TOPIC, "msg", 32, workers)
     run.step(
         "3 consumers, 16 queues, 32 messages",

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from rocketq.lab.common import (
     check_against_plan,
+    consumers,
     deliver,
     describe_share,
     explain_allocation,
+    settle,
     wait_committed,
 )
 from rocketq.lab.narrate import queue_ranges
@@ -26,9 +28,8 @@ GROUP = "lab-two-consumers"
 def run(run: Run) -> None:
     lab = run.lab
     queues = lab.create_topic(TOPIC, 16)
-    c1 = lab.spawn_consumer("consumer-1", GROUP, [TOPIC], strategy=run.strategy)
-    plan1 = lab.wait_stable(GROUP, [c1], [TOPIC], strategy=run.strategy)[TOPIC]
-    names = {c1.client_id or "": c1.name}
+    [c1] = consumers(run, GROUP, TOPIC, ["consumer-1"])
+    plan1, names = settle(run, GROUP, TOPIC, [c1])
     sent1, got1 = deliver(run, TOPIC, "step1", 6, [c1])
     run.step(
         "step 1: consumer-1 alone, 6 messages",
@@ -42,10 +43,9 @@ def run(run: Run) -> None:
     # this step shows the allocation alone (rebalance-cost measures what happens when it has not)
     wait_committed(lab, GROUP, TOPIC)
 
-    c2 = lab.spawn_consumer("consumer-2", GROUP, [TOPIC], strategy=run.strategy)
+    [c2] = consumers(run, GROUP, TOPIC, ["consumer-2"])
     workers = [c1, c2]
-    plan2 = lab.wait_stable(GROUP, workers, [TOPIC], strategy=run.strategy)[TOPIC]
-    names[c2.client_id or ""] = c2.name
+    plan2, names = settle(run, GROUP, TOPIC, workers)
     moved = [q for q in plan1.get(c1.client_id or "", []) if q not in plan2.get(c1.client_id or "", [])]
     sent2, got2 = deliver(run, TOPIC, "step2", 6, workers)
     rebalance_lines = [

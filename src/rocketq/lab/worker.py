@@ -53,7 +53,7 @@ from rocketq.client import (
     PushConsumerConfig,
     RebalanceRecord,
 )
-from rocketq.client.config import DEFAULT_INSTANCE_NAME
+from rocketq.client.config import ACCESS_KEY_ENV, DEFAULT_INSTANCE_NAME, SECRET_KEY_ENV
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.lab.lines import body_text
 from rocketq.models import MessageQueue
@@ -254,6 +254,9 @@ def _consumer(args: argparse.Namespace) -> PushConsumer:
         persist_consumer_offset_interval=args.persist_interval,
         persist_consumer_offset_initial_delay=args.persist_interval,
         rebalance_min_interval=args.rebalance_min_interval,
+        # the lab passes its ACL keys in the environment (kept off the command line)
+        access_key=os.environ.get(ACCESS_KEY_ENV) or None,
+        secret_key=os.environ.get(SECRET_KEY_ENV) or None,
     )
     return PushConsumer(args.group, client_config=client_config, **options)
 

@@ -172,6 +172,7 @@ __all__ = [
 ]
 
 T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
 
 _SUCCESS: Final = int(ResponseCode.SUCCESS)
 
@@ -217,6 +218,13 @@ def _request(
     return RemotingCommand.request(code, ext, body, oneway=oneway)
 
 
+def _header_call(
+    code: int, header: CommandHeader, parse: Callable[[RemotingCommand], T], what: str
+) -> Call[T]:
+    """The call of a request that carries ``header`` as its ext fields (and no body)."""
+    return Call(_request(code, header.to_ext_fields()), parse, what)
+
+
 def _short(mq: MessageQueue) -> str:
     return f"{mq.broker_name}:{mq.queue_id}"
 
@@ -236,11 +244,7 @@ def get_route_info(topic: str, *, standard_json_only: bool = False) -> Call[Topi
     topic answers TOPIC_NOT_EXIST, raised as :class:`~rocketq.errors.TopicNotExistError` with its
     remark. ``standard_json_only`` asks for strict JSON (``acceptStandardJsonOnly``, 4.9.3+)."""
     header = GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=standard_json_only or None)
-    return Call(
-        _request(RequestCode.GET_ROUTEINFO_BY_TOPIC, header.to_ext_fields()),
-        _parse_route,
-        f"route of topic {topic!r}",
-    )
+    return _header_call(RequestCode.GET_ROUTEINFO_BY_TOPIC, header, _parse_route, f"route of topic {topic!r}")
 
 
 def _parse_cluster_info(response: RemotingCommand) -> ClusterInfo:
@@ -266,15 +270,13 @@ def get_all_topic_list() -> Call[list[str]]:
 def delete_topic_in_namesrv(topic: str, *, cluster: str | None = None) -> Call[None]:
     """DELETE_TOPIC_IN_NAMESRV (of one cluster's brokers when ``cluster`` is given)."""
     header = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
-    return Call(
-        _request(RequestCode.DELETE_TOPIC_IN_NAMESRV, header.to_ext_fields()), _none, f"delete topic {topic}"
-    )
+    return _header_call(RequestCode.DELETE_TOPIC_IN_NAMESRV, header, _none, f"delete topic {topic}")
 
 
 def put_kv_config(namespace: str, key: str, value: str) -> Call[None]:
     """PUT_KV_CONFIG (the name servers' ``ORDER_TOPIC_CONFIG`` entries, for instance)."""
     header = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
-    return Call(_request(RequestCode.PUT_KV_CONFIG, header.to_ext_fields()), _none, f"set {namespace}/{key}")
+    return _header_call(RequestCode.PUT_KV_CONFIG, header, _none, f"set {namespace}/{key}")
 
 
 def _parse_kv_value(response: RemotingCommand) -> str | None:
@@ -287,19 +289,13 @@ def _parse_kv_value(response: RemotingCommand) -> str | None:
 def get_kv_config(namespace: str, key: str) -> Call[str | None]:
     """GET_KV_CONFIG: the value, ``None`` when the name server has none (QUERY_NOT_FOUND)."""
     header = GetKVConfigRequestHeader(namespace=namespace, key=key)
-    return Call(
-        _request(RequestCode.GET_KV_CONFIG, header.to_ext_fields()),
-        _parse_kv_value,
-        f"read {namespace}/{key}",
-    )
+    return _header_call(RequestCode.GET_KV_CONFIG, header, _parse_kv_value, f"read {namespace}/{key}")
 
 
 def delete_kv_config(namespace: str, key: str) -> Call[None]:
     """DELETE_KV_CONFIG."""
     header = DeleteKVConfigRequestHeader(namespace=namespace, key=key)
-    return Call(
-        _request(RequestCode.DELETE_KV_CONFIG, header.to_ext_fields()), _none, f"delete {namespace}/{key}"
-    )
+    return _header_call(RequestCode.DELETE_KV_CONFIG, header, _none, f"delete {namespace}/{key}")
 
 
 # ------------------------------------------------------------------------------------ producing
@@ -669,11 +665,7 @@ def unregister_client(
         client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
     )
     group = producer_group or consumer_group
-    return Call(
-        _request(RequestCode.UNREGISTER_CLIENT, header.to_ext_fields()),
-        _none,
-        f"unregister {client_id} from {group}",
-    )
+    return _header_call(RequestCode.UNREGISTER_CLIENT, header, _none, f"unregister {client_id} from {group}")
 
 
 def _parse_consumer_ids(response: RemotingCommand) -> list[str]:
@@ -686,10 +678,8 @@ def _parse_consumer_ids(response: RemotingCommand) -> list[str]:
 def get_consumer_list_by_group(group: str) -> Call[list[str]]:
     """GET_CONSUMER_LIST_BY_GROUP: the client ids of the group's live members (unsorted)."""
     header = GetConsumerListByGroupRequestHeader(consumer_group=group)
-    return Call(
-        _request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header.to_ext_fields()),
-        _parse_consumer_ids,
-        f"members of group {group}",
+    return _header_call(
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP, header, _parse_consumer_ids, f"members of group {group}"
     )
 
 
@@ -737,8 +727,9 @@ def query_consumer_offset(group: str, mq: MessageQueue) -> Call[int | None]:
     (QUERY_NOT_FOUND; a RocketMQ broker answers 0 instead while the queue's first message is
     still stored)."""
     header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
-    return Call(
-        _request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields()),
+    return _header_call(
+        RequestCode.QUERY_CONSUMER_OFFSET,
+        header,
         _parse_consumer_offset,
         f"committed offset of group {group} on {_short(mq)}",
     )
@@ -772,7 +763,7 @@ def _offset_call(
     def parse(response: RemotingCommand) -> int:
         return answer.from_ext_fields(check(response).ext_fields).offset
 
-    return Call(_request(code, header.to_ext_fields()), parse, what)
+    return _header_call(code, header, parse, what)
 
 
 def get_max_offset(mq: MessageQueue) -> Call[int]:
@@ -804,8 +795,9 @@ def search_offset(mq: MessageQueue, timestamp_ms: int) -> Call[int]:
 
 def consumer_send_msg_back(header: ConsumerSendMsgBackRequestHeader) -> Call[None]:
     """CONSUMER_SEND_MSG_BACK: the broker re-queues a failed message on the group's retry topic."""
-    return Call(
-        _request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields()),
+    return _header_call(
+        RequestCode.CONSUMER_SEND_MSG_BACK,
+        header,
         _none,
         f"send back of message at {header.offset} for group {header.group}",
     )
@@ -899,10 +891,8 @@ def get_topic_stats_info(topic: str) -> Call[TopicStatsTable | None]:
     """GET_TOPIC_STATS_INFO: per queue min/max offset and last store time; ``None`` when this
     broker does not hold the topic."""
     header = GetTopicStatsInfoRequestHeader(topic=topic)
-    return Call(
-        _request(RequestCode.GET_TOPIC_STATS_INFO, header.to_ext_fields()),
-        _parse_topic_stats,
-        f"topic stats of {topic}",
+    return _header_call(
+        RequestCode.GET_TOPIC_STATS_INFO, header, _parse_topic_stats, f"topic stats of {topic}"
     )
 
 
@@ -916,8 +906,9 @@ def get_consumer_connection_list(group: str) -> Call[ConsumerConnection | None]:
     """GET_CONSUMER_CONNECTION_LIST: the group's connections and subscriptions; ``None`` when the
     group has no live member on this broker (CONSUMER_NOT_ONLINE)."""
     header = GetConsumerConnectionListRequestHeader(consumer_group=group)
-    return Call(
-        _request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header.to_ext_fields()),
+    return _header_call(
+        RequestCode.GET_CONSUMER_CONNECTION_LIST,
+        header,
         _parse_consumer_connection,
         f"connections of group {group}",
     )
@@ -935,10 +926,8 @@ def get_consumer_running_info(
     header = GetConsumerRunningInfoRequestHeader(
         consumer_group=group, client_id=client_id, jstack_enable=jstack
     )
-    return Call(
-        _request(RequestCode.GET_CONSUMER_RUNNING_INFO, header.to_ext_fields()),
-        _parse_running_info,
-        f"running info of {client_id}",
+    return _header_call(
+        RequestCode.GET_CONSUMER_RUNNING_INFO, header, _parse_running_info, f"running info of {client_id}"
     )
 
 
@@ -949,10 +938,8 @@ def _parse_consume_stats(response: RemotingCommand) -> ConsumeStats:
 def get_consume_stats(group: str, topic: str | None = None) -> Call[ConsumeStats]:
     """GET_CONSUME_STATS: per queue the broker offset and the group's consumer offset."""
     header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-    return Call(
-        _request(RequestCode.GET_CONSUME_STATS, header.to_ext_fields()),
-        _parse_consume_stats,
-        f"consume stats of {group}",
+    return _header_call(
+        RequestCode.GET_CONSUME_STATS, header, _parse_consume_stats, f"consume stats of {group}"
     )
 
 
@@ -987,10 +974,8 @@ def invoke_broker_to_reset_offset(
     """INVOKE_BROKER_TO_RESET_OFFSET (``resetOffsetByTime``): the offsets the broker reset to.
     A RocketMQ broker answers CONSUMER_NOT_ONLINE for a group with no live member."""
     header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
-    return Call(
-        _request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext_fields()),
-        _parse_reset,
-        f"reset offsets of {group}",
+    return _header_call(
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header, _parse_reset, f"reset offsets of {group}"
     )
 
 
@@ -1075,10 +1060,8 @@ def query_topic_consume_by_who(topic: str) -> Call[list[str]]:
     """QUERY_TOPIC_CONSUME_BY_WHO: the consumer groups the broker sees consuming ``topic`` (online,
     or with committed offsets), sorted."""
     header = QueryTopicConsumeByWhoRequestHeader(topic=topic)
-    return Call(
-        _request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header.to_ext_fields()),
-        _parse_group_list,
-        f"groups consuming {topic}",
+    return _header_call(
+        RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header, _parse_group_list, f"groups consuming {topic}"
     )
 
 
@@ -1092,8 +1075,9 @@ def get_producer_connection_list(group: str) -> Call[ProducerConnection | None]:
     """GET_PRODUCER_CONNECTION_LIST: the producer group's live connections; ``None`` when the
     broker has none (RocketMQ answers SYSTEM_ERROR "the producer group[...] not exist")."""
     header = GetProducerConnectionListRequestHeader(producer_group=group)
-    return Call(
-        _request(RequestCode.GET_PRODUCER_CONNECTION_LIST, header.to_ext_fields()),
+    return _header_call(
+        RequestCode.GET_PRODUCER_CONNECTION_LIST,
+        header,
         _parse_producer_connection,
         f"connections of producer group {group}",
     )
@@ -1110,8 +1094,9 @@ def view_message_by_id(commit_log_offset: int) -> Call[MessageExt]:
     """VIEW_MESSAGE_BY_ID: the stored message at ``commit_log_offset`` of the broker asked (the
     offset an offset message id carries, with the broker's address)."""
     header = ViewMessageRequestHeader(offset=commit_log_offset)
-    return Call(
-        _request(RequestCode.VIEW_MESSAGE_BY_ID, header.to_ext_fields()),
+    return _header_call(
+        RequestCode.VIEW_MESSAGE_BY_ID,
+        header,
         _parse_one_message,
         f"message at commit-log offset {commit_log_offset}",
     )

@@ -167,6 +167,7 @@ _SIMPLE_ESCAPES = {
 }  # fmt: skip
 _LITERALS = {"true": True, "false": False, "null": None, "undefined": None}
 _HEX = frozenset("0123456789abcdefABCDEF")
+_HEX_ESCAPE_WIDTHS = {"u": 4, "x": 2}  # hex digits after \u, and after fastjson's \x
 
 
 #: ``loads(chunked=True)``: the longest container handed to the C scanner at once (about 0.3 ms of
@@ -441,12 +442,16 @@ class _Parser:
             raise self.fail(m.start(), f"an integer of more than {MAX_INTEGER_DIGITS} digits")
         return int(token), m.end()
 
+    def nest(self, pos: int) -> None:
+        """One level deeper, for a container opening at ``pos``; refused past ``MAX_DEPTH``."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(pos, f"nesting deeper than {MAX_DEPTH}")
+
     def object(self, opened: re.Match[str]) -> tuple[dict[Any, Any], int]:
         """Parse an object whose ``{`` (and following blanks, or ``}``) ``opened`` matched."""
         text = self.text
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.fail(opened.start(), f"nesting deeper than {MAX_DEPTH}")
+        self.nest(opened.start())
         result: dict[Any, Any] = {}
         pos = opened.end()
         if opened.group(1) is None:
@@ -458,14 +463,21 @@ class _Parser:
                 if m is None:
                     raise self.fail(pos, "expected ':' after an object key")
                 result[key], pos = self.value(m.end())
-                m = after(text, pos)
-                if m is None:
-                    raise self.fail(pos, "expected ',' or '}' in an object")
-                pos = m.end()
-                if m.lastindex is not None:  # '}' (possibly after a trailing comma, which fastjson allows)
+                pos, closed = self.after_item(after, pos, "',' or '}' in an object")
+                if closed:
                     break
         self.depth -= 1
         return result, pos
+
+    def after_item(
+        self, after: Callable[[str, int], re.Match[str] | None], pos: int, expected: str
+    ) -> tuple[int, bool]:
+        """Past the comma or the closing bracket that ``after`` matches at ``pos``, and whether
+        the container closed (a closing bracket, possibly after a trailing comma: fastjson allows one)."""
+        m = after(self.text, pos)
+        if m is None:
+            raise self.fail(pos, f"expected {expected}")
+        return m.end(), m.lastindex is not None
 
     def key(self, pos: int) -> tuple[Any, int]:
         text = self.text
@@ -488,9 +500,7 @@ class _Parser:
 
     def array(self, pos: int) -> tuple[list[Any], int]:
         text = self.text
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.fail(pos, f"nesting deeper than {MAX_DEPTH}")
+        self.nest(pos)
         result: list[Any] = []
         m = _ARR_OPEN.match(text, pos)
         assert m is not None  # the pattern matches any "["
@@ -501,11 +511,8 @@ class _Parser:
             while True:
                 item, pos = self.value(pos)
                 append(item)
-                m = after(text, pos)
-                if m is None:
-                    raise self.fail(pos, "expected ',' or ']' in an array")
-                pos = m.end()
-                if m.lastindex is not None:
+                pos, closed = self.after_item(after, pos, "',' or ']' in an array")
+                if closed:
                     break
         self.depth -= 1
         return result, pos
@@ -530,18 +537,13 @@ class _Parser:
             if esc in _SIMPLE_ESCAPES:
                 parts.append(_SIMPLE_ESCAPES[esc])
                 pos += 2
-            elif esc == "u":
-                digits = text[pos + 2 : pos + 6]
-                if len(digits) != 4 or not _HEX.issuperset(digits):
-                    raise self.fail(pos, "bad \\u escape")
+            elif esc in _HEX_ESCAPE_WIDTHS:
+                width = _HEX_ESCAPE_WIDTHS[esc]
+                digits = text[pos + 2 : pos + 2 + width]
+                if len(digits) != width or not _HEX.issuperset(digits):
+                    raise self.fail(pos, f"bad \\{esc} escape")
                 parts.append(chr(int(digits, 16)))
-                pos += 6
-            elif esc == "x":
-                digits = text[pos + 2 : pos + 4]
-                if len(digits) != 2 or not _HEX.issuperset(digits):
-                    raise self.fail(pos, "bad \\x escape")
-                parts.append(chr(int(digits, 16)))
-                pos += 4
+                pos += 2 + width
             else:
                 raise self.fail(pos, "bad escape in a string")
 
@@ -687,26 +689,32 @@ class _Writer:
         out.append("]")
 
     def mapping(self, mapping: Mapping[Any, Any]) -> None:
+        self.out.append("{")
+        self.entries(mapping)
+        self.out.append("}")
+
+    def entries(self, mapping: Mapping[Any, Any]) -> None:
+        """A map's ``key:value`` pairs between commas (sorted for the browser form)."""
         out = self.out
-        browser = self.browser
-        out.append("{")
         first = True
-        for key, val in _sorted_items(mapping) if browser else mapping.items():
+        for key, val in _sorted_items(mapping) if self.browser else mapping.items():
             if val is None:
                 continue  # fastjson leaves out null map values and null bean fields
             if not first:
                 out.append(",")
             first = False
-            if isinstance(key, str):
-                out.append(_quote_browser(key) if browser else _quote(key))
-            elif browser:
-                # WriteNonStringKeyAsString: the key's own JSON text, as a string
-                out.append(_quote_browser(_dumps(key, False, False)))
-            else:
-                self.value(key)
+            self.key(key)
             out.append(":")
             self.value(val)
-        out.append("}")
+
+    def key(self, key: Any) -> None:
+        if isinstance(key, str):
+            self.out.append(_quote_browser(key) if self.browser else _quote(key))
+        elif self.browser:
+            # WriteNonStringKeyAsString: the key's own JSON text, as a string
+            self.out.append(_quote_browser(_dumps(key, False, False)))
+        else:
+            self.value(key)
 
 
 class _PrettyWriter(_Writer):
@@ -773,30 +781,18 @@ class _PrettyWriter(_Writer):
         out.append("]")
 
     def mapping(self, mapping: Mapping[Any, Any]) -> None:
-        out = self.out
-        browser = self.browser
-        out.append("{")
+        self.out.append("{")
         self.indent += 1
-        first = True
-        for key, val in _sorted_items(mapping) if browser else mapping.items():
-            if val is None:
-                continue
-            if not first:
-                out.append(",")
-            first = False
-            if isinstance(key, str):
-                self.newline()
-                out.append(_quote_browser(key) if browser else _quote(key))
-            elif browser:
-                out.append(_quote_browser(_dumps(key, False, False)))
-            else:
-                self.value(key)
-            out.append(":")
-            self.value(val)
+        self.entries(mapping)
         self.indent -= 1
         if mapping:
             self.newline()
-        out.append("}")
+        self.out.append("}")
+
+    def key(self, key: Any) -> None:
+        if isinstance(key, str):
+            self.newline()  # a map breaks the line before a string key only
+        _Writer.key(self, key)
 
 
 def _dumps(value: Any, browser: bool, pretty: bool = False) -> str:

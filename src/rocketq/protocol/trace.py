@@ -308,16 +308,24 @@ def _msg_type(line: list[str], i: int, n: int) -> TraceMessageType:
         raise RemoteProtocolError(f"trace line {n} ({line[0]}): unknown message type {value}") from None
 
 
+def _message_bean(line: list[str]) -> TraceBean:
+    """The message a Pub or an EndTransaction line is about: its fields 4 to 8 (topic, id, tags,
+    keys, store host)."""
+    return TraceBean(
+        topic=_text(line, 4),
+        msg_id=_text(line, 5),
+        tags=_text(line, 6),
+        keys=_text(line, 7),
+        store_host=_text(line, 8),
+    )
+
+
 def _decode_line(line: list[str], n: int) -> TraceContext | None:
     kind = line[0]
     if kind == "Pub":
         size = len(line)
-        bean = TraceBean(
-            topic=_text(line, 4),
-            msg_id=_text(line, 5),
-            tags=_text(line, 6),
-            keys=_text(line, 7),
-            store_host=_text(line, 8),
+        bean = replace(
+            _message_bean(line),
             body_length=_int(line, 9, n),
             msg_type=_msg_type(line, 11, n),
             offset_msg_id=_text(line, 12) if size >= 14 else "",
@@ -361,12 +369,8 @@ def _decode_line(line: list[str], n: int) -> TraceContext | None:
             raise RemoteProtocolError(
                 f"trace line {n} (EndTransaction): unknown transaction state {state!r}"
             ) from None
-        bean = TraceBean(
-            topic=_text(line, 4),
-            msg_id=_text(line, 5),
-            tags=_text(line, 6),
-            keys=_text(line, 7),
-            store_host=_text(line, 8),
+        bean = replace(
+            _message_bean(line),
             msg_type=_msg_type(line, 9, n),
             transaction_id=_text(line, 10),
             transaction_state=tx_state,

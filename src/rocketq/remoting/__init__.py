@@ -11,11 +11,14 @@ Thin adapters, one per way of waiting, around the sans-I/O connection core of
   writes), ``handover`` (callers on other threads and loops), ``idle`` (the idle timer);
 * :class:`BlockingRemotingClient` — a plain blocking socket over the same core, for code without
   an event loop (the Spark source, the producer's per-thread sockets);
+* :class:`AclSigningHook` — signs every request for RocketMQ 4.9's ACL (``credentials`` in a
+  client's config);
 * :func:`new_event_loop` / :func:`run` — uvloop when installed (``ROCKETQ_NO_UVLOOP=1`` to opt out).
 """
 
 from __future__ import annotations
 
+from rocketq.remoting.acl import AclSigningHook
 from rocketq.remoting.blocking import BlockingHandler, BlockingRemotingClient
 from rocketq.remoting.client import RemotingClient, parse_address
 from rocketq.remoting.config import RemotingClientConfig, ServerConfig
@@ -33,6 +36,7 @@ from rocketq.remoting.server import RemotingServer
 from rocketq.remoting.tls import ClientAuth, TlsClientConfig, TlsMode, TlsServerConfig
 
 __all__ = [
+    "AclSigningHook",
     "BlockingHandler",
     "BlockingRemotingClient",
     "ClientAuth",

@@ -40,6 +40,7 @@ from rocketq.errors import (
     RemotingTimeoutError,
 )
 from rocketq.lifecycle import Closing
+from rocketq.protocol.acl import Credentials, sign
 from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import OpaqueSequence, RemotingCommand
@@ -98,7 +99,10 @@ class BlockingRemotingClient(Closing):
     Errors are those of :class:`~rocketq.remoting.RemotingClient`: ``RemotingConnectError``,
     ``RemotingTimeoutError`` (the connection stays usable; a late response is skipped) and
     ``RemotingClosedError`` (the peer closed or the stream broke; the next call reconnects).
+
     With ``tls.enable`` the socket speaks TLS (:class:`~rocketq.remoting.tls.TlsClientConfig`).
+    With ``credentials`` every request sent is signed for RocketMQ 4.9's ACL, as
+    :class:`~rocketq.remoting.acl.AclSigningHook` signs a :class:`~rocketq.remoting.RemotingClient`'s.
     """
 
     def __init__(
@@ -108,9 +112,11 @@ class BlockingRemotingClient(Closing):
         connect_timeout: float = 3.0,
         request_timeout: float = 3.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        credentials: Credentials | None = None,
         tls: TlsClientConfig | None = None,
     ) -> None:
         self.addr = addr
+        self.credentials = credentials
         self._ssl = None if tls is None else client_context(tls)
         self._host, self._port = parse_address(addr)
         self.connect_timeout = connect_timeout
@@ -272,6 +278,8 @@ class BlockingRemotingClient(Closing):
         if timeout is None:
             timeout = self.request_timeout
         deadline = time.monotonic() + timeout
+        if self.credentials is not None:
+            sign(request, self.credentials)
         with self._lock:
             sock = self._ensure_connected()
             core = self._core
@@ -312,6 +320,8 @@ class BlockingRemotingClient(Closing):
     def invoke_oneway(self, request: RemotingCommand, timeout: float | None = None) -> None:
         """Send ``request`` marked oneway; returns once it is written."""
         deadline = time.monotonic() + (self.request_timeout if timeout is None else timeout)
+        if self.credentials is not None:
+            sign(request, self.credentials)
         with self._lock:
             sock = self._ensure_connected()
             head, body = self._core.send_oneway(request)

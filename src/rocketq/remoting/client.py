@@ -30,10 +30,12 @@ from rocketq.errors import (
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.protocol.calls import Call
 from rocketq.protocol.command import RemotingCommand
+from rocketq.remoting.acl import AclSigningHook
 from rocketq.remoting.config import RemotingClientConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
 from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import PeerLog
+from rocketq.remoting.handlers import RPCHook
 from rocketq.remoting.settings import ConnectionSettings
 from rocketq.remoting.tls import client_context
 
@@ -66,18 +68,20 @@ def parse_address(addr: str) -> tuple[str, int]:
 class RemotingClient(Endpoint, AsyncStartClose):
     """Send requests to RocketMQ name servers and brokers and handle what they send back.
 
-    ``invoke`` raises :class:`~rocketq.errors.RemotingConnectError` when it cannot connect,
-    :class:`~rocketq.errors.RemotingTimeoutError` when no response comes in time, and
-    :class:`~rocketq.errors.RemotingClosedError` when the connection or the client closes while
-    it waits (a dropped connection fails its waiting requests at once, not at their timeouts).
-    A response with an error code is returned as it is; mapping codes to exceptions is the
-    caller's business (:meth:`rocketq.errors.BrokerError.for_code`).
+        ``invoke`` raises :class:`~rocketq.errors.RemotingConnectError` when it cannot connect,
+        :class:`~rocketq.errors.RemotingTimeoutError` when no response comes in time, and
+        :class:`~rocketq.errors.RemotingClosedError` when the connection or the client closes while
+        it waits (a dropped connection fails its waiting requests at once, not at their timeouts).
+        A response with an error code is returned as it is; mapping codes to exceptions is the
+        caller's business (:meth:`rocketq.errors.BrokerError.for_code`).
 
-    Listeners (:class:`ConnectionListener`) hear about every connection the client opens and
-    loses; ``conn.remote_address`` is then the address as dialled.
+        Listeners (:class:`ConnectionListener`) hear about every connection the client opens and
+        loses; ``conn.remote_address`` is then the address as dialled.
 
     With ``config.tls.enable`` every connection speaks TLS (RocketMQ's ``useTLS``); a failed
-    handshake is a RemotingConnectError naming the server and what failed.
+        handshake is a RemotingConnectError naming the server and what failed.
+        With ``config.credentials`` every request sent is signed for RocketMQ 4.9's ACL
+        (:class:`~rocketq.remoting.acl.AclSigningHook`), after any other hook has run.
     """
 
     def __init__(
@@ -92,6 +96,19 @@ class RemotingClient(Endpoint, AsyncStartClose):
         self._closed = False
         #: the SSL context of ``config.tls`` (None: plaintext); its files are read now
         self.ssl_context = client_context(self.config.tls)
+        self._signer: AclSigningHook | None = None
+        if self.config.credentials is not None:
+            self._signer = AclSigningHook(self.config.credentials)
+            self.handlers.hooks.append(self._signer)
+
+    def add_hook(self, hook: RPCHook) -> None:
+        """Run ``hook`` around every request (see :class:`RPCHook`); before the signing hook, so
+        what it adds to a request is signed."""
+        hooks = self.handlers.hooks
+        if self._signer is not None and self._signer in hooks:
+            hooks.insert(hooks.index(self._signer), hook)
+        else:
+            hooks.append(hook)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

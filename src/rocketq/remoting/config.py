@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rocketq.errors import ConfigError
+from rocketq.protocol.acl import Credentials
 from rocketq.protocol.frame import DEFAULT_MAX_EXT_FIELDS, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
 from rocketq.remoting.guard import DEFAULT_REQUEST_LIMITS, RequestLimit
 from rocketq.remoting.tls import TlsClientConfig, TlsServerConfig
@@ -154,6 +155,10 @@ class RemotingClientConfig:
     connect_timeout: float = 3.0
     #: Seconds ``invoke`` waits when the caller gives no timeout (RocketMQ's usual 3000 ms).
     request_timeout: float = 3.0
+    #: Sign every request sent with these keys, as RocketMQ 4.9's ``AclClientRPCHook`` (a broker
+    #: with ACL on refuses unsigned ones; see :class:`~rocketq.remoting.acl.AclSigningHook`);
+    #: ``None``: send them unsigned. The secret stays out of ``repr``.
+    credentials: Credentials | None = None
     #: Seconds without traffic (and no request waiting) before a connection is closed (RocketMQ
     #: ``clientChannelMaxIdleTimeSeconds`` = 120); the next call reconnects. ``None`` keeps it open.
     idle_timeout: float | None = 120.0

@@ -69,6 +69,7 @@ from rocketq.client.blocking import BlockingClient
 from rocketq.client.trace import CLIENT_ID_PROPERTY, REBALANCE_TOPIC
 from rocketq.errors import TopicNotExistError
 from rocketq.models import MessageQueue
+from rocketq.protocol.acl import Credentials
 from rocketq.protocol.trace import CONTENT_SPLITOR, FIELD_SPLITOR, RMQ_SYS_TRACE_TOPIC
 from rocketq.spark.source import SCHEMA_DDL
 
@@ -146,13 +147,19 @@ class Inputs:
 
 
 def read_topic(
-    spark: SparkSession, namesrv: str, topics: Sequence[str], *, since_ms: int | None = None
+    spark: SparkSession,
+    namesrv: str,
+    topics: Sequence[str],
+    *,
+    since_ms: int | None = None,
+    credentials: Credentials | None = None,
 ) -> DataFrame:
     """Every message of ``topics`` that exist (stored at or after ``since_ms`` when given), through
-    the ``rocketmq`` source; an empty frame of the source's schema when none exists. A name server
-    that does not answer raises (:class:`~rocketq.errors.RemotingError`)."""
+    the ``rocketmq`` source (its requests signed with ``credentials`` for a broker's ACL); an empty
+    frame of the source's schema when none exists. A name server that does not answer raises
+    (:class:`~rocketq.errors.RemotingError`)."""
     present = []
-    with BlockingClient(namesrv) as io:
+    with BlockingClient(namesrv, credentials=credentials) as io:
         for topic in topics:
             try:
                 if io.read_queues(topic):
@@ -164,6 +171,10 @@ def read_topic(
     reader = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", ",".join(present))
     if since_ms is not None:
         reader = reader.option("startingTimestamp", str(since_ms))
+    if credentials is not None:
+        reader = reader.option("accessKey", credentials.access_key).option(
+            "secretKey", credentials.secret_key
+        )
     return reader.load()
 
 
@@ -176,6 +187,7 @@ def read_inputs(
     since_ms: int | None = None,
     trace_topic: str = RMQ_SYS_TRACE_TOPIC,
     rebalance_topic: str = REBALANCE_TOPIC,
+    credentials: Credentials | None = None,
 ) -> Inputs:
     """Read the trace and rebalance topics, then the consumed topics: ``topic``, else those the
     group's rebalance records name and those its Pub traces name (two small driver collects)."""
@@ -184,8 +196,8 @@ def read_inputs(
     rocketq.spark.register(spark)
     # read whole, as the rebalances: what happened before ``since`` explains what followed (a
     # delivery after it may duplicate one before it; a move after it ends a stretch begun before)
-    traces = read_topic(spark, namesrv, [trace_topic])
-    rebalances = read_topic(spark, namesrv, [rebalance_topic])
+    traces = read_topic(spark, namesrv, [trace_topic], credentials=credentials)
+    rebalances = read_topic(spark, namesrv, [rebalance_topic], credentials=credentials)
     if topic is not None:
         topics = [topic]
     else:
@@ -194,7 +206,7 @@ def read_inputs(
         pubs = parse_traces(traces)[2]
         found |= {r.topic for r in pubs.select("topic").distinct().collect() if r.topic}
         topics = sorted(t for t in found if t and not t.startswith(("%RETRY%", "%DLQ%")))
-    messages = read_topic(spark, namesrv, topics)
+    messages = read_topic(spark, namesrv, topics, credentials=credentials)
     return Inputs(traces=traces, rebalances=rebalances, messages=messages)
 
 

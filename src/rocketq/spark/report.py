@@ -33,6 +33,7 @@ from typing import Any
 from rocketq.analytics import DEFINITIONS, Analysis, Delivery, Figures, Move, footnote, queue_ranges
 from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.models import MessageQueue
+from rocketq.protocol.acl import Credentials
 from rocketq.protocol.trace import RMQ_SYS_TRACE_TOPIC
 
 __all__ = ["KeyFigures", "ReportResult", "build_report", "heat_bucket_ms"]
@@ -69,6 +70,7 @@ def build_report(
     trace_topic: str = RMQ_SYS_TRACE_TOPIC,
     rebalance_topic: str = REBALANCE_TOPIC,
     progress: Callable[[str], None] | None = None,
+    credentials: Credentials | None = None,
 ) -> ReportResult:
     """Run the analytics for ``group`` and write the tables and ``report.html`` under ``out_dir``.
 
@@ -77,7 +79,7 @@ def build_report(
     traces name); ``since_ms`` to what happened from then on (epoch ms; the history before still
     explains it: see :func:`~rocketq.spark.analytics.compute_tables`); ``bucket_ms`` fixes the time
     bucket of the lag table (else about 60 buckets over the deliveries). ``progress`` is told each
-    step as it starts.
+    step as it starts. ``credentials`` sign the reads for a broker's ACL.
     """
     from rocketq.spark.analytics import TABLES, compute_tables, read_inputs  # noqa: PLC0415
     from rocketq.spark.session import local_session  # noqa: PLC0415
@@ -96,6 +98,7 @@ def build_report(
         since_ms=since_ms,
         trace_topic=trace_topic,
         rebalance_topic=rebalance_topic,
+        credentials=credentials,
     )
     say("joining deliveries with their messages and judging them")
     frames, bucket, cached, analysis = compute_tables(

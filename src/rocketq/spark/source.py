@@ -33,7 +33,9 @@ Options (keys are case-insensitive; docs/spark.md has the table, and Kafka's opt
 * how: ``tags``, ``failOnDataLoss``, ``minPartitions``, ``pullBatchSize``, ``pullBatchBytes``,
   ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``; ``tls.enable`` and
   ``tls.client.*`` (RocketMQ's names: TLS to the servers, docs/security.md);
-* writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``.
+* writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``;
+* who (a broker with ACL on): ``accessKey`` and ``secretKey``, which sign every request
+  (Spark's ``spark.redaction.regex`` hides ``secretKey``'s value in plans and the UI).
 
 Every option that does not depend on batch vs stream (or read vs write) is checked when Spark
 creates the source, at ``load()``: :func:`parse_options` raises one line naming the option in
@@ -47,7 +49,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 from pyspark.sql.datasource import (
@@ -61,9 +63,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
-from rocketq.client.config import TlsClientConfig, resolve_namesrv
+from rocketq.client.config import TlsClientConfig, credentials_of, resolve_namesrv
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
+from rocketq.protocol.acl import Credentials
 from rocketq.spark.offsets import (
     EARLIEST,
     LATEST,
@@ -132,6 +135,9 @@ _NAMES: Final = (
     "tls.client.certPath",
     "tls.client.keyPath",
     "tls.client.authServer",
+    # ACL: the account every request is signed for
+    "accessKey",
+    "secretKey",
     # options Spark itself (or users by habit) pass to every source and sink
     "path",
     "checkpointLocation",
@@ -195,6 +201,14 @@ class SourceOptions:
     timeout: float = 10.0
     arrow_batches: bool = True
     tls: TlsClientConfig | None = None
+    #: The ACL account every request is signed for (``accessKey`` / ``secretKey``).
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+
+    @property
+    def credentials(self) -> Credentials | None:
+        """The keys requests are signed with (``None``: unsigned)."""
+        return credentials_of(self.access_key, self.secret_key)
 
     @property
     def pull_group(self) -> str:
@@ -304,6 +318,7 @@ def parse_options(
     ending, ending_timestamp, ending_timestamps = _ending(opts, sub, starting, stream=stream)
     max_per_trigger, min_per_trigger, max_delay = _trigger_limits(opts, batch=batch)
     timeout = _timeout(opts)
+    access_key, secret_key = _keys(opts)
     return SourceOptions(
         namesrv=namesrv,
         topics=sub.topics,
@@ -331,7 +346,21 @@ def parse_options(
         timeout=timeout,
         arrow_batches=_bool(opts, "arrowbatches", True),
         tls=_tls(opts),
+        access_key=access_key,
+        secret_key=secret_key,
     )
+
+
+def _keys(opts: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """``accessKey`` and ``secretKey``: both or neither (the error never shows the secret)."""
+    access_key, secret_key = opts.get("accesskey"), opts.get("secretkey")
+    if access_key is None and secret_key is None:
+        return None, None
+    if not access_key or not access_key.strip():
+        raise ConfigError("option 'secretKey' needs option 'accessKey' (the ACL account it signs for)")
+    if not secret_key:
+        raise ConfigError("option 'accessKey' needs option 'secretKey' (the key requests are signed with)")
+    return access_key.strip(), secret_key
 
 
 def _normalised(options: Mapping[str, str]) -> dict[str, str]:

@@ -571,7 +571,12 @@ def send_rows(
     senders: dict[str, _TopicSender] = {}
     default_topic = options.topics[0] if options.topics else None
     row = 0
-    with BlockingClient(list(options.namesrv), timeout=options.timeout, tls=options.tls) as io:
+    with BlockingClient(
+        list(options.namesrv),
+        timeout=options.timeout,
+        credentials=options.credentials,
+        tls=options.tls,
+    ) as io:
         for batch in batches:
             ids = None
             if scope is not None and options.exactly_once and batch.num_rows:

@@ -326,38 +326,24 @@ def _cast(inner: _Node) -> _Node:
     return _Node(cast, inner.text, "boolean", None, inner.column)
 
 
-def _and(left: _Node, right: _Node) -> _Node:
+def _junction(word: str, left: _Node, right: _Node) -> _Node:
+    """``word`` (AND or OR) in SQL's three-valued logic: the side that decides alone (false for
+    AND, true for OR) decides, else a null side makes the result null."""
     lrun, rrun = left.run, right.run
+    decisive = word == "OR"
 
-    def and_(props: Mapping[str, str]) -> Value:
+    def junction(props: Mapping[str, str]) -> Value:
         lv = lrun(props)
-        if lv is False:
-            return False
+        if lv is decisive:
+            return decisive
         rv = rrun(props)
-        if rv is False:
-            return False
+        if rv is decisive:
+            return decisive
         if lv is None or rv is None:
             return None
-        return True
+        return not decisive
 
-    return _Node(and_, f"({left.text} AND {right.text})", "boolean", None, left.column)
-
-
-def _or(left: _Node, right: _Node) -> _Node:
-    lrun, rrun = left.run, right.run
-
-    def or_(props: Mapping[str, str]) -> Value:
-        lv = lrun(props)
-        if lv is True:
-            return True
-        rv = rrun(props)
-        if rv is True:
-            return True
-        if lv is None or rv is None:
-            return None
-        return False
-
-    return _Node(or_, f"({left.text} OR {right.text})", "boolean", None, left.column)
+    return _Node(junction, f"({left.text} {word} {right.text})", "boolean", None, left.column)
 
 
 def _equal(left: _Node, right: _Node) -> _Node:
@@ -531,19 +517,18 @@ class _Parser:
         return self.boolean(self.or_())
 
     def or_(self) -> _Node:
-        left = self.and_()
-        while self.lex.peek().kind == "OR":
-            self.lex.take()
-            right = self.and_()
-            left = _or(self.boolean(left), self.boolean(right))
-        return left
+        return self.junctions("OR", self.and_)
 
     def and_(self) -> _Node:
-        left = self.equality()
-        while self.lex.peek().kind == "AND":
+        return self.junctions("AND", self.equality)
+
+    def junctions(self, word: str, operand: Callable[[], _Node]) -> _Node:
+        """``operand (word operand)*``, grouped from the left."""
+        left = operand()
+        while self.lex.peek().kind == word:
             self.lex.take()
-            right = self.equality()
-            left = _and(self.boolean(left), self.boolean(right))
+            right = operand()
+            left = _junction(word, self.boolean(left), self.boolean(right))
         return left
 
     def equality(self) -> _Node:
@@ -606,7 +591,7 @@ class _Parser:
         for bound in (value, low, high):
             self.check_ordering(bound, token)
         if negated:  # createNotBetween: < low OR > high, no check of the range
-            return _or(_ordering("<", value, low), _ordering(">", value, high))
+            return _junction("OR", _ordering("<", value, low), _ordering(">", value, high))
         if low.is_constant and high.is_constant:  # createBetween's checks
             if low.value is None or high.value is None:
                 raise self.fail("the bounds of BETWEEN cannot be NULL", token.column)
@@ -619,7 +604,7 @@ class _Parser:
                 raise self.fail(
                     f"the range of BETWEEN must be ascending ({low.text} is above {high.text})", token.column
                 )
-        return _and(_ordering(">=", value, low), _ordering("<=", value, high))
+        return _junction("AND", _ordering(">=", value, low), _ordering("<=", value, high))
 
     def in_list(self, prop: _Node, token: _Token, *, negated: bool) -> _Node:
         self.expect("(", "( after IN")

@@ -1,4 +1,6 @@
-"""The broker's request handlers, split by concern; each processor maps request codes to handlers.
+"""The broker's request handlers, split by concern: each processor's methods answer request codes,
+and the broker's one table (:meth:`rocketq.broker.server.Broker._request_handlers`) says which
+method answers which code.
 
 A processor sees the broker through its narrow context (:mod:`rocketq.broker.context`: a
 ``Protocol`` listing what it uses, which the :class:`~rocketq.broker.server.Broker` satisfies),

@@ -65,7 +65,7 @@ from rocketq.protocol.bodies import (
     TopicStatsTable,
     java_hash_order,
 )
-from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode, RocketQRequestCode
+from rocketq.protocol.codes import MQVersion, RequestCode, ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
@@ -97,28 +97,6 @@ class AdminProcessor:
 
     def __init__(self, broker: AdminContext) -> None:
         self._b = broker
-
-    def handlers(self) -> dict[int, object]:
-        return {
-            RequestCode.UPDATE_AND_CREATE_TOPIC: self.create_topic,
-            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
-            RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
-            RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
-            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_group,
-            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
-            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_groups,
-            RequestCode.GET_CONSUME_STATS: self.consume_stats,
-            RequestCode.GET_ALL_CONSUMER_OFFSET: self.all_consumer_offsets,
-            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.consumed_by_who,
-            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.consumer_connections,
-            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.producer_connections,
-            RequestCode.GET_CONSUMER_RUNNING_INFO: self.consumer_running_info,
-            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
-            RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
-            RequestCode.GET_BROKER_CONFIG: self.broker_config,
-            RequestCode.GET_ALL_DELAY_OFFSET: self.all_delay_offsets,
-            RocketQRequestCode.QUERY_DUPLICATE_CLIENT_IDS: self.duplicate_client_ids,
-        }
 
     # ------------------------------------------------------------------ topics
 

@@ -30,7 +30,7 @@ from rocketq.protocol.bodies import (
     UnlockBatchRequestBody,
 )
 from rocketq.protocol.calls import LEASE_FIELD, VIEW_FIELD, VIEW_QUEUES_FIELD, VIEW_TOPIC_FIELD, view_stamp
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from rocketq.remoting import RemotingConnection
@@ -58,16 +58,6 @@ class ClientProcessor:
     def __init__(self, broker: ClientContext) -> None:
         self._b = broker
         self._max_json = broker.config.remoting.max_nonstandard_json
-
-    def handlers(self) -> dict[int, object]:
-        return {
-            RequestCode.HEART_BEAT: self.heartbeat,
-            RequestCode.UNREGISTER_CLIENT: self.unregister,
-            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.consumer_list,
-            RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config,
-            RequestCode.LOCK_BATCH_MQ: self.lock_batch,
-            RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch,
-        }
 
     def _answer_after(
         self, changes: Changes[RemotingConnection], response: RemotingCommand

@@ -23,7 +23,7 @@ import asyncio
 from rocketq.broker.context import OffsetContext
 from rocketq.broker.view_fence import commit_allowed, current_view
 from rocketq.protocol.calls import VIEW_FIELD
-from rocketq.protocol.codes import RequestCode, ResponseCode
+from rocketq.protocol.codes import ResponseCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import (
     GetEarliestMsgStoretimeRequestHeader,
@@ -50,18 +50,6 @@ class OffsetProcessor:
 
     def __init__(self, broker: OffsetContext) -> None:
         self._b = broker
-
-    def handlers(self) -> dict[int, object]:
-        return {
-            RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,
-            RequestCode.UPDATE_CONSUMER_OFFSET: self.update_consumer_offset,
-            RequestCode.GET_MAX_OFFSET: self.max_offset,
-            RequestCode.GET_MIN_OFFSET: self.min_offset,
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset,
-            RequestCode.GET_EARLIEST_MSG_STORETIME: self.earliest_store_time,
-            RequestCode.VIEW_MESSAGE_BY_ID: self.view_message,
-            RequestCode.QUERY_MESSAGE: self.query_message,
-        }
 
     def query_consumer_offset(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         h = parse_header(QueryConsumerOffsetRequestHeader, request)

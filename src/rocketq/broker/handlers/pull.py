@@ -79,7 +79,7 @@ from rocketq.errors import BrokerError, RocketQError
 from rocketq.protocol import fastjson
 from rocketq.protocol.bodies import SubscriptionGroupConfig
 from rocketq.protocol.calls import PULL_BYTES_FIELD, VIEW_FIELD, VIEW_QUEUES_FIELD, view_stamp
-from rocketq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, RocketQResponseCode, SerializeType
+from rocketq.protocol.codes import PullSysFlag, ResponseCode, RocketQResponseCode, SerializeType
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.protocol.message import encode_message
@@ -215,9 +215,6 @@ class PullProcessor:
         self._short = cfg.short_polling_time
         self._max_hold = cfg.broker_suspend_max_time
         self._property_filter = cfg.enable_property_filter
-
-    def handlers(self) -> dict[int, object]:
-        return {RequestCode.PULL_MESSAGE: self.pull}
 
     # ------------------------------------------------------------------ the pull
 

@@ -59,12 +59,6 @@ class ReplyProcessor:
         self._trace = "true" if cfg.trace_on else "false"
         self._region = cfg.region_id
 
-    def handlers(self) -> dict[int, object]:
-        return {
-            RequestCode.SEND_REPLY_MESSAGE: self.reply,
-            RequestCode.SEND_REPLY_MESSAGE_V2: self.reply,
-        }
-
     async def reply(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         b = self._b
         # the send header (V1 or V2 by the code), checked as a send is (msgCheck); a negative

@@ -164,14 +164,6 @@ class SendProcessor:
         self._max_size = broker.config.max_message_size
         self._once_lock = threading.Lock()
 
-    def handlers(self) -> dict[int, object]:
-        return {
-            RequestCode.SEND_MESSAGE: self.send,
-            RequestCode.SEND_MESSAGE_V2: self.send,
-            RequestCode.SEND_BATCH_MESSAGE: self.send,
-            RequestCode.CONSUMER_SEND_MSG_BACK: self.send_back,
-        }
-
     def forget(self, conn: RemotingConnection) -> None:
         """Drop what is cached for a closed connection."""
         self._hosts.pop(conn, None)

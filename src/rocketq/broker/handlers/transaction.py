@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 
 from rocketq.broker.context import TransactionContext
-from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.command import RemotingCommand
 from rocketq.protocol.headers import EndTransactionRequestHeader
 from rocketq.remoting import RemotingConnection
@@ -31,9 +30,6 @@ class TransactionProcessor:
 
     def __init__(self, broker: TransactionContext) -> None:
         self._b = broker
-
-    def handlers(self) -> dict[int, object]:
-        return {RequestCode.END_TRANSACTION: self.end_transaction}
 
     def end_transaction(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand | None:
         h = parse_header(EndTransactionRequestHeader, request)

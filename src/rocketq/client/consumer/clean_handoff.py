@@ -23,7 +23,7 @@ only requests a RocketMQ 4.9 broker serves (LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, QUER
 * the **new owner** reads the offset only once it holds the lease. When the lock fails (the old
   owner has not let go yet: both were told of the change at the same moment) it does not wait for
   the next 20 s rebalance: :class:`LeaseRetry` tries again after 50 ms, growing 1.5x per failure
-  up to 1 s, while the queue stays allocated to it;
+  up to 0.5 s, while the queue stays allocated to it;
 * a consumer shutting down gracefully commits every offset synchronously, then unlocks every
   queue, then unregisters.
 

@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from rocketq.client.config import PushConsumerConfig
 from rocketq.client.consumer.offset_store import OffsetStore
@@ -66,6 +66,9 @@ ConcurrentListener = Callable[
 
 _TIMEOUT_SCAN_MAX = 16
 
+C = TypeVar("C")
+S = TypeVar("S")
+
 
 def reset_retry_topic(msgs: Sequence[MessageExt], group: str) -> None:
     """Give messages pulled from ``%RETRY%<group>`` their original topic back (``resetRetryAndNamespace``)."""
@@ -74,6 +77,38 @@ def reset_retry_topic(msgs: Sequence[MessageExt], group: str) -> None:
         original = msg.properties.get(MessageConst.RETRY_TOPIC)
         if original is not None and msg.topic == retry:
             msg.topic = original
+
+
+async def consume_directly(
+    group: str,
+    msg: MessageExt,
+    ctx: C,
+    listener: Callable[[list[MessageExt], C], S],
+    verdict: Callable[[S], CMResult],
+) -> ConsumeMessageDirectlyResult:
+    """CONSUME_MESSAGE_DIRECTLY: ``listener`` run on one message a tool pushed, on the default
+    executor, and ``verdict`` of what it returned; nothing is sent back or committed. The answer
+    is a concurrent listener's (the orderly service marks its own)."""
+    reset_retry_topic([msg], group)
+    begin = time.monotonic()
+    remark = None
+    try:
+        status = await asyncio.get_running_loop().run_in_executor(None, listener, [msg], ctx)
+        result = verdict(status)
+    except Exception as exc:
+        result = CMResult.CR_THROW_EXCEPTION
+        remark = repr(exc)
+    return ConsumeMessageDirectlyResult(
+        order=False,
+        auto_commit=True,
+        consume_result=result,
+        remark=remark,
+        spent_time_mills=int((time.monotonic() - begin) * 1000),
+    )
+
+
+def _concurrent_verdict(status: ConsumeConcurrentlyStatus | None) -> CMResult:
+    return CMResult.CR_SUCCESS if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS else CMResult.CR_LATER
 
 
 def adapt_listener(fn: Callable[..., Any]) -> Callable[[list[MessageExt], Any], Any]:
@@ -581,26 +616,5 @@ class ConsumeMessageConcurrentlyService:
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
         """Run the listener on one message a tool pushed (nothing is sent back or committed)."""
-        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
-        ctx = ConsumeConcurrentlyContext(mq)
-        reset_retry_topic([msg], self.consumer.group)
-        loop = asyncio.get_running_loop()
-        begin = time.monotonic()
-        try:
-            status = await loop.run_in_executor(None, self._call_listener, [msg], ctx)
-            result = (
-                CMResult.CR_SUCCESS
-                if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-                else CMResult.CR_LATER
-            )
-            remark = None
-        except Exception as exc:
-            result = CMResult.CR_THROW_EXCEPTION
-            remark = repr(exc)
-        return ConsumeMessageDirectlyResult(
-            order=False,
-            auto_commit=True,
-            consume_result=result,
-            remark=remark,
-            spent_time_mills=int((time.monotonic() - begin) * 1000),
-        )
+        ctx = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
+        return await consume_directly(self.consumer.group, msg, ctx, self._call_listener, _concurrent_verdict)

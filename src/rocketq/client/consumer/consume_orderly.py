@@ -47,9 +47,10 @@ import concurrent.futures
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from rocketq.client.consumer.consume_concurrently import adapt_listener, reset_retry_topic
+from rocketq.client.consumer.consume_concurrently import adapt_listener, consume_directly, reset_retry_topic
 from rocketq.client.consumer.leased_core import LeasedPushConsumerCore
 from rocketq.client.consumer.process_queue import ProcessQueue
 from rocketq.client.consumer.pull import flow_control_reason
@@ -445,29 +446,9 @@ class ConsumeMessageOrderlyService:
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
         """Run the listener on one message a tool pushed (nothing committed)."""
-        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
-        ctx = ConsumeOrderlyContext(mq)
-        reset_retry_topic([msg], self.consumer.group)
-        loop = asyncio.get_running_loop()
-        begin = time.monotonic()
-        remark = None
-        try:
-            status = await loop.run_in_executor(None, self.listener, [msg], ctx)
-            result = {
-                ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
-                ConsumeOrderlyStatus.COMMIT: CMResult.CR_COMMIT,
-                ConsumeOrderlyStatus.ROLLBACK: CMResult.CR_ROLLBACK,
-            }.get(status, CMResult.CR_LATER)  # type: ignore[arg-type]
-        except Exception as exc:
-            result = CMResult.CR_THROW_EXCEPTION
-            remark = repr(exc)
-        return ConsumeMessageDirectlyResult(
-            order=True,
-            auto_commit=ctx.auto_commit,
-            consume_result=result,
-            remark=remark,
-            spent_time_mills=int((time.monotonic() - begin) * 1000),
-        )
+        ctx = ConsumeOrderlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
+        answer = await consume_directly(self.consumer.group, msg, ctx, self.listener, _orderly_verdict)
+        return replace(answer, order=True, auto_commit=ctx.auto_commit)
 
 
 class OrderlyPushConsumerCore(LeasedPushConsumerCore):
@@ -615,3 +596,14 @@ class OrderlyPushConsumerCore(LeasedPushConsumerCore):
         task = asyncio.get_running_loop().create_task(unlock())
         self._delayed_unlocks.add(task)
         task.add_done_callback(self._delayed_unlocks.discard)
+
+
+_ORDERLY_VERDICTS: dict[ConsumeOrderlyStatus | None, CMResult] = {
+    ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
+    ConsumeOrderlyStatus.COMMIT: CMResult.CR_COMMIT,
+    ConsumeOrderlyStatus.ROLLBACK: CMResult.CR_ROLLBACK,
+}
+
+
+def _orderly_verdict(status: ConsumeOrderlyStatus | None) -> CMResult:
+    return _ORDERLY_VERDICTS.get(status, CMResult.CR_LATER)

@@ -76,7 +76,7 @@ from rocketq.protocol.topics import RETRY_GROUP_TOPIC_PREFIX
 if TYPE_CHECKING:
     from rocketq.remoting import RemotingConnection, RPCHook
 
-__all__ = ["ProducerContext", "ProducerCore", "SendTraceHook"]
+__all__ = ["ANYWHERE", "ProducerContext", "ProducerCore", "SendTarget", "SendTraceHook"]
 
 logger = logging.getLogger(__name__)
 #: failed attempts, summarised per broker and kind (never one line per message under overload)
@@ -158,6 +158,27 @@ class SendTraceHook(Protocol):
     ) -> None: ...
 
     def shutdown(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SendTarget:
+    """Where a send may go: a queue the caller chose, a selector and its argument, or (all
+    ``None``, :data:`ANYWHERE`) anywhere: the producer picks, and may avoid a broker that backs
+    off."""
+
+    queue: MessageQueue | None = None
+    selector: MessageQueueSelector | None = None
+    arg: Any = None
+
+    @property
+    def chosen(self) -> bool:
+        """The caller chose the queue (given, or by a selector): the send is not moved to another
+        broker after a failure (RocketMQ retries only sends that choose no queue)."""
+        return self.queue is not None or self.selector is not None
+
+
+ANYWHERE: Final = SendTarget()
+"""A send the producer places (no queue, no selector)."""
 
 
 class ProducerCore:
@@ -372,21 +393,18 @@ class ProducerCore:
     async def send(
         self,
         msg: ProtocolMessage,
+        target: SendTarget = ANYWHERE,
         *,
         timeout: float | None = None,
         oneway: bool = False,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
         retries: int | None = None,
     ) -> SendResult | None:
         """Send one message on the client's loop; ``None`` when ``oneway`` (rules:
         :mod:`.send_policy`). ``send_future``, ``send_callback``, oneway sends, requests and the
         consumers' inner producer send through here."""
         p = self._prepare(msg)
-        single = queue is not None or selector is not None or oneway
-        policy = self._policy(p.topic, timeout, single=single, retries=retries)
-        attempts = self._attempts(p, policy, _Target(queue, selector, arg), oneway=oneway)
+        policy = self._policy(p.topic, timeout, single=target.chosen or oneway, retries=retries)
+        attempts = self._attempts(p, policy, target, oneway=oneway)
         return await self._drive_on_loop(attempts)
 
     async def send_batch(
@@ -400,18 +418,12 @@ class ProducerCore:
         client's loop."""
         prepared = self._prepare_batch(msgs)
         policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
-        result = await self._drive_on_loop(self._attempts(prepared, policy, _Target(queue, None, None)))
+        result = await self._drive_on_loop(self._attempts(prepared, policy, SendTarget(queue)))
         assert result is not None
         return result
 
     def send_blocking(
-        self,
-        msg: ProtocolMessage,
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
+        self, msg: ProtocolMessage, target: SendTarget = ANYWHERE, *, timeout: float | None = None
     ) -> SendResult:
         """:meth:`send` for a plain thread (``Producer.send``): the blocking sends' hot path.
 
@@ -425,9 +437,8 @@ class ProducerCore:
         raises :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
         """
         p = self._prepare(msg)
-        single = queue is not None or selector is not None
-        policy = self._policy(p.topic, timeout, single=single, retries=None)
-        return self._blocking(p, policy, _Target(queue, selector, arg))
+        policy = self._policy(p.topic, timeout, single=target.chosen, retries=None)
+        return self._blocking(p, policy, target)
 
     def send_batch_blocking(
         self,
@@ -439,9 +450,9 @@ class ProducerCore:
         """:meth:`send_batch` for a plain thread, carried as :meth:`send_blocking` carries a send."""
         prepared = self._prepare_batch(msgs)
         policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
-        return self._blocking(prepared, policy, _Target(queue, None, None))
+        return self._blocking(prepared, policy, SendTarget(queue))
 
-    def _blocking(self, p: _Prepared, policy: SendPolicy, target: _Target) -> SendResult:
+    def _blocking(self, p: _Prepared, policy: SendPolicy, target: SendTarget) -> SendResult:
         attempts = self._attempts(p, policy, target)
         loop_thread = self.instance.loop_thread
         if self.trace is not None or loop_thread.in_loop_thread:
@@ -456,11 +467,9 @@ class ProducerCore:
     async def send_from_loop(
         self,
         msg: ProtocolMessage,
+        target: SendTarget = ANYWHERE,
         *,
         timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
         retries: int | None = None,
     ) -> SendResult:
         """:meth:`send` awaited on any event loop (``Producer.send_async``): on the client's own
@@ -469,14 +478,11 @@ class ProducerCore:
         loop only what needs it."""
         loop_thread = self.instance.loop_thread
         if loop_thread.in_loop_thread:
-            result = await self.send(
-                msg, timeout=timeout, queue=queue, selector=selector, arg=arg, retries=retries
-            )
+            result = await self.send(msg, target, timeout=timeout, retries=retries)
         else:
             p = self._prepare(msg)
-            single = queue is not None or selector is not None
-            policy = self._policy(p.topic, timeout, single=single, retries=retries)
-            attempts = self._attempts(p, policy, _Target(queue, selector, arg))
+            policy = self._policy(p.topic, timeout, single=target.chosen, retries=retries)
+            attempts = self._attempts(p, policy, target)
             if self.trace is not None:
                 result = await asyncio.wrap_future(loop_thread.submit(self._drive_on_loop(attempts)))
             else:
@@ -487,7 +493,7 @@ class ProducerCore:
     # ---------------------------------------------------------------- sending: the one loop
 
     def _attempts(
-        self, p: _Prepared, policy: SendPolicy, target: _Target, *, oneway: bool = False
+        self, p: _Prepared, policy: SendPolicy, target: SendTarget, *, oneway: bool = False
     ) -> _Attempts:
         """The attempts of one send, whoever carries them: the one loop over ``policy``.
 
@@ -510,7 +516,7 @@ class ProducerCore:
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No route info of this topic: {topic} (and no default topic route)",
             )
-        free = target.queue is None and target.selector is None
+        free = not target.chosen
         last_broker: str | None = None
         last_error: BaseException | None = None
         for attempt in range(policy.attempts):
@@ -741,13 +747,7 @@ class ProducerCore:
     # ---------------------------------------------------------------- request-reply
 
     async def request(
-        self,
-        msg: ProtocolMessage,
-        timeout: float,
-        *,
-        queue: MessageQueue | None = None,
-        selector: MessageQueueSelector | None = None,
-        arg: Any = None,
+        self, msg: ProtocolMessage, timeout: float, target: SendTarget = ANYWHERE
     ) -> MessageExt:
         """Send ``msg`` as a request and wait up to ``timeout`` seconds (sending included) for
         its reply (``DefaultMQProducerImpl.request``).
@@ -771,7 +771,7 @@ class ProducerCore:
         try:
             remaining = timeout - (time.monotonic() - begin)
             await self.send(
-                request, timeout=max(remaining, 0.001), queue=queue, selector=selector, arg=arg,
+                request, target, timeout=max(remaining, 0.001),
                 retries=self.config.retry_times_when_send_async_failed,
             )  # fmt: skip
             remaining = timeout - (time.monotonic() - begin)
@@ -798,16 +798,6 @@ class _Prepared(SendPayload):
 
     msg: ProtocolMessage
     uniq: str
-
-
-@dataclass(slots=True)
-class _Target:
-    """Where a send may go: a queue the caller chose, a selector and its argument, or (all
-    ``None``) anywhere: the producer picks, and may avoid a broker that backs off."""
-
-    queue: MessageQueue | None
-    selector: MessageQueueSelector | None
-    arg: Any
 
 
 @dataclass(slots=True)

@@ -32,7 +32,7 @@ from rocketq.client._facade import SyncFacade, client_config_for
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import SendResult
-from rocketq.client.producer.core import ProducerCore
+from rocketq.client.producer.core import ProducerCore, SendTarget
 from rocketq.client.producer.selection import MessageQueueSelector
 from rocketq.client.trace import (
     TRACE_INSTANCE_NAME,
@@ -107,7 +107,9 @@ class Producer(SyncFacade[ProducerCore]):
     """A producer usable from plain synchronous code (and from asyncio via ``send_async``).
 
     ``Producer(group, namesrv=None, *, instance_name=None, client_ip=None, config=None,
-    client_config=None)``; call :meth:`start` (or use ``with``), then :meth:`send` (blocks),
+    client_config=None, trace=None, access_key=None, secret_key=None)`` (the keys sign every
+    request for a broker's ACL, as Java's ``AclClientRPCHook``); call :meth:`start` (or use
+    ``with``), then :meth:`send` (blocks),
     :meth:`send_future` / :meth:`send_callback` / ``await`` :meth:`send_async` (asynchronous),
     :meth:`send_oneway`, :meth:`send_batch`, :meth:`request` (send and wait for a reply, also
     ``await`` :meth:`request_async`); :meth:`shutdown` when done.
@@ -115,7 +117,7 @@ class Producer(SyncFacade[ProducerCore]):
 
     role = "producer"
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (Java's shortcuts for the client config, and the ACL keys)
         self,
         group: str,
         namesrv: str | None = None,
@@ -125,6 +127,8 @@ class Producer(SyncFacade[ProducerCore]):
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
         trace: bool | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         check_group(group)  # Java also refuses DEFAULT_PRODUCER; we allow it (the CLI's default group)
         self.group = group
@@ -132,7 +136,12 @@ class Producer(SyncFacade[ProducerCore]):
         if trace is not None:  # Java's enableMsgTrace; see rocketq.client.trace
             self.config = replace(self.config, trace=trace)
         self.client_config = client_config_for(
-            client_config, namesrv=namesrv, client_ip=client_ip, instance_name=instance_name
+            client_config,
+            namesrv=namesrv,
+            client_ip=client_ip,
+            instance_name=instance_name,
+            access_key=access_key,
+            secret_key=secret_key,
         ).with_pid_instance_name()
         self._instance: ClientInstance | None = None
         self._core: ProducerCore | None = None
@@ -172,7 +181,7 @@ class Producer(SyncFacade[ProducerCore]):
 
         Safe from many threads at once (they share the client's connections, as Java's do); each
         call encodes its own request in its own thread (see :meth:`ProducerCore.send_blocking`)."""
-        return self.core.send_blocking(msg, timeout=timeout, queue=queue, selector=selector, arg=arg)
+        return self.core.send_blocking(msg, SendTarget(queue, selector, arg), timeout=timeout)
 
     def send_future(
         self,
@@ -202,7 +211,7 @@ class Producer(SyncFacade[ProducerCore]):
         took = time.monotonic()
         try:
             coro = core.send(
-                msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+                msg, SendTarget(queue, selector, arg), timeout=timeout,
                 retries=self.config.retry_times_when_send_async_failed,
             )  # fmt: skip
             future: concurrent.futures.Future[SendResult] = loop_thread.submit(coro)  # type: ignore[arg-type]
@@ -261,7 +270,7 @@ class Producer(SyncFacade[ProducerCore]):
         took = time.monotonic()
         try:
             return await self.core.send_from_loop(
-                msg, timeout=timeout, queue=queue, selector=selector, arg=arg,
+                msg, SendTarget(queue, selector, arg), timeout=timeout,
                 retries=self.config.retry_times_when_send_async_failed,
             )  # fmt: skip
         finally:
@@ -278,7 +287,7 @@ class Producer(SyncFacade[ProducerCore]):
         """Send without waiting for an answer (the frame is written before this returns)."""
         core = self.core
         core.instance.loop_thread.call(
-            core.send(msg, oneway=True, queue=queue, selector=selector, arg=arg),
+            core.send(msg, SendTarget(queue, selector, arg), oneway=True),
             timeout=self.config.send_msg_timeout + 5.0,
         )
 
@@ -313,7 +322,7 @@ class Producer(SyncFacade[ProducerCore]):
         core = self.core
         wait = self.config.send_msg_timeout if timeout is None else timeout
         return core.instance.loop_thread.call(
-            core.request(msg, wait, queue=queue, selector=selector, arg=arg), timeout=wait + 5.0
+            core.request(msg, wait, SendTarget(queue, selector, arg)), timeout=wait + 5.0
         )
 
     async def request_async(
@@ -329,7 +338,7 @@ class Producer(SyncFacade[ProducerCore]):
         blocking the caller's loop."""
         core = self.core
         wait = self.config.send_msg_timeout if timeout is None else timeout
-        coro = core.request(msg, wait, queue=queue, selector=selector, arg=arg)
+        coro = core.request(msg, wait, SendTarget(queue, selector, arg))
         if core.instance.loop_thread.in_loop_thread:
             return await coro
         return await asyncio.wrap_future(core.instance.loop_thread.submit(coro))

@@ -36,7 +36,7 @@ import enum
 from dataclasses import dataclass
 from typing import Final
 
-from rocketq.errors import BrokerError, RemotingError, RemotingTimeoutError
+from rocketq.errors import AccessDeniedError, BrokerError, RemotingError, RemotingTimeoutError
 from rocketq.models import SendResult, SendStatus
 from rocketq.protocol.codes import ResponseCode
 
@@ -55,7 +55,9 @@ RETRY_RESPONSE_CODES: Final = frozenset(
 )
 """Broker answers after which a send is tried on another broker (``retryResponseCodes``; 4.9.4's
 list and RocketMQ 5's ``SYSTEM_BUSY``; the producer's retry budget and broker back-off keep
-these retries from adding load to a busy broker: :mod:`.overload`)."""
+these retries from adding load to a busy broker: :mod:`.overload`). A refusal by the broker's ACL
+(SYSTEM_ERROR with an ``AclException`` remark, :class:`~rocketq.errors.AccessDeniedError`) is
+raised at once."""
 
 
 class Verdict(enum.Enum):
@@ -141,7 +143,9 @@ class SendPolicy:
         if isinstance(outcome, RemotingError):
             return _RETRY if more else Decision(Verdict.RAISE, error=outcome)
         if isinstance(outcome, BrokerError):
-            if more and outcome.code in RETRY_RESPONSE_CODES:
+            # an ACL refusal (SYSTEM_ERROR to 4.9) is not retried: the account is refused
+            # cluster-wide (4.9 retries it, and meets the same ACL on the next broker)
+            if more and outcome.code in RETRY_RESPONSE_CODES and not isinstance(outcome, AccessDeniedError):
                 return _RETRY
             return Decision(Verdict.RAISE, error=outcome)
         if (

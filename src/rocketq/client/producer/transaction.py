@@ -300,7 +300,7 @@ class TransactionProducer(Producer):
     ``check_thread_pool_size`` (1) and ``check_request_hold_max`` (2,000).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (Producer's, and the checker)
         self,
         group: str,
         namesrv: str | None = None,
@@ -311,12 +311,14 @@ class TransactionProducer(Producer):
         config: ProducerConfig | None = None,
         client_config: ClientConfig | None = None,
         trace: bool | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         if not callable(checker):
             raise ConfigError(f"checker must be a function of the half message, got {checker!r}")
         super().__init__(
             group, namesrv, instance_name=instance_name, client_ip=client_ip, config=config,
-            client_config=client_config, trace=trace,
+            client_config=client_config, trace=trace, access_key=access_key, secret_key=secret_key,
         )  # fmt: skip
         self.checker = checker
 

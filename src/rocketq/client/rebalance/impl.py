@@ -244,7 +244,27 @@ _TableUpdate = tuple[
     list[MessageQueue],  # expired
     dict[MessageQueue, int],  # committed offsets of the dropped queues
     list[PullRequest],  # pulls to dispatch
+    list[tuple[MessageQueue, asyncio.Task[bool]]],  # removed queues still draining (clean handoff)
 ]
+
+
+async def _drained(draining: Sequence[tuple[MessageQueue, asyncio.Task[bool]]]) -> list[MessageQueue]:
+    """Wait for the drains under way; the queues they dropped. The first error any raised is
+    raised once all ended; a cancelled wait cancels them (and waits for them) first."""
+    if not draining:
+        return []
+    tasks = [task for _, task in draining]
+    try:
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return [mq for (mq, _), dropped in zip(draining, results, strict=True) if dropped]
 
 
 def _follows(old: str, new: str) -> bool:
@@ -401,6 +421,9 @@ class RebalanceImpl:
         #: each topic's queues the last rebalance gave this consumer (owned or still to acquire)
         self.allocated: dict[str, frozenset[MessageQueue]] = {}
         self._lock = asyncio.Lock()
+        # adoptions apart from rebalances: a rebalance waits for its removed queues to drain
+        # (seconds, with a slow listener), and a queue whose lease came meanwhile must not wait too
+        self._adopt_lock = asyncio.Lock()
 
     # -------------------------------------------------------------- subscriptions
 
@@ -529,10 +552,17 @@ class RebalanceImpl:
                     error=f"allocation failed: {exc}",
                 )  # fmt: skip
         self.allocated[topic] = frozenset(mine)
-        changed, added, removed, expired, committed, requests = await self._update_table(
+        changed, added, removed, expired, committed, requests, draining = await self._update_table(
             topic, mine, resume_brokers=jumped
         )
-        await self._announce(topic, frozenset(mq_set), frozenset(mine), changed, requests)
+        try:
+            # the new queues' pulls start now, while the removed ones drain (a slow listener's
+            # bounded wait used to hold a queue released to this consumer for those seconds)
+            await self._announce(
+                topic, frozenset(mq_set), frozenset(mine), changed or bool(draining), requests
+            )
+        finally:
+            removed += await _drained(draining)
         return self._publish(
             trigger, topic, start, client_ids=tuple(cid_all), all_queues=all_sorted, added=added,
             removed=tuple(sorted(removed + expired)), expired=tuple(sorted(expired)), committed=committed,
@@ -705,10 +735,17 @@ class RebalanceImpl:
                 removed.append(mq)
                 changed = True
         diff = diff_queues(self.process_queue_table, topic, allocated, now=time.time(), pull_max_idle=idle)
-        for mq in diff.removed:
-            if await self._drop(mq, committed, DropReason.REBALANCED):
-                removed.append(mq)
-                changed = True
+        draining: list[tuple[MessageQueue, asyncio.Task[bool]]] = []
+        if getattr(self.hooks, "drains_removed_queues", False):  # each drain waits: at once, not in turn
+            draining = [
+                (mq, asyncio.ensure_future(self._drop(mq, committed, DropReason.REBALANCED)))
+                for mq in diff.removed
+            ]
+        else:
+            for mq in diff.removed:
+                if await self._drop(mq, committed, DropReason.REBALANCED):
+                    removed.append(mq)
+                    changed = True
         for mq in diff.expired:
             logger.warning("%s: pull expired (idle > %.0fs), dropping it until the next rebalance", mq,
                            self.pull_max_idle)  # fmt: skip
@@ -724,8 +761,12 @@ class RebalanceImpl:
             if skipped:
                 logger.info("not adding %s this time: locked by another consumer", [q.short for q in skipped])
             to_add = [mq for mq in to_add if mq in locked]
-        added, changed_add, requests = await self._add_queues(to_add, locked=lock_first)
-        return changed or changed_add, added, removed, expired, committed, requests
+        try:
+            added, changed_add, requests = await self._add_queues(to_add, locked=lock_first)
+        except BaseException:
+            await _drained(draining)
+            raise
+        return changed or changed_add, added, removed, expired, committed, requests, draining
 
     async def _add_queues(
         self, mqs: Sequence[MessageQueue], *, locked: bool
@@ -763,8 +804,10 @@ class RebalanceImpl:
         get a process queue, a starting offset read now — after the lock — and a pull.
 
         Returns the record published (with ``trigger``, the rebalance that allocated them), or
-        ``None`` when nothing was added."""
-        async with self._lock:
+        ``None`` when nothing was added. It may run while a rebalance waits for the queues it
+        removed to drain: it adds only queues the latest allocation gives this consumer and the
+        table does not hold, and adding one twice is ruled out where the table is written."""
+        async with self._adopt_lock:
             start = now_ms()
             target = self.allocated.get(topic, frozenset())
             todo = [

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -349,12 +349,7 @@ class LeaseKeeper:
         interval = self.core.config.rebalance_lock_interval
         await asyncio.sleep(min(1.0, interval))  # Java: first renewal 1 s after start
         while True:
-            try:
-                await self.renew()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("group %s: lock renewal failed", self.core.group)
+            await self._logged(self.renew, "lock renewal")
             await asyncio.sleep(interval)
 
     def after_rebalance(self, trigger: RebalanceTrigger) -> None:
@@ -376,12 +371,14 @@ class LeaseKeeper:
                 await asyncio.wait_for(self._wake.wait(), delay)
             except TimeoutError:
                 pass
-            try:
-                await self.acquire_due()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("group %s: acquiring leases failed", self.core.group)
+            await self._logged(self.acquire_due, "acquiring leases")
+
+    async def _logged(self, step: Callable[[], Awaitable[object]], what: str) -> None:
+        """``await step()``, logging a failure so that the loop calling it goes on."""
+        try:
+            await step()
+        except Exception:  # not a cancellation: CancelledError is no Exception
+            logger.exception("group %s: %s failed", self.core.group, what)
 
     async def acquire_due(self) -> list[RebalanceRecord]:
         """Try to lock the due queues still allocated and not owned; adopt the ones locked."""
