@@ -35,6 +35,7 @@ from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.namesrv import DEFAULT_PORT, NameServer, NamesrvConfig
+from rocketq.remoting import ServerConfig
 from rocketq.store.config import FlushMode
 
 __all__ = [
@@ -58,7 +59,8 @@ class EmbeddedCluster(AsyncStartClose):
     """A name server plus one broker pointed at it, in this process (see the module docstring).
 
     ``broker`` fine-tunes the broker (its host, port, data dir, flush, cluster and name server
-    list are set from the other arguments).
+    list are set from the other arguments); the name server's port speaks TLS as the broker's
+    does (``broker.remoting.tls``).
     """
 
     def __init__(
@@ -73,8 +75,10 @@ class EmbeddedCluster(AsyncStartClose):
         flush: FlushMode = "async",
         broker: BrokerConfig | None = None,
     ) -> None:
-        self.namesrv = NameServer(NamesrvConfig(host=host, port=namesrv_port))
         base = broker if broker is not None else BrokerConfig()
+        self.namesrv = NameServer(
+            NamesrvConfig(host=host, port=namesrv_port, remoting=ServerConfig(tls=base.remoting.tls))
+        )
         self._broker_config = replace(
             base,
             host=host,

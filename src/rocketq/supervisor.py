@@ -41,6 +41,7 @@ from typing import Any
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.lifecycle import AsyncStartClose
 from rocketq.namesrv import NameServer, NamesrvConfig
+from rocketq.remoting import ServerConfig, TlsServerConfig
 
 __all__ = [
     "MAX_DEFAULT_BROKERS",
@@ -164,6 +165,8 @@ class SupervisorConfig:
     restart_window: float = 60.0
     #: Python running the children (this one by default).
     python: str = field(default_factory=lambda: sys.executable)
+    #: TLS on the name server's port (the children get theirs from ``broker_args``).
+    tls: TlsServerConfig = field(default_factory=TlsServerConfig)
 
 
 class _Child:
@@ -186,7 +189,9 @@ class Supervisor(AsyncStartClose):
 
     def __init__(self, config: SupervisorConfig, report: Callable[[str], None] = lambda _line: None) -> None:
         self.config = config
-        self.namesrv = NameServer(NamesrvConfig(host=config.host, port=config.namesrv_port))
+        self.namesrv = NameServer(
+            NamesrvConfig(host=config.host, port=config.namesrv_port, remoting=ServerConfig(tls=config.tls))
+        )
         self._children = [_Child(p) for p in config.brokers]
         self._report = report
         self._stopping = False

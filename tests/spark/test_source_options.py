@@ -115,6 +115,20 @@ BAD: list[tuple[dict[str, str], str, str]] = [
         "option 'namesrv': name server address must look like",
     ),
     ({"maxRecordsPerPartition": "0"}, "batch", "option 'maxMessagesPerPartition' must be an integer >= 1"),
+    ({"tls.enable": "yes"}, "batch", "option 'tls.enable' must be true or false"),
+    (
+        {"tls.client.trustCertPath": "/nonexistent/ca.pem", "tls.enable": "true"},
+        "batch",
+        "option 'tls.client.trustCertPath': no such file '/nonexistent/ca.pem'",
+    ),
+    ({"tls.client.trustCertPath": "ca.pem"}, "batch", "option 'tls.client.trustCertPath' needs 'tls.enable'"),
+    ({"tls.client.certPath": "c.pem", "tls.enable": "true"}, "batch", "certPath and tls.client.keyPath go"),
+    ({"tls.client.keyPath": "c.key", "tls.enable": "true"}, "batch", "certPath and tls.client.keyPath go"),
+    (
+        {"tls.client.authServer": "maybe", "tls.enable": "true"},
+        "write",
+        "option 'tls.client.authServer' must be true or false",
+    ),
 ]
 
 

@@ -9,6 +9,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from rocketq.client.loop_thread import LoopThread
 from rocketq.lifecycle import Closing
+from rocketq.remoting.tls import TlsClientConfig
 
 from .core import AsyncAdmin
 from .values import T
@@ -44,8 +45,11 @@ class Admin(Closing):
         timeout: float = 5.0,
         access_key: str | None = None,
         secret_key: str | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
-        self.core = AsyncAdmin(namesrv, timeout=timeout, access_key=access_key, secret_key=secret_key)
+        self.core = AsyncAdmin(
+            namesrv, timeout=timeout, access_key=access_key, secret_key=secret_key, tls=tls
+        )
         self._thread: LoopThread | None = None
 
     @property

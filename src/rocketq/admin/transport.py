@@ -28,6 +28,7 @@ from rocketq.protocol.calls import Call
 from rocketq.protocol.codes import MASTER_ID
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import RemotingClientConfig
+from rocketq.remoting.tls import TlsClientConfig
 
 __all__ = ["AdminTransport"]
 
@@ -44,7 +45,8 @@ class AdminTransport:
     ``127.0.0.1:9876``); ``timeout`` bounds each request (``timeoutMillis`` 5000 in ``mqadmin``).
     ``access_key`` and ``secret_key`` sign every request for a broker's ACL (``mqadmin`` reads
     them from ``conf/tools.yml``); a request the ACL refuses raises
-    :class:`~rocketq.errors.AccessDeniedError` naming what was refused where.
+    :class:`~rocketq.errors.AccessDeniedError` naming what was refused where. ``tls``: TLS to
+    the name servers and brokers (``tls.enable``), default plaintext.
     """
 
     def __init__(
@@ -54,10 +56,12 @@ class AdminTransport:
         timeout: float = 5.0,
         access_key: str | None = None,
         secret_key: str | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self.namesrv_addrs = resolve_namesrv(namesrv)
         self.timeout = timeout
         self.credentials = credentials_of(access_key, secret_key)
+        self.tls = tls if tls is not None else TlsClientConfig()
         self._remoting: RemotingClient | None = None
         self._api: ClientAPI | None = None
 
@@ -65,7 +69,9 @@ class AdminTransport:
     def api(self) -> ClientAPI:
         """The client layer's API over this admin's connections (made on first use)."""
         if self._api is None:
-            config = RemotingClientConfig(request_timeout=self.timeout, credentials=self.credentials)
+            config = RemotingClientConfig(
+                request_timeout=self.timeout, credentials=self.credentials, tls=self.tls
+            )
             self._remoting = RemotingClient(config=config)
             self._api = ClientAPI(self._remoting, self.namesrv_addrs, timeout=self.timeout)
         return self._api
@@ -89,6 +95,8 @@ class AdminTransport:
         try:
             yield
         except RemotingConnectError as exc:
+            if "TLS handshake" in str(exc):  # it was reached, and said what is wrong: keep that
+                raise
             raise RemotingConnectError(f"cannot reach name server {';'.join(self.namesrv_addrs)}") from exc
         except RemotingTimeoutError as exc:
             raise RemotingTimeoutError(

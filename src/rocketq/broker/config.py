@@ -28,7 +28,7 @@ from rocketq.broker.longpoll import SHORT_POLLING_TIME_MILLS
 from rocketq.errors import ConfigError
 from rocketq.protocol.codes import RequestCode
 from rocketq.protocol.topics import RMQ_SYS_TRACE_TOPIC
-from rocketq.remoting import ServerConfig
+from rocketq.remoting import ServerConfig, TlsClientConfig
 from rocketq.store.config import FlushMode, StoreConfig
 
 __all__ = [
@@ -295,6 +295,11 @@ class BrokerConfig:
     ``None`` (the default, as ``aclEnable=false``): nothing is refused."""
     acl_check_interval: float = 5.0
     """How often the ACL file is looked at for changes (``AclFileWatchService``: 5 s)."""
+
+    # -- TLS (the listener's, and the HA listener's, is ``remoting.tls``)
+    tls_client: TlsClientConfig = field(default_factory=TlsClientConfig)
+    """How this broker dials its name servers and, as a slave, its master (4.9's broker uses
+    ``tls.enable``, its process-wide client switch): default plaintext."""
 
     def __post_init__(self) -> None:
         self._check_identity()

@@ -47,6 +47,8 @@ from rocketq.protocol.ha import (
     encode_transfer_header,
 )
 from rocketq.remoting import RemotingClient, RemotingClientConfig
+from rocketq.remoting.acceptor import TlsAcceptor, listen_socket
+from rocketq.remoting.tls import TlsClientConfig, TlsServerConfig, client_context, server_context
 from rocketq.store import MessageStore, write_atomically
 from rocketq.tasks import cancel_and_wait
 
@@ -98,8 +100,20 @@ class _Waiter:
 class HAMaster:
     """The master's side of the HA link (see the module docstring)."""
 
-    def __init__(self, store: MessageStore, host: str, port: int, config: HAConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: MessageStore,
+        host: str,
+        port: int,
+        config: HAConfig | None = None,
+        *,
+        tls: TlsServerConfig | None = None,
+    ) -> None:
         self._store = store
+        #: the broker's TLS mode and certificates, on this port too (4.9's HA link has no TLS)
+        self._tls = tls if tls is not None else TlsServerConfig()
+        self._ssl = server_context(self._tls)
+        self._acceptor: TlsAcceptor | None = None
         self._host = host
         self._want_port = port
         self.config = config or HAConfig()
@@ -115,19 +129,45 @@ class HAMaster:
         """Listen; with ``fallback``, a taken port gives way to a free one (logged): the port
         registered with the name servers is the one bound, and slaves learn it from there."""
         try:
-            self._server = await asyncio.start_server(self._serve, self._host, self._want_port)
+            self.port = await self._listen(self._want_port)
         except OSError as exc:
             if not fallback or not self._want_port:
                 raise
             log.warning("HA port %s is not free (%s): listening on a free port instead", self._want_port, exc)
-            self._server = await asyncio.start_server(self._serve, self._host, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        log.info("HA listener on %s:%s", self._host, self.port)
+            self.port = await self._listen(0)
+        log.info("HA listener on %s:%s (TLS %s)", self._host, self.port, self._tls.mode)
+
+    async def _listen(self, port: int) -> int:
+        if self._ssl is None:
+            self._server = await asyncio.start_server(self._serve, self._host, port)
+            return int(self._server.sockets[0].getsockname()[1])
+        sock = listen_socket(self._host, port, 128)
+
+        def link() -> asyncio.Protocol:
+            return asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._serve)
+
+        def refused(peer: str, kind: str, reason: str) -> None:
+            log.warning("HA listener: %s", reason)
+
+        self._acceptor = TlsAcceptor(
+            sock,
+            link,
+            self._ssl,
+            self._tls.mode,
+            handshake_timeout=self._tls.handshake_timeout,
+            on_refused=refused,
+            admit=lambda pending: pending < 128,
+        )
+        self._acceptor.start()
+        return int(sock.getsockname()[1])
 
     async def close(self) -> None:
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        acceptor, self._acceptor = self._acceptor, None
+        if acceptor is not None:
+            await acceptor.close()
         for task in list(self._links):
             task.cancel()
         if self._links:
@@ -282,9 +322,15 @@ class HAClient:
     """The slave's side of the HA link (see the module docstring)."""
 
     def __init__(
-        self, store: MessageStore, master_address: str | None, config: HAConfig | None = None
+        self,
+        store: MessageStore,
+        master_address: str | None,
+        config: HAConfig | None = None,
+        *,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self._store = store
+        self._ssl = None if tls is None else client_context(tls)
         self.config = config or HAConfig()
         self._master = master_address
         self._master_changed = asyncio.Event()
@@ -332,7 +378,10 @@ class HAClient:
 
     async def _session(self, addr: str) -> None:
         host, _, port = addr.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 5.0)
+        ssl = self._ssl
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, int(port), ssl=ssl, server_hostname=host if ssl else None), 5.0
+        )
         loop = asyncio.get_running_loop()
         store = self._store
         cfg = self.config
@@ -399,6 +448,7 @@ class SlaveSynchronize:
         initial_delay: float = 3.0,
         period: float = 10.0,
         timeout: float = 3.0,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self._apply_topics = apply_topics
         self._apply_groups = apply_groups
@@ -409,7 +459,11 @@ class SlaveSynchronize:
         self._timeout = timeout
         self.master_addr: str | None = None
         self.syncs = 0
-        self._client = RemotingClient(config=RemotingClientConfig(request_timeout=timeout, idle_timeout=None))
+        self._client = RemotingClient(
+            config=RemotingClientConfig(
+                request_timeout=timeout, idle_timeout=None, tls=tls or TlsClientConfig()
+            )
+        )
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

@@ -27,7 +27,7 @@ from rocketq.protocol.headers import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
-from rocketq.remoting import RemotingClient, RemotingClientConfig
+from rocketq.remoting import RemotingClient, RemotingClientConfig, TlsClientConfig
 from rocketq.tasks import cancel_and_wait
 
 __all__ = ["NamesrvRegistrar"]
@@ -57,6 +57,7 @@ class NamesrvRegistrar:
         timeout: float = 6.0,
         compressed: bool = False,
         on_answer: Callable[[RegisterBrokerResponseHeader], None] | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         """``on_answer`` gets every accepting name server's answer: a slave learns its master's
         address and HA address from it (RocketMQ's ``RegisterBrokerResult``)."""
@@ -72,7 +73,11 @@ class NamesrvRegistrar:
         self._timeout = timeout
         self._compressed = compressed
         self._on_answer = on_answer
-        self._client = RemotingClient(config=RemotingClientConfig(request_timeout=timeout, idle_timeout=None))
+        self._client = RemotingClient(
+            config=RemotingClientConfig(
+                request_timeout=timeout, idle_timeout=None, tls=tls or TlsClientConfig()
+            )
+        )
         self._task: asyncio.Task[None] | None = None
         self._soon: asyncio.Event = asyncio.Event()
         self.registrations = 0

@@ -405,6 +405,7 @@ class Broker(AsyncStartClose):
                     timeout=cfg.register_timeout,
                     compressed=cfg.compressed_register,
                     on_answer=self._registered,
+                    tls=cfg.tls_client,
                 )
                 await self._registrar.start()
             self._spawn(self._housekeeping(), "broker-client-scan")
@@ -434,11 +435,11 @@ class Broker(AsyncStartClose):
             want = 0 if cfg.port == 0 else min(port + 1, 65535)
         store = self.store
         if cfg.role != "slave":
-            self._ha_master = HAMaster(store, cfg.host, want, cfg.ha)
+            self._ha_master = HAMaster(store, cfg.host, want, cfg.ha, tls=cfg.remoting.tls)
             # the derived port (listen port + 1) may be taken; an explicit one must be had
             await self._ha_master.start(fallback=cfg.ha_listen_port is None)
             return self._ha_master.port
-        self._ha_client = HAClient(store, cfg.ha_master_address, cfg.ha)
+        self._ha_client = HAClient(store, cfg.ha_master_address, cfg.ha, tls=cfg.tls_client)
         self._ha_client.start()
         topics, groups = self.topics, self.groups
         self._slave_sync = SlaveSynchronize(
@@ -448,6 +449,7 @@ class Broker(AsyncStartClose):
             delay_offset_path=store.config_dir / "delayOffset.json",
             period=cfg.slave_sync_period,
             initial_delay=min(3.0, cfg.slave_sync_period),
+            tls=cfg.tls_client,
         )
         await self._slave_sync.start()
         return want or port + 1

@@ -4,7 +4,8 @@
 * ``--namesrv`` (else ``$NAMESRV_ADDR``, else ``127.0.0.1:9876``) and ``--json`` options;
 * ``--access-key`` / ``--secret-key`` (else ``$ROCKETMQ_ACCESS_KEY`` / ``$ROCKETMQ_SECRET_KEY``):
   the ACL account every request of the command is signed for (:func:`add_acl_options`,
-  :func:`acl_keys`);
+  :func:`acl_keys`); with the TLS options ``--namesrv`` brings (``--tls`` ...), both in one go by
+  :func:`client_security`;
 * :func:`number_type` makes the argparse ``type=`` checks of numbers: :func:`positive_int`,
   :func:`positive_float`, :func:`positive_duration`, :func:`port_number` for counts, rates,
   seconds, ports - each bounded (a count by Java's ``Long.MAX_VALUE``, seconds by a year, no NaN
@@ -29,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rocketq.admin import Admin
+from rocketq.cli._tls import add_tls_client_options, tls_client_config
 from rocketq.cli.main import CliError
 from rocketq.client.config import (
     ACCESS_KEY_ENV,
@@ -40,11 +42,13 @@ from rocketq.client.config import (
 )
 from rocketq.client.validators import check_group, check_topic
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError
+from rocketq.remoting.tls import TlsClientConfig
 
 N = TypeVar("N", int, float)
 
 __all__ = [
     "AclKeys",
+    "ClientSecurity",
     "acl_keys",
     "add_acl_options",
     "add_admin_options",
@@ -53,6 +57,7 @@ __all__ = [
     "add_namesrv_option",
     "add_view_options",
     "admin_session",
+    "client_security",
     "format_ms",
     "group_name",
     "name_type",
@@ -78,13 +83,16 @@ def add_command_group(subparsers: Any, name: str, *, summary: str, description: 
     return sub
 
 
-def add_namesrv_option(parser: argparse.ArgumentParser) -> None:
+def add_namesrv_option(parser: argparse.ArgumentParser, *, tls: bool = True) -> None:
+    """``--namesrv``, and (``tls``) the TLS options of a client (``--tls`` ..., :mod:`rocketq.cli._tls`)."""
     parser.add_argument(
         "--namesrv",
         metavar="ADDR",
         default=None,
         help=f"name server(s), HOST:PORT[;HOST:PORT] (default ${NAMESRV_ENV}, else {DEFAULT_NAMESRV})",
     )
+    if tls:
+        add_tls_client_options(parser)
 
 
 def add_acl_options(parser: argparse.ArgumentParser) -> None:
@@ -130,6 +138,22 @@ def acl_keys(args: argparse.Namespace) -> AclKeys:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     return AclKeys(access_key=access_key, secret_key=secret_key)
+
+
+class ClientSecurity(AclKeys):
+    """The keyword arguments :class:`~rocketq.admin.Admin` and
+    :class:`~rocketq.client.config.ClientConfig` take for the ACL account and for TLS."""
+
+    tls: TlsClientConfig
+
+
+def client_security(args: argparse.Namespace) -> ClientSecurity:
+    """The ACL keys (:func:`acl_keys`) and the TLS settings (``--tls`` ...,
+    :func:`~rocketq.cli._tls.tls_client_config`; plaintext for a command without them) of one
+    command, each checked (a :class:`CliError` naming the option)."""
+    keys = acl_keys(args)
+    tls = tls_client_config(args) if hasattr(args, "tls_insecure") else TlsClientConfig()
+    return ClientSecurity(access_key=keys["access_key"], secret_key=keys["secret_key"], tls=tls)
 
 
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
@@ -232,6 +256,8 @@ def unreachable_hint(
     """A :class:`CliError` for a server that did not answer, with what to check: a name server
     (the error names one, or one of ``namesrv``'s addresses) or a broker."""
     text = str(exc)
+    if "TLS" in text:  # it reached a server, which said what is wrong
+        return CliError(text)
     try:
         addrs = resolve_namesrv(namesrv)
     except ConfigError:
@@ -262,11 +288,11 @@ group_name = name_type(check_group)
 
 @contextmanager
 def admin_session(args: argparse.Namespace) -> Iterator[Admin]:
-    """An :class:`Admin` for one command (``args.namesrv``, the ACL keys of :func:`acl_keys`);
-    unreachable servers and bad arguments end as CliError."""
+    """An :class:`Admin` for one command (``args.namesrv``, the ACL keys and TLS settings of
+    :func:`client_security`); unreachable servers and bad arguments end as CliError."""
     namesrv: str | None = args.namesrv
     try:
-        admin = Admin(namesrv, **acl_keys(args))
+        admin = Admin(namesrv, **client_security(args))
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from rocketq.broker import Broker, BrokerConfig
 from rocketq.broker.config import default_data_dir, parse_namesrv_addrs
+from rocketq.cli._tls import tls_server_config
 from rocketq.cli.main import CliError
 from rocketq.cli.server import (
     add_broker_options,
@@ -47,6 +48,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    tls_server_config(args)  # its files read before anything is made
     data_dir = (args.data_dir or default_data_dir()).resolve()
     check_data_dir(data_dir)
     check_port(args.host, args.broker_port, "broker")

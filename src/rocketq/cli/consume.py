@@ -50,10 +50,10 @@ from typing import Any
 from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
 from rocketq.cli._output import (
-    acl_keys,
     add_acl_options,
     add_namesrv_option,
     add_view_options,
+    client_security,
     group_name,
     non_negative_float,
     positive_duration,
@@ -261,9 +261,9 @@ def consumer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def client_options(args: argparse.Namespace) -> dict[str, Any]:
     """The :class:`~rocketq.client.ClientConfig` fields the options ask for (name server, instance
-    name, the client's intervals and the ACL keys)."""
+    name, the client's intervals, the ACL keys and TLS)."""
     return {
-        **acl_keys(args),
+        **client_security(args),
         "namesrv": args.namesrv,
         "instance_name": args.instance or DEFAULT_INSTANCE_NAME,
         "heartbeat_broker_interval": args.heartbeat_interval,
@@ -470,7 +470,7 @@ def _run(args: argparse.Namespace) -> int:
     options = consumer_options(args)
     orderly = bool(args.orderly)
     try:
-        with Admin(args.namesrv, **acl_keys(args)) as admin:
+        with Admin(args.namesrv, **client_security(args)) as admin:
             try:
                 admin.topic_route(args.topic)
             except UnknownTopicError:

@@ -12,7 +12,13 @@ import sys
 from typing import Any
 
 from rocketq.cli._dashboard_login import add_login_options, login_config, register_users
-from rocketq.cli._output import acl_keys, add_acl_options, add_namesrv_option, port_number, positive_duration
+from rocketq.cli._output import (
+    add_acl_options,
+    add_namesrv_option,
+    client_security,
+    port_number,
+    positive_duration,
+)
 from rocketq.cli.main import CliError, exit_now, interrupted
 from rocketq.dashboard.config import DEFAULT_DASHBOARD_PORT, DashboardConfig
 from rocketq.errors import ConfigError
@@ -42,6 +48,10 @@ def add_watch_options(parser: argparse.ArgumentParser, *, port: int, exporter: b
         metavar="SECONDS",
         help="poll every consumer group this often for the rocketq_ metrics (default 5)",
     )
+    parser.add_argument(
+        "--https-cert", metavar="FILE", default=None, help="serve HTTPS with this certificate (PEM)"
+    )
+    parser.add_argument("--https-key", metavar="FILE", default=None, help="and this private key (PEM)")
     add_login_options(parser, exporter=exporter)
 
 
@@ -73,17 +83,20 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
     """Bind, print the ready line, serve until SIGINT/SIGTERM (shared with ``rocketq exporter``)."""
     from rocketq.dashboard import create_app, create_exporter_app  # noqa: PLC0415 - web parts when run
     from rocketq.dashboard.auth import LoginGate  # noqa: PLC0415
-    from rocketq.dashboard.server import bind, serve, url_of  # noqa: PLC0415
+    from rocketq.dashboard.server import Https, bind, serve, url_of  # noqa: PLC0415
 
+    if (args.https_cert is None) != (args.https_key is None):
+        raise CliError("--https-cert and --https-key go together")
     try:
         login = login_config(args, exporter=exporter)
+        https = None if args.https_cert is None else Https(args.https_cert, args.https_key)
         config = DashboardConfig(
             namesrv=args.namesrv,
             host=args.host,
             port=args.port,
             poll_interval=getattr(args, "poll", 1.0),
             metrics_interval=args.metrics_interval,
-            **acl_keys(args),
+            **client_security(args),
         )
         app = create_exporter_app(config) if exporter else create_app(config)
         served = app if login is None else LoginGate(app, login, metrics_only=exporter)
@@ -91,7 +104,7 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     name = "exporter" if exporter else "dashboard"
-    url = url_of(sock) + ("metrics" if exporter else "")
+    url = url_of(sock, https) + ("metrics" if exporter else "")
     namesrv = ";".join(app.state.monitor.admin.namesrv_addrs)
     print(f"rocketq {name} ready: {url} namesrv={namesrv}", flush=True)
 
@@ -100,7 +113,7 @@ def run_server(args: argparse.Namespace, *, exporter: bool) -> int:
         exit_now(0)
 
     try:
-        stopped_by = serve(served, sock, stop_within=STOP_WITHIN, overdue=overdue)
+        stopped_by = serve(served, sock, https, stop_within=STOP_WITHIN, overdue=overdue)
     finally:
         sock.close()
     print(f"rocketq {name} stopped", file=sys.stderr)

@@ -25,7 +25,7 @@ __all__ = ["CliError", "exit_now", "interrupted", "main"]
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "allocate", "server", "namesrv", "broker", "cluster", "topic", "produce", "consume", "group", "message",
-    "lab", "chaos", "demo", "report", "dashboard", "exporter", "info",
+    "lab", "chaos", "demo", "report", "dashboard", "exporter", "tls", "info",
 )  # fmt: skip
 
 EXIT_USAGE = 2

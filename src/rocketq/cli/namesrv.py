@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.cli._output import port_number
+from rocketq.cli._tls import add_tls_server_options, tls_server_config
 from rocketq.cli.main import CliError
 from rocketq.namesrv import DEFAULT_PORT, NameServer, NamesrvConfig, serve_namesrv
-from rocketq.remoting import run
+from rocketq.remoting import ServerConfig, run
 
 __all__ = ["register"]
 
@@ -52,16 +53,19 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="put ORDER_TOPIC_CONFIG values into routes as orderTopicConf (RocketMQ's orderMessageEnable)",
     )
+    add_tls_server_options(parser)
     parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    tls = tls_server_config(args)
     try:
         config = NamesrvConfig(
             host=args.host,
             port=args.port,
             kv_config_path=args.kv_config,
             order_message_enable=args.order_message_enable,
+            remoting=ServerConfig(tls=tls),
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None

@@ -46,9 +46,9 @@ from typing import Any
 
 from rocketq.admin import Admin
 from rocketq.cli._output import (
-    acl_keys,
     add_acl_options,
     add_namesrv_option,
+    client_security,
     group_name,
     number_type,
     positive_float,
@@ -59,7 +59,7 @@ from rocketq.cli._output import (
 )
 from rocketq.cli.main import CliError, interrupted
 from rocketq.client import LocalTransactionState, Message, Producer, SendResult, TransactionProducer
-from rocketq.client.config import ProducerConfig
+from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.errors import ConfigError, RemotingConnectError, RemotingTimeoutError, RocketQError
 from rocketq.protocol.message import MessageExt
 from rocketq.protocol.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SYSTEM_PROPERTY_NAMES
@@ -349,15 +349,14 @@ def _producer(
     try:
         run = new_run_id() if args.run is None else args.run
         make_body = body_maker(args.count, text=args.body, size=args.size, run=run)
-        keys = acl_keys(args)
+        security = client_security(args)
+        client = ClientConfig(namesrv=args.namesrv, **security)
         producer: Producer = (
-            Producer(group, namesrv=args.namesrv, trace=args.trace, **keys)
+            Producer(group, client_config=client, trace=args.trace)
             if checks is None
-            else TransactionProducer(
-                group, namesrv=args.namesrv, trace=args.trace, checker=checks.answer, **keys
-            )
+            else TransactionProducer(group, client_config=client, trace=args.trace, checker=checks.answer)
         )
-        with Admin(args.namesrv, **keys) as admin:
+        with Admin(args.namesrv, **security) as admin:
             admin.topic_list()
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, args.namesrv) from None

@@ -128,7 +128,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--master", default="local[2]", help="Spark master (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    add_namesrv_option(parser)
+    add_namesrv_option(parser, tls=False)  # its Spark reads do not take TLS settings yet
     add_acl_options(parser)
     parser.set_defaults(handler=run)
 

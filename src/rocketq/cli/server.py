@@ -30,11 +30,12 @@ from typing import Any, TypeVar
 from rocketq.broker import Broker
 from rocketq.broker.config import DEFAULT_BROKER_PORT, BrokerConfig, default_data_dir
 from rocketq.cli._output import MAX_SECONDS, non_negative_float, number_type, port_number, positive_duration
+from rocketq.cli._tls import add_tls_server_options, own_client_tls, tls_server_config
 from rocketq.cli.main import CliError, exit_now, interrupted
 from rocketq.embedded import READY_PREFIX, EmbeddedCluster
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.namesrv import DEFAULT_PORT
-from rocketq.remoting import run
+from rocketq.remoting import ServerConfig, run
 from rocketq.store.config import StoreConfig
 from rocketq.supervisor import (
     MAX_DEFAULT_BROKERS,
@@ -274,6 +275,7 @@ def add_broker_options(
         "requests of its accounts and white-listed addresses (aclEnable; off by default; the file "
         "is re-read when it changes; see docs/security.md)",
     )
+    add_tls_server_options(parser, what="every port (name server, broker, HA link)")
 
 
 positive_seconds = number_type(
@@ -316,7 +318,15 @@ def broker_feature_options(args: argparse.Namespace) -> dict[str, Any]:
         "ha_listen_port": args.ha_listen_port,
         "ha_master_address": args.ha_master_address,
         "acl_file": args.acl,
+        **tls_options(args),
     }
+
+
+def tls_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`BrokerConfig` TLS settings of ``--tls-*``: its ports', and its own connections'
+    (over TLS when its ports speak TLS)."""
+    tls = tls_server_config(args)
+    return {"remoting": ServerConfig(tls=tls), "tls_client": own_client_tls(tls)}
 
 
 def acl_file(text: str) -> Path:
@@ -475,6 +485,7 @@ class _WithSlave:
 
 
 def _run(args: argparse.Namespace) -> int:
+    tls_server_config(args)  # its files read before anything is made
     data_dir = (args.data_dir or default_data_dir()).resolve()
     if args.role == "slave":
         raise CliError("rocketq server runs a master: use --with-slave, or rocketq broker --role slave")
@@ -586,6 +597,7 @@ def _run_supervised(args: argparse.Namespace, data_dir: Path, count: int) -> int
         cluster=args.cluster,
         brokers=tuple(plans),
         broker_args=tuple(child_broker_args(args)),
+        tls=tls_server_config(args),
     )
 
     def report(line: str) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rocketq.client.config import resolve_namesrv
+from rocketq.client.config import TlsClientConfig, resolve_namesrv
 from rocketq.client.routes import queues_from_route
 from rocketq.clock import now_ms
 from rocketq.errors import BrokerError, ConfigError, RemotingClosedError, RemotingError, TopicNotExistError
@@ -83,12 +83,19 @@ class BlockingClient(Closing):
     """
 
     def __init__(
-        self, namesrv: str | Sequence[str], *, timeout: float = 5.0, credentials: Credentials | None = None
+        self,
+        namesrv: str | Sequence[str],
+        *,
+        timeout: float = 5.0,
+        credentials: Credentials | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self.namesrv = list(resolve_namesrv(namesrv if isinstance(namesrv, str) else ";".join(namesrv)))
         self.timeout = timeout
         #: The ACL keys every request is signed with (``None``: unsigned).
         self.credentials = credentials
+        #: TLS to every server (``tls.enable``); ``None``: plaintext
+        self.tls = tls
         self._clients: dict[str, BlockingRemotingClient] = {}
 
     def close(self) -> None:
@@ -120,7 +127,11 @@ class BlockingClient(Closing):
 
     def _new_remoting(self, addr: str) -> BlockingRemotingClient:
         return BlockingRemotingClient(
-            addr, connect_timeout=self.timeout, request_timeout=self.timeout, credentials=self.credentials
+            addr,
+            connect_timeout=self.timeout,
+            request_timeout=self.timeout,
+            credentials=self.credentials,
+            tls=self.tls,
         )
 
     def call(self, addr: str, call: Call[T], *, retry_closed: bool = True) -> T:

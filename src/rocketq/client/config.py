@@ -30,6 +30,7 @@ from rocketq.allocate import AllocationStrategy, get_strategy
 from rocketq.errors import ConfigError
 from rocketq.protocol.acl import Credentials
 from rocketq.protocol.bodies import ConsumeFromWhere, MessageModel
+from rocketq.remoting.tls import TlsClientConfig
 
 __all__ = [
     "ACCESS_KEY_ENV",
@@ -43,6 +44,7 @@ __all__ = [
     "ProducerConfig",
     "PushConsumerConfig",
     "ReadOffsetType",
+    "TlsClientConfig",
     "credentials_of",
     "enum_value",
     "local_ip",
@@ -203,6 +205,9 @@ class ClientConfig:
     mq_client_api_timeout: float = 3.0
     #: Use uvloop for the client's event loop thread when installed (ours).
     use_uvloop: bool | None = None
+    #: TLS to the name servers and brokers (Java ``useTLS`` / ``tls.enable``, ``tls.client.*``;
+    #: :class:`~rocketq.remoting.tls.TlsClientConfig`, default plaintext).
+    tls: TlsClientConfig = field(default_factory=TlsClientConfig)
     #: The ACL account every request is signed for (RocketMQ 4.9's ``AclClientRPCHook``, which
     #: Java passes to a client's constructor with ``SessionCredentials(accessKey, secretKey)``);
     #: ``None``: requests go unsigned, as a broker without ACL takes them. See docs/security.md.

@@ -130,7 +130,9 @@ class ClientInstance(BrokerCalls, BrokerRequests):
         self._started = True
         self.remoting = RemotingClient(
             config=RemotingClientConfig(
-                request_timeout=self.config.mq_client_api_timeout, credentials=self.config.credentials
+                request_timeout=self.config.mq_client_api_timeout,
+                credentials=self.config.credentials,
+                tls=self.config.tls,
             )
         )
         self.api = ClientAPI(self.remoting, self.namesrv_addrs, timeout=self.config.mq_client_api_timeout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rocketq.errors import ConfigError
+from rocketq.remoting.tls import TlsClientConfig
 
 __all__ = ["DEFAULT_DASHBOARD_PORT", "DEFAULT_EXPORTER_PORT", "DashboardConfig"]
 
@@ -42,6 +43,9 @@ class DashboardConfig:
     """Wait for one admin request (``mqadmin``'s is 5 s; a page should not hang that long)."""
     concurrency: int = 16
     """Admin requests in flight at once when a page asks about many topics or groups."""
+    tls: TlsClientConfig = field(default_factory=TlsClientConfig)
+    """TLS to the cluster's name servers and brokers (``tls.enable``); default plaintext. HTTPS
+    of the pages themselves is :func:`rocketq.dashboard.server.serve`'s ``https``."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -94,6 +94,7 @@ class Monitor:
             timeout=config.request_timeout,
             access_key=config.access_key,
             secret_key=config.secret_key,
+            tls=config.tls,
         )
         self.watches: dict[str, GroupWatch] = {}
         self.all_groups = False

@@ -14,13 +14,32 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 
 from rocketq.errors import ConfigError
+from rocketq.remoting.tls import TlsMode, TlsServerConfig, server_context
 
-__all__ = ["BackgroundServer", "bind", "serve", "url_of"]
+__all__ = ["BackgroundServer", "Https", "bind", "serve", "url_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Https:
+    """Serve HTTPS with this certificate chain and key (PEM files), read (and checked) at once:
+    a file that cannot be read, or a key that does not fit, is a :class:`ConfigError`."""
+
+    cert_path: str
+    key_path: str
+
+    def __post_init__(self) -> None:
+        tls = TlsServerConfig(mode=TlsMode.ENFORCING, cert_path=self.cert_path, key_path=self.key_path)
+        try:
+            server_context(tls)  # the same checks as the remoting ports'
+        except ConfigError as exc:
+            text = str(exc).replace("tls.server.certPath", "HTTPS certificate")
+            raise ConfigError(text.replace("tls.server.keyPath", "HTTPS key")) from None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -38,15 +57,22 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket) -> str:
-    """``http://host:port/`` of a bound socket."""
+def url_of(sock: socket.socket, https: Https | None = None) -> str:
+    """``http://host:port/`` (``https://`` with ``https``) of a bound socket."""
     host, port = sock.getsockname()[:2]
-    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+    scheme = "http" if https is None else "https"
+    return f"{scheme}://[{host}]:{port}/" if ":" in host else f"{scheme}://{host}:{port}/"
 
 
-def _server(app: Any) -> uvicorn.Server:
+def _server(app: Any, https: Https | None = None) -> uvicorn.Server:
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        ssl_certfile=None if https is None else https.cert_path,
+        ssl_keyfile=None if https is None else https.key_path,
     )
     return uvicorn.Server(config)
 
@@ -54,6 +80,7 @@ def _server(app: Any) -> uvicorn.Server:
 def serve(
     app: Any,
     sock: socket.socket,
+    https: Https | None = None,
     *,
     stop_within: float | None = None,
     overdue: Callable[[], object] | None = None,
@@ -69,7 +96,7 @@ def serve(
     seconds after the first signal: a command's bound on its stop (the monitor's last polls of a
     flooded broker took over a second to close)."""
     seen: list[int] = []
-    server = _server(app)
+    server = _server(app, https)
     done = threading.Event()
 
     def late() -> None:
@@ -98,12 +125,15 @@ def serve(
 
 
 class BackgroundServer:
-    """``app`` served on its own thread and event loop; :meth:`stop` ends it (by its flag)."""
+    """``app`` served on its own thread and event loop (over HTTPS with ``https``); :meth:`stop`
+    ends it (by its flag)."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, *, https: Https | None = None
+    ) -> None:
         self.sock = bind(host, port)
-        self.url = url_of(self.sock)
-        self._server = _server(app)
+        self.url = url_of(self.sock, https)
+        self._server = _server(app, https)
         self._thread = threading.Thread(target=self._run, name="rocketq-dashboard-server", daemon=True)
         self._error: BaseException | None = None
 

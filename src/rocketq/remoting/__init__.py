@@ -33,11 +33,13 @@ from rocketq.remoting.connection import (
 )
 from rocketq.remoting.loop import new_event_loop, run, uvloop_enabled
 from rocketq.remoting.server import RemotingServer
+from rocketq.remoting.tls import ClientAuth, TlsClientConfig, TlsMode, TlsServerConfig
 
 __all__ = [
     "AclSigningHook",
     "BlockingHandler",
     "BlockingRemotingClient",
+    "ClientAuth",
     "ConnectionListener",
     "Handler",
     "HandlerResult",
@@ -48,6 +50,9 @@ __all__ = [
     "RemotingConnection",
     "RemotingServer",
     "ServerConfig",
+    "TlsClientConfig",
+    "TlsMode",
+    "TlsServerConfig",
     "describe_exception",
     "new_event_loop",
     "parse_address",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -52,8 +53,9 @@ from rocketq.protocol.connection import (
     ResponseArrived,
 )
 from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
-from rocketq.remoting.client import add_call_note, parse_address
+from rocketq.remoting.client import add_call_note, parse_address, tls_failure
 from rocketq.remoting.handlers import describe_exception
+from rocketq.remoting.tls import TlsClientConfig, client_context, silent_close_hint
 
 __all__ = ["BlockingHandler", "BlockingRemotingClient", "Ticket"]
 
@@ -98,6 +100,7 @@ class BlockingRemotingClient(Closing):
     ``RemotingTimeoutError`` (the connection stays usable; a late response is skipped) and
     ``RemotingClosedError`` (the peer closed or the stream broke; the next call reconnects).
 
+    With ``tls.enable`` the socket speaks TLS (:class:`~rocketq.remoting.tls.TlsClientConfig`).
     With ``credentials`` every request sent is signed for RocketMQ 4.9's ACL, as
     :class:`~rocketq.remoting.acl.AclSigningHook` signs a :class:`~rocketq.remoting.RemotingClient`'s.
     """
@@ -110,9 +113,11 @@ class BlockingRemotingClient(Closing):
         request_timeout: float = 3.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         credentials: Credentials | None = None,
+        tls: TlsClientConfig | None = None,
     ) -> None:
         self.addr = addr
         self.credentials = credentials
+        self._ssl = None if tls is None else client_context(tls)
         self._host, self._port = parse_address(addr)
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
@@ -123,6 +128,8 @@ class BlockingRemotingClient(Closing):
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._closed = False
+        #: whether the socket brought a byte yet (a "closed before a word" hint)
+        self._heard = False
         #: the socket's ``SO_RCVTIMEO``/``SO_SNDTIMEO`` in seconds (0: none set yet)
         self._armed = 0.0
         #: reads land here (a fresh 256 KiB ``bytes`` a read cost an mmap, mremap and munmap)
@@ -141,6 +148,11 @@ class BlockingRemotingClient(Closing):
     def register_handler(self, code: int, handler: BlockingHandler) -> None:
         """Answer server-initiated requests with ``code`` by ``handler(client, request)``."""
         self._handlers[int(code)] = handler
+
+    @property
+    def ssl_enabled(self) -> bool:
+        """Whether this client speaks TLS (``tls.enable``)."""
+        return self._ssl is not None
 
     @property
     def is_connected(self) -> bool:
@@ -168,19 +180,47 @@ class BlockingRemotingClient(Closing):
         except OSError as exc:
             raise RemotingConnectError(f"cannot connect to {self.addr}: {exc.strerror or exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._ssl is not None:
+            return self._connected(self._handshake(sock, self._ssl))
         # Blocking mode with the kernel's own timeouts: a Python timeout costs a poll() before
         # every send and read, and switching it an ioctl; these are set only when a deadline
         # needs it (:meth:`_arm`).
         sock.settimeout(None)
+        return self._connected(sock)
+
+    def _connected(self, sock: socket.socket) -> socket.socket:
         self._armed = 0.0
         self._sock = sock
         self._core = self._new_core()
+        self._heard = False
         return sock
+
+    def _handshake(self, sock: socket.socket, ctx: ssl.SSLContext) -> ssl.SSLSocket:
+        """``sock`` wrapped in TLS, its handshake done within the connect timeout. A TLS socket
+        keeps Python's own timeouts (:meth:`_arm`): OpenSSL retries a read the kernel's
+        ``SO_RCVTIMEO`` interrupts, so only a poll before each read ends it in time."""
+        try:
+            tls = ctx.wrap_socket(sock, server_hostname=self._host)
+        except (ssl.SSLError, ssl.CertificateError, ConnectionError) as exc:
+            sock.close()
+            raise RemotingConnectError(tls_failure(self.addr, exc)) from exc
+        except TimeoutError:
+            sock.close()
+            raise RemotingConnectError(
+                f"cannot connect to {self.addr}: TLS handshake not done within {self.connect_timeout:g}s"
+            ) from None
+        except OSError as exc:
+            sock.close()
+            raise RemotingConnectError(f"cannot connect to {self.addr}: {exc.strerror or exc}") from exc
+        return tls
 
     def _arm(self, sock: socket.socket, remaining: float) -> None:
         """Make a blocking send or read on ``sock`` give up (``EAGAIN``) within ``remaining``
         seconds, and not more than :data:`_TIMEOUT_SLACK` after them. A timeout already set that
         fits is kept: one request after another with the same timeout set it once."""
+        if self._ssl is not None:
+            sock.settimeout(max(remaining, 1e-6))
+            return
         armed = self._armed
         if remaining + _TIMEOUT_SLACK >= armed >= remaining * 0.5 and armed:
             return
@@ -343,20 +383,26 @@ class BlockingRemotingClient(Closing):
         except OSError as exc:
             self._drop()
             raise RemotingClosedError(
-                f"no response to request code {ticket.code} (opaque {ticket.opaque}) from {self.addr}: {exc}"
+                f"no response to request code {ticket.code} (opaque {ticket.opaque}) from {self.addr}: "
+                f"{exc}{self._silent_hint()}"
             ) from exc
         if not n:
             self._drop()
             raise RemotingClosedError(
                 f"no response to request code {ticket.code} (opaque {ticket.opaque}) from {self.addr}: "
-                "the peer closed the connection"
+                f"the peer closed the connection{self._silent_hint()}"
             )
+        self._heard = True
         error = core.receive_data(view[:n], time.monotonic())  # copied by the decoder
         if error is not None:
             self._drop()
             raise RemotingClosedError(
                 f"{self.addr} sent bytes that are not a frame: {error.exc}"
             ) from error.exc
+
+    def _silent_hint(self) -> str:
+        """For a server that closed before sending a byte: the likely reason."""
+        return "" if self._heard else silent_close_hint(self._ssl is not None)
 
     def _serve(
         self, sock: socket.socket, request: RemotingCommand, handler: BlockingHandler, deadline: float

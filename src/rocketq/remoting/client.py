@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from typing import TypeVar
 
 from rocketq.errors import (
@@ -36,8 +37,9 @@ from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import PeerLog
 from rocketq.remoting.handlers import RPCHook
 from rocketq.remoting.settings import ConnectionSettings
+from rocketq.remoting.tls import client_context
 
-__all__ = ["RemotingClient", "add_call_note", "parse_address"]
+__all__ = ["RemotingClient", "add_call_note", "parse_address", "tls_failure"]
 
 T = TypeVar("T")
 
@@ -66,18 +68,20 @@ def parse_address(addr: str) -> tuple[str, int]:
 class RemotingClient(Endpoint, AsyncStartClose):
     """Send requests to RocketMQ name servers and brokers and handle what they send back.
 
-    ``invoke`` raises :class:`~rocketq.errors.RemotingConnectError` when it cannot connect,
-    :class:`~rocketq.errors.RemotingTimeoutError` when no response comes in time, and
-    :class:`~rocketq.errors.RemotingClosedError` when the connection or the client closes while
-    it waits (a dropped connection fails its waiting requests at once, not at their timeouts).
-    A response with an error code is returned as it is; mapping codes to exceptions is the
-    caller's business (:meth:`rocketq.errors.BrokerError.for_code`).
+        ``invoke`` raises :class:`~rocketq.errors.RemotingConnectError` when it cannot connect,
+        :class:`~rocketq.errors.RemotingTimeoutError` when no response comes in time, and
+        :class:`~rocketq.errors.RemotingClosedError` when the connection or the client closes while
+        it waits (a dropped connection fails its waiting requests at once, not at their timeouts).
+        A response with an error code is returned as it is; mapping codes to exceptions is the
+        caller's business (:meth:`rocketq.errors.BrokerError.for_code`).
 
-    Listeners (:class:`ConnectionListener`) hear about every connection the client opens and
-    loses; ``conn.remote_address`` is then the address as dialled.
+        Listeners (:class:`ConnectionListener`) hear about every connection the client opens and
+        loses; ``conn.remote_address`` is then the address as dialled.
 
-    With ``config.credentials`` every request sent is signed for RocketMQ 4.9's ACL
-    (:class:`~rocketq.remoting.acl.AclSigningHook`), after any other hook has run.
+    With ``config.tls.enable`` every connection speaks TLS (RocketMQ's ``useTLS``); a failed
+        handshake is a RemotingConnectError naming the server and what failed.
+        With ``config.credentials`` every request sent is signed for RocketMQ 4.9's ACL
+        (:class:`~rocketq.remoting.acl.AclSigningHook`), after any other hook has run.
     """
 
     def __init__(
@@ -90,6 +94,8 @@ class RemotingClient(Endpoint, AsyncStartClose):
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Task[RemotingConnection]] = {}
         self._closed = False
+        #: the SSL context of ``config.tls`` (None: plaintext); its files are read now
+        self.ssl_context = client_context(self.config.tls)
         self._signer: AclSigningHook | None = None
         if self.config.credentials is not None:
             self._signer = AclSigningHook(self.config.credentials)
@@ -185,12 +191,27 @@ class RemotingClient(Endpoint, AsyncStartClose):
             settings = ConnectionSettings.of(cfg, close_idle=True, close_on_timeout=cfg.close_on_timeout)
             return self._connection(settings, remote_address=addr)
 
+        ctx = self.ssl_context
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), cfg.connect_timeout)
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(
+                    factory,
+                    host,
+                    port,
+                    ssl=ctx,
+                    server_hostname=host if ctx is not None else None,
+                    ssl_handshake_timeout=cfg.connect_timeout if ctx is not None else None,
+                ),
+                cfg.connect_timeout,
+            )
         except TimeoutError:
             raise RemotingConnectError(
                 f"cannot connect to {addr}: no answer within {cfg.connect_timeout:g}s"
             ) from None
+        except (ssl.SSLError, ssl.CertificateError, ConnectionError) as exc:
+            if ctx is None:
+                raise RemotingConnectError(f"cannot connect to {addr}: {exc.strerror or exc}") from exc
+            raise RemotingConnectError(tls_failure(addr, exc)) from exc
         except OSError as exc:
             raise RemotingConnectError(f"cannot connect to {addr}: {exc.strerror or exc}") from exc
         if self._closed:
@@ -267,6 +288,20 @@ class RemotingClient(Endpoint, AsyncStartClose):
         except BrokerError as exc:
             add_call_note(exc, call, addr)
             raise
+
+
+def tls_failure(addr: str, exc: BaseException) -> str:
+    """One line for a TLS connection to ``addr`` that failed with ``exc``."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        why = (
+            f"its certificate is not trusted ({exc.verify_message or exc.reason}): name the CA "
+            "that signed it (--tls-ca, tls.client.trustCertPath)"
+        )
+    elif isinstance(exc, ssl.SSLError) and not isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+        why = f"{exc.reason or exc}"
+    else:
+        why = "the server closed the connection (is TLS on there? its tls.server.mode may be disabled)"
+    return f"cannot connect to {addr}: TLS handshake failed: {why}"
 
 
 def add_call_note(exc: BaseException, call: Call[object], addr: str) -> None:

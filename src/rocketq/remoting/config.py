@@ -14,6 +14,7 @@ from rocketq.errors import ConfigError
 from rocketq.protocol.acl import Credentials
 from rocketq.protocol.frame import DEFAULT_MAX_EXT_FIELDS, DEFAULT_MAX_FRAME_SIZE, DEFAULT_MAX_HEADER_SIZE
 from rocketq.remoting.guard import DEFAULT_REQUEST_LIMITS, RequestLimit
+from rocketq.remoting.tls import TlsClientConfig, TlsServerConfig
 
 __all__ = ["RemotingClientConfig", "ServerConfig"]
 
@@ -124,6 +125,9 @@ class ServerConfig:
     #: Seconds between two warnings about the same peer host and kind of misbehaviour (ours);
     #: the ones between are logged at DEBUG and counted in the next warning.
     peer_log_window: float = 60.0
+    #: TLS on this port: RocketMQ's ``tls.server.mode`` and certificate files
+    #: (:class:`~rocketq.remoting.tls.TlsServerConfig`; default: disabled, plaintext only).
+    tls: TlsServerConfig = field(default_factory=TlsServerConfig)
 
     def __post_init__(self) -> None:
         _check_positive("max_frame_size", self.max_frame_size)
@@ -180,6 +184,9 @@ class RemotingClientConfig:
     max_header_size: int = DEFAULT_MAX_HEADER_SIZE
     #: Most ext fields in one header (ours): as :attr:`ServerConfig.max_ext_fields`.
     max_ext_fields: int = DEFAULT_MAX_EXT_FIELDS
+    #: TLS to every server dialled: RocketMQ's ``tls.enable`` / ``useTLS`` and ``tls.client.*``
+    #: (:class:`~rocketq.remoting.tls.TlsClientConfig`; default: plaintext).
+    tls: TlsClientConfig = field(default_factory=TlsClientConfig)
 
     def __post_init__(self) -> None:
         _check_positive("connect_timeout", self.connect_timeout)

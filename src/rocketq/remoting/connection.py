@@ -88,6 +88,7 @@ from rocketq.remoting.idle import IdleWatch
 from rocketq.remoting.offload import TimeSlice
 from rocketq.remoting.outbox import Outbox
 from rocketq.remoting.settings import ConnectionEvents, ConnectionSettings, ServerParts
+from rocketq.remoting.tls import silent_close_hint
 
 __all__ = [
     "ConnectionListener",
@@ -199,6 +200,8 @@ class RemotingConnection(asyncio.Protocol):
         self._deadlines = DeadlineTimer(self, close_on_timeout=settings.close_on_timeout)
         #: True while the read loop runs (writes then wait for its end to be flushed together)
         self.processing = False
+        #: whether any byte came from the peer yet (a client's "closed before a word" hint)
+        self._heard = False
 
     def __repr__(self) -> str:
         state = "closed" if self._core.closed else "open"
@@ -336,8 +339,12 @@ class RemotingConnection(asyncio.Protocol):
         self._idle.last_activity = now = self.loop.time()
         if core.closed:
             return
+        heard, self._heard = self._heard, True
         error = core.receive_data(data, now)
         if error is not None:  # the decoder checks a frame's length word as soon as it arrives
+            if not heard and data[:1] == b"\x16" and self._server is not None:
+                self._tls_refused()
+                return
             self._protocol_error(error.exc)
             return
         if not core.reading_paused and not self.processing:
@@ -346,14 +353,14 @@ class RemotingConnection(asyncio.Protocol):
             self._over_budget()
 
     def eof_received(self) -> bool | None:
-        self._set_reason(f"{self.remote_address} closed the connection")
+        self._set_reason(f"{self.remote_address} closed the connection{self._silent_hint()}")
         return None  # let the transport close itself
 
     def connection_lost(self, exc: Exception | None) -> None:
         if exc is not None:
-            self._set_reason(f"connection to {self.remote_address} lost: {exc}")
+            self._set_reason(f"connection to {self.remote_address} lost: {exc}{self._silent_hint()}")
         else:
-            self._set_reason(f"connection to {self.remote_address} closed")
+            self._set_reason(f"connection to {self.remote_address} closed{self._silent_hint()}")
         self._mark_closed()
         self._core.release_budget()
         self._idle.stop()
@@ -466,6 +473,24 @@ class RemotingConnection(asyncio.Protocol):
             held,
         )
         self.abort(f"the server's input buffers are full ({budget.used} of {budget.limit} bytes)")
+
+    def _silent_hint(self) -> str:
+        """For a client whose server closed before sending a byte: the likely reason."""
+        if self._heard or self._server is not None:
+            return ""
+        transport = self.transport
+        return silent_close_hint(transport is not None and transport.get_extra_info("ssl_object") is not None)
+
+    def _tls_refused(self) -> None:
+        """A TLS ClientHello reached a plaintext port: close, saying so (4.9's warning)."""
+        self._peer_log.report(
+            self.remote_address,
+            "not-a-frame",
+            self.loop.time(),
+            "%r: closing the connection: its peer wants TLS, and TLS is disabled on this port",
+            self,
+        )
+        self.close(f"{self.remote_address} wants TLS, and TLS is disabled on this port")
 
     def _protocol_error(self, exc: Exception) -> None:
         """The peer's bytes cannot be decoded: close this connection (the stream cannot resynchronise)."""

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 
 from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
+from rocketq.remoting.acceptor import TlsAcceptor, listen_socket
 from rocketq.remoting.admission import FastFail
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
@@ -24,6 +26,7 @@ from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import InputBudget, PeerLog
 from rocketq.remoting.offload import Offloader
 from rocketq.remoting.settings import ConnectionSettings, ServerParts
+from rocketq.remoting.tls import server_context
 
 __all__ = ["RemotingServer"]
 
@@ -43,6 +46,10 @@ class RemotingServer(Endpoint, AsyncStartClose):
     ``on_connect``, ``on_close`` (once per connection, whatever closed it) and ``on_idle`` (after
     ``config.idle_timeout`` seconds without traffic; the server then closes the connection unless
     ``config.close_idle`` is false, as RocketMQ's server does).
+
+    ``config.tls`` sets RocketMQ's TLS mode (:mod:`rocketq.remoting.tls`): disabled (plaintext, the
+    default), permissive (each connection's first byte picks TLS or plaintext) or enforcing (TLS
+    only); a certificate file that cannot be read is a ConfigError here, before anything binds.
     """
 
     def __init__(
@@ -58,6 +65,9 @@ class RemotingServer(Endpoint, AsyncStartClose):
         self.config = config if config is not None else ServerConfig()
         super().__init__(listener)
         self._server: asyncio.Server | None = None
+        #: the SSL context of ``config.tls`` (None: TLS disabled); its files are read now
+        self.ssl_context = server_context(self.config.tls)
+        self._acceptor: TlsAcceptor | None = None
         self._connections: set[RemotingConnection] = set()
         self._port: int | None = None
         self._closing = False
@@ -109,31 +119,57 @@ class RemotingServer(Endpoint, AsyncStartClose):
 
     @property
     def is_serving(self) -> bool:
+        if self._acceptor is not None:
+            return self._acceptor.is_serving()
         return self._server is not None and self._server.is_serving()
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Bind and start accepting connections."""
-        if self._server is not None:
+        if self._server is not None or self._acceptor is not None:
             raise ClientStateError(f"{self!r} is already started")
         if self._closing:
             raise ClientStateError(f"{self!r} is closed; make a new one")
         loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(
-                self._new_connection,
-                self.host,
-                self._requested_port,
-                backlog=self.config.backlog,
-                reuse_address=True,
-            )
+            if self.ssl_context is None:
+                self._server = await loop.create_server(
+                    self._new_connection,
+                    self.host,
+                    self._requested_port,
+                    backlog=self.config.backlog,
+                    reuse_address=True,
+                )
+                sock = self._server.sockets[0]
+            else:
+                sock = self._start_tls_acceptor()
         except OSError as exc:
             raise RemotingError(f"cannot listen on {self.host}:{self._requested_port}: {exc}") from exc
-        self._port = self._server.sockets[0].getsockname()[1]
-        logger.info("remoting server listening on %s", self.address)
+        self._port = sock.getsockname()[1]
+        logger.info("remoting server listening on %s (TLS %s)", self.address, self.config.tls.mode)
         if self.config.frame_read_timeout is not None:
             self._schedule_sweep()
+
+    def _start_tls_acceptor(self) -> socket.socket:
+        """Bind, listen, and accept through a :class:`TlsAcceptor` (the permissive and enforcing
+        modes: each connection's first byte is looked at before it is served)."""
+        assert self.ssl_context is not None
+        sock = listen_socket(self.host, self._requested_port, self.config.backlog)
+        self._acceptor = TlsAcceptor(
+            sock,
+            self._new_connection,
+            self.ssl_context,
+            self.config.tls.mode,
+            handshake_timeout=self.config.tls.handshake_timeout,
+            on_refused=self._refused,
+            admit=lambda pending: len(self._connections) + pending < self.config.max_connections,
+        )
+        self._acceptor.start()
+        return sock
+
+    def _refused(self, peer: str, kind: str, reason: str) -> None:
+        self.peer_log.report(peer, kind, asyncio.get_running_loop().time(), "%s", reason)
 
     async def serve_forever(self) -> None:
         """Start if not started, then return only once :meth:`close` has finished."""
@@ -156,6 +192,9 @@ class RemotingServer(Endpoint, AsyncStartClose):
         server, self._server = self._server, None
         if server is not None:
             server.close()
+        acceptor, self._acceptor = self._acceptor, None
+        if acceptor is not None:
+            await acceptor.close()
         connections = list(self._connections)
         if grace > 0:
             running: list[asyncio.Task[None]] = []

@@ -352,7 +352,10 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
     """
     reader = _RangeReader(part, options)
     with BlockingClient(
-        list(options.namesrv), timeout=options.timeout, credentials=options.credentials
+        list(options.namesrv),
+        timeout=options.timeout,
+        credentials=options.credentials,
+        tls=options.tls,
     ) as io:
         while reader.pos < reader.end:
             last = None
@@ -514,7 +517,10 @@ class _Planner:
     def io(self) -> BlockingClient:
         if self._io is None:
             self._io = BlockingClient(
-                list(self.options.namesrv), timeout=self.options.timeout, credentials=self.options.credentials
+                list(self.options.namesrv),
+                timeout=self.options.timeout,
+                credentials=self.options.credentials,
+                tls=self.options.tls,
             )
         return self._io
 

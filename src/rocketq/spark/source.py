@@ -31,7 +31,8 @@ Options (keys are case-insensitive; docs/spark.md has the table, and Kafka's opt
 * to (batch reads): ``endingOffsets``, ``endingTimestamp``, ``endingOffsetsByTimestamp``;
 * how much (streams): ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` with ``maxTriggerDelay``;
 * how: ``tags``, ``failOnDataLoss``, ``minPartitions``, ``pullBatchSize``, ``pullBatchBytes``,
-  ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``;
+  ``maxMessagesPerPartition``, ``group``, ``timeout``, ``arrowBatches``; ``tls.enable`` and
+  ``tls.client.*`` (RocketMQ's names: TLS to the servers, docs/security.md);
 * writes: ``producerGroup``, ``sendBatchSize``, ``sendBatchBytes``, ``exactlyOnce``;
 * who (a broker with ACL on): ``accessKey`` and ``secretKey``, which sign every request
   (Spark's ``spark.redaction.regex`` hides ``secretKey``'s value in plans and the UI).
@@ -62,7 +63,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
-from rocketq.client.config import credentials_of, resolve_namesrv
+from rocketq.client.config import TlsClientConfig, credentials_of, resolve_namesrv
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
 from rocketq.protocol.acl import Credentials
@@ -128,6 +129,13 @@ _NAMES: Final = (
     "exactlyOnce",
     "timeout",
     "arrowBatches",
+    # TLS, by RocketMQ's client property names (tls.enable, tls.client.*)
+    "tls.enable",
+    "tls.client.trustCertPath",
+    "tls.client.certPath",
+    "tls.client.keyPath",
+    "tls.client.authServer",
+    # ACL: the account every request is signed for
     "accessKey",
     "secretKey",
     # options Spark itself (or users by habit) pass to every source and sink
@@ -192,6 +200,7 @@ class SourceOptions:
     exactly_once: bool = True
     timeout: float = 10.0
     arrow_batches: bool = True
+    tls: TlsClientConfig | None = None
     #: The ACL account every request is signed for (``accessKey`` / ``secretKey``).
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
@@ -336,6 +345,7 @@ def parse_options(
         exactly_once=_bool(opts, "exactlyonce", True),
         timeout=timeout,
         arrow_batches=_bool(opts, "arrowbatches", True),
+        tls=_tls(opts),
         access_key=access_key,
         secret_key=secret_key,
     )
@@ -563,6 +573,32 @@ def _trigger_limits(opts: Mapping[str, str], *, batch: bool) -> tuple[int | None
     if "maxtriggerdelay" in opts:
         max_delay = parse_duration(opts["maxtriggerdelay"], "maxTriggerDelay")
     return max_per_trigger, min_per_trigger, max_delay
+
+
+def _tls(opts: Mapping[str, str]) -> TlsClientConfig | None:
+    """The ``tls.*`` options: ``None`` (plaintext) unless ``tls.enable`` is true. The files are
+    read by each executor's client; a file missing on the driver is refused here already."""
+    if not _bool(opts, "tls.enable", False):
+        given = [OPTION_NAMES[k] for k in opts if k.startswith("tls.")]
+        if given:
+            raise ConfigError(f"option {given[0]!r} needs 'tls.enable' set to true")
+        return None
+    auth_server = _bool(opts, "tls.client.authserver", True)
+    try:
+        config = TlsClientConfig(
+            enable=True,
+            trust_cert_path=opts.get("tls.client.trustcertpath") or None,
+            cert_path=opts.get("tls.client.certpath") or None,
+            key_path=opts.get("tls.client.keypath") or None,
+            auth_server=auth_server,
+        )
+        config.context()  # the files read now: one that cannot be is this ConfigError
+    except ConfigError as exc:  # "tls.client.trustCertPath: no such file ..." -> "option '...': ..."
+        name, sep, rest = str(exc).partition(": ")
+        if sep and name in OPTION_NAMES.values():
+            raise ConfigError(f"option {name!r}: {rest}") from None
+        raise
+    return config
 
 
 def _timeout(opts: Mapping[str, str]) -> float:

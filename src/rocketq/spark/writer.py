@@ -572,7 +572,10 @@ def send_rows(
     default_topic = options.topics[0] if options.topics else None
     row = 0
     with BlockingClient(
-        list(options.namesrv), timeout=options.timeout, credentials=options.credentials
+        list(options.namesrv),
+        timeout=options.timeout,
+        credentials=options.credentials,
+        tls=options.tls,
     ) as io:
         for batch in batches:
             ids = None

@@ -728,7 +728,7 @@ class ProducerCore:
                     assert api is not None
                     cfg = api.remoting.config
                     tc = ThreadConnections(
-                        connect_timeout=cfg.connect_timeout, max_frame_size=cfg.max_frame_size
+                        connect_timeout=cfg.connect_timeout, max_frame_size=cfg.max_frame_size, tls=cfg.tls
                     )
                     self._thread_connections = tc
         return tc

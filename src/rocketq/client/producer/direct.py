@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from rocketq.errors import RemotingClosedError, RemotingTimeoutError
 from rocketq.protocol.command import RemotingCommand
 from rocketq.remoting import BlockingRemotingClient, RemotingConnection, RPCHook
+from rocketq.remoting.tls import TlsClientConfig
 
 __all__ = ["ThreadConnections"]
 
@@ -53,7 +54,15 @@ class _Entry:
 class ThreadConnections:
     """One blocking socket per (calling thread, broker address); see the module doc."""
 
-    def __init__(self, *, connect_timeout: float, max_frame_size: int, max_idle: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        connect_timeout: float,
+        max_frame_size: int,
+        max_idle: float = 60.0,
+        tls: TlsClientConfig | None = None,
+    ) -> None:
+        self.tls = tls
         self.connect_timeout = connect_timeout
         self.max_frame_size = max_frame_size
         self.max_idle = max_idle
@@ -79,7 +88,7 @@ class ThreadConnections:
             entry = None
         if entry is None:
             client = BlockingRemotingClient(
-                addr, connect_timeout=self.connect_timeout, max_frame_size=self.max_frame_size
+                addr, connect_timeout=self.connect_timeout, max_frame_size=self.max_frame_size, tls=self.tls
             )
             entry = _Entry(client, conn, threading.current_thread())
             with self._lock:

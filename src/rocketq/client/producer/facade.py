@@ -76,6 +76,7 @@ def trace_dispatcher(
         namesrv=client_config.namesrv,
         client_ip=client_config.client_ip,
         instance_name=f"{TRACE_INSTANCE_NAME}_{namesrv}",
+        tls=client_config.tls,
     )
     # Java caps its trace producer at 118,000 bytes too, yet packs until a message *reaches* that
     # size, so a full pack is refused; ours keeps the producer's default limit
