@@ -47,7 +47,7 @@ from rocketq.protocol.ha import (
     encode_transfer_header,
 )
 from rocketq.remoting import RemotingClient, RemotingClientConfig
-from rocketq.remoting.acceptor import TlsAcceptor, listen_socket
+from rocketq.remoting.acceptor import TlsAcceptor, close_listening, listen_socket
 from rocketq.remoting.tls import TlsClientConfig, TlsServerConfig, client_context, server_context
 from rocketq.store import MessageStore, write_atomically
 from rocketq.tasks import cancel_and_wait
@@ -163,11 +163,8 @@ class HAMaster:
 
     async def close(self) -> None:
         server, self._server = self._server, None
-        if server is not None:
-            server.close()
         acceptor, self._acceptor = self._acceptor, None
-        if acceptor is not None:
-            await acceptor.close()
+        await close_listening(server, acceptor)
         for task in list(self._links):
             task.cancel()
         if self._links:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from rocketq.remoting.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
-__all__ = ["TlsAcceptor", "listen_socket"]
+__all__ = ["TlsAcceptor", "close_listening", "listen_socket"]
 
 logger = logging.getLogger(__name__)
 
@@ -173,3 +173,11 @@ class TlsAcceptor:
             finally:
                 with contextlib.suppress(Exception):
                     loop.remove_reader(fd)
+
+
+async def close_listening(server: asyncio.Server | None, acceptor: TlsAcceptor | None) -> None:
+    """Stop accepting on a port: its plain asyncio server, its TLS acceptor (either ``None``)."""
+    if server is not None:
+        server.close()
+    if acceptor is not None:
+        await acceptor.close()

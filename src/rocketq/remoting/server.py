@@ -18,7 +18,7 @@ import socket
 
 from rocketq.errors import ClientStateError, RemotingError
 from rocketq.lifecycle import AsyncStartClose
-from rocketq.remoting.acceptor import TlsAcceptor, listen_socket
+from rocketq.remoting.acceptor import TlsAcceptor, close_listening, listen_socket
 from rocketq.remoting.admission import FastFail
 from rocketq.remoting.config import ServerConfig
 from rocketq.remoting.connection import ConnectionListener, RemotingConnection
@@ -190,11 +190,8 @@ class RemotingServer(Endpoint, AsyncStartClose):
             self._sweeper.cancel()
             self._sweeper = None
         server, self._server = self._server, None
-        if server is not None:
-            server.close()
         acceptor, self._acceptor = self._acceptor, None
-        if acceptor is not None:
-            await acceptor.close()
+        await close_listening(server, acceptor)
         connections = list(self._connections)
         if grace > 0:
             running: list[asyncio.Task[None]] = []

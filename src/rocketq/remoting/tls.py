@@ -26,6 +26,7 @@ import functools
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from rocketq.errors import ConfigError
 
@@ -59,22 +60,24 @@ class ClientAuth(enum.StrEnum):
     REQUIRE = "require"
 
 
-def _mode(value: str) -> TlsMode:
+_E = TypeVar("_E", bound=enum.StrEnum)
+
+
+def _choice(cls: type[_E], name: str, value: str) -> _E:
+    """``value`` as one of ``cls``'s members (case and spaces aside), else one line naming them."""
     try:
-        return TlsMode(value.strip().lower())
+        return cls(value.strip().lower())
     except ValueError:
-        raise ConfigError(
-            f"tls.server.mode must be disabled, permissive or enforcing, not {value!r}"
-        ) from None
+        *most, last = [member.value for member in cls]
+        raise ConfigError(f"{name} must be {', '.join(most)} or {last}, not {value!r}") from None
+
+
+def _mode(value: str) -> TlsMode:
+    return _choice(TlsMode, "tls.server.mode", value)
 
 
 def _client_auth(value: str) -> ClientAuth:
-    try:
-        return ClientAuth(value.strip().lower())
-    except ValueError:
-        raise ConfigError(
-            f"tls.server.need.client.auth must be none, optional or require, not {value!r}"
-        ) from None
+    return _choice(ClientAuth, "tls.server.need.client.auth", value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -351,12 +351,7 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
     truncated) is data loss too.
     """
     reader = _RangeReader(part, options)
-    with BlockingClient(
-        list(options.namesrv),
-        timeout=options.timeout,
-        credentials=options.credentials,
-        tls=options.tls,
-    ) as io:
+    with options.client() as io:
         while reader.pos < reader.end:
             last = None
             for result in io.pull_range(
@@ -516,12 +511,7 @@ class _Planner:
     @property
     def io(self) -> BlockingClient:
         if self._io is None:
-            self._io = BlockingClient(
-                list(self.options.namesrv),
-                timeout=self.options.timeout,
-                credentials=self.options.credentials,
-                tls=self.options.tls,
-            )
+            self._io = self.options.client()
         return self._io
 
     def __getstate__(self) -> dict[str, Any]:

@@ -63,6 +63,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
+from rocketq.client.blocking import BlockingClient
 from rocketq.client.config import TlsClientConfig, credentials_of, resolve_namesrv
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
@@ -209,6 +210,12 @@ class SourceOptions:
     def credentials(self) -> Credentials | None:
         """The keys requests are signed with (``None``: unsigned)."""
         return credentials_of(self.access_key, self.secret_key)
+
+    def client(self) -> BlockingClient:
+        """A blocking client of these name servers, with this timeout, account and TLS."""
+        return BlockingClient(
+            list(self.namesrv), timeout=self.timeout, credentials=self.credentials, tls=self.tls
+        )
 
     @property
     def pull_group(self) -> str:

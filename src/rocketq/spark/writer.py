@@ -571,12 +571,7 @@ def send_rows(
     senders: dict[str, _TopicSender] = {}
     default_topic = options.topics[0] if options.topics else None
     row = 0
-    with BlockingClient(
-        list(options.namesrv),
-        timeout=options.timeout,
-        credentials=options.credentials,
-        tls=options.tls,
-    ) as io:
+    with options.client() as io:
         for batch in batches:
             ids = None
             if scope is not None and options.exactly_once and batch.num_rows:
