@@ -24,7 +24,7 @@ from rocketq.remoting import (
     describe_exception,
     parse_address,
 )
-from rocketq.remoting.connection import format_address
+from rocketq.remoting.handlers import format_address
 from rocketq.remoting.loop import loop_factory, new_event_loop, run, uvloop_available, uvloop_enabled
 from rocketq.remoting.settings import ConnectionEvents, ConnectionSettings
 

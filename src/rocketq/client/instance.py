@@ -59,7 +59,8 @@ from rocketq.client.producer.core import ProducerCore
 from rocketq.errors import ClientStateError, ConfigError
 from rocketq.remoting.client import RemotingClient
 from rocketq.remoting.config import RemotingClientConfig
-from rocketq.remoting.connection import ConnectionListener, RemotingConnection
+from rocketq.remoting.connection import RemotingConnection
+from rocketq.remoting.handlers import ConnectionListener
 
 __all__ = ["CLIENT_INNER_PRODUCER_GROUP", "ClientInstance", "ConsumerInner", "ProducerInner"]
 

@@ -22,12 +22,12 @@ from rocketq.remoting.acl import AclSigningHook
 from rocketq.remoting.blocking import BlockingHandler, BlockingRemotingClient
 from rocketq.remoting.client import RemotingClient, parse_address
 from rocketq.remoting.config import RemotingClientConfig, ServerConfig
-from rocketq.remoting.connection import (
+from rocketq.remoting.connection import RemotingConnection
+from rocketq.remoting.handlers import (
     ConnectionListener,
     Handler,
     HandlerResult,
     HandlerTable,
-    RemotingConnection,
     RPCHook,
     describe_exception,
 )

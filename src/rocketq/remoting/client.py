@@ -32,10 +32,10 @@ from rocketq.protocol.calls import Call
 from rocketq.protocol.command import RemotingCommand
 from rocketq.remoting.acl import AclSigningHook
 from rocketq.remoting.config import RemotingClientConfig
-from rocketq.remoting.connection import ConnectionListener, RemotingConnection
+from rocketq.remoting.connection import RemotingConnection
 from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import PeerLog
-from rocketq.remoting.handlers import RPCHook
+from rocketq.remoting.handlers import ConnectionListener, RPCHook
 from rocketq.remoting.settings import ConnectionSettings
 from rocketq.remoting.tls import client_context
 

@@ -74,13 +74,8 @@ from rocketq.remoting.deadlines import DeadlineTimer
 from rocketq.remoting.dispatch import Dispatcher
 from rocketq.remoting.guard import PeerLog, limits_check_from
 from rocketq.remoting.handlers import (
-    ConnectionListener,
     Handler,
-    HandlerResult,
     HandlerTable,
-    RequestGuard,
-    RPCHook,
-    describe_exception,
     format_address,
 )
 from rocketq.remoting.handover import HandoverQueue, Waiter
@@ -90,17 +85,7 @@ from rocketq.remoting.outbox import Outbox
 from rocketq.remoting.settings import ConnectionEvents, ConnectionSettings, ServerParts
 from rocketq.remoting.tls import silent_close_hint
 
-__all__ = [
-    "ConnectionListener",
-    "Handler",
-    "HandlerResult",
-    "HandlerTable",
-    "RPCHook",
-    "RemotingConnection",
-    "RequestGuard",
-    "describe_exception",
-    "format_address",
-]
+__all__ = ["RemotingConnection"]  # what plugs into it: rocketq.remoting.handlers
 
 logger = logging.getLogger(__name__)
 

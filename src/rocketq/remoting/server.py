@@ -21,9 +21,10 @@ from rocketq.lifecycle import AsyncStartClose
 from rocketq.remoting.acceptor import TlsAcceptor, close_listening, listen_socket
 from rocketq.remoting.admission import FastFail
 from rocketq.remoting.config import ServerConfig
-from rocketq.remoting.connection import ConnectionListener, RemotingConnection
+from rocketq.remoting.connection import RemotingConnection
 from rocketq.remoting.endpoint import Endpoint
 from rocketq.remoting.guard import InputBudget, PeerLog
+from rocketq.remoting.handlers import ConnectionListener
 from rocketq.remoting.offload import Offloader
 from rocketq.remoting.settings import ConnectionSettings, ServerParts
 from rocketq.remoting.tls import server_context
