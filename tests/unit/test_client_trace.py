@@ -10,7 +10,7 @@ import concurrent.futures
 import json
 import threading
 
-from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
+from rocketq.client.message import AnsweredSend, ConsumeConcurrentlyStatus, SendResult, SendStatus
 from rocketq.client.rebalance.log import RebalanceLog, RebalanceRecord, RebalanceTrigger
 from rocketq.client.trace import (
     CLIENT_ID_PROPERTY,
@@ -266,16 +266,17 @@ def test_producer_hook_writes_pub_in_java_layout() -> None:
     d = TraceDispatcher("PG", "PRODUCER", client_id="10.0.0.1@p", send=rec, wait_threshold=0.01)
     tracing = ProducerTracing(d)
     props = {MessageConst.TAGS: "TagA", MessageConst.KEYS: "order-1", MessageConst.UNIQ_KEY: "x"}
-    tracing.on_send(group="PG", topic="T", properties=props, body_length=11, broker_addr="127.0.0.1:10911",
-                    begin_ms=1_700_000_000_000, result=send_result())  # fmt: skip
-    tracing.on_send(group="PG", topic="T", properties={MessageConst.DELAY: "3"}, body_length=1,
+    tracing.on_send(AnsweredSend(group="PG", topic="T", properties=props, body_length=11,
                     broker_addr="127.0.0.1:10911", begin_ms=1_700_000_000_000,
-                    result=send_result(status=SendStatus.FLUSH_DISK_TIMEOUT))  # fmt: skip
+                    result=send_result()))  # fmt: skip
+    tracing.on_send(AnsweredSend(group="PG", topic="T", properties={MessageConst.DELAY: "3"}, body_length=1,
+                    broker_addr="127.0.0.1:10911", begin_ms=1_700_000_000_000,
+                    result=send_result(status=SendStatus.FLUSH_DISK_TIMEOUT)))  # fmt: skip
     # not traced: the broker switched tracing off; a trace-topic send
-    tracing.on_send(group="PG", topic="T", properties=props, body_length=11, broker_addr="b",
-                    begin_ms=1, result=send_result(trace_on=False))  # fmt: skip
-    tracing.on_send(group="PG", topic=RMQ_SYS_TRACE_TOPIC, properties=props, body_length=11,
-                    broker_addr="b", begin_ms=1, result=send_result())  # fmt: skip
+    tracing.on_send(AnsweredSend(group="PG", topic="T", properties=props, body_length=11, broker_addr="b",
+                    begin_ms=1, result=send_result(trace_on=False)))  # fmt: skip
+    tracing.on_send(AnsweredSend(group="PG", topic=RMQ_SYS_TRACE_TOPIC, properties=props, body_length=11,
+                    broker_addr="b", begin_ms=1, result=send_result()))  # fmt: skip
     d.start()
     tracing.shutdown()
     (msg,) = rec.sent

@@ -9,23 +9,57 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from rocketq.errors import ConfigError
-from rocketq.models import MessageQueue, PullStatus, SendResult, SendStatus
+from rocketq.models import LocalTransactionState, MessageQueue, PullStatus, SendResult, SendStatus
 from rocketq.protocol.message import Message as _ProtocolMessage
 from rocketq.protocol.message import MessageExt
 
 __all__ = [
+    "AnsweredSend",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
+    "EndedTransaction",
     "Message",
     "MessageExt",
     "PullStatus",
     "SendResult",
     "SendStatus",
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnsweredSend:
+    """A send the broker answered, as a traced producer's hook sees it (Java's
+    ``SendMessageContext``): the producer group, the topic, the properties sent (``None`` for a
+    batch's), the body's length, the broker's address, when the send began (epoch ms) and its
+    result."""
+
+    group: str
+    topic: str
+    properties: dict[str, str] | None
+    body_length: int
+    broker_addr: str
+    begin_ms: int
+    result: SendResult
+    batch: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndedTransaction:
+    """A transaction ended, as a traced producer's hook sees it (Java's ``EndTransactionContext``):
+    the producer group, the half message and its id, the broker told, the state, and whether the
+    broker's check asked (else the local transaction's end)."""
+
+    group: str
+    msg: _ProtocolMessage
+    msg_id: str
+    broker_addr: str
+    state: LocalTransactionState
+    from_check: bool
 
 
 class Message(_ProtocolMessage):

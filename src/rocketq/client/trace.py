@@ -80,10 +80,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from rocketq.client.ids import next_uniq_id
-from rocketq.client.message import ConsumeConcurrentlyStatus, SendResult, SendStatus
+from rocketq.client.message import AnsweredSend, ConsumeConcurrentlyStatus, EndedTransaction, SendStatus
 from rocketq.client.rebalance.log import RebalanceRecord
 from rocketq.clock import now_ms
-from rocketq.models import LocalTransactionState
 from rocketq.protocol.bodies import java_hash_order
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
@@ -437,24 +436,14 @@ class ProducerTracing:
     def __init__(self, dispatcher: TraceDispatcher) -> None:
         self.dispatcher = dispatcher
 
-    def on_send(
-        self,
-        *,
-        group: str,
-        topic: str,
-        properties: dict[str, str] | None,
-        body_length: int,
-        broker_addr: str,
-        begin_ms: int,
-        result: SendResult,
-        batch: bool = False,
-    ) -> None:
-        """Record one answered send that began at ``begin_ms`` (``sendMessageAfter``)."""
+    def on_send(self, send: AnsweredSend) -> None:
+        """Record one answered send (``sendMessageAfter``)."""
+        topic, result, begin_ms = send.topic, send.result, send.begin_ms
         if topic.startswith(self.dispatcher.trace_topic) or topic == REBALANCE_TOPIC:
             return
         if not result.region_id or not result.trace_on:
             return
-        props = None if batch else properties
+        props = None if send.batch else send.properties
         cost = now_ms() - begin_ms
         bean = TraceBean(
             topic=topic,
@@ -462,16 +451,16 @@ class ProducerTracing:
             offset_msg_id=result.offset_msg_id,
             tags=_text(props.get(MessageConst.TAGS) if props else None),
             keys=_text(props.get(MessageConst.KEYS) if props else None),
-            store_host=broker_addr,
+            store_host=send.broker_addr,
             store_time=begin_ms + cost // 2,
-            body_length=body_length,
+            body_length=send.body_length,
             msg_type=_msg_type(props),
         )
         ctx = TraceContext(
             trace_type=TraceType.PUB,
             timestamp=begin_ms,
             region_id=result.region_id,
-            group_name=group,
+            group_name=send.group,
             cost_time=cost,
             success=result.status is SendStatus.SEND_OK,
             request_id=next_uniq_id(),
@@ -480,36 +469,28 @@ class ProducerTracing:
         raw_keys = props.get(MessageConst.KEYS) if props else None
         self.dispatcher.append_encoded(encode_trace((ctx,)), _trans_keys(((result.msg_id, raw_keys),)))
 
-    def on_end_transaction(
-        self,
-        *,
-        group: str,
-        msg: ProtocolMessage,
-        msg_id: str,
-        broker_addr: str,
-        state: LocalTransactionState,
-        from_check: bool,
-    ) -> None:
+    def on_end_transaction(self, ended: EndedTransaction) -> None:
         """Record the end of a transaction, sent after the local transaction or answering the
         broker's check (``EndTransactionTraceHookImpl``): an EndTransaction line with the
         message's topic, tags and keys, the broker, the state and whether a check asked."""
+        msg, msg_id = ended.msg, ended.msg_id
         props = msg.properties
         bean = TraceBean(
             topic=msg.topic,
             msg_id=msg_id,
             tags=_text(props.get(MessageConst.TAGS)),
             keys=_text(props.get(MessageConst.KEYS)),
-            store_host=broker_addr,
+            store_host=ended.broker_addr,
             msg_type=TraceMessageType.TRANS_COMMIT,
             transaction_id=_text(props.get(MessageConst.UNIQ_KEY)),
-            transaction_state=state,
-            from_transaction_check=from_check,
+            transaction_state=ended.state,
+            from_transaction_check=ended.from_check,
         )
         ctx = TraceContext(
             trace_type=TraceType.END_TRANSACTION,
             timestamp=now_ms(),
             region_id=props.get(MessageConst.MSG_REGION) or DEFAULT_REGION,
-            group_name=group,
+            group_name=ended.group,
             beans=(bean,),
         )
         self.dispatcher.append_encoded(

@@ -43,7 +43,7 @@ from rocketq.client.api import ClientAPI
 from rocketq.client.config import ProducerConfig
 from rocketq.client.ids import next_uniq_id
 from rocketq.client.loop_thread import LoopThread
-from rocketq.client.message import SendResult, SendStatus
+from rocketq.client.message import AnsweredSend, EndedTransaction, SendResult, SendStatus
 from rocketq.client.producer.direct import ThreadConnections
 from rocketq.client.producer.overload import BrokerBackoff, InFlightLimit, RetryBudget
 from rocketq.client.producer.request import prepare_request
@@ -62,7 +62,7 @@ from rocketq.errors import (
     TopicNotExistError,
 )
 from rocketq.logsummary import LogSummary
-from rocketq.models import LocalTransactionState, MessageQueue
+from rocketq.models import MessageQueue
 from rocketq.protocol.bodies import TopicRouteData
 from rocketq.protocol.calls import SendOrigin, SendPayload, SendResponse, parse_send_response, send_request
 from rocketq.protocol.codes import ResponseCode
@@ -133,29 +133,9 @@ class SendTraceHook(Protocol):
     of each transaction (``EndTransactionHook``); implemented by
     :class:`rocketq.client.trace.ProducerTracing`."""
 
-    def on_send(
-        self,
-        *,
-        group: str,
-        topic: str,
-        properties: dict[str, str] | None,
-        body_length: int,
-        broker_addr: str,
-        begin_ms: int,
-        result: SendResult,
-        batch: bool = False,
-    ) -> None: ...
+    def on_send(self, send: AnsweredSend) -> None: ...
 
-    def on_end_transaction(
-        self,
-        *,
-        group: str,
-        msg: ProtocolMessage,
-        msg_id: str,
-        broker_addr: str,
-        state: LocalTransactionState,
-        from_check: bool,
-    ) -> None: ...
+    def on_end_transaction(self, ended: EndedTransaction) -> None: ...
 
     def shutdown(self) -> None: ...
 
@@ -604,9 +584,11 @@ class ProducerCore:
         )
         if self.trace is not None:
             self.trace.on_send(
-                group=self.group, topic=topic, properties=p.properties,
-                body_length=len(p.body), broker_addr=addr, begin_ms=begin_ms, result=result,
-                batch=p.batch,
+                AnsweredSend(
+                    group=self.group, topic=topic, properties=p.properties,
+                    body_length=len(p.body), broker_addr=addr, begin_ms=begin_ms, result=result,
+                    batch=p.batch,
+                )
             )  # fmt: skip
         return result
 

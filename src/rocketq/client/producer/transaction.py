@@ -51,7 +51,7 @@ from typing import Any
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.ids import next_uniq_id
 from rocketq.client.instance import ClientInstance
-from rocketq.client.message import SendResult, SendStatus
+from rocketq.client.message import EndedTransaction, SendResult, SendStatus
 from rocketq.client.producer.core import ProducerContext, ProducerCore
 from rocketq.client.producer.facade import Producer, start_tracing
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
@@ -222,8 +222,10 @@ class TransactionProducerCore(ProducerCore):
             raise ClientStateError(f"The broker[{result.message_queue.broker_name}] not exist")
         if self.trace is not None:
             self.trace.on_end_transaction(
-                group=self.group, msg=msg, msg_id=result.msg_id, broker_addr=addr, state=state,
-                from_check=False,
+                EndedTransaction(
+                    group=self.group, msg=msg, msg_id=result.msg_id, broker_addr=addr, state=state,
+                    from_check=False,
+                )
             )  # fmt: skip
         api = self.instance.api
         assert api is not None
@@ -271,8 +273,10 @@ class TransactionProducerCore(ProducerCore):
             )
             if self.trace is not None:
                 self.trace.on_end_transaction(
-                    group=self.group, msg=msg, msg_id=answer.msg_id, broker_addr=addr, state=state,
-                    from_check=True,
+                    EndedTransaction(
+                        group=self.group, msg=msg, msg_id=answer.msg_id, broker_addr=addr,
+                        state=state, from_check=True,
+                    )
                 )  # fmt: skip
             try:
                 self.instance.loop_thread.call(self._answer(addr, answer, remark), timeout=10.0)
