@@ -45,17 +45,23 @@ def slave_config(cluster: ClusterThread, tmp_path: Path, **overrides: object) ->
     return replace(cfg, **overrides)  # type: ignore[arg-type]
 
 
+def wait_linked(cluster: ClusterThread) -> Broker:
+    """The cluster's master, once a slave's HA link has reported its offset to it."""
+    master = cluster.cluster.broker
+    assert master is not None
+    assert master.ha_master is not None
+    ha = master.ha_master
+    assert wait_until(lambda: bool(ha.slaves) and ha.slaves[0].ack_offset >= 0, 10)
+    return master
+
+
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[ClusterThread, Broker]]:
     cluster = ClusterThread(tmp_path / "master", role="sync-master", ha=FAST_HA)
     slave = Broker(slave_config(cluster, tmp_path))
     cluster.thread.call(slave.start(), timeout=30)
     try:
-        master = cluster.cluster.broker
-        assert master is not None
-        assert master.ha_master is not None
-        ha = master.ha_master
-        assert wait_until(lambda: bool(ha.slaves) and ha.slaves[0].ack_offset >= 0, 10)
+        wait_linked(cluster)
         yield cluster, slave
     finally:
         cluster.thread.call(slave.close(), timeout=30)

@@ -30,7 +30,7 @@ from rocketq.remoting import RemotingClient
 from rocketq.store import StoreConfig
 from tests.integration.brokerkit import pull_request
 from tests.integration.clientkit import ClusterThread, Received, wait_until
-from tests.integration.test_replication import FAST_HA, slave_config
+from tests.integration.test_replication import FAST_HA, slave_config, wait_linked
 
 pytestmark = pytest.mark.integration
 
@@ -72,11 +72,7 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
     slave = Broker(config)
     cluster.thread.call(slave.start(), timeout=30)
     try:
-        master = cluster.cluster.broker
-        assert master is not None
-        assert master.ha_master is not None
-        ha = master.ha_master
-        assert wait_until(lambda: bool(ha.slaves) and ha.slaves[0].ack_offset >= 0, 10)
+        master = wait_linked(cluster)
         yield Pair(cluster, master, slave, rng, sizes, queues)
     finally:
         cluster.thread.call(slave.close(), timeout=30)

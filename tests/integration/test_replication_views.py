@@ -27,7 +27,7 @@ from rocketq.cli.main import main
 from rocketq.dashboard import BackgroundServer, DashboardConfig, create_app
 from tests import browserkit
 from tests.integration.clientkit import ClusterThread, wait_until
-from tests.integration.test_replication import FAST_HA, slave_config
+from tests.integration.test_replication import FAST_HA, slave_config, wait_linked
 
 pytestmark = pytest.mark.integration
 
@@ -48,11 +48,7 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
     slave = Broker(slave_config(cluster, tmp_path))
     cluster.thread.call(slave.start(), timeout=30)
     try:
-        master = cluster.cluster.broker
-        assert master is not None
-        assert master.ha_master is not None
-        ha = master.ha_master
-        assert wait_until(lambda: bool(ha.slaves) and ha.slaves[0].ack_offset >= 0, 10)
+        master = wait_linked(cluster)
         yield Pair(cluster, master, slave)
     finally:
         cluster.thread.call(slave.close(), timeout=30)
