@@ -16,8 +16,8 @@ one that stamps data versions and born time stamps.
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeAlias
 
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumers import Changes, ConsumerRegistry
@@ -33,6 +33,11 @@ from rocketq.protocol.message_id import HostPort
 from rocketq.remoting import RemotingConnection
 from rocketq.store import MessageStore
 from rocketq.store.message_store import PutResult
+
+AnswerWhenDurable: TypeAlias = Callable[
+    [concurrent.futures.Future[None], RemotingConnection, RemotingCommand, RemotingCommand], None
+]
+"""``(cf, conn, request, response)``: the server's service that answers a send once it is durable."""
 
 __all__ = [
     "AdminContext",
@@ -102,13 +107,8 @@ class SendContext(Clock, Tables, Storage, Protocol):
         """A delayed message was stored: the schedule service looks again now."""
         ...
 
-    def answer_when_durable(
-        self,
-        cf: concurrent.futures.Future[None],
-        conn: RemotingConnection,
-        request: RemotingCommand,
-        response: RemotingCommand,
-    ) -> None:
+    @property
+    def answer_when_durable(self) -> AnswerWhenDurable:
         """Write ``response`` once the group commit's fsync ``cf`` completes (sync flush)."""
         ...
 

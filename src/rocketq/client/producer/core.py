@@ -21,7 +21,7 @@ differing only in how they wait:
   ``Producer.send``, ``send_batch``): each attempt on the thread's own socket (:mod:`.direct`) or
   handed over to the loop's connection (``invoke_threadsafe``);
 * :meth:`ProducerCore._drive_from_loop` - on the caller's own event loop
-  (:meth:`ProducerCore.send_from_loop`: ``Producer.send_async``, ``invoke_from_loop``).
+  (:meth:`ProducerCore.send` awaited there: ``Producer.send_async``, ``invoke_from_loop``).
 
 What only the client's loop can do (fetch a route, locate a master, connect) is handed to it by
 the thread and other-loop drivers. :meth:`ProducerCore.request` sends a request and waits for its
@@ -35,7 +35,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -379,13 +379,19 @@ class ProducerCore:
         oneway: bool = False,
         retries: int | None = None,
     ) -> SendResult | None:
-        """Send one message on the client's loop; ``None`` when ``oneway`` (rules:
-        :mod:`.send_policy`). ``send_future``, ``send_callback``, oneway sends, requests and the
-        consumers' inner producer send through here."""
-        p = self._prepare(msg)
-        policy = self._policy(p.topic, timeout, single=target.chosen or oneway, retries=retries)
-        attempts = self._attempts(p, policy, target, oneway=oneway)
-        return await self._drive_on_loop(attempts)
+        """Send one message, awaited on any event loop; ``None`` when ``oneway`` (rules:
+        :mod:`.send_policy`). On the client's own loop (``send_future``, ``send_callback``,
+        oneway sends, requests, the consumers' inner producer) the attempts run there; on another
+        loop (``Producer.send_async``) they run on the caller's loop (:meth:`_drive_from_loop`,
+        through :meth:`~rocketq.remoting.RemotingConnection.invoke_from_loop`), handing the
+        client's loop only what needs it, and a traced send runs on the client's loop whole."""
+        attempts, _ = self._plan(self._prepare(msg), target, timeout, retries, oneway=oneway)
+        loop_thread = self.instance.loop_thread
+        if loop_thread.in_loop_thread:
+            return await self._drive_on_loop(attempts)
+        if self.trace is not None:
+            return await asyncio.wrap_future(loop_thread.submit(self._drive_on_loop(attempts)))
+        return await self._drive_from_loop(attempts)
 
     async def send_batch(
         self,
@@ -396,9 +402,8 @@ class ProducerCore:
     ) -> SendResult:
         """Send messages of one topic as one SEND_BATCH_MESSAGE (no delay, no retry topic), on the
         client's loop."""
-        prepared = self._prepare_batch(msgs)
-        policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
-        result = await self._drive_on_loop(self._attempts(prepared, policy, SendTarget(queue)))
+        attempts, _ = self._plan(self._prepare_batch(msgs), SendTarget(queue), timeout, None)
+        result = await self._drive_on_loop(attempts)
         assert result is not None
         return result
 
@@ -416,9 +421,7 @@ class ProducerCore:
         fetch, a broker to connect to - is handed to it. Calling it on the client's loop thread
         raises :class:`~rocketq.errors.ClientStateError` (use :meth:`send` there).
         """
-        p = self._prepare(msg)
-        policy = self._policy(p.topic, timeout, single=target.chosen, retries=None)
-        return self._blocking(p, policy, target)
+        return self._blocking(*self._plan(self._prepare(msg), target, timeout, None))
 
     def send_batch_blocking(
         self,
@@ -428,12 +431,22 @@ class ProducerCore:
         queue: MessageQueue | None = None,
     ) -> SendResult:
         """:meth:`send_batch` for a plain thread, carried as :meth:`send_blocking` carries a send."""
-        prepared = self._prepare_batch(msgs)
-        policy = self._policy(prepared.topic, timeout, single=queue is not None, retries=None)
-        return self._blocking(prepared, policy, SendTarget(queue))
+        return self._blocking(*self._plan(self._prepare_batch(msgs), SendTarget(queue), timeout, None))
 
-    def _blocking(self, p: _Prepared, policy: SendPolicy, target: SendTarget) -> SendResult:
-        attempts = self._attempts(p, policy, target)
+    def _plan(
+        self,
+        p: _Prepared,
+        target: SendTarget,
+        timeout: float | None,
+        retries: int | None,
+        *,
+        oneway: bool = False,
+    ) -> tuple[_Attempts, SendPolicy]:
+        """The attempts of a send of ``p`` beginning now, and the policy they follow."""
+        policy = self._policy(p.topic, timeout, single=target.chosen or oneway, retries=retries)
+        return self._attempts(p, policy, target, oneway=oneway), policy
+
+    def _blocking(self, attempts: _Attempts, policy: SendPolicy) -> SendResult:
         loop_thread = self.instance.loop_thread
         if self.trace is not None or loop_thread.in_loop_thread:
             # a traced send runs on the loop whole (its trace hook is the loop's); on the loop's
@@ -441,32 +454,6 @@ class ProducerCore:
             result = loop_thread.call(self._drive_on_loop(attempts), timeout=policy.timeout + _LOOP_GRACE)
         else:
             result = self._drive_in_thread(attempts)
-        assert result is not None
-        return result
-
-    async def send_from_loop(
-        self,
-        msg: ProtocolMessage,
-        target: SendTarget = ANYWHERE,
-        *,
-        timeout: float | None = None,
-        retries: int | None = None,
-    ) -> SendResult:
-        """:meth:`send` awaited on any event loop (``Producer.send_async``): on the client's own
-        loop it is :meth:`send`; on another loop the attempts run there (:meth:`_drive_from_loop`,
-        through :meth:`~rocketq.remoting.RemotingConnection.invoke_from_loop`), handing the client's
-        loop only what needs it."""
-        loop_thread = self.instance.loop_thread
-        if loop_thread.in_loop_thread:
-            result = await self.send(msg, target, timeout=timeout, retries=retries)
-        else:
-            p = self._prepare(msg)
-            policy = self._policy(p.topic, timeout, single=target.chosen, retries=retries)
-            attempts = self._attempts(p, policy, target)
-            if self.trace is not None:
-                result = await asyncio.wrap_future(loop_thread.submit(self._drive_on_loop(attempts)))
-            else:
-                result = await self._drive_from_loop(attempts)
         assert result is not None
         return result
 
@@ -598,19 +585,7 @@ class ProducerCore:
 
     async def _drive_on_loop(self, attempts: _Attempts) -> SendResult | None:
         """Carry a send on the client's loop (its connections, ``await``)."""
-        try:
-            step = next(attempts)
-            while True:
-                if isinstance(step, _Attempt):
-                    step = attempts.send(await self._carry_on_loop(step))
-                elif isinstance(step, _Run):
-                    step = attempts.send(await step.coro)
-                else:
-                    await asyncio.sleep(step.seconds)
-                    step = attempts.send(None)
-        except StopIteration as stop:
-            result: SendResult | None = stop.value
-            return result
+        return await self._drive_awaiting(attempts, self._carry_on_loop, _itself)
 
     def _drive_in_thread(self, attempts: _Attempts) -> SendResult | None:
         """Carry a send from a plain thread, which blocks: attempts on its own socket or handed
@@ -633,14 +608,26 @@ class ProducerCore:
     async def _drive_from_loop(self, attempts: _Attempts) -> SendResult | None:
         """Carry a send from another event loop than the client's: attempts through
         :meth:`~rocketq.remoting.RemotingConnection.invoke_from_loop`; coroutines on the client's loop."""
-        loop_thread = self.instance.loop_thread
+        submit = self.instance.loop_thread.submit
+        return await self._drive_awaiting(
+            attempts, self._carry_from_loop, lambda coro: asyncio.wrap_future(submit(coro))
+        )
+
+    @staticmethod
+    async def _drive_awaiting(
+        attempts: _Attempts,
+        carry: Callable[[_Attempt], Awaitable[_Answer]],
+        run: Callable[[Coroutine[Any, Any, Any]], Awaitable[Any]],
+    ) -> SendResult | None:
+        """The drivers on an event loop: ``carry`` makes an attempt, ``run`` runs a coroutine for
+        the client's loop; a pause is an ``asyncio.sleep``."""
         try:
             step = next(attempts)
             while True:
                 if isinstance(step, _Attempt):
-                    step = attempts.send(await self._carry_from_loop(step))
+                    step = attempts.send(await carry(step))
                 elif isinstance(step, _Run):
-                    step = attempts.send(await asyncio.wrap_future(loop_thread.submit(step.coro)))
+                    step = attempts.send(await run(step.coro))
                 else:
                     await asyncio.sleep(step.seconds)
                     step = attempts.send(None)
@@ -813,6 +800,13 @@ class _Pause:
 
 
 _Step = _Attempt | _Run | _Pause
+
+
+def _itself(coro: Coroutine[Any, Any, Any]) -> Awaitable[Any]:
+    """On the client's loop a coroutine for it is simply awaited."""
+    return coro
+
+
 _Answer = RemotingCommand | RemotingError | None
 _Attempts = Generator[_Step, object, SendResult | None]
 _LOOP_GRACE: Final = 5.0  # what a thread waits for the loop beyond a send's own time

@@ -263,16 +263,18 @@ class Producer(SyncFacade[ProducerCore]):
         """``await producer.send_async(msg)`` from any asyncio loop (retrying, and waiting at the
         in-flight bound, as :meth:`send_future` does). The attempts are made from the caller's loop
         through the client's open connections; only a route fetch or a connect is handed to the
-        client's loop (:meth:`ProducerCore.send_from_loop`)."""
+        client's loop (:meth:`ProducerCore.send`)."""
         limit = self.core.in_flight
         size = len(msg.body)
         await limit.acquire_async(size, self.config.send_msg_timeout if timeout is None else timeout)
         took = time.monotonic()
         try:
-            return await self.core.send_from_loop(
+            result = await self.core.send(
                 msg, SendTarget(queue, selector, arg), timeout=timeout,
                 retries=self.config.retry_times_when_send_async_failed,
             )  # fmt: skip
+            assert result is not None
+            return result
         finally:
             limit.release(size, time.monotonic() - took)
 
