@@ -349,6 +349,35 @@ def test_orphan_counts_time_nobody_held_a_queue_apart_from_broker_downtime_and_p
     assert result.data["paused_s"] == pytest.approx(3.5)
 
 
+@given(
+    cut_start=st.floats(1.0, 4.0),
+    cut_len=st.floats(2.5, 6.0),
+    back=st.floats(0.0, 1.5),
+    broker=st.sampled_from(["broker-a", "broker-b", "*"]),
+)
+def test_orphan_sets_apart_a_cut_off_orderly_holder_only(
+    cut_start: float, cut_len: float, back: float, broker: str
+) -> None:
+    """c1 holds A0 until it is cut off; it (or c2) takes A0 again ``back`` s after the heal. With
+    orderly consumers the cut-off time is apart when the cut is from A0's broker (c1's lock
+    outlives the cut); with concurrent ones, or a cut from another broker, it is an orphan."""
+    heal = cut_start + cut_len
+    tl = timeline(
+        pulls=(
+            pull("c1", A0, 0, 0.0, cut_start),
+            pull("c2", A0, 0, heal + back, 20.0),
+            pull("c2", A1, 0, 0.0, 20.0),
+        ),
+        windows=(Window("cut", "c1", cut_start, heal, broker),),
+    )
+    print(f"drew cut {cut_start:.3f}+{cut_len:.3f} s from {broker}, back after {back:.3f} s")
+    whole = heal + back - cut_start
+    concurrent = orphan(tl, holdings(tl), 0.0, CLEAN)
+    assert concurrent.figure == pytest.approx(whole)
+    ordered = orphan(tl, holdings(tl), 0.0, Expectations(handoff="clean", orderly=True))
+    assert ordered.figure == pytest.approx(back if broker in ("broker-a", "*") else whole, abs=1e-6)
+
+
 def test_a_queue_added_later_is_an_orphan_only_from_when_it_appeared() -> None:
     tl = timeline(
         queue_sets=((-math.inf, (A0,)), (5.0, QUEUES)),
@@ -426,6 +455,25 @@ def test_orderly_finds_interleaved_consumers_and_offsets_going_back() -> None:
     assert (order.ok, order.figure) == (False, 1)
     calm = timeline(recvs=(recv("c1", A0, 0, 1.0, 1), recv("c2", A0, 1, 3.0, 2), recv("c2", A0, 2, 3.1, 3)))
     assert all(r.ok for r in orderly(calm, DEFAULT))
+
+
+def test_orderly_a_queue_got_back_is_a_new_run_not_disorder() -> None:
+    """A consumer that lost A0 and got it back replays from the committed offset (4 < 6): in
+    order within the new run. Going back without getting the queue back is still disorder."""
+    prints = (
+        recv("c1", A0, 5, 1.0, 1),
+        recv("c1", A0, 6, 1.1, 2),
+        recv("c1", A0, 4, 3.0, 3),
+        recv("c1", A0, 5, 3.1, 4),
+    )
+    got_back = Rebalance("c1", 2.5, "ip@c1", "T", (A0,), (A0,), ())
+    _, order = orderly(timeline(recvs=prints, rebalances=(got_back,)), DEFAULT)
+    assert (order.ok, order.figure) == (True, 0)
+    _, order = orderly(timeline(recvs=prints), DEFAULT)
+    assert (order.ok, order.figure) == (False, 1)
+    later = Rebalance("c1", 3.05, "ip@c1", "T", (A0,), (A0,), ())  # after the step back
+    _, order = orderly(timeline(recvs=prints, rebalances=(later,)), DEFAULT)
+    assert (order.ok, order.figure) == (False, 1)
 
 
 def test_split_view_seconds_and_resume() -> None:

@@ -202,6 +202,15 @@ class ChaosResult:
         }
 
 
+def _fault_windows(key: str, fault: Fault, start: float, end: float) -> list[Window]:
+    """The timeline's windows of one fault: the fault itself, and for a cut a ``cut`` window
+    naming who was cut off (``target``, ``*`` for everyone) from what (``detail``)."""
+    windows = [Window("fault", key, start, end, fault.describe())]
+    if fault.kind == "cut":
+        windows.append(Window("cut", fault.consumer or "*", start, end, fault.target or "*"))
+    return windows
+
+
 def server_args(plan: Plan, options: ChaosOptions) -> tuple[str, ...]:
     """The options of both brokers: the scenario's, and the notification window if asked."""
     args = tuple(plan.broker_args)
@@ -617,7 +626,7 @@ class ChaosRun:
         self.proxy.heal(action.target, now)
         opened = self.open_faults.pop(action.target, None)
         if opened is not None:
-            self.windows.append(Window("fault", action.target, opened[0], now, opened[1].describe()))
+            self.windows.extend(_fault_windows(action.target, opened[1], opened[0], now))
         return ""
 
     def _act_broker_stop(self, action: Action, now: float) -> str:
@@ -766,7 +775,7 @@ class ChaosRun:
         for (what, target), since in self.open_windows.items():
             windows.append(Window(what, target, since, t_end))
         for key, (start, fault) in self.open_faults.items():
-            windows.append(Window("fault", key, start, t_end, fault.describe()))
+            windows.extend(_fault_windows(key, fault, start, t_end))
         first = self.queue_sets[0][1]
         queue_sets = ((-math.inf, first), *self.queue_sets[1:])
         return Timeline(

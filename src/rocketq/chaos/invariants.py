@@ -567,10 +567,17 @@ def overlap(
 
 
 def orphan(tl: Timeline, hold: Holdings, start: float, exp: Expectations) -> InvariantResult:
-    """Queue-seconds nobody held a queue, after ``start``; broker downtime and paused holders apart."""
+    """Queue-seconds nobody held a queue, after ``start``; broker downtime and paused holders apart.
+
+    With orderly consumers, time the queue's last holder was cut off from its broker is apart
+    too: an orderly lock outlives a holder that is cut off (it may still be processing what it
+    holds, :meth:`~rocketq.broker.locks.QueueLockTable.release_departed`), so nobody else may
+    take the queue until the holder is back or its lock expires - exclusivity before
+    availability, as in RocketMQ."""
     pieces: list[tuple[QueueRef, Interval]] = []
     paused_total = down_total = 0.0
     pauses = {life.consumer: life.pauses for life in tl.lives}
+    cuts = [w for w in tl.windows if w.what == "cut"] if exp.orderly else []
     downs = [w for w in tl.windows if w.what == "broker-down"]
     for q in tl.queues:
         segs = segments(hold, q, max(start, _appeared(tl, q)), _observed_until(tl, exp))
@@ -584,7 +591,9 @@ def orphan(tl: Timeline, hold: Holdings, start: float, exp: Expectations) -> Inv
                     left, taken = _subtract(left, (w.start, w.end))
                     down_total += taken
             last = _last_holder(by, seg.start)
-            for ps, pe in pauses.get(last or "", ()):
+            away = list(pauses.get(last or "", ()))
+            away += [(w.start, w.end) for w in cuts if w.target in (last, "*") and w.detail in (q[0], "*")]
+            for ps, pe in away:
                 if ps - exp.gap <= seg.start <= pe:
                     left, taken = _subtract(left, (seg.start, pe))
                     paused_total += taken
@@ -597,7 +606,8 @@ def orphan(tl: Timeline, hold: Holdings, start: float, exp: Expectations) -> Inv
     sample = "; ".join(f"{format_queue(q)} {a - tl.t0:+.1f}..{b - tl.t0:+.1f} s" for q, (a, b) in worst)
     detail = f"{len(eps)} episodes, longest {longest:.2f} s (no episode over {exp.orphan_episode:g} s)"
     if paused_total or down_total:
-        detail += f"; apart: {paused_total:.2f} s under a paused holder, {down_total:.2f} s broker down"
+        holder = "a paused or (orderly) cut-off holder" if cuts else "a paused holder"
+        detail += f"; apart: {paused_total:.2f} s under {holder}, {down_total:.2f} s broker down"
     if sample:
         detail += f"; {sample}"
     return InvariantResult(
@@ -684,10 +694,19 @@ def _lines_exact(tl: Timeline, t: float) -> bool:
 
 
 def orderly(tl: Timeline, exp: Expectations) -> list[InvariantResult]:
-    """No two consumers printing one queue interleaved; each run of a queue in offset order."""
+    """No two consumers printing one queue interleaved; each run of a queue in offset order.
+
+    A consumer's run of a queue begins when its REBALANCE line adds the queue: a consumer that
+    lost a queue and got it back resumes from the group's committed offset, replaying in order
+    what it printed but could not commit (duplicates, judged by their own invariant), and that
+    replay is a new run, not disorder."""
     by_queue: dict[QueueRef, list[Recv]] = {}
     for r in sorted(tl.recvs, key=lambda r: r.t):
         by_queue.setdefault(r.queue, []).append(r)
+    acquired: dict[tuple[str, QueueRef], list[float]] = {}
+    for rb in tl.rebalances:
+        for q in rb.added:
+            acquired.setdefault((rb.consumer, q), []).append(rb.t)
     interleaved = 0
     disorder = 0
     examples: list[str] = []
@@ -701,7 +720,8 @@ def orderly(tl: Timeline, exp: Expectations) -> list[InvariantResult]:
                     interleaved += 1
                     if len(examples) < 3:
                         examples.append(f"{format_queue(q)}: {r.consumer} and {','.join(sorted(between))}")
-                if not between and r.offset <= prev.offset:
+                new_run = any(prev.t < t <= r.t for t in acquired.get((r.consumer, q), ()))
+                if not between and not new_run and r.offset <= prev.offset:
                     disorder += 1
             last_by[r.consumer] = r
     return [
