@@ -474,6 +474,13 @@ def test_orderly_a_queue_got_back_is_a_new_run_not_disorder() -> None:
     later = Rebalance("c1", 3.05, "ip@c1", "T", (A0,), (A0,), ())  # after the step back
     _, order = orderly(timeline(recvs=prints, rebalances=(later,)), DEFAULT)
     assert (order.ok, order.figure) == (False, 1)
+    # a broker restart: no REBALANCE line, but c1 pulls A0 again from 4, below the 7 it had reached
+    pulls = (pull("c1", A0, 5, 0.5, 0.6, n=2), pull("c1", A0, 4, 2.9, 2.95, n=2))
+    _, order = orderly(timeline(recvs=prints, pulls=pulls), DEFAULT)
+    assert (order.ok, order.figure) == (True, 0)
+    onward = (pull("c1", A0, 5, 0.5, 0.6, n=2), pull("c1", A0, 7, 2.9, 2.95, n=2))
+    _, order = orderly(timeline(recvs=prints, pulls=onward), DEFAULT)
+    assert (order.ok, order.figure) == (False, 1)
 
 
 def test_split_view_seconds_and_resume() -> None:

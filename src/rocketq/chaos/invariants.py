@@ -696,10 +696,11 @@ def _lines_exact(tl: Timeline, t: float) -> bool:
 def orderly(tl: Timeline, exp: Expectations) -> list[InvariantResult]:
     """No two consumers printing one queue interleaved; each run of a queue in offset order.
 
-    A consumer's run of a queue begins when its REBALANCE line adds the queue: a consumer that
-    lost a queue and got it back resumes from the group's committed offset, replaying in order
-    what it printed but could not commit (duplicates, judged by their own invariant), and that
-    replay is a new run, not disorder."""
+    A consumer's run of a queue begins when its REBALANCE line adds the queue, or when it pulls
+    the queue again from below where its pulls had got to: a consumer that lost a queue (or its
+    lock, when a broker restarted) and got it back resumes from the group's committed offset,
+    replaying in order what it printed but could not commit (duplicates, judged by their own
+    invariant), and that replay is a new run, not disorder."""
     by_queue: dict[QueueRef, list[Recv]] = {}
     for r in sorted(tl.recvs, key=lambda r: r.t):
         by_queue.setdefault(r.queue, []).append(r)
@@ -707,6 +708,13 @@ def orderly(tl: Timeline, exp: Expectations) -> list[InvariantResult]:
     for rb in tl.rebalances:
         for q in rb.added:
             acquired.setdefault((rb.consumer, q), []).append(rb.t)
+    reached: dict[tuple[str, QueueRef], int] = {}
+    for p in sorted(tl.pulls, key=lambda p: p.sent):
+        key = (p.consumer, p.queue)
+        if p.offset < reached.get(key, p.offset):
+            acquired.setdefault(key, []).append(p.sent)
+        if p.found and p.next_offset is not None:
+            reached[key] = max(reached.get(key, 0), p.next_offset)
     interleaved = 0
     disorder = 0
     examples: list[str] = []
