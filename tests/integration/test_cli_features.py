@@ -110,7 +110,7 @@ def test_transactions_filters_lookups_and_traces_from_the_shell(server: ServerPr
         "message", "query", "--topic", TOPIC, "--key", "cli-k", "--begin", "1d", "--end", "now", *ns
     )
     assert since.returncode == 0
-    assert "5 message(s) of CliTx with key cli-k" in since.stdout
+    assert "5 messages of CliTx with key cli-k" in since.stdout
     # message show: by the producer's id and by the offset id
     tx_id = sorted(txs)[0]
     shown = rocketq("message", "show", tx_id, *ns)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.analytics import footnote
+from rocketq.analytics import counted, footnote
 from rocketq.cli._output import (
     AclKeys,
     acl_keys,
@@ -200,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     pause = "-" if f.longest_pause_ms is None else f"{f.longest_pause_ms:,} ms"
     print(
-        f"group {args.group}: delivered {f.delivered} ({f.deliveries} deliveries to {f.consumers} consumers)"
+        f"group {args.group}: delivered {f.delivered} "
+        f"({counted(f.deliveries, 'delivery', 'deliveries')} to {counted(f.consumers, 'consumer')})"
     )
     print(
         f"duplicates {f.duplicates} ({f.attributed} attributed to a rebalance), not consumed {f.not_consumed}"
