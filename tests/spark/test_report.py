@@ -177,7 +177,7 @@ def test_scripted_consumption_lag_rebalances_and_figures(scripted: Any) -> None:
     assert page.count("data:image/png;base64,") >= 4  # the heat map needs full buckets of data
     assert "<b>2</b>" in page
     assert "540 ms" in page
-    assert "pause: from the start of a moved queue" in page  # the definition beside the figure
+    assert "pause: how long a moved queue had messages waiting" in page  # the definition beside the figure
 
 
 def test_real_traced_consumers_across_a_rebalance(spark: Any, cluster: ClusterThread, tmp_path: Path) -> None:
@@ -279,5 +279,5 @@ def test_cli_report_keeps_spark_off_the_terminal(
     assert all(line.startswith("rocketq report: ") for line in proc.stderr.splitlines()), proc.stderr[-3000:]
     assert (out / "spark.log").is_file()
     assert "queue moves 2, longest pause 540 ms" in proc.stdout
-    assert "  pause: from the start of a moved queue" in proc.stdout
+    assert "  pause: how long a moved queue had messages waiting" in proc.stdout
     assert f"report: {out / 'report.html'}" in proc.stdout
