@@ -215,7 +215,9 @@ def test_events_from_the_rebalance_log_json() -> None:
 
 
 def test_definitions_are_one_line_each_and_queue_ranges() -> None:
-    assert set(DEFINITIONS) == {"change", "move", "pause", "duplicate", "backlog"}
+    assert set(DEFINITIONS) == {
+        "change", "move", "pause", "duplicate", "backlog", "not consumed", "rebalance",
+    }  # fmt: skip
     assert all("\n" not in line for line in footnote())
     assert footnote("pause") == [DEFINITIONS["pause"]]
     assert queue_ranges(Q) == "[0..3]"

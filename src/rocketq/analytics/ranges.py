@@ -56,10 +56,13 @@ def queue_ranges(queues: Iterable[MessageQueue]) -> str:
     return " ".join(parts) if parts else "[]"
 
 
-def counted(n: int, noun: str, plural: str | None = None) -> str:
+def counted(n: int, noun: str, plural: str | None = None, *, grouped: bool = False) -> str:
     """``n`` and its noun, singular for 1 (and -1), plural otherwise (``noun`` + s unless given).
 
     >>> counted(1, "message"), counted(0, "message"), counted(12, "rebalance"), counted(2, "copy", "copies")
     ('1 message', '0 messages', '12 rebalances', '2 copies')
+    >>> counted(1327, "delivery", "deliveries", grouped=True)
+    '1,327 deliveries'
     """
-    return f"{n} {noun if abs(n) == 1 else plural or noun + 's'}"
+    number = f"{n:,}" if grouped else str(n)
+    return f"{number} {noun if abs(n) == 1 else plural or noun + 's'}"

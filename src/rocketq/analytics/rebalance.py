@@ -58,6 +58,7 @@ from rocketq.models import MessageQueue
 
 __all__ = [
     "DEFINITIONS",
+    "TRIGGERS",
     "Analysis",
     "Change",
     "ChangeCost",
@@ -92,8 +93,27 @@ DEFINITIONS: Final[Mapping[str, str]] = {
         "backlog (lag): messages stored and not yet delivered at a moment; peak backlog: its highest "
         "value over the span"
     ),
+    "not consumed": "not consumed: messages stored and never delivered (lost, or still waiting)",
+    "rebalance": "rebalance: a consumer's rebalance record that added or removed one of its queues",
 }
 """The sentence defining each figure, printed wherever the figure is shown."""
+
+
+TRIGGERS: Final[Mapping[str, str]] = {
+    "start": "the consumer started",
+    "notify": "a broker told it the group's members changed",
+    "periodic": "its 20 s timer",
+    "subscription": "a subscription was added or removed",
+    "route": "the route of a subscribed topic changed",
+    "correction": "a queue was dropped to restart it elsewhere (offset corrected or reset)",
+    "view": (
+        "a broker refused a pull made with an outdated member list or queue count (rocketq's view "
+        "fence), so the consumer rebalanced on a fresh one"
+    ),
+    "manual": "asked for by code",
+    "shutdown": "the consumer shut down and released its queues",
+}
+"""What each trigger word of a rebalance record means (``RebalanceTrigger``'s values)."""
 
 
 def footnote(*names: str) -> list[str]:
@@ -332,6 +352,22 @@ class QueueBacklog:
         i = bisect.bisect_right(self.steps, (t, _BIG)) - 1
         return self.steps[i][1] if i >= 0 else 0
 
+    def waited_ms(self, start: int, end: int) -> int:
+        """Message-milliseconds of waiting in ``[start, end)``: the backlog integrated over time
+        (divided by ``end - start``, the mean backlog then).
+
+        >>> QueueBacklog(None, ((0, 1), (10, 3), (20, 0))).waited_ms(5, 30)
+        35
+        """
+        total, value, t = 0, self.at(start), start
+        i = bisect.bisect_right(self.steps, (start, _BIG))
+        for when, v in self.steps[i:]:
+            if when >= end:
+                break
+            total += value * (when - t)
+            value, t = v, when
+        return total + value * max(end - t, 0)
+
     def peak(self, start: int | None = None, end: int | None = None) -> int:
         """The highest backlog in ``[start, end)`` (the whole series by default)."""
         lo = 0 if start is None else bisect.bisect_right(self.steps, (start, _BIG))
@@ -507,6 +543,25 @@ def _waiting_from(series: QueueBacklog | None, start: int, end: int) -> int | No
     return None
 
 
+def _pause_start(
+    last: Delivery | None, old: Stretch, new: Stretch, first: Delivery | None, series: QueueBacklog | None
+) -> tuple[int, str]:
+    """When a move's pause began, and with what (see the module docstring)."""
+    if last is not None:
+        start, kind = last.start_ms, "last consumption"
+    elif old.to_ms is not None:
+        start, kind = old.to_ms, "removal"
+    else:
+        start, kind = new.from_ms, "add"
+    if first is not None and first.start_ms > start:
+        waited = _waiting_from(series, start, first.start_ms)
+        if waited is None:  # nothing waited: the queue was idle, not paused
+            return first.start_ms, "nothing waiting"
+        if waited > start:
+            return waited, "message stored"
+    return start, kind
+
+
 def _moves(
     stretches: Sequence[Stretch],
     dels: Sequence[Delivery],
@@ -544,18 +599,7 @@ def _moves(
                 if d.client_id != new.client_id:
                     last = d
                     break
-            if last is not None:
-                start, kind = last.start_ms, "last consumption"
-            elif old.to_ms is not None:
-                start, kind = old.to_ms, "removal"
-            else:
-                start, kind = new.from_ms, "add"
-            if first is not None and first.start_ms > start:
-                waited = _waiting_from(backlogs.get(q), start, first.start_ms)
-                if waited is None:  # nothing waited: the queue was idle, not paused
-                    start, kind = first.start_ms, "nothing waiting"
-                elif waited > start:
-                    start, kind = waited, "message stored"
+            start, kind = _pause_start(last, old, new, first, backlogs.get(q))
             k = bisect.bisect_right(change_times, new.from_ms) - 1
             out.append(
                 Move(
