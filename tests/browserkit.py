@@ -131,7 +131,8 @@ _LABELS_JS = """() => {
     const bars = Array.from(plot.querySelectorAll('[id*="-bar-"]')).map((e) => ({id: e.id, r: box(e)}));
     for (let i = 0; i < labels.length; i++) {
       for (let j = i + 1; j < labels.length; j++)
-        if (hit(labels[i].r, labels[j].r)) out.push(`${title}: label ${labels[i].id} overlaps ${labels[j].id}`);
+        if (hit(labels[i].r, labels[j].r))
+          out.push(`${title}: label ${labels[i].id} overlaps ${labels[j].id}`);
       for (const b of bars)
         if (hit(labels[i].r, b.r)) out.push(`${title}: label ${labels[i].id} overlaps bar ${b.id}`);
     }
