@@ -4,6 +4,7 @@ step's status, and nothing left running."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -31,6 +32,7 @@ def _demo(
         check=False,
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},  # its timings stay in the test
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

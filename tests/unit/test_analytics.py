@@ -221,3 +221,12 @@ def test_definitions_are_one_line_each_and_queue_ranges() -> None:
     assert all("\n" not in line for line in footnote())
     assert footnote("pause") == [DEFINITIONS["pause"]]
     assert queue_ranges(Q) == "[0..3]"
+
+
+def test_every_trigger_word_is_explained() -> None:
+    """The demo explains each trigger word its REBALANCE lines use ("view", ...): every one a
+    rebalance record can carry has its sentence."""
+    from rocketq.analytics import TRIGGERS
+
+    assert set(TRIGGERS) == {t.value for t in RebalanceTrigger}
+    assert "view fence" in TRIGGERS["view"]

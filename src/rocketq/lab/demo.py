@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -90,12 +91,15 @@ class DemoResult:
 class LiveView:
     """The demo's view of the group, fed by the scaling run's ticks (see the module docstring)."""
 
-    def __init__(self, lab: Lab, console: Console, *, live: bool, t0_ms: int | None = None) -> None:
+    def __init__(
+        self, lab: Lab, console: Console, *, live: bool, began: float | None = None, t0_ms: int | None = None
+    ) -> None:
         self.lab = lab
         self.console = console
         self.live_mode = live
         self.live: Live | None = None
-        self.began = time.monotonic()
+        #: the demo's start (monotonic): the status lines' ``t=`` count from it
+        self.began = time.monotonic() if began is None else began
         #: the demo's start (epoch ms): REBALANCE lines say ``+12.34 s`` since then
         self.t0_ms = t0_ms if t0_ms is not None else time.time_ns() // 1_000_000
         #: the REBALANCE lines printed, and the trigger words they used
@@ -324,38 +328,69 @@ def _minutes(seconds: float) -> str:
 
 
 class _Progress:
-    """What a step longer than a moment is doing: a spinner with the latest line on a terminal,
-    plain lines elsewhere (each new step line, and Spark's stage lines at most one per
-    ``every`` seconds)."""
+    """What a step longer than a moment is doing: a spinner with the latest line and the seconds
+    so far on a terminal; plain lines elsewhere - each new step line, Spark's stage lines at most
+    one per ``every`` seconds, and after ``quiet`` seconds without a line, one that says the step
+    still runs (a JVM's start prints nothing for tens of seconds)."""
 
-    def __init__(self, console: Console, *, live: bool, every: float = 5.0) -> None:
+    def __init__(self, console: Console, *, live: bool, every: float = 5.0, quiet: float = 10.0) -> None:
         self.console = console
         self.live = live
         self.every = every
-        self._last = 0.0
+        self.quiet = quiet
 
     @contextmanager
     def step(self, what: str) -> Iterator[Callable[[str], None]]:
         began = time.monotonic()
+        lock = threading.Lock()
+        state: dict[str, Any] = {"line": "", "printed": began, "stage": 0.0}
+        done = threading.Event()
+
+        def plain(text: str) -> None:
+            self.console.print(f"  {text}", markup=False, highlight=False)
+
+        def tell(line: str) -> None:
+            now = time.monotonic()
+            with lock:
+                state["line"] = line.strip()
+                if self.live:
+                    return
+                if "Spark stage" in line:
+                    if now - float(state["stage"]) < self.every:
+                        return
+                    state["stage"] = now
+                state["printed"] = now
+                plain(line.strip())
+
+        def heartbeat(status: Any) -> None:
+            while not done.wait(0.5):
+                now = time.monotonic()
+                with lock:
+                    latest = f": {state['line']}" if state["line"] else ""
+                    if status is not None:
+                        status.update(f"{what} ({now - began:.0f} s){latest}")
+                    elif now - float(state["printed"]) >= self.quiet:
+                        state["printed"] = now
+                        plain(f"still running after {now - began:.0f} s{latest}")
+
         if self.live:
             with self.console.status(what) as status:
-
-                def show(line: str) -> None:
-                    status.update(f"{what}: {line.strip()}")
-
-                yield show
+                ticker = threading.Thread(target=heartbeat, args=(status,), daemon=True)
+                ticker.start()
+                try:
+                    yield tell
+                finally:
+                    done.set()
+                    ticker.join()
         else:
             self.console.print(f"{what} ...", markup=False, highlight=False)
-
-            def say(line: str) -> None:
-                now = time.monotonic()
-                if "Spark stage" in line:
-                    if now - self._last < self.every:
-                        return
-                    self._last = now
-                self.console.print(f"  {line.strip()}", markup=False, highlight=False)
-
-            yield say
+            ticker = threading.Thread(target=heartbeat, args=(None,), daemon=True)
+            ticker.start()
+            try:
+                yield tell
+            finally:
+                done.set()
+                ticker.join()
         self.console.print(f"{what}: {time.monotonic() - began:.1f} s", markup=False, highlight=False)
 
 
@@ -389,7 +424,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> DemoResult
                 f"{options.seconds / 3:.0f} s per group size" + ("; tracing on" if trace else ""),
                 markup=False,
             )
-            with LiveView(lab, console, live=live, t0_ms=t0_ms) as view:
+            with LiveView(lab, console, live=live, began=began, t0_ms=t0_ms) as view:
                 run = run_scaling(
                     lab,
                     TOPIC,
