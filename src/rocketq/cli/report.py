@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         f"queue moves {f.moves}, longest pause {pause}, peak backlog {f.peak_backlog}, "
         f"rebalances {f.rebalances}"
     )
-    for line in footnote("move", "pause", "duplicate", "backlog"):
+    for line in footnote("move", "pause", "duplicate", "backlog", "not consumed", "rebalance"):
         print(f"  {line}")
     for note in result.notes:
         print(f"note: {note}")

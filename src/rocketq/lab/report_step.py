@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketq.analytics import counted
 from rocketq.client import PushConsumerConfig
 from rocketq.client.config import ProducerConfig
 
@@ -65,8 +66,9 @@ class ReportOutcome:
         pause = f.get("longest_pause_ms")
         longest = "-" if pause is None else f"{pause:,} ms"
         return [
-            f"Spark: delivered {f.get('delivered')} ({f.get('deliveries')} deliveries to "
-            f"{f.get('consumers')} consumers), duplicates {f.get('duplicates')} "
+            f"Spark: delivered {f.get('delivered')} "
+            f"({counted(int(f.get('deliveries') or 0), 'delivery', 'deliveries')} to "
+            f"{counted(int(f.get('consumers') or 0), 'consumer')}), duplicates {f.get('duplicates')} "
             f"({f.get('attributed')} attributed to a rebalance), not consumed {f.get('not_consumed')}",
             f"Spark: queue moves {f.get('moves')}, longest pause {longest}, peak backlog "
             f"{f.get('peak_backlog')}, rebalances {f.get('rebalances')}",
