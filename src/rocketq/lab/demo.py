@@ -109,7 +109,6 @@ class LiveView:
         self._consumed: dict[str, int] = {}
         self._seen_bodies: set[str] = set()
         self._per_queue: dict[int, int] = {}
-        self._events: list[tuple[int, str]] = []
         self._last_status = 0.0
         self.phase = "starting"
         self.sent = 0  # acknowledged sends at the last tick
@@ -139,14 +138,11 @@ class LiveView:
                     if e["body"] not in self._seen_bodies:
                         self._seen_bodies.add(e["body"])
                         self._per_queue[int(e["queue_id"])] = self._per_queue.get(int(e["queue_id"]), 0) + 1
-                elif e["type"] == "rebalance" and RebalanceEvent.from_dict(e).changed:
-                    # the records the figure "rebalances" counts: one line each
+                elif e["type"] == "rebalance" and e["topic"] == TOPIC and RebalanceEvent.from_dict(e).changed:
+                    # the records the figure "rebalances" counts (the demo topic's): one line each
                     line = self.rebalance_line(w.name, e)
                     self.triggers.add(str(e["trigger"]))
-                    self._events.append((int(e["end_ms"]), line))
                     new_lines.append((int(e["end_ms"]), line))
-        self._events.sort()
-        del self._events[:-8]
         # workers are read one after the other: put what they said since the last tick in time order
         return [line for _, line in sorted(new_lines)]
 
