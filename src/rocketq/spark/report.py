@@ -237,7 +237,7 @@ def _svg(fig: Any, key: str) -> str:
 
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": key}):
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.savefig(buf, format="svg", bbox_inches="tight", dpi=120)  # dpi: the rasterized parts
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]
@@ -576,8 +576,11 @@ class _Plotter:
                 color="grey",
                 lw=0.4,
                 alpha=0.5,
+                rasterized=True,  # thousands of steps per queue: pixels, not SVG paths
             )
-        ax.step(xs, ys_b, where="post", color="tab:red", lw=1.4, label="all queues")
+        ax.step(
+            xs, ys_b, where="post", color="tab:red", lw=1.4, label="all queues", rasterized=len(xs) > 2000
+        )
         ax.set_xlabel(self.xlabel)
         ax.set_ylabel("messages stored, not yet delivered")
         ax.set_ylim(bottom=0, top=max(*ys_b, 1) * 1.15)
