@@ -9,7 +9,9 @@ Playwright's sync API is open, the main thread counts as running an event loop, 
 run there (other tests' servers) fails.
 
 Checks every page gets (:func:`layout_problems`): nothing wider than the window, and no table
-wider than the element that holds it.
+wider than the element that holds it. For pages with plots and figure cards (the HTML report):
+:func:`plot_problems` (each plot loaded and shows data), :func:`label_problems` (no label of a plot
+overlaps another, nor a bar) and :func:`card_problems` (no card alone on a row of its own).
 """
 
 from __future__ import annotations
@@ -20,7 +22,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["CHROMIUM", "CHROMIUM_FLAGS", "launch", "layout_problems", "missing", "plot_problems"]
+__all__ = [
+    "CHROMIUM",
+    "CHROMIUM_FLAGS",
+    "card_problems",
+    "label_problems",
+    "launch",
+    "layout_problems",
+    "missing",
+    "plot_problems",
+]
 
 CHROMIUM = os.environ.get("ROCKETQ_CHROMIUM", "/usr/bin/chromium")
 """Debian's Chromium (``ROCKETQ_CHROMIUM`` overrides the path)."""
@@ -74,11 +85,23 @@ _LAYOUT_JS = """(width) => {
   return out;
 }"""
 
-_PLOTS_JS = """() => Array.from(document.querySelectorAll('img.plot')).map((img) => {
+_PLOTS_JS = """async () => Promise.all(Array.from(document.querySelectorAll('.plot')).map(async (el) => {
+  let img = el;
+  if (el.tagName !== 'IMG') {  // an inline <svg>: drawn on a canvas from its own markup
+    const svg = el.querySelector('svg');
+    img = new Image();
+    img.alt = el.dataset.title || '';
+    img.dataset.points = el.dataset.points || '0';
+    if (svg) {
+      const src = new XMLSerializer().serializeToString(svg);
+      img.src = 'data:image/svg+xml;base64,' + btoa(unescape(encodeURIComponent(src)));
+      try { await img.decode(); } catch (e) { /* did not load: width 0 */ }
+    }
+  }
   const c = document.createElement('canvas');
   c.width = img.naturalWidth; c.height = img.naturalHeight;
   const g = c.getContext('2d');
-  g.drawImage(img, 0, 0);
+  if (c.width && c.height) g.drawImage(img, 0, 0);
   let coloured = 0;
   if (c.width && c.height) {
     const px = g.getImageData(0, 0, c.width, c.height).data;
@@ -88,7 +111,7 @@ _PLOTS_JS = """() => Array.from(document.querySelectorAll('img.plot')).map((img)
     }
   }
   return {title: img.alt, width: img.naturalWidth, points: Number(img.dataset.points || 0), coloured};
-})"""
+}))"""
 
 
 def layout_problems(page: Any, width: int) -> list[str]:
@@ -96,8 +119,54 @@ def layout_problems(page: Any, width: int) -> list[str]:
     return list(page.evaluate(_LAYOUT_JS, width))
 
 
+_LABELS_JS = """() => {
+  const out = [];
+  const box = (e) => e.getBoundingClientRect();
+  const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5
+    && b.top < a.bottom - 0.5;
+  document.querySelectorAll('.plot').forEach((plot) => {
+    const title = plot.dataset.title || '?';
+    const labels = Array.from(plot.querySelectorAll('[id*="-label-"]'))
+      .map((e) => ({id: e.id, r: box(e)})).filter((l) => l.r.width > 0);
+    const bars = Array.from(plot.querySelectorAll('[id*="-bar-"]')).map((e) => ({id: e.id, r: box(e)}));
+    for (let i = 0; i < labels.length; i++) {
+      for (let j = i + 1; j < labels.length; j++)
+        if (hit(labels[i].r, labels[j].r))
+          out.push(`${title}: label ${labels[i].id} overlaps ${labels[j].id}`);
+      for (const b of bars)
+        if (hit(labels[i].r, b.r)) out.push(`${title}: label ${labels[i].id} overlaps bar ${b.id}`);
+    }
+  });
+  return out;
+}"""
+
+_CARDS_JS = """(selector) => {
+  const rows = new Map();
+  document.querySelectorAll(selector).forEach((c) => {
+    const top = Math.round(c.getBoundingClientRect().top);
+    rows.set(top, (rows.get(top) || 0) + 1);
+  });
+  return Array.from(rows.values());
+}"""
+
+
+def label_problems(page: Any) -> list[str]:
+    """Labels of a plot (elements whose id holds ``-label-``, in a ``.plot``) that overlap each
+    other or a bar (ids holding ``-bar-``), as Chromium lays them out."""
+    return list(page.evaluate(_LABELS_JS))
+
+
+def card_problems(page: Any, selector: str = ".figs .fig") -> list[str]:
+    """A card (``selector``) alone on a row of its own while another row holds several."""
+    rows = list(page.evaluate(_CARDS_JS, selector))
+    if len(rows) > 1 and 1 in rows:
+        return [f"cards by row: {rows}: a card is alone on its row"]
+    return []
+
+
 def plot_problems(page: Any) -> list[str]:
-    """Plots (``img.plot``) that did not load, drew no data point, or hold no coloured pixel."""
+    """Plots (``.plot``: an ``img``, or an element holding an inline ``svg``) that did not load,
+    drew no data point, or hold no coloured pixel."""
     out = []
     for p in page.evaluate(_PLOTS_JS):
         if p["width"] == 0:

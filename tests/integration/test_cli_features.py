@@ -69,7 +69,7 @@ def test_transactions_filters_lookups_and_traces_from_the_shell(server: ServerPr
     txs = _tx_lines(unknown.stdout, "TX")
     assert sorted(txs.values()) == ["UNKNOW", "UNKNOW"]
     assert _tx_lines(unknown.stdout, "CHECK") == dict.fromkeys(txs, "COMMIT_MESSAGE")
-    assert "in transactions (2 UNKNOW; 2 check(s) answered 2 COMMIT_MESSAGE)" in unknown.stdout
+    assert "in transactions (2 UNKNOW; 2 checks answered 2 COMMIT_MESSAGE)" in unknown.stdout
     assert "waiting for the broker to check 2 transaction(s)" in unknown.stderr
     # one rolled back, and plain messages that the filter below does not select
     rolled = rocketq("produce", TOPIC, "--transaction", "rollback", "--property", "region=eu",
@@ -110,7 +110,7 @@ def test_transactions_filters_lookups_and_traces_from_the_shell(server: ServerPr
         "message", "query", "--topic", TOPIC, "--key", "cli-k", "--begin", "1d", "--end", "now", *ns
     )
     assert since.returncode == 0
-    assert "5 message(s) of CliTx with key cli-k" in since.stdout
+    assert "5 messages of CliTx with key cli-k" in since.stdout
     # message show: by the producer's id and by the offset id
     tx_id = sorted(txs)[0]
     shown = rocketq("message", "show", tx_id, *ns)

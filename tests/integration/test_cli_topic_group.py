@@ -88,7 +88,7 @@ def test_topic_errors_are_one_line_exit_2(cluster: ClusterThread, capsys: pytest
     code, _, err = run(capsys, "topic", "stats", "Nope", "--namesrv", ns)
     assert (code, err) == (
         2,
-        "rocketq topic: error: topic Nope does not exist (the name server has no route for it)\n",
+        "rocketq topic stats: error: topic Nope does not exist (the name server has no route for it)\n",
     )
     code, _, err = run(capsys, "topic", "update", "Nope", "--queues", "2", "--namesrv", ns)
     assert code == 2
@@ -104,7 +104,10 @@ def test_topic_errors_are_one_line_exit_2(cluster: ClusterThread, capsys: pytest
     assert exit_info.value.code == 2
     assert "queue count must be 1..1024, got 2000" in capsys.readouterr().err
     code, _, err = run(capsys, "group", "members", "nobody", "--namesrv", ns)
-    assert (code, err) == (2, "rocketq group: error: consumer group nobody is unknown to every broker\n")
+    assert (code, err) == (
+        2,
+        "rocketq group members: error: consumer group nobody is unknown to every broker\n",
+    )
 
 
 def test_group_members_progress_and_the_plan_fallback(

@@ -4,6 +4,7 @@ step's status, and nothing left running."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -31,6 +32,7 @@ def _demo(
         check=False,
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},  # its timings stay in the test
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -44,15 +46,35 @@ def _demo(
 def test_demo_plain_output_without_spark(tmp_path: Path) -> None:
     proc, result = _demo(tmp_path, "--seconds", "4.5", "--rate", "120", "--no-spark")
     out = proc.stdout
+    scaling = result["scaling"]
     assert "\x1b[" not in out  # no terminal: no escape codes, no live view
+    assert re.search(r"^this takes about .+ s here: 4 s of traffic \+ ~\d+ s to start", out, re.M)
+    assert "starting the server (a name server and a broker) ..." in out  # a step longer than 2 s says so
     rebalances = [line for line in out.splitlines() if line.startswith("REBALANCE ")]
     # consumer-1 alone, consumer-2 and -3 joining, consumer-3 leaving: every member says so
     for who in ("consumer-1", "consumer-2", "consumer-3"):
         assert any(f" {who} " in line for line in rebalances), rebalances
-    assert any("(shutdown, 0 in group)" in line for line in rebalances)
+    assert any("(shutdown)" in line for line in rebalances)
+    # each line says when, since the demo began, in time order (and at the wall clock)
+    times = [
+        float(m.group(1))
+        for line in rebalances
+        if (m := re.match(r"REBALANCE \+\s*(\d+\.\d\d) s \d\d:", line))
+    ]
+    assert len(times) == len(rebalances), rebalances
+    # the summary counts exactly the lines printed, and says so
+    n = scaling["figures"]["rebalances"]
+    assert len(rebalances) == n, rebalances
+    assert f"rebalances {n} (the {n} REBALANCE lines above)" in out
+    # the report's words, a table per consumer, and every trigger word used is explained
+    assert "{'consumer-1'" not in out
+    assert re.search(r"^.*consumer-1 .* \d+ % .*$", out, re.M)
+    for word in {re.search(r"\((\w+)", line).group(1) for line in rebalances}:  # type: ignore[union-attr]
+        assert f"  trigger {word}: " in out
+    assert "  not consumed: messages stored and never delivered" in out
+    assert "  rebalance: a consumer's rebalance record that added or removed" in out
     assert re.search(r"^t=\s*\d+\.\d+s group 1 -> 3: sent \d+", out, re.MULTILINE)
     assert "Spark analytics: skipped (--no-spark)" in out
-    scaling = result["scaling"]
     assert scaling["sizes"] == [1, 3, 2]
     assert scaling["sent"] > 0
     assert scaling["lost"] == 0
@@ -68,9 +90,11 @@ def test_demo_plain_output_without_spark(tmp_path: Path) -> None:
     assert set(scaling["received_per_consumer"]) == {"consumer-1", "consumer-2", "consumer-3"}
     assert result["spark"] == "skipped (--no-spark)"
     assert result["report"] is None
-    assert re.search(r"delivered \d+, duplicates \d+, lost 0", out)
-    assert re.search(r"^queue moves \d+, longest pause \d+ ms, peak backlog \d+, rebalances \d+$", out, re.M)
-    assert "  pause: from the start of a moved queue's last delivery" in out  # the definition, under it
+    assert re.search(r"delivered \d+, duplicates \d+, not consumed 0", out)
+    assert re.search(
+        r"^queue moves \d+, longest pause \d+ ms, peak backlog \d+, rebalances \d+ \(", out, re.M
+    )
+    assert "  pause: how long a moved queue had messages waiting" in out  # the definition, under it
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +130,15 @@ def test_demo_with_spark(demo_with_spark: tuple[subprocess.CompletedProcess[str]
     f = result["report_figures"]
     pause = "-" if f["longest_pause_ms"] is None else f"{f['longest_pause_ms']:,} ms"
     summary = f"queue moves {f['moves']}, longest pause {pause}, peak backlog {f['peak_backlog']}"
-    assert f"\n{summary}, rebalances {f['rebalances']}\n" in proc.stdout
+    assert f"\n{summary}, rebalances {f['rebalances']} (the " in proc.stdout
     assert f"Spark: {summary}, rebalances {f['rebalances']}" in proc.stdout
-    assert f"delivered {f['delivered']}, duplicates {f['duplicates']}, lost 0" in proc.stdout
+    assert f"delivered {f['delivered']}, duplicates {f['duplicates']}, not consumed 0" in proc.stdout
+    # the Spark step showed what it was doing: its steps and Spark's stages
+    assert re.search(
+        r"^  \d+\.\d s reading the trace, rebalance and consumed topics \.\.\.$", proc.stdout, re.M
+    )
+    assert re.search(r"^  \d+\.\d s   Spark stage \d+ \(\w+\): \d+/\d+ tasks", proc.stdout, re.M)
+    assert re.search(r"^Spark analytics: .*: \d+\.\d s$", proc.stdout, re.M)
 
 
 @pytest.mark.spark
@@ -118,7 +148,8 @@ def test_demo_report_as_a_person_sees_it(
     chromium: Any,
     tmp_path: Path,
 ) -> None:
-    """The demo's report in a 1280 px headless Chromium: nothing overflows, every plot has data."""
+    """The demo's report in a 1280 px headless Chromium: nothing overflows, every plot has data, no
+    change label overlaps another or a bar, no figure card is alone on its row."""
     _, result = demo_with_spark
     if result["report"] is None:
         pytest.skip(f"the demo wrote no report ({result['spark']})")
@@ -130,13 +161,17 @@ def test_demo_report_as_a_person_sees_it(
         print(f"screenshot of the demo's report: {shot}")
         assert browserkit.layout_problems(page, 1280) == []
         assert browserkit.plot_problems(page) == []
-        titles = page.eval_on_selector_all("img.plot", "imgs => imgs.map(i => i.alt)")
+        assert browserkit.label_problems(page) == []  # no change label on another, nor on a bar
+        assert browserkit.card_problems(page) == []  # no figure card alone on a row
+        titles = page.eval_on_selector_all(".plot", "els => els.map(e => e.dataset.title)")
         assert {"Messages per consumer", "Queue ownership", "Backlog (lag)"} <= set(titles), titles
         assert any(t.startswith("Pause of every moved queue") for t in titles), titles
         text = page.inner_text("body")
         for figure in ("delivered", "duplicates", "queue moves", "longest pause", "peak backlog"):
             assert figure in text
-        assert "pause: from the start of a moved queue" in text  # each figure's definition is on the page
+        assert (
+            "pause: how long a moved queue had messages waiting" in text
+        )  # each figure's definition is on the page
         assert "[0..15]" in text or "[8..15]" in text  # queue lists as ranges
         assert "['broker-a" not in text
     finally:

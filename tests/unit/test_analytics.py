@@ -10,6 +10,9 @@ these same numbers.
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from rocketq.analytics import (
     DEFINITIONS,
     Delivery,
@@ -132,9 +135,57 @@ def test_pause_from_the_removal_when_nobody_consumed_the_queue_before() -> None:
         ev(A, 2, "notify", 1040, (A, B), removed=(1,)),
         ev(B, 1, "start", 1000, (A, B), added=(1,)),
     ]
-    a = analyze([Delivery(B, "x", q, 1250, True, 1200)], events, [Stored("x", q, 1200)])
+    # the message is stored before the removal: it waited from the removal on
+    a = analyze([Delivery(B, "x", q, 1250, True, 1000)], events, [Stored("x", q, 1000)])
     (move,) = a.moves
-    assert (move.pause_start_kind, move.pause_ms, move.first_message_store_ms) == ("removal", 210, 1200)
+    assert (move.pause_start_kind, move.pause_ms, move.first_message_store_ms) == ("removal", 210, 1000)
+
+
+def test_a_queue_with_nothing_waiting_is_idle_not_paused() -> None:
+    """The demo's trace: consumers start and the group grows before the producer sends its first
+    message; the seconds of that idle lead-in are no pause. A pause begins when a message waits."""
+    q = Q[1]
+    events = [
+        ev(A, 1, "start", 0, (A,), added=(0, 1)),
+        ev(B, 1, "start", 1000, (A, B), added=(1,)),
+        ev(A, 2, "notify", 1040, (A, B), removed=(1,)),
+    ]
+    # the producer starts at 5000: the first message of queue 1 is stored at 5030, B takes it at 5045
+    a = analyze([Delivery(B, "x", q, 5045, True, 5030)], events, [Stored("x", q, 5030)])
+    (move,) = a.moves
+    assert (move.pause_start_kind, move.pause_start_ms, move.pause_ms) == ("message stored", 5030, 15)
+    assert a.figures.longest_pause_ms == 15  # not 4,005 ms from the removal
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lead_in=st.integers(0, 20_000),
+    handoff=st.integers(0, 500),
+    store_to_delivery=st.integers(0, 2_000),
+    consumed_before=st.booleans(),
+)
+def test_a_pause_is_time_with_a_message_waiting(
+    lead_in: int, handoff: int, store_to_delivery: int, consumed_before: bool
+) -> None:
+    """Whatever the idle lead-in, the pause of the move is the time a message of the queue waited
+    after the old owner let go (or last consumed it): never the idle seconds before."""
+    q = Q[1]
+    events = [
+        ev(A, 1, "start", 0, (A,), added=(0, 1)),
+        ev(B, 1, "start", 1000, (A, B), added=(1,)),
+        ev(A, 2, "notify", 1000 + handoff, (A, B), removed=(1,)),
+    ]
+    deliveries, stored = [], []
+    if consumed_before:  # A consumed one message of the queue, at 500
+        stored.append(Stored("early", q, 490))
+        deliveries.append(Delivery(A, "early", q, 500, True, 490))
+    store = 1000 + lead_in
+    stored.append(Stored("x", q, store))
+    deliveries.append(Delivery(B, "x", q, store + store_to_delivery, True, store))
+    (move,) = analyze(deliveries, events, stored).moves
+    began = 500 if consumed_before else 1000 + handoff
+    assert move.pause_ms == max(store + store_to_delivery - max(began, store), 0)  # 0: B began first
+    assert move.pause_ms <= store_to_delivery
 
 
 def test_changes_ignore_records_without_members_and_count_moves_per_change() -> None:
@@ -164,7 +215,18 @@ def test_events_from_the_rebalance_log_json() -> None:
 
 
 def test_definitions_are_one_line_each_and_queue_ranges() -> None:
-    assert set(DEFINITIONS) == {"change", "move", "pause", "duplicate", "backlog"}
+    assert set(DEFINITIONS) == {
+        "change", "move", "pause", "duplicate", "backlog", "not consumed", "rebalance",
+    }  # fmt: skip
     assert all("\n" not in line for line in footnote())
     assert footnote("pause") == [DEFINITIONS["pause"]]
     assert queue_ranges(Q) == "[0..3]"
+
+
+def test_every_trigger_word_is_explained() -> None:
+    """The demo explains each trigger word its REBALANCE lines use ("view", ...): every one a
+    rebalance record can carry has its sentence."""
+    from rocketq.analytics import TRIGGERS
+
+    assert set(TRIGGERS) == {t.value for t in RebalanceTrigger}
+    assert "view fence" in TRIGGERS["view"]

@@ -7,8 +7,8 @@ Spark: it takes plain records, whoever collected them.
 """
 
 from rocketq.analytics import rebalance
-from rocketq.analytics.ranges import id_ranges, queue_ranges
+from rocketq.analytics.ranges import counted, id_ranges, queue_ranges
 from rocketq.analytics.rebalance import *  # noqa: F403 - the package offers rebalance's public names
 
-__all__ = ["id_ranges", "queue_ranges"]
+__all__ = ["counted", "id_ranges", "queue_ranges"]
 __all__ += rebalance.__all__

@@ -1,4 +1,5 @@
-"""Queue ids written the way the seeds write them: ``[0..5] [6..10] [11..15]``."""
+"""Queue ids written the way the seeds write them (``[0..5] [6..10] [11..15]``), and counts with
+their noun in the right number (``1 message``, ``2 messages``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Iterable
 
 from rocketq.models import MessageQueue
 
-__all__ = ["id_ranges", "queue_ranges"]
+__all__ = ["counted", "id_ranges", "queue_ranges"]
 
 
 def id_ranges(ids: Iterable[int]) -> str:
@@ -53,3 +54,15 @@ def queue_ranges(queues: Iterable[MessageQueue]) -> str:
         label = "/".join(x for x, on in ((topic, many_topics), (broker, many_brokers)) if on)
         parts.append(f"{label} {id_ranges(ids)}" if label else id_ranges(ids))
     return " ".join(parts) if parts else "[]"
+
+
+def counted(n: int, noun: str, plural: str | None = None, *, grouped: bool = False) -> str:
+    """``n`` and its noun, singular for 1 (and -1), plural otherwise (``noun`` + s unless given).
+
+    >>> counted(1, "message"), counted(0, "message"), counted(12, "rebalance"), counted(2, "copy", "copies")
+    ('1 message', '0 messages', '12 rebalances', '2 copies')
+    >>> counted(1327, "delivery", "deliveries", grouped=True)
+    '1,327 deliveries'
+    """
+    number = f"{n:,}" if grouped else str(n)
+    return f"{number} {noun if abs(n) == 1 else plural or noun + 's'}"

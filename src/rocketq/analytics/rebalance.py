@@ -19,9 +19,12 @@ figure is shown.
   down, a clean handoff's late lease) change nothing;
 * **queue move** - a consumer's rebalance record added a queue that another consumer had owned
   before; it belongs to the latest change at or before the add;
-* **pause** of a move - from the start of the queue's last delivery by another consumer before
-  the new owner's first delivery of it (else the old owner's removal of the queue, else the add)
-  to the start of that first delivery; 0 when the new owner began before the old one let go;
+* **pause** of a move - the time the moved queue had messages waiting and nobody consumed them:
+  from the start of the queue's last delivery by another consumer before the new owner's first
+  delivery of it (else the old owner's removal of the queue, else the add) - or, when no message
+  of the queue was waiting then, from the store time that made one wait - to the start of that
+  first delivery; 0 when the new owner began before the old one let go. A queue with nothing to
+  consume is idle, not paused: the seconds before a producer starts are no pause;
 * **duplicate** - a delivery of a message (by message id) that an earlier delivery to the group
   had handled without failing (succeeded, or its outcome is unknown); a redelivery after a
   failure is a retry, not a duplicate. Each is attributed to the latest rebalance record that
@@ -38,8 +41,8 @@ figure is shown.
 ... ]
 >>> deliveries = [Delivery("c1", "m1", q, 900), Delivery("c2", "m2", q, 1200)]
 >>> a = analyze(deliveries, events, [Stored("m1", q, 890), Stored("m2", q, 950)])
->>> [(c.label, c.moves, c.longest_pause_ms) for c in a.costs]
-[('start 1', 0, None), ('1 -> 2', 1, 300)]
+>>> [(c.label, c.moves, c.longest_pause_ms) for c in a.costs]   # m2 waited from 950 to 1200
+[('start 1', 0, None), ('1 -> 2', 1, 250)]
 >>> a.figures.peak_backlog, a.figures.duplicates
 (1, 0)
 """
@@ -55,6 +58,7 @@ from rocketq.models import MessageQueue
 
 __all__ = [
     "DEFINITIONS",
+    "TRIGGERS",
     "Analysis",
     "Change",
     "ChangeCost",
@@ -76,8 +80,10 @@ DEFINITIONS: Final[Mapping[str, str]] = {
     "change": "change: the group's member list, as its consumers' rebalance records report it, changed",
     "move": "queue move: a consumer's rebalance added a queue another consumer had owned before",
     "pause": (
-        "pause: from the start of a moved queue's last delivery by another consumer (else the old "
-        "owner's removal, else the add) to the start of the new owner's first delivery of it"
+        "pause: how long a moved queue had messages waiting and nobody consuming them - from the start "
+        "of its last delivery by another consumer (else the old owner's removal, else the add; or "
+        "from when a message first waited, if later) to the start of the new owner's first delivery "
+        "of it"
     ),
     "duplicate": (
         "duplicate: a delivery of a message (by message id) an earlier delivery had already handled "
@@ -87,8 +93,27 @@ DEFINITIONS: Final[Mapping[str, str]] = {
         "backlog (lag): messages stored and not yet delivered at a moment; peak backlog: its highest "
         "value over the span"
     ),
+    "not consumed": "not consumed: messages stored and never delivered (lost, or still waiting)",
+    "rebalance": "rebalance: a consumer's rebalance record that added or removed one of its queues",
 }
 """The sentence defining each figure, printed wherever the figure is shown."""
+
+
+TRIGGERS: Final[Mapping[str, str]] = {
+    "start": "the consumer started",
+    "notify": "a broker told it the group's members changed",
+    "periodic": "its 20 s timer",
+    "subscription": "a subscription was added or removed",
+    "route": "the route of a subscribed topic changed",
+    "correction": "a queue was dropped to restart it elsewhere (offset corrected or reset)",
+    "view": (
+        "a broker refused a pull made with an outdated member list or queue count (rocketq's view "
+        "fence), so the consumer rebalanced on a fresh one"
+    ),
+    "manual": "asked for by code",
+    "shutdown": "the consumer shut down and released its queues",
+}
+"""What each trigger word of a rebalance record means (``RebalanceTrigger``'s values)."""
 
 
 def footnote(*names: str) -> list[str]:
@@ -327,6 +352,22 @@ class QueueBacklog:
         i = bisect.bisect_right(self.steps, (t, _BIG)) - 1
         return self.steps[i][1] if i >= 0 else 0
 
+    def waited_ms(self, start: int, end: int) -> int:
+        """Message-milliseconds of waiting in ``[start, end)``: the backlog integrated over time
+        (divided by ``end - start``, the mean backlog then).
+
+        >>> QueueBacklog(None, ((0, 1), (10, 3), (20, 0))).waited_ms(5, 30)
+        35
+        """
+        total, value, t = 0, self.at(start), start
+        i = bisect.bisect_right(self.steps, (start, _BIG))
+        for when, v in self.steps[i:]:
+            if when >= end:
+                break
+            total += value * (when - t)
+            value, t = v, when
+        return total + value * max(end - t, 0)
+
     def peak(self, start: int | None = None, end: int | None = None) -> int:
         """The highest backlog in ``[start, end)`` (the whole series by default)."""
         lo = 0 if start is None else bisect.bisect_right(self.steps, (start, _BIG))
@@ -378,9 +419,9 @@ def analyze(
     verdicts = _verdicts(dels)
     stretches = _stretches(evs)
     changes = _changes(evs)
-    moves = _moves(stretches, dels, changes)
-    duplicates = _duplicates(verdicts, evs, changes)
     total, per_queue = _backlogs(verdicts, msgs)
+    moves = _moves(stretches, dels, changes, per_queue)
+    duplicates = _duplicates(verdicts, evs, changes)
 
     def after(t: int | None) -> bool:
         return since_ms is None or (t is not None and t >= since_ms)
@@ -485,7 +526,48 @@ def _change_at(changes: Sequence[Change], t: int) -> int | None:
     return changes[i].index if i >= 0 else None
 
 
-def _moves(stretches: Sequence[Stretch], dels: Sequence[Delivery], changes: Sequence[Change]) -> list[Move]:
+def _waiting_from(series: QueueBacklog | None, start: int, end: int) -> int | None:
+    """The first moment in ``[start, end)`` the queue had a message waiting (``start`` itself when
+    one was); ``None`` when none waited then. Without a series (no stored records of the queue),
+    ``start``: nothing says the queue was idle."""
+    if series is None or not series.steps:
+        return start
+    if series.at(start) > 0:
+        return start
+    i = bisect.bisect_right(series.steps, (start, _BIG))
+    for t, value in series.steps[i:]:
+        if t >= end:
+            break
+        if value > 0:
+            return t
+    return None
+
+
+def _pause_start(
+    last: Delivery | None, old: Stretch, new: Stretch, first: Delivery | None, series: QueueBacklog | None
+) -> tuple[int, str]:
+    """When a move's pause began, and with what (see the module docstring)."""
+    if last is not None:
+        start, kind = last.start_ms, "last consumption"
+    elif old.to_ms is not None:
+        start, kind = old.to_ms, "removal"
+    else:
+        start, kind = new.from_ms, "add"
+    if first is not None and first.start_ms > start:
+        waited = _waiting_from(series, start, first.start_ms)
+        if waited is None:  # nothing waited: the queue was idle, not paused
+            return first.start_ms, "nothing waiting"
+        if waited > start:
+            return waited, "message stored"
+    return start, kind
+
+
+def _moves(
+    stretches: Sequence[Stretch],
+    dels: Sequence[Delivery],
+    changes: Sequence[Change],
+    backlogs: Mapping[MessageQueue, QueueBacklog],
+) -> list[Move]:
     by_queue: dict[MessageQueue, list[Delivery]] = {}
     for d in dels:
         if d.queue is not None:
@@ -517,12 +599,7 @@ def _moves(stretches: Sequence[Stretch], dels: Sequence[Delivery], changes: Sequ
                 if d.client_id != new.client_id:
                     last = d
                     break
-            if last is not None:
-                start, kind = last.start_ms, "last consumption"
-            elif old.to_ms is not None:
-                start, kind = old.to_ms, "removal"
-            else:
-                start, kind = new.from_ms, "add"
+            start, kind = _pause_start(last, old, new, first, backlogs.get(q))
             k = bisect.bisect_right(change_times, new.from_ms) - 1
             out.append(
                 Move(

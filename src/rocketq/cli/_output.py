@@ -172,12 +172,11 @@ def add_admin_options(
 
 
 def add_view_options(parser: argparse.ArgumentParser, views_help: str, fence_help: str) -> None:
-    """``--consistent-views per-broker|union|intersection|off`` and ``--no-view-fence``: ``rocketq
+    """``--consistent-views {per-broker,union,intersection,off}`` and ``--no-view-fence``: ``rocketq
     consume``'s options, which ``rocketq chaos`` passes on to the consumers it starts."""
     parser.add_argument(
         "--consistent-views",
         choices=("per-broker", "union", "intersection", "off"),
-        metavar="per-broker|union|intersection|off",
         help=views_help,
     )
     parser.add_argument("--no-view-fence", dest="view_fence", action="store_false", help=fence_help)

@@ -67,7 +67,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--from-consumers",
         type=int,
-        metavar="N",
+        metavar="COUNT",
         help="also plan the group with N consumers and show the queues that move from there",
     )
     parser.add_argument(
@@ -81,7 +81,7 @@ def register(subparsers: Any) -> None:
         "--duplicate-ids",
         type=int,
         default=0,
-        metavar="N",
+        metavar="COUNT",
         help="let N more consumers reuse the first consumer's client id (RocketMQ's duplicate-id bug)",
     )
     parser.add_argument(
@@ -91,7 +91,7 @@ def register(subparsers: Any) -> None:
         "--rooms",
         type=int,
         default=None,
-        metavar="N",
+        metavar="COUNT",
         help="spread brokers (room@broker-a) and consumers (room@consumer-01) over N machine rooms "
         "(default: no rooms)",
     )

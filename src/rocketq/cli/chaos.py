@@ -3,7 +3,7 @@
 Starts a name server and two brokers, a producer of sequence-numbered messages, and a consumer
 group of separate processes whose traffic all crosses a fault-injecting proxy; plays the
 scenario's seeded schedule of faults; then prints one line per invariant (PASS / FAIL / INFO and
-its figure) and exits 1 if any failed (2 for usage errors). ``--runs K`` runs seeds N..N+K-1 and
+its figure) and exits 1 if any failed (2 for usage errors). ``--runs COUNT`` runs seeds SEED..SEED+COUNT-1 and
 ends with a table of the figures; ``--json`` prints everything as one JSON document. See
 ``docs/chaos.md``.
 """
@@ -53,16 +53,17 @@ def register(subparsers: Any) -> None:
             "queries, split view) - and the exit code is 1 if any failed.\n\n"
             "scenarios ('all' runs each):\n" + listing
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("scenario", metavar="SCENARIO", help="a scenario (see above), 'all', or 'list'")
-    parser.add_argument("--seed", type=_seed, default=1, metavar="N", help="the schedule's seed (default 1)")
+    parser.add_argument(
+        "--seed", type=_seed, default=1, metavar="SEED", help="the schedule's seed (default 1)"
+    )
     parser.add_argument(
         "--runs",
         type=positive_int,
         default=1,
-        metavar="K",
-        help="run seeds N..N+K-1 and summarise (default 1)",
+        metavar="COUNT",
+        help="run seeds SEED..SEED+COUNT-1 and summarise (default 1)",
     )
     parser.add_argument(
         "--consumer-cmd",
@@ -92,8 +93,8 @@ def register(subparsers: Any) -> None:
         "--notify-coalesce-window",
         type=non_negative_float,
         default=0.0,
-        metavar="S",
-        help="the brokers gather a group's member changes for S seconds into one notification per "
+        metavar="SECONDS",
+        help="the brokers gather a group's member changes for SECONDS seconds into one notification per "
         "member (default 0: RocketMQ's one notification per change)",
     )
     add_view_options(
@@ -106,9 +107,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--rebalance-min-interval",
         type=non_negative_float,
-        metavar="S",
-        help="passed to rocketq consume: never two rebalances closer than S seconds (its default: 1, "
-        "RocketMQ 5's minInterval; 0: every notification at once, as RocketMQ 4.9.4)",
+        metavar="SECONDS",
+        help="passed to rocketq consume: never two rebalances closer than SECONDS seconds (its default: 0, "
+        "every notification at once, as RocketMQ 4.9.4; RocketMQ 5's minInterval is 1)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     parser.add_argument(

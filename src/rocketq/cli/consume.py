@@ -49,6 +49,7 @@ from typing import Any
 
 from rocketq.admin import Admin, parse_reset_target
 from rocketq.allocate import get_strategy, strategy_names
+from rocketq.analytics import counted
 from rocketq.cli._output import (
     add_acl_options,
     add_namesrv_option,
@@ -98,7 +99,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("topic", metavar="TOPIC", type=topic_name)
     parser.add_argument(
-        "--group", required=True, metavar="G", type=group_name, help="consumer group (required)"
+        "--group", required=True, metavar="GROUP", type=group_name, help="consumer group (required)"
     )
     parser.add_argument(
         "--strategy",
@@ -152,10 +153,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--count",
         type=positive_int,
-        metavar="N",
-        help="stop after printing N messages (later deliveries are handed back to the broker for redelivery)",
+        metavar="COUNT",
+        help="stop after printing COUNT messages (later deliveries are handed back to the broker for "
+        "redelivery)",
     )
-    parser.add_argument("--seconds", type=positive_duration, metavar="S", help="stop after S seconds")
+    parser.add_argument(
+        "--seconds", type=positive_duration, metavar="SECONDS", help="stop after SECONDS seconds"
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB' (default *)"
@@ -171,7 +175,7 @@ def register(subparsers: Any) -> None:
         "--heartbeat-interval",
         type=positive_duration,
         default=30.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds between heartbeats to every broker (default 30, RocketMQ's); lower it for a "
         "broker that expires silent clients sooner than its 120 s default",
     )
@@ -179,7 +183,7 @@ def register(subparsers: Any) -> None:
         "--poll-name-server-interval",
         type=positive_duration,
         default=30.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds between route refreshes from the name server (default 30, RocketMQ's "
         "pollNameServerInterval); a consumer learns new queues of its topic only then",
     )
@@ -187,7 +191,7 @@ def register(subparsers: Any) -> None:
         "--rebalance-interval",
         type=positive_duration,
         default=20.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds between periodic rebalances (default 20, RocketMQ's "
         "rocketmq.client.rebalance.waitInterval); notifications from brokers rebalance at once",
     )
@@ -195,9 +199,9 @@ def register(subparsers: Any) -> None:
         "--rebalance-min-interval",
         type=non_negative_float,
         default=0.0,
-        metavar="S",
-        help="never two rebalances closer than S seconds, however many notifications arrive (default 0: "
-        "every notification at once, as RocketMQ 4.9.4; RocketMQ 5's "
+        metavar="SECONDS",
+        help="never two rebalances closer than SECONDS seconds, however many notifications arrive "
+        "(default 0: every notification at once, as RocketMQ 4.9.4; RocketMQ 5's "
         "rocketmq.client.rebalance.minInterval is 1)",
     )
     parser.add_argument(
@@ -525,8 +529,9 @@ def _run(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     print(
-        f"rocketq consume: {output.received} messages ({output.received - output.duplicates} distinct "
-        f"by message id, {output.duplicates} duplicates{output.tracking_note()}) in {elapsed:.2f} s as "
+        f"rocketq consume: {counted(output.received, 'message')} "
+        f"({output.received - output.duplicates} distinct by message id, "
+        f"{counted(output.duplicates, 'duplicate')}{output.tracking_note()}) in {elapsed:.2f} s as "
         f"{consumer.client_id}",
         file=sys.stderr,
         flush=True,

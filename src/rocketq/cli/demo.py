@@ -30,10 +30,18 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--seconds", type=positive_duration, default=24.0, metavar="S", help="seconds of traffic (default 24)"
+        "--seconds",
+        type=positive_duration,
+        default=24.0,
+        metavar="SECONDS",
+        help="seconds of traffic (default 24)",
     )
     parser.add_argument(
-        "--rate", type=positive_float, default=200.0, metavar="N", help="messages per second (default 200)"
+        "--rate",
+        type=positive_float,
+        default=200.0,
+        metavar="MSGS_PER_S",
+        help="messages per second (default 200)",
     )
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark analytics")
     parser.add_argument("--plain", action="store_true", help="plain lines even on a terminal")

@@ -18,6 +18,7 @@ from typing import Any
 
 from rocketq.admin import parse_reset_target
 from rocketq.allocate import get_strategy
+from rocketq.analytics import counted
 from rocketq.cli._output import (
     add_admin_options,
     add_command_group,
@@ -50,9 +51,11 @@ def register(subparsers: Any) -> None:
         help="online members: client ids, addresses, versions, owned queues; duplicate ids flagged",
         description=(
             "The group's online members: client id, addresses, language, version and the queues "
-            "each owns (from the client's running info, or computed with the group's strategy when "
-            "the client does not answer: 'plan'). Client ids registered by two live connections "
-            "are flagged DUPLICATE."
+            "each owns. The column 'queues from' says where the owned queues come from, in the "
+            "dashboard's words: 'its own report' - the consumer's answer to the broker's running-info "
+            "request (what it really consumes); 'computed (STRATEGY)' - the client did not answer, so "
+            "the queues are what the group's strategy assigns it. Client ids registered by two live "
+            "connections are flagged DUPLICATE."
         ),
     )
     p.add_argument("group", metavar="GROUP", type=group_name)
@@ -148,7 +151,7 @@ def _members(args: argparse.Namespace) -> int:
             m.version_name,
             len(m.queues),
             queue_ranges(m.queues) or "-",
-            m.queues_source if m.queues_source == "running-info" else f"plan ({m.strategy})",
+            "its own report" if m.queues_source == "running-info" else f"computed ({m.strategy})",
         )
         for m in view.members
     ]
@@ -159,6 +162,10 @@ def _members(args: argparse.Namespace) -> int:
         ("client id", "addresses", "language", "version", "queues", "owned", "queues from"),
         rows,
         right=("queues",),
+    )
+    print(
+        "queues from: 'its own report' = the consumer's answer to the running-info request; "
+        "'computed' = it did not answer, the strategy's share is shown"
     )
     for d in view.duplicates:
         print(
@@ -214,7 +221,7 @@ def _progress(args: argparse.Namespace) -> int:
         lag = sum(q.lag for q in retries)
         print(
             f"retry topic {retry} (messages handed back for redelivery, not counted above): "
-            f"{len(retries)} queue(s), {lag} waiting"
+            f"{counted(len(retries), 'queue')}, {lag} waiting"
         )
     print(
         f"consumed per second: {progress.consume_tps:.1f} (the brokers' average for the group over the "

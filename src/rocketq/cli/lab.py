@@ -34,13 +34,12 @@ def register(subparsers: Any) -> None:
             "consumer processes, narrate what happened and why, and check the expected outcome "
             "(PASS exit 0, FAIL exit 1).\n\nscenarios:\n" + listing
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("name", metavar="NAME", help="a scenario (see above), or 'list'")
     parser.add_argument(
         "--strategy",
         default="AVG",
-        metavar="S",
+        metavar="STRATEGY",
         help=f"the group's allocation strategy: {', '.join(strategy_names())} (default AVG; "
         "'strategies' runs them all)",
     )
@@ -49,12 +48,15 @@ def register(subparsers: Any) -> None:
         "--data-dir", type=Path, metavar="DIR", help="keep the servers' data here (default: temp)"
     )
     parser.add_argument(
-        "--rate", type=positive_float, metavar="N", help="rebalance-cost: messages per second (default 200)"
+        "--rate",
+        type=positive_float,
+        metavar="MSGS_PER_S",
+        help="rebalance-cost: messages per second (default 200)",
     )
     parser.add_argument(
         "--phase-seconds",
         type=positive_duration,
-        metavar="S",
+        metavar="SECONDS",
         help="rebalance-cost: seconds between scaling steps (default 3)",
     )
     parser.add_argument(

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from rocketq.admin import MessageTrace, message_dict, parse_time
+from rocketq.analytics import counted
 from rocketq.cli._output import (
     add_admin_options,
     add_command_group,
@@ -108,7 +109,7 @@ def register(subparsers: Any) -> None:
     query.add_argument("--begin", type=_time, metavar="TIME", help="stored at or after (default: any time)")
     query.add_argument("--end", type=_time, metavar="TIME", help="stored at or before (default: any time)")
     query.add_argument(
-        "--max", type=_max_num, default=64, metavar="N", help="messages per broker, 1..64 (default 64)"
+        "--max", type=_max_num, default=64, metavar="COUNT", help="messages per broker, 1..64 (default 64)"
     )
     add_admin_options(query, _query, "the messages")
 
@@ -179,7 +180,7 @@ def _query(args: argparse.Namespace) -> int:
         print_json([message_dict(m) for m in found])
     elif found:
         print_table(
-            f"{len(found)} message(s) of {args.topic} with key {args.key}",
+            f"{counted(len(found), 'message')} of {args.topic} with key {args.key}",
             ["msg id", "offset id", "queue", "offset", "stored", "tags", "keys", "body"],
             [
                 (

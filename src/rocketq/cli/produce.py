@@ -45,6 +45,7 @@ from types import FrameType
 from typing import Any
 
 from rocketq.admin import Admin
+from rocketq.analytics import counted
 from rocketq.cli._output import (
     add_acl_options,
     add_namesrv_option,
@@ -188,7 +189,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("topic", metavar="TOPIC", type=topic_name)
     parser.add_argument(
-        "--count", type=positive_int, default=1, metavar="N", help="messages to send (default 1)"
+        "--count", type=positive_int, default=1, metavar="COUNT", help="messages to send (default 1)"
     )
     body = parser.add_mutually_exclusive_group()
     body.add_argument(
@@ -200,9 +201,11 @@ def register(subparsers: Any) -> None:
         metavar="BYTES",
         help=f"fixed body size, sequence number first (at most {MAX_BODY:,}: RocketMQ's maxMessageSize)",
     )
-    parser.add_argument("--tag", metavar="T", help="tag of every message")
-    parser.add_argument("--keys", metavar="K", help="key(s) of every message, space-separated")
-    parser.add_argument("--batch", type=positive_int, metavar="N", help="send N messages per batch request")
+    parser.add_argument("--tag", metavar="TAG", help="tag of every message")
+    parser.add_argument("--keys", metavar="KEYS", help="key(s) of every message, space-separated")
+    parser.add_argument(
+        "--batch", type=positive_int, metavar="COUNT", help="send COUNT messages per batch request"
+    )
     parser.add_argument(
         "--rate",
         type=positive_float,
@@ -525,7 +528,8 @@ class _Produce:
             extra += f", {self.unconfirmed} of them out unanswered when it stopped (they may be stored)"
         tx = f" in transactions ({self.checks.line()})" if self.checks is not None else ""
         print(
-            f"sent {sent} messages to {self.args.topic}{tx}, {failed} failed{extra}, in {elapsed:.2f} s: "
+            f"sent {counted(sent, 'message')} to {self.args.topic}{tx}, {failed} failed{extra}, "
+            f"in {elapsed:.2f} s: "
             f"{sent / elapsed:.0f} msg/s ({self.sent_bytes / elapsed / 1e6:.2f} MB/s)",
             flush=True,
         )
@@ -591,7 +595,8 @@ class _Checks:
             else f"answering {self.answer_state}"
         )
         print(
-            f"rocketq produce: waiting for the broker to check {waiting} transaction(s) left UNKNOW ({how}); "
+            f"rocketq produce: waiting for the broker to check {counted(waiting, 'transaction')} "
+            f"left UNKNOW ({how}); "
             "a broker checks after transactionTimeOut (6 s), every transactionCheckInterval (60 s by "
             "default); Ctrl-C stops",
             file=sys.stderr,
@@ -614,7 +619,7 @@ class _Checks:
             checks = sum(self.answered.values())
             if checks:
                 parts.append(
-                    f"{checks} check(s) answered "
+                    f"{counted(checks, 'check')} answered "
                     + ", ".join(f"{n} {s}" for s, n in self.answered.items() if n)
                 )
             if self.pending:

@@ -6,7 +6,9 @@ and the consumed topics through the ``rocketmq`` Spark source, and writes under 
 (default ``rocketq-report``) the tables ``consumption``, ``ownership``, ``rebalances``,
 ``duplicates``, ``pauses`` and ``lag`` (Parquet folders) and ``report.html``. stdout gets the key
 figures and the page's path, stderr one line per step as it starts; Spark's own JVM log goes to
-``spark.log`` under ``--out`` and its progress bars are off. The name server, the trace topic, the
+``spark.log`` under ``--out`` and its progress bars are off; instead, while a step runs Spark jobs,
+a line says which stage runs and how many of its tasks are done (from Spark's status tracker, at
+most one a second, only when it changed). The name server, the trace topic, the
 group (known to the cluster, or with rebalance records) and ``--topic`` are checked before Spark
 starts. Needs the ``spark`` extra (``pip install
 'rocketq[spark]'``) and a JDK; pyspark is imported only when the command runs.
@@ -28,13 +30,15 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rocketq.admin import Admin
-from rocketq.analytics import footnote
+from rocketq.analytics import counted, footnote
 from rocketq.cli._output import (
     AclKeys,
     acl_keys,
@@ -161,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(step: str) -> None:
         stop.step = step
-        dots = "" if step == "done" else " ..."
+        dots = "" if step == "done" or step.startswith(" ") else " ..."
         print(f"rocketq report: {time.monotonic() - began:5.1f} s {step}{dots}", file=sys.stderr, flush=True)
 
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
@@ -169,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
     progress(f"starting Spark ({args.master}; its own log goes to {out / SPARK_LOG})")
     spark = local_session(args.master, "rocketq-report", jvm_log=out / SPARK_LOG)
     stop.install()  # again: starting the SparkContext put pyspark's own SIGINT handler in place
+    stages = _StageWatch(spark, lambda line: progress(f"  {line}"))
+    stages.start()
     try:
         result = build_report(
             spark,
@@ -184,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
     except (RemotingConnectError, RemotingTimeoutError) as exc:
         raise unreachable_hint(exc, namesrv) from None
     finally:
+        stages.stop()
         if ours:
             spark.stop()
     progress("done")
@@ -200,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     pause = "-" if f.longest_pause_ms is None else f"{f.longest_pause_ms:,} ms"
     print(
-        f"group {args.group}: delivered {f.delivered} ({f.deliveries} deliveries to {f.consumers} consumers)"
+        f"group {args.group}: delivered {f.delivered} "
+        f"({counted(f.deliveries, 'delivery', 'deliveries')} to {counted(f.consumers, 'consumer')})"
     )
     print(
         f"duplicates {f.duplicates} ({f.attributed} attributed to a rebalance), not consumed {f.not_consumed}"
@@ -209,13 +217,56 @@ def run(args: argparse.Namespace) -> int:
         f"queue moves {f.moves}, longest pause {pause}, peak backlog {f.peak_backlog}, "
         f"rebalances {f.rebalances}"
     )
-    for line in footnote("move", "pause", "duplicate", "backlog"):
+    for line in footnote("move", "pause", "duplicate", "backlog", "not consumed", "rebalance"):
         print(f"  {line}")
     for note in result.notes:
         print(f"note: {note}")
     print(f"report: {result.html_path}")
     print(f"tables: {result.out_dir}/{{{','.join(result.tables)}}}")
     return 0
+
+
+class _StageWatch:
+    """Spark's progress as lines: every ``interval`` seconds, the active stages of the session's
+    jobs (id, what runs, tasks done of all) from ``SparkContext.statusTracker()``, told to ``say``
+    when they changed since the last line (a JVM listener is not reachable from Python; polling
+    the tracker from a thread is)."""
+
+    def __init__(self, spark: Any, say: Callable[[str], None], interval: float = 1.0) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.say = say
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="report-stages", daemon=True)
+        self._last = ""
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+    def line(self) -> str:
+        """The active stages now (empty: none)."""
+        parts = []
+        for stage_id in sorted(self.tracker.getActiveStageIds()):
+            info = self.tracker.getStageInfo(stage_id)
+            if info is None:
+                continue
+            what = str(info.name).split(" at ", 1)[0]
+            parts.append(f"Spark stage {stage_id} ({what}): {info.numCompletedTasks}/{info.numTasks} tasks")
+        return "; ".join(parts)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                line = self.line()
+            except Exception:  # the session is stopping (Py4J gone): nothing more to tell
+                return
+            if line and line != self._last:
+                self._last = line
+                self.say(line)
 
 
 class _StopOnSignal:

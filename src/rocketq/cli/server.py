@@ -180,14 +180,14 @@ def add_broker_options(
         "--transaction-check-max",
         type=positive_count,
         default=15,
-        metavar="N",
+        metavar="COUNT",
         help="checks of a half message before it is discarded (transactionCheckMax; default 15)",
     )
     parser.add_argument(
         "--channel-expired-timeout",
         type=positive_duration,
         default=CHANNEL_EXPIRED_TIMEOUT,
-        metavar="S",
+        metavar="SECONDS",
         help=f"drop a client silent this many seconds (default {CHANNEL_EXPIRED_TIMEOUT:g}, RocketMQ's "
         "CHANNEL_EXPIRED_TIMEOUT); short values let failure experiments expire a client quickly",
     )
@@ -195,7 +195,7 @@ def add_broker_options(
         "--client-scan-interval",
         type=positive_duration,
         default=CLIENT_HOUSEKEEPING_INTERVAL,
-        metavar="S",
+        metavar="SECONDS",
         help=f"seconds between scans for silent clients (default {CLIENT_HOUSEKEEPING_INTERVAL:g}, "
         "RocketMQ's ClientHousekeepingService)",
     )
@@ -203,7 +203,7 @@ def add_broker_options(
         "--rebalance-lock-max-live-time",
         type=positive_duration,
         default=REBALANCE_LOCK_MAX_LIVE_TIME,
-        metavar="S",
+        metavar="SECONDS",
         help=f"seconds a queue lock lives without renewal (default {REBALANCE_LOCK_MAX_LIVE_TIME:g}, "
         "RocketMQ's rocketmq.broker.rebalance.lockMaxLiveTime)",
     )
@@ -226,7 +226,7 @@ def add_broker_options(
         "--broker-id",
         type=non_negative_int,
         default=None,
-        metavar="N",
+        metavar="ID",
         help="brokerId: 0 for a master (default), 1 or more for a slave (default 1 with --role slave)",
     )
     parser.add_argument(
@@ -261,8 +261,8 @@ def add_broker_options(
         "--notify-coalesce-window",
         type=non_negative_float,
         default=0.0,
-        metavar="S",
-        help="gather a consumer group's member changes for S seconds into one notification per member, "
+        metavar="SECONDS",
+        help="gather a consumer group's member changes for SECONDS seconds into one notification per member, "
         "sent to the members it has then (default 0: RocketMQ's one notification per change; "
         "1.5 halved a rolling deploy's notifications in rocketq chaos, see docs/chaos.md)",
     )
@@ -365,7 +365,7 @@ def register(subparsers: Any) -> None:
         "--brokers",
         type=positive_count,
         default=None,
-        metavar="N",
+        metavar="COUNT",
         help=f"broker processes, one cluster (default: one per core this process may use, at most "
         f"{MAX_DEFAULT_BROKERS}: {default_broker_count()} here). 1 runs the broker in this process; "
         "N > 1 runs N `rocketq broker` children named broker-a, broker-b, ... on --broker-port, +10, "

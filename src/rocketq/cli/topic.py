@@ -66,14 +66,14 @@ def register(subparsers: Any) -> None:
             "--queues",
             type=_queue_count,
             required=name == "create",
-            metavar="N",
+            metavar="COUNT",
             help="read and write queues per broker" + (" (required)" if name == "create" else ""),
         )
         p.add_argument(
-            "--read-queues", type=_queue_count, metavar="N", help="read queues (default: --queues)"
+            "--read-queues", type=_queue_count, metavar="COUNT", help="read queues (default: --queues)"
         )
         p.add_argument(
-            "--write-queues", type=_queue_count, metavar="N", help="write queues (default: --queues)"
+            "--write-queues", type=_queue_count, metavar="COUNT", help="write queues (default: --queues)"
         )
         p.add_argument(
             "--perm",
@@ -118,14 +118,19 @@ def register(subparsers: Any) -> None:
         "list",
         help="list the topics the name server knows (system topics with --all)",
         description="List the topics the name server knows: those of users, and with --all also the "
-        "system ones (RMQ_SYS_*, RQ_SYS_*, %%RETRY%%/%%DLQ%% topics, TBW102, SCHEDULE_TOPIC_XXXX, the "
+        "system ones (RMQ_SYS_*, RQ_SYS_*, %RETRY%/%DLQ% topics, TBW102, SCHEDULE_TOPIC_XXXX, the "
         "cluster's and brokers' own topics ...).",
     )
     p.add_argument("--all", action="store_true", help="also list system topics")
     add_admin_options(p, _list, "the list")
 
     p = sub.add_parser(
-        "route", help="show a topic's route: brokers and queue counts", description="Show a route."
+        "route",
+        help="show a topic's route: brokers and queue counts",
+        description="Show a topic's route as the name server gives it to clients: one row per broker "
+        "that holds the topic, with its cluster, its addresses (broker id 0 is the master, others are "
+        "slaves), its read and write queue counts and its permission (6 read and write, 4 read only, "
+        "2 write only), and the topic's order configuration when it has one.",
     )
     p.add_argument("topic", metavar="TOPIC", type=topic_name)
     add_admin_options(p, _route, "the route")

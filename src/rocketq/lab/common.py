@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rocketq.allocate import java_sorted
+from rocketq.analytics import counted
 from rocketq.lab.harness import Lab, Received, Worker
 from rocketq.lab.narrate import queue_ranges
 from rocketq.lab.scenario import Run
@@ -180,12 +181,13 @@ def explain_allocation(
     if strategy.upper() == "AVG" and m:
         base, extra = divmod(n, m)
         if m == 1:
-            rule = f"AVG: {n} queue(s) / 1 consumer -> all {n} to it"
+            rule = f"AVG: {counted(n, 'queue')} / 1 consumer -> all {n} to it"
         elif n == m:
             rule = f"AVG: {n} queues / {m} consumers -> one each, in sorted order"
         elif n < m:
             rule = (
-                f"AVG: {n} queue(s) / {m} consumers -> one each to the first {n} in sorted order, none after"
+                f"AVG: {counted(n, 'queue')} / {m} consumers -> one each to the first {n} in sorted order, "
+                "none after"
             )
         elif extra == 0:
             rule = f"AVG: {n} queues / {m} consumers -> {base} each, as contiguous blocks in sorted order"

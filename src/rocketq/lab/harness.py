@@ -44,6 +44,7 @@ from typing import IO, Any, TypeVar, cast
 
 from rocketq.admin import Admin
 from rocketq.allocate import AllocationStrategy, plan_group
+from rocketq.analytics import counted
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SendResult
 from rocketq.client.config import ACCESS_KEY_ENV, SECRET_KEY_ENV
 from rocketq.client.routes import subscribe_info_from_route
@@ -781,7 +782,7 @@ class Lab:
                         return False
                 return True
 
-            w.wait_for(settled, timeout, f"the rebalance over {len(ids)} consumer(s) to settle")
+            w.wait_for(settled, timeout, f"the rebalance over {counted(len(ids), 'consumer')} to settle")
         return result
 
 

@@ -3,7 +3,8 @@
 :func:`spark_status` says why the analytics cannot run here (no pyspark, no ``rocketq report``,
 clients without tracing) or ``None``; :func:`run_report` runs ``rocketq report --json`` as a
 child process for one group and topic and returns its figures and the HTML report's path, or a
-status saying why it failed - never a made-up result.
+status saying why it failed - never a made-up result. Its progress lines (each step, and which
+Spark stage runs with how many of its tasks done) are handed to a callback as they come.
 """
 
 from __future__ import annotations
@@ -15,15 +16,20 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketq.analytics import counted
 from rocketq.client import PushConsumerConfig
 from rocketq.client.config import ProducerConfig
 
 __all__ = ["ReportOutcome", "run_report", "spark_status", "tracing_available"]
+
+
+_PREFIX = "rocketq report: "
 
 
 def tracing_available() -> bool:
@@ -60,8 +66,9 @@ class ReportOutcome:
         pause = f.get("longest_pause_ms")
         longest = "-" if pause is None else f"{pause:,} ms"
         return [
-            f"Spark: delivered {f.get('delivered')} ({f.get('deliveries')} deliveries to "
-            f"{f.get('consumers')} consumers), duplicates {f.get('duplicates')} "
+            f"Spark: delivered {f.get('delivered')} "
+            f"({counted(int(f.get('deliveries') or 0), 'delivery', 'deliveries')} to "
+            f"{counted(int(f.get('consumers') or 0), 'consumer')}), duplicates {f.get('duplicates')} "
             f"({f.get('attributed')} attributed to a rebalance), not consumed {f.get('not_consumed')}",
             f"Spark: queue moves {f.get('moves')}, longest pause {longest}, peak backlog "
             f"{f.get('peak_backlog')}, rebalances {f.get('rebalances')}",
@@ -84,30 +91,63 @@ def run_report(
     out_dir: Path,
     timeout: float = 300.0,
     env: Mapping[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ReportOutcome:
     """Run ``rocketq report`` for ``group``/``topic`` into ``out_dir`` (emptied first); ``env``
-    adds to its environment (a lab's ACL keys: :meth:`~rocketq.lab.harness.Lab.acl_env`)."""
+    adds to its environment (a lab's ACL keys: :meth:`~rocketq.lab.harness.Lab.acl_env`);
+    ``progress`` is told each of its progress lines as it prints it (without the
+    ``rocketq report:`` prefix)."""
     out_dir = out_dir.resolve()
     if out_dir.exists():
         shutil.rmtree(out_dir)
     args = [sys.executable, "-m", "rocketq", "report", "--namesrv", namesrv, "--group", group]
     args += ["--topic", topic, "--out", os.fspath(out_dir), "--json"]
+    child = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    err: list[str] = []
+
+    def read_stderr() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            err.append(line)
+            if progress is not None and line.startswith(_PREFIX):
+                progress(line[len(_PREFIX) :].rstrip("\n"))
+
+    def read_stdout() -> None:
+        assert child.stdout is not None
+        got.append(child.stdout.read())
+
+    got: list[str] = []
+    readers = [
+        threading.Thread(target=read_stderr, name="report-progress", daemon=True),
+        threading.Thread(target=read_stdout, name="report-result", daemon=True),
+    ]
+    for t in readers:
+        t.start()
     try:
-        proc = subprocess.run(
-            args,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            env={**os.environ, **(env or {})},
-        )
+        child.wait(timeout)
     except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
         return ReportOutcome(f"failed (rocketq report took more than {timeout:.0f} s)")
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return ReportOutcome(f"failed (rocketq report exit {proc.returncode}: {tail})")
+    except BaseException:  # Ctrl-C: the report is the demo's child; it goes too
+        child.kill()
+        child.wait()
+        raise
+    for t in readers:
+        t.join(5.0)
+    out = "".join(got)
+    if child.returncode != 0:
+        tail = ("".join(err).strip().splitlines() or ["no output"])[-1]
+        return ReportOutcome(f"failed (rocketq report exit {child.returncode}: {tail})")
     try:
-        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+        doc = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return ReportOutcome("failed (rocketq report printed no result)")
     html = Path(doc["html"]) if doc.get("html") else None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocketq.analytics import counted
 from rocketq.errors import ConfigError
 from rocketq.lab.harness import Lab, LabError, Received, Worker, queue_key
 from rocketq.lab.narrate import Narrator, queue_ranges
@@ -253,7 +254,8 @@ def run_scenario(
         ok = sum(1 for c in run.result.checks if c.ok)
         narrator.say(
             f"rocketq lab {name}: interrupted after {run.result.seconds:.1f} s: "
-            f"{len(run.result.steps)} step(s) done, {ok} of {len(run.result.checks)} checks passed so far"
+            f"{counted(len(run.result.steps), 'step')} done, {ok} of {len(run.result.checks)} checks "
+            "passed so far"
         )
         return run.result
     except Exception as exc:  # a scenario's own bug still ends as a FAIL with the reason, not a traceback

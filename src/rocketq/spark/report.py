@@ -5,12 +5,14 @@
 joins, :func:`rocketq.analytics.analyze` judges: the same definitions and code as ``rocketq demo``
 and ``rocketq lab rebalance-cost`` - writes each as a Parquet folder under ``out_dir``
 (``consumption/``, ``ownership/``, ``rebalances/``, ``duplicates/``, ``pauses/``, ``lag/``) and
-writes ``report.html``: one self-contained page (PNG plots embedded as base64, drawn with
-matplotlib's Agg backend) made to be read in a 1280-pixel window, with the key figures at the top
-and the sentence defining each, the cost of each change of the group, then deliveries per consumer
-and per queue over time, the ownership timeline of every queue, the pauses grouped by the change
-that caused them, the backlog, and the first rows of the duplicates, pauses and rebalances tables
-(durations in ms or s, times as times, queue lists as ranges).
+writes ``report.html``: one self-contained page (plots drawn by matplotlib as inline SVG, text
+as paths, so a browser lays out exactly what was drawn) made to be read in a 1280-pixel window,
+with the key figures at the top (one row of cards) and the sentence defining each, the cost of
+each change of the group, then deliveries per consumer over time, the lag of every queue around
+each change, the ownership timeline of every queue, the pauses grouped by the change that caused
+them, the backlog, and the first rows of the duplicates, pauses and rebalances tables (durations
+in ms or s, times as times, queue lists as ranges). The labels of the changes (``1 -> 2``) sit in
+rows above each plot's axes, placed so that none overlaps another, nor a bar or a line of data.
 
 >>> result = build_report(None, "127.0.0.1:9876", "my_group", out_dir="report")   # doctest: +SKIP
 >>> result.html_path, result.figures.duplicates                                   # doctest: +SKIP
@@ -19,7 +21,6 @@ that caused them, the backlog, and the first rows of the duplicates, pauses and 
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import logging
@@ -30,7 +31,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rocketq.analytics import DEFINITIONS, Analysis, Delivery, Figures, Move, footnote, queue_ranges
+from rocketq.analytics import (
+    DEFINITIONS,
+    Analysis,
+    Change,
+    Delivery,
+    Figures,
+    Move,
+    counted,
+    footnote,
+    queue_ranges,
+)
 from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.models import MessageQueue
 from rocketq.protocol.acl import Credentials
@@ -180,6 +191,14 @@ class _Names:
 # ------------------------------------------------------------------------------------ plots
 
 
+LAG_BEFORE_MS = 1000
+"""The lag map's window starts this long before a change ..."""
+LAG_AFTER_MS = 3000
+"""... and ends this long after it (a pause is a fraction of a second; a slow one a few)."""
+LAG_WINDOWS = 8
+"""The lag map shows the first this many changes."""
+_LAG_BUCKETS = (10, 20, 25, 50, 100, 200, 250, 500, 1000)
+
 _HEAT_BUCKETS = (250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 300_000, 600_000, 3_600_000)
 HEAT_MIN_PER_CELL = 20
 """Mean deliveries per heat-map cell the bucket is chosen for: with fewer, ±1 message of rounding
@@ -205,17 +224,23 @@ def heat_bucket_ms(
 class _Plot:
     title: str
     caption: str
-    png: str
+    svg: str
     points: int
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+def _svg(fig: Any, key: str) -> str:
+    """``fig`` as an inline ``<svg>`` element: text drawn as paths (what the browser shows is what
+    was measured when the labels were placed), ids salted with ``key`` so that several plots on one
+    page do not share a clip path's id."""
+    import matplotlib  # noqa: PLC0415
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": key}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", dpi=120)  # dpi: the rasterized parts
     plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
 
 
 def _plots(a: Analysis, names: _Names) -> list[_Plot]:
@@ -233,9 +258,9 @@ def _plots(a: Analysis, names: _Names) -> list[_Plot]:
     out: list[_Plot] = []
     if dels:
         out.append(plotter.per_consumer())
-        per_queue = plotter.per_queue()
-        if per_queue is not None:
-            out.append(per_queue)
+    lag = plotter.lag_around_changes()
+    if lag is not None:
+        out.append(lag)
     if a.stretches:
         out.append(plotter.ownership())
     moves = [m for m in a.moves if m.pause_ms is not None]
@@ -271,19 +296,47 @@ class _Plotter:
     def color(self, client: str) -> Any:
         return self.colors(self.clients.index(client) % 10)
 
-    def mark_changes(self, ax: Any, labels: bool = True) -> None:
-        for c in self.a.changes:
+    def mark_changes(
+        self, ax: Any, key: str, labels: bool = True, changes: list[Change] | None = None
+    ) -> None:
+        """A dotted line at each change of the group and, above the axes, its label (``1 -> 2``):
+        in the lowest row where it overlaps no label already placed (so none overlaps another,
+        and none sits on the data). ``key`` names the labels' SVG ids (``KEY-label-N``)."""
+        shown = self.a.changes if changes is None else changes
+        lo, hi = ax.get_xlim()
+        for c in shown:
             ax.axvline(self.sec(c.at_ms), color="grey", lw=0.7, ls=":")
-            if labels and c.index:
-                ax.annotate(
-                    c.label,
-                    (self.sec(c.at_ms), 1.0),
-                    xycoords=("data", "axes fraction"),
-                    fontsize=7,
-                    xytext=(2, -10 - 9 * (c.index % 3)),
-                    textcoords="offset points",
-                    color="dimgrey",
-                )
+        if not labels:
+            return
+        renderer = ax.figure.canvas.get_renderer()
+        rows: list[list[Any]] = []  # per row, the extents of the labels placed in it
+        for c in sorted((c for c in shown if c.index), key=lambda c: c.at_ms):
+            x = self.sec(c.at_ms)
+            if not lo <= x <= hi:
+                continue
+            text = ax.annotate(
+                c.label,
+                (x, 1.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="dimgrey",
+                annotation_clip=False,
+            )
+            text.set_gid(f"{key}-label-{c.index}")
+            row = 0
+            while True:
+                text.set_position((0, 3 + 9 * row))
+                box = text.get_window_extent(renderer).expanded(1.0, 1.0).padded(2)
+                if row == len(rows):
+                    rows.append([])
+                if not any(box.overlaps(other) for other in rows[row]):
+                    rows[row].append(box)
+                    break
+                row += 1
 
     def per_consumer(self) -> _Plot:
         """Deliveries per second of each consumer over time (step lines)."""
@@ -308,58 +361,102 @@ class _Plotter:
                 label=self.names(client),
                 color=self.color(client),
             )
-        self.mark_changes(ax)
         ax.set_xlabel(self.xlabel)
         ax.set_ylabel("deliveries per second")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        self.mark_changes(ax, "consumers")
         return _Plot(
             "Messages per consumer",
             f"Deliveries per second in {bucket:,} ms buckets (the partial first and last bucket left "
             "out). Dotted lines: changes of the group.",
-            _png(fig),
+            _svg(fig, "consumers"),
             len(dels),
         )
 
-    def per_queue(self) -> _Plot | None:
-        """A heat map of deliveries per queue over time (none without a whole bucket of data)."""
-        from matplotlib.ticker import MaxNLocator  # noqa: PLC0415
+    def lag_around_changes(self) -> _Plot | None:
+        """A heat map of each queue's lag around each change of the group (none without a change
+        or a message waiting then): per window, per queue and bucket, the mean backlog (messages
+        waiting, averaged over the bucket's time).
 
-        dels, sec = self.dels, self.sec
-        queues = sorted({d.queue for d in dels if d.queue is not None})
-        hb = heat_bucket_ms(len(dels), len(queues), self.span)
-        lo = -(-min(d.start_ms for d in dels) // hb) * hb  # first bucket wholly inside the data
-        hi = max(d.start_ms for d in dels) // hb * hb  # the last bucket's start is its end
-        cols = list(range(lo, hi, hb))
-        if not queues or not cols:
+        Why this scale: a healthy group keeps every queue's backlog near 0 - each message waits a
+        few ms - so a whole run's map of deliveries or lag is one colour, and what a rebalance costs
+        is the few queues that wait for their new owner for a fraction of a second. So the map
+        shows only the seconds around each change, in buckets of tens of ms; the mean (not the
+        peak) keeps a message's few ms of normal latency near white, while a queue that waits for
+        its owner fills its buckets; white is nothing waiting, and the colour scale ends at the
+        99th percentile of the cells (at least one message), so one outlier does not wash out the
+        rest (cells above it take the darkest colour)."""
+        from matplotlib import colors  # noqa: PLC0415
+
+        a, sec = self.a, self.sec
+        changes = [c for c in a.changes if c.index][:LAG_WINDOWS]
+        queues = sorted(q for q, series in a.queue_backlogs.items() if series.steps)
+        if not changes or not queues:
             return None
-        grid = [[0] * len(cols) for _ in queues]
-        row = {q: i for i, q in enumerate(queues)}
-        for d in dels:
-            if d.queue is not None and lo <= d.start_ms < hi:
-                grid[row[d.queue]][(d.start_ms - lo) // hb] += 1
-        fig, ax = self.plt.subplots(figsize=(10, 0.26 * len(queues) + 1.5))
-        im = ax.imshow(
-            grid,
-            aspect="auto",
-            interpolation="nearest",
-            cmap="viridis",
-            vmin=0,
-            extent=(sec(lo), sec(hi), len(queues) - 0.5, -0.5),
+        windows: list[tuple[int, int, list[Change]]] = []
+        for c in changes:
+            lo, hi = c.at_ms - LAG_BEFORE_MS, c.at_ms + LAG_AFTER_MS
+            if windows and lo <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], max(hi, windows[-1][1]), [*windows[-1][2], c])
+            else:
+                windows.append((lo, hi, [c]))
+        span = sum(hi - lo for lo, hi, _ in windows)
+        bucket = next((b for b in _LAG_BUCKETS if span / b <= 160), _LAG_BUCKETS[-1])
+        grids = []
+        for lo, hi, _ in windows:
+            edges = range(lo - lo % bucket, hi, bucket)
+            grids.append(
+                (
+                    edges,
+                    [[a.queue_backlogs[q].waited_ms(b, b + bucket) / bucket for b in edges] for q in queues],
+                )
+            )
+        cells = sorted(v for _, grid in grids for row in grid for v in row)
+        if not cells or cells[-1] <= 0:
+            return None
+        top = max(cells[min(len(cells) - 1, int(0.99 * len(cells)))], 1.0)
+        cmap = self.plt.get_cmap("YlOrRd").with_extremes(under="white")
+        norm = colors.Normalize(vmin=1e-9, vmax=top)
+        fig, axes = self.plt.subplots(
+            1,
+            len(windows),
+            sharey=True,
+            squeeze=False,
+            figsize=(10, 0.24 * len(queues) + 1.7),
+            gridspec_kw={"width_ratios": [hi - lo for lo, hi, _ in windows], "wspace": 0.06},
         )
-        ax.set_yticks(range(len(queues)))
-        ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues], fontsize=7)
-        ax.set_xlabel(self.xlabel)
-        self.mark_changes(ax, labels=False)
-        bar = fig.colorbar(im, ax=ax, label=f"deliveries per {hb:,} ms")
-        bar.ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        im = None
+        for n, (ax, (_lo, _hi, shown), (edges, grid)) in enumerate(zip(axes[0], windows, grids, strict=True)):
+            first, last = edges[0], edges[-1] + bucket
+            im = ax.imshow(
+                grid,
+                aspect="auto",
+                interpolation="nearest",
+                cmap=cmap,
+                norm=norm,
+                extent=(sec(first), sec(last), len(queues) - 0.5, -0.5),
+            )
+            ax.set_xlim(sec(first), sec(last))
+            ax.tick_params(axis="x", labelsize=7)
+            if n == 0:
+                ax.set_yticks(range(len(queues)))
+                ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues], fontsize=7)
+            self.mark_changes(ax, f"lag{n}", changes=shown)
+        fig.supxlabel(self.xlabel, fontsize=9)
+        bar = fig.colorbar(im, ax=list(axes[0]), extend="max", pad=0.015, fraction=0.03)
+        bar.set_label("messages waiting (mean over the bucket)", fontsize=8)
+        waiting = sum(1 for v in cells if v > 0)
         return _Plot(
-            "Messages per queue",
-            f"Deliveries per queue in {hb:,} ms buckets, sized for about {HEAT_MIN_PER_CELL} a cell "
-            "so that a message more or less is not a visible change; partial buckets at either end "
-            "are left out. Dotted lines: changes of the group.",
-            _png(fig),
-            sum(map(sum, grid)),
+            "Lag per queue around each change",
+            f"Messages waiting in each queue (its backlog, averaged over each {bucket:,} ms), from "
+            f"{LAG_BEFORE_MS / 1000:g} s before to {LAG_AFTER_MS / 1000:g} s after each change of the group "
+            f"(close changes share a window; the first {LAG_WINDOWS} changes). White: nothing waiting; "
+            f"the colours end at {top:,.1f} messages, the 99th percentile of the cells (at least 1), so that "
+            "one outlier does not wash out the rest; a message's few ms of normal latency stay near white. "
+            "Dotted lines: changes of the group.",
+            _svg(fig, "lag"),
+            waiting,
         )
 
     def ownership(self) -> _Plot:
@@ -369,10 +466,10 @@ class _Plotter:
         a, sec = self.a, self.sec
         queues_o = sorted({s.queue for s in a.stretches})
         fig, ax = self.plt.subplots(figsize=(10, 0.28 * len(queues_o) + 1.6))
-        for s in a.stretches:
+        for n, s in enumerate(a.stretches):
             y = queues_o.index(s.queue)
             stop = s.to_ms if s.to_ms is not None else self.t_end
-            ax.barh(
+            (bar,) = ax.barh(
                 y,
                 sec(stop) - sec(s.from_ms),
                 left=sec(s.from_ms),
@@ -381,6 +478,7 @@ class _Plotter:
                 edgecolor="white",
                 lw=0.4,
             )
+            bar.set_gid(f"ownership-bar-{n}")
         dup_points = [
             (sec(d.delivery.start_ms), queues_o.index(d.delivery.queue))
             for d in a.duplicates
@@ -395,7 +493,6 @@ class _Plotter:
                 s=22,
                 zorder=3,
             )
-        self.mark_changes(ax)
         ax.set_yticks(range(len(queues_o)))
         ax.set_yticklabels([f"{q.broker_name}:{q.queue_id}" for q in queues_o], fontsize=7)
         ax.invert_yaxis()
@@ -409,11 +506,12 @@ class _Plotter:
             handles.append(Line2D([], [], marker="x", color="red", ls=""))
             labels.append("duplicate")
         ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        self.mark_changes(ax, "ownership")
         return _Plot(
             "Queue ownership",
             "Each bar: a consumer owning a queue (from its rebalance records). Dotted lines: changes of "
             "the group; red crosses: duplicate deliveries.",
-            _png(fig),
+            _svg(fig, "ownership"),
             len(self.a.stretches),
         )
 
@@ -458,7 +556,7 @@ class _Plotter:
         return _Plot(
             "Pause of every moved queue, by the change that caused it",
             DEFINITIONS["pause"][0].upper() + DEFINITIONS["pause"][1:] + ".",
-            _png(fig),
+            _svg(fig, "pauses"),
             len(order),
         )
 
@@ -478,14 +576,17 @@ class _Plotter:
                 color="grey",
                 lw=0.4,
                 alpha=0.5,
+                rasterized=True,  # thousands of steps per queue: pixels, not SVG paths
             )
-        ax.step(xs, ys_b, where="post", color="tab:red", lw=1.4, label="all queues")
-        self.mark_changes(ax)
+        ax.step(
+            xs, ys_b, where="post", color="tab:red", lw=1.4, label="all queues", rasterized=len(xs) > 2000
+        )
         ax.set_xlabel(self.xlabel)
         ax.set_ylabel("messages stored, not yet delivered")
         ax.set_ylim(bottom=0, top=max(*ys_b, 1) * 1.15)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        self.mark_changes(ax, "backlog")
         return _Plot(
             "Backlog (lag)",
             "Red: the whole group, at every store and first delivery (not averaged over buckets); grey: "
@@ -493,7 +594,7 @@ class _Plotter:
             + DEFINITIONS["backlog"][0].upper()
             + DEFINITIONS["backlog"][1:]
             + ".",
-            _png(fig),
+            _svg(fig, "backlog"),
             len(a.backlog.steps),
         )
 
@@ -506,10 +607,10 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:1.5em auto;m
   padding:0 16px;color:#222;box-sizing:border-box}
 h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
 .muted{color:#666} .small{font-size:.85em}
-.figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:.6em;margin:1em 0}
-.fig{border:1px solid #ddd;border-radius:6px;padding:.5em .8em}
-.fig b{display:block;font-size:1.5em}
-img{max-width:100%;height:auto}
+.figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(128px,1fr));gap:.5em;margin:1em 0}
+.fig{border:1px solid #ddd;border-radius:6px;padding:.45em .65em}
+.fig b{display:block;font-size:1.4em}
+.plot svg{max-width:100%;height:auto;display:block}
 table{border-collapse:collapse;font-size:.82em;margin:.5em 0;max-width:100%}
 td,th{border:1px solid #ddd;padding:2px 7px;text-align:left;vertical-align:top}
 th{background:#f4f4f4;white-space:nowrap} td.n{text-align:right;white-space:nowrap}
@@ -555,11 +656,16 @@ def render_html(
     ids = [v.delivery.client_id for v in a.verdicts] + [s.client_id for s in a.stretches]
     names = _Names(ids + [str(r.get("client_id") or "") for r in rebalances])
     cards = [
-        ("delivered", f"{f.delivered:,}", f"{f.deliveries:,} deliveries by {f.consumers} consumer(s)"),
+        (
+            "delivered",
+            f"{f.delivered:,}",
+            f"{counted(f.deliveries, 'delivery', 'deliveries', grouped=True)} by "
+            f"{counted(f.consumers, 'consumer')}",
+        ),
         ("duplicates", f"{f.duplicates:,}", f"{f.attributed:,} attributed to a rebalance"),
         ("not consumed", f"{f.not_consumed:,}", "lost, or still waiting"),
-        ("queue moves", f"{f.moves:,}", f"over {max(len(a.changes) - 1, 0)} change(s) of the group"),
-        ("longest pause", _duration(f.longest_pause_ms), "of a moved queue"),
+        ("queue moves", f"{f.moves:,}", f"over {counted(max(len(a.changes) - 1, 0), 'change')} of the group"),
+        ("longest pause", _duration(f.longest_pause_ms), "a moved queue's messages waited"),
         ("peak backlog", f"{f.peak_backlog:,}", "messages stored, not yet delivered"),
         ("rebalances", f"{f.rebalances:,}", "records that changed a consumer's queues"),
     ]
@@ -630,8 +736,8 @@ def render_html(
             f"<h2>{html.escape(plot.title)}</h2><p class='muted small'>{html.escape(plot.caption)}</p>"
         )
         parts.append(
-            f'<img class=plot data-points="{plot.points}" alt="{html.escape(plot.title)}" '
-            f'src="data:image/png;base64,{plot.png}">'
+            f'<div class=plot data-points="{plot.points}" data-title="{html.escape(plot.title)}" '
+            f'role=img aria-label="{html.escape(plot.title)}">{plot.svg}</div>'
         )
 
     parts.append("<h2>Duplicates</h2>")
