@@ -107,8 +107,8 @@ def register(subparsers: Any) -> None:
         "--rebalance-min-interval",
         type=non_negative_float,
         metavar="S",
-        help="passed to rocketq consume: never two rebalances closer than S seconds (its default: 1, "
-        "RocketMQ 5's minInterval; 0: every notification at once, as RocketMQ 4.9.4)",
+        help="passed to rocketq consume: never two rebalances closer than S seconds (its default: 0, "
+        "every notification at once, as RocketMQ 4.9.4; 1 is RocketMQ 5's minInterval)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     parser.add_argument(
