@@ -3,7 +3,7 @@
 * The home page (``docs/index.md``) is ``README.md`` itself, its links to ``docs/...`` made
   relative to the site, so the front page and the site's home never differ.
 * The CLI reference (``docs/reference/cli.md``) is the ``--help`` of every ``rocketq`` command and
-  subcommand, taken from the parsers :func:`rocketq.cli.main.build_parser` builds, at 100 columns.
+  subcommand, taken from the parsers :func:`rocketq.cli.main.build_parser` builds, at 80 columns.
 
 A page holding the marker ``<!-- generated: NAME -->`` gets NAME's text in its place.
 """
@@ -44,7 +44,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Arg
 
 def cli_reference() -> str:
     """Every command's ``--help``, a heading per command, subcommands nested under theirs."""
-    os.environ["COLUMNS"] = "100"  # argparse wraps at the terminal's width: fix it for the page
+    os.environ["COLUMNS"] = "80"  # argparse wraps at the terminal's width: the page's column
     parts: list[str] = []
 
     def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
