@@ -122,3 +122,25 @@ def test_the_front_page_states_no_other_rebalance_minimum() -> None:
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "no minimum between two (0 s" in readme
     assert not re.search(r"1 s minimum[^.]*by default", readme)
+
+
+_STATED = re.compile(
+    r"\b(?:every|default[^.;:()]{0,40}?|minimum[^.;:]{0,30}?|at least)\s+\(?(\d+(?:\.\d+)?) ?(s|ms|MiB)\b"
+)
+
+
+def test_durations_the_pages_state_are_the_tables() -> None:
+    """A period or default the README or the guide states in prose ("every 20 s", "default (0 s",
+    "at least 1 s") is one the table holds, as rocketq's default or as RocketMQ's beside it: a
+    page that says "every 10 s" for something the code does every 20 s fails here."""
+    table = PAGE.read_text(encoding="utf-8")
+    known = {stated(v) for _, v, _ in rows() if not v.startswith("`")}
+    known |= {stated(f"{n} {u}") for n, u in re.findall(r"(\d+(?:\.\d+)?) (s|ms|MiB)\b", table)}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+    for page in pages:
+        if page == PAGE:
+            continue
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for m in _STATED.finditer(text):
+            value = stated(f"{m.group(1)} {m.group(2)}")
+            assert value in known, f"{page.name}: {m.group(0)!r} is no default of docs/guide/defaults.md"
