@@ -16,7 +16,9 @@ What is an example, in ``README.md`` and ``docs/guide/*.md``:
   a terminal shows: its one-line error). A command ending in `` &`` runs in the background
   (as in a shell) while the next ones run; the lines shown under it must appear in its output in
   that order, other lines allowed between them, by the end of the page (when every background
-  command is stopped with SIGTERM). ``rocketq server ... &`` is not run: the page's server is
+  command is stopped with SIGTERM). Commands run as child processes (``python -m rocketq``),
+  except ``rocketq allocate``, which talks to no server and runs through the same entry point
+  (``rocketq.cli.main.main``) in the test's process. ``rocketq server ... &`` is not run: the page's server is
   already running, and its ready line is compared instead.
 
 How output is compared (:func:`matches`, :func:`appears_in_order`):
@@ -32,6 +34,8 @@ How output is compared (:func:`matches`, :func:`appears_in_order`):
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -41,6 +45,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketq.cli.main import main as cli_main
 from rocketq.embedded import ServerProcess, spawn_server
 from tests.integration.clikit import CliProcess
 
@@ -48,8 +53,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DOC_NAMESRV = "127.0.0.1:9876"
 DOC_BROKER = "127.0.0.1:10911"
 _FENCE = re.compile(r"^```(\w*)\s*$")
-# commands that talk to no server (the page's server is not started for them)
-_NO_SERVER = frozenset({"allocate", "info", "tls"})
+# commands that talk to no server: run in this process through the console script's entry point
+_IN_PROCESS = frozenset({"allocate"})
 _EXIT = re.compile(r"^\(exit code (\d+)\)$")
 
 
@@ -224,10 +229,9 @@ class Session:
                         f"printed: {proc.snapshot()}\n{proc.errors[-20:]}"
                     )
                 continue
-            env = {**os.environ, "COLUMNS": "110"} if args[0] in _NO_SERVER else self.env
-            done = subprocess.run(
+            done = self._run_in_process(args) if args[0] in _IN_PROCESS else subprocess.run(
                 [sys.executable, "-m", "rocketq", *args],
-                check=False, capture_output=True, text=True, timeout=90, cwd=self.workdir, env=env,
+                check=False, capture_output=True, text=True, timeout=90, cwd=self.workdir, env=self.env,
             )  # fmt: skip
             expected = [self.substitute(e) for e in cmd.expected]
             code = 0
@@ -238,6 +242,23 @@ class Session:
             assert matches(expected, printed.splitlines()), (
                 f"{where}: output differs\nshown:\n" + "\n".join(cmd.expected) + f"\nprinted:\n{printed}"
             )
+
+    @staticmethod
+    def _run_in_process(args: list[str]) -> subprocess.CompletedProcess[str]:
+        """The console script's own entry point in this process, for the commands that talk to no
+        server: the same code as ``rocketq ...``, without seconds of interpreter start-up each."""
+        out, err = io.StringIO(), io.StringIO()
+        saved = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "110"
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli_main(args)
+        finally:
+            if saved is None:
+                del os.environ["COLUMNS"]
+            else:
+                os.environ["COLUMNS"] = saved
+        return subprocess.CompletedProcess(["rocketq", *args], code, out.getvalue(), err.getvalue())
 
     def _check_server(self, cmd: Command, argv: list[str], where: str) -> None:
         data_dir = argv[argv.index("--data-dir") + 1] if "--data-dir" in argv else None
