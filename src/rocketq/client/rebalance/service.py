@@ -7,12 +7,13 @@ consumer of the instance
   the last rebalance it ran - the safety net for a lost notification;
 * **at once** when woken (:meth:`RebalanceService.wakeup`): a broker's
   NOTIFY_CONSUMER_IDS_CHANGED, a route change, an offset correction, ``resume()``;
-* but never sooner than ``rebalance_min_interval`` seconds (1 s,
-  ``rocketmq.client.rebalance.minInterval``) after the end of the last one: a burst of wake-ups
-  (a group of ten starting at once notifies each member ten times) costs one rebalance now and
-  one when the interval has passed, not one each. As RocketMQ 5.x's ``RebalanceService.run``
-  (4.9.4 has no minimum). A consumer's own rebalance at start runs directly, not through the
-  service, so the first wake-up after a start is served at once.
+* but never sooner than ``rebalance_min_interval`` seconds after the end of the last one, when
+  set: a burst of wake-ups (a group of ten starting at once notifies each member ten times) then
+  costs one rebalance now and one when the interval has passed, not one each. As RocketMQ 5.x's
+  ``RebalanceService.run`` (``rocketmq.client.rebalance.minInterval``, 1 s there); rocketq's
+  default is 0, as RocketMQ 4.9.4, which has no minimum (``ClientConfig.rebalance_min_interval``).
+  A consumer's own rebalance at start runs directly, not through the service, so the first
+  wake-up after a start is served at once.
 
 The timing is :class:`RebalanceSchedule`, pure with ``now`` passed in; :class:`RebalanceService`
 only waits and calls. RocketMQ 5.x also shortens the next wait to the minimum interval when a
