@@ -24,6 +24,7 @@ With logins on (:mod:`.auth`, in front of the app) the forms' token is the sessi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
@@ -59,6 +60,14 @@ __all__ = ["create_app", "create_exporter_app"]
 logger = logging.getLogger(__name__)
 
 _FORM_LIMIT = 64 * 1024  # bytes of a posted form
+
+_FAVICON = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    b'<rect width="32" height="32" rx="6" fill="#1d2330"/>'
+    b'<path d="M16 4c5 4 6 10 4 17h-8C10 14 11 8 16 4z" fill="#3565c9"/>'
+    b'<path d="M12 21l-4 5h5zM20 21l4 5h-5z" fill="#f28e2b"/></svg>'
+)
+"""The tab's icon (``/favicon.ico``, which browsers ask for on every page): a rocket, as SVG."""
 
 _NAV = (
     ("/", "Cluster"),
@@ -118,16 +127,28 @@ class _Pages:
             "role": getattr(request.state, "role", None),
             "error": error or request.query_params.get("error"),
             "notice": request.query_params.get("notice"),
+            "health": self.monitor.health().to_dict(),
         }
         page = self.env.get_template(template).render({**base, **context})
         return HTMLResponse(page, status_code=status)
 
     async def guarded(
-        self, request: Request, template: str, make: Callable[[], Awaitable[Mapping[str, Any]]], **extra: Any
+        self,
+        request: Request,
+        template: str,
+        make: Callable[[], Awaitable[Mapping[str, Any]]],
+        *,
+        budget: float | None = None,
+        **extra: Any,
     ) -> HTMLResponse:
-        """Render ``template`` with ``make()``'s data, or with the error as its banner."""
+        """Render ``template`` with ``make()``'s data, or with the error as its banner; data that
+        does not come within ``budget`` seconds (default: a page's) is a banner saying what did
+        not answer."""
+        budget = budget or self.monitor.config.page_budget
         try:
-            data = await make()
+            data = await asyncio.wait_for(make(), budget)
+        except TimeoutError:
+            return self.render(request, template, status=504, error=self.silence(budget), **extra)
         except RocketQError as exc:
             return self.render(request, template, status=_status_of(exc), error=describe_error(exc), **extra)
         except Exception:
@@ -140,6 +161,12 @@ class _Pages:
                 **extra,
             )
         return self.render(request, template, **{**extra, **data})
+
+    def silence(self, budget: float) -> str:
+        """The banner of a page whose data did not come within its budget: what did not answer."""
+        problems = self.monitor.health().problems
+        said = f": {'; '.join(problems)}" if problems else ""
+        return f"the cluster did not answer within {budget:g} s, so this page shows nothing{said}"
 
     async def _checked_form(self, request: Request) -> dict[str, str]:
         # the forms post application/x-www-form-urlencoded: the standard library reads that
@@ -234,7 +261,7 @@ class _Pages:
         group = request.path_params["group"]
         watch = self.monitor.watch(group)
         if not watch.polled_ms:
-            await self.monitor.poll_now(group)
+            await self._poll_within_budget(group)
         state = views.group_state(self.monitor, watch)
         if watch.unknown:
             self.monitor.forget(group)  # a typo is not polled on; the page says so
@@ -247,8 +274,21 @@ class _Pages:
         group = request.path_params["group"]
         watch = self.monitor.watch(group)
         if not watch.polled_ms and not watch.error:
-            await self.monitor.poll_now(group)
+            await self._poll_within_budget(group)
         return JSONResponse(views.group_state(self.monitor, watch))
+
+    async def _poll_within_budget(self, group: str) -> None:
+        """A first poll of ``group``, waited for no longer than a page's budget (it goes on in the
+        background; the page says what did not answer)."""
+        budget = self.monitor.config.page_budget
+        poll = asyncio.ensure_future(self.monitor.poll_now(group))
+        done, _ = await asyncio.wait({poll}, timeout=budget)
+        if not done:
+            watch = self.monitor.watch(group)
+            watch.error = watch.error or self.silence(budget)
+
+    async def favicon(self, request: Request) -> Response:
+        return Response(_FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
     async def reset(self, request: Request) -> Response:
         group = request.path_params["group"]
@@ -270,8 +310,13 @@ class _Pages:
 
     async def messages(self, request: Request) -> Response:
         params = dict(request.query_params)
+        # a search may read many messages: five times a page's budget
         return await self.guarded(
-            request, "messages.html", lambda: views.message_view(self.monitor, params), form=params
+            request,
+            "messages.html",
+            lambda: views.message_view(self.monitor, params),
+            budget=self.monitor.config.page_budget * 5,
+            form=params,
         )
 
     async def planner(self, request: Request) -> Response:
@@ -348,6 +393,7 @@ def create_app(config: DashboardConfig | None = None, *, monitor: Monitor | None
 
     routes = [
         Route("/", pages.cluster),
+        Route("/favicon.ico", pages.favicon),
         Route("/topics", pages.topics, methods=["GET"]),
         Route("/topics", pages.create_topic, methods=["POST"]),
         Route("/topics/{topic:path}", pages.topic, methods=["GET"]),

@@ -8,6 +8,9 @@ templates render (and the JSON endpoints return). A broker that does not answer 
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -19,6 +22,7 @@ from rocketq.admin import (
     SlaveLag,
     TraceEvent,
     is_protected_topic,
+    parse_time,
     system_topic_role,
 )
 from rocketq.allocate import AllocationStrategy, Balance, get_strategy, strategy_names
@@ -92,6 +96,25 @@ def _fmt_ms(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_RUNTIME = re.compile(r"(\d+)\s*days?,\s*(\d+)\s*hours?,\s*(\d+)\s*minutes?,\s*(\d+)\s*seconds?")
+
+
+def uptime_text(runtime: str) -> str:
+    """A broker's ``runtime`` (``[ 0 days, 0 hours, 3 minutes, 18 seconds ]``) as a person says
+    it: ``3 min 18 s``, ``2 h 5 min``, ``4 d 7 h``; the text as given when it is not that form."""
+    m = _RUNTIME.search(runtime)
+    if m is None:
+        return runtime.strip(" []") or "-"
+    d, h, mi, sec = (int(x) for x in m.groups())
+    if d:
+        return f"{d} d {h} h"
+    if h:
+        return f"{h} h {mi} min"
+    if mi:
+        return f"{mi} min {sec} s"
+    return f"{sec} s"
+
+
 # ------------------------------------------------------------------------------------ cluster
 
 
@@ -119,6 +142,7 @@ async def _brokers(m: Monitor) -> tuple[list[dict[str, Any]], dict[str, str]]:
         if isinstance(rt, BrokerRuntime):
             row.update(rt.to_dict())
             row["table"] = dict(sorted(rt.table.items()))
+            row["uptime"] = uptime_text(rt.table.get("runtime", ""))
             row["error"] = None
         else:
             row["error"] = str(rt)
@@ -409,16 +433,163 @@ def _trace_row(e: TraceEvent) -> dict[str, Any]:
     }
 
 
+PAGE_SIZE = 50
+"""Messages per page of a search."""
+SCAN_LIMIT = 20_000
+"""Messages a search reads at most when the brokers' index cannot answer it (a key held by more
+than the 64 messages a broker's index returns, or a search by time range): beyond, the count is
+"at least" and the page says to narrow the range."""
+_INDEX_MAX = 64  # messages a broker's index answers per QUERY_MESSAGE (RocketMQ's maxMsgsNumBatch)
+
+
+def _summary_row(msg: MessageExt) -> dict[str, Any]:
+    body = msg.body.decode("utf-8", "replace")
+    return {
+        "msg_id": msg.msg_id,
+        "topic": msg.topic,
+        "queue": str(msg.queue_id),
+        "host": str(msg.store_host),
+        "queue_offset": msg.queue_offset,
+        "store_ms": msg.store_timestamp,
+        "stored": _fmt_ms(msg.store_timestamp),
+        "tags": msg.tags or "",
+        "keys": msg.keys or "",
+        "size": len(msg.body),
+        "preview": body if len(body) <= 80 else body[:80] + "…",
+    }
+
+
+async def _scan(
+    m: Monitor, topic: str, key: str | None, begin_ms: int, end_ms: int | None
+) -> tuple[list[dict[str, Any]], bool, int]:
+    """Every message of ``topic`` stored in ``[begin_ms, end_ms]`` (with ``key`` among its keys),
+    read queue by queue (at most :data:`SCAN_LIMIT` messages); the rows, whether the scan read
+    everything, and how many messages it read."""
+    stats = await m.admin.topic_stats(topic)
+    budget = [SCAN_LIMIT]
+    rows: list[dict[str, Any]] = []
+    complete = [True]
+
+    async def one(q: Any) -> None:
+        mq = q.queue
+        lo, hi = q.min_offset, q.max_offset
+        if hi <= lo:
+            return
+        if begin_ms > 0:
+            lo = max(lo, await m.limited(lambda: m.admin.offset_at_time(mq, begin_ms)) - 1)
+        if end_ms is not None:
+            hi = min(hi, await m.limited(lambda: m.admin.offset_at_time(mq, end_ms)) + 2)
+        offset = lo
+        while offset < hi:
+            if budget[0] <= 0:
+                complete[0] = False
+                return
+            read = await m.limited(functools.partial(m.admin.read_queue, mq, offset, 32))
+            if not read.messages:
+                break
+            budget[0] -= len(read.messages)
+            for msg in read.messages:
+                if msg.queue_offset >= hi:
+                    break
+                if msg.store_timestamp < begin_ms or (end_ms is not None and msg.store_timestamp > end_ms):
+                    continue
+                if key is not None and key not in (msg.keys or "").split():
+                    continue
+                rows.append(_summary_row(msg))
+            offset = read.next_offset if read.next_offset > offset else offset + len(read.messages)
+
+    await asyncio.gather(*(one(q) for q in stats.queues))
+    return rows, complete[0], SCAN_LIMIT - budget[0]
+
+
+async def search_messages(
+    m: Monitor, topic: str, key: str | None, begin_ms: int, end_ms: int | None, page: int
+) -> dict[str, Any]:
+    """A search by key and/or time range, newest first, one page of :data:`PAGE_SIZE` rows with
+    the true count. A key is looked up in the brokers' index first; when the index holds as many
+    as it answers (64 per broker), the count is not known from it, and the topic's messages of the
+    range are read instead (as they are for a search by time range alone)."""
+    cache = f"search:{topic}\0{key}\0{begin_ms}\0{end_ms}"
+
+    async def run() -> tuple[list[dict[str, Any]], bool, int, str]:
+        if key is not None:
+            # the index keeps store times to the second: ask whole seconds, then keep the range
+            found = await m.admin.query_message(
+                topic,
+                key,
+                begin=begin_ms - begin_ms % 1000,
+                end=None if end_ms is None else end_ms - end_ms % 1000 + 1000,
+                max_num=_INDEX_MAX,
+            )
+            if len(found) < _INDEX_MAX:
+                kept = [
+                    msg
+                    for msg in found
+                    if begin_ms <= msg.store_timestamp and (end_ms is None or msg.store_timestamp <= end_ms)
+                ]
+                return [_summary_row(msg) for msg in kept], True, 0, "index"
+        rows, done, read = await _scan(m, topic, key, begin_ms, end_ms)
+        return rows, done, read, "scan"
+
+    rows, complete, scanned, how = await m.cached(cache, 30.0, run)
+    rows = sorted(rows, key=lambda r: (-r["store_ms"], r["host"], r["queue"], -r["queue_offset"]))
+    pages = max(1, -(-len(rows) // PAGE_SIZE))
+    page = min(max(page, 1), pages)
+    first = (page - 1) * PAGE_SIZE
+    return {
+        "rows": rows[first : first + PAGE_SIZE],
+        "count": len(rows),
+        "exact": complete,
+        "scanned": scanned,
+        "how": how,
+        "page": page,
+        "pages": pages,
+        "first": first + 1 if rows else 0,
+        "last": min(first + PAGE_SIZE, len(rows)),
+    }
+
+
+async def _offset_refusal(m: Monitor, mq: MessageQueue, text: str) -> ConfigError:
+    """The refusal of an offset that is not one: negative (-1 is no offset: queue offsets count up
+    from 0, and RocketMQ's tools take none below the queue's min), with the queue's offsets."""
+    read = await m.admin.read_queue(mq, 0, 1)
+    held = (
+        f"it holds offsets {read.min_offset}..{read.max_offset - 1}, the newest is {read.max_offset - 1}"
+        if read.max_offset > read.min_offset
+        else "it holds no message"
+    )
+    return ConfigError(
+        f"offset {text} is not an offset of queue {mq.broker_name}:{mq.queue_id}: offsets count up "
+        f"from 0 ({held})"
+    )
+
+
+def _time_param(params: Mapping[str, str], name: str) -> int | None:
+    text = (params.get(name) or "").strip()
+    return parse_time(text) if text else None
+
+
 async def message_view(m: Monitor, params: Mapping[str, str]) -> dict[str, Any]:
-    """Look-ups by message id (in a topic, or an offset id alone), by key, or by queue and offset;
-    a message's trace (``trace=<msg id>``: its trace records, as RocketMQ's dashboard shows them)."""
+    """Look-ups by message id (in a topic, or an offset id alone), by key (paged, with the true
+    count, in a time range), by topic and time range (paged), or by queue and offset; a
+    message's trace (``trace=<msg id>``: its trace records, as RocketMQ's dashboard shows them)."""
     topic = (params.get("topic") or "").strip()
     msg_id = (params.get("id") or "").strip()
     key = (params.get("key") or "").strip()
     queue = (params.get("queue") or "").strip()
     offset = (params.get("offset") or "").strip()
     traced = (params.get("trace") or "").strip()
-    out: dict[str, Any] = {"form": dict(params), "messages": None, "asked": None, "trace": None}
+    begin = _time_param(params, "begin")
+    end = _time_param(params, "end")
+    page_text = (params.get("page") or "1").strip()
+    page = int(page_text) if page_text.isdigit() else 1
+    out: dict[str, Any] = {
+        "form": dict(params),
+        "messages": None,
+        "asked": None,
+        "trace": None,
+        "search": None,
+    }
     if traced:
         trace = await m.admin.message_trace(traced, topic=topic or None)
         out["asked"] = trace.msg_id
@@ -428,22 +599,30 @@ async def message_view(m: Monitor, params: Mapping[str, str]) -> dict[str, Any]:
     if msg_id:
         out["asked"] = f"message id {msg_id}" + (f" in {topic}" if topic else "")
         found = await m.admin.view_message(msg_id, topic=topic or None)
-    elif key:
-        if not topic:
-            raise ConfigError("a look-up by key needs the topic")
-        out["asked"] = f"key {key} in {topic}"
-        found = await m.admin.query_message(topic, key)
     elif queue or offset:
         if not (topic and queue and offset):
             raise ConfigError(
                 "a look-up by queue and offset needs the topic, the queue (broker-a:3) and the offset"
             )
-        if not offset.isdigit():
+        if not re.fullmatch(r"-?\d+", offset):
             raise ConfigError(f"offset must be a number, got {offset!r}")
         mq = _parse_queue(queue, topic)
+        if int(offset) < 0:
+            raise await _offset_refusal(m, mq, offset)
         out["asked"] = f"offset {offset} of {queue_key(mq)}"
         one = await m.admin.message_at(mq, int(offset))
         found = [one] if one is not None else []
+    elif key or begin is not None or end is not None:
+        if not topic:
+            raise ConfigError("a search by key or time range needs the topic")
+        if begin is not None and end is not None and end < begin:
+            raise ConfigError("the time range is empty: its end is before its begin")
+        span = " between " + _fmt_ms(begin or 0) + " and " + (_fmt_ms(end) if end else "now")
+        out["asked"] = (f"key {key} in {topic}" if key else f"{topic}") + (
+            span if begin is not None or end is not None else ""
+        )
+        out["search"] = await search_messages(m, topic, key or None, begin or 0, end, page)
+        return out
     else:
         return out
     out["messages"] = [_message_row(x) for x in found]

@@ -293,6 +293,7 @@ function render() {
   renderTimeline();
   renderChanges();
   renderLag();
+  renderLive();
 }
 
 async function poll() {
@@ -301,14 +302,32 @@ async function poll() {
     const answer = await fetch(apiUrl, { cache: "no-store" });
     if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
     state = await answer.json();
-    live.classList.remove("stale");
-    live.textContent = "live";
     render();
   } catch (err) {
-    live.classList.add("stale");
+    live.className = "live stale";
     live.textContent = "dashboard unreachable";
+    live.title = String(err);
   }
   setTimeout(poll, 1000);
+}
+
+function renderLive() {
+  // green only while the cluster answers: a failed or an old poll says so (what did not answer)
+  const live = document.getElementById("live");
+  const age = state.polled_ms ? (Date.now() - state.polled_ms) / 1000 : null;
+  if (state.error) {
+    live.className = "live stale";
+    live.textContent = "no answer";
+    live.title = state.error;
+  } else if (age === null || age > 5) {
+    live.className = "live slow";
+    live.textContent = age === null ? "not polled yet" : `last answer ${Math.round(age)} s ago`;
+    live.title = "the cluster has not answered the last polls";
+  } else {
+    live.className = "live";
+    live.textContent = "live";
+    live.title = "updated every second without reloading";
+  }
 }
 
 document.getElementById("reset").addEventListener("submit", (event) => {

@@ -1,0 +1,300 @@
+"""The dashboard as an operator uses it beside RocketMQ's: one broker, one dashboard and one
+headless Chromium for the whole module (``docs/dashboard.md``, the parity table).
+
+Each test of a bug of issue 30 failed on the code before it: a key search capped at 64 with a
+card per result, a missing queue id shown as the broker's raw ``CODE: 1 DESC:``, offset ``-1``
+refused as "not a number", a silent name server shown green, ``/favicon.ico`` a 404, uptime as
+``[ 0 days, ... ]``, client ids cut in the ownership tiles. Cases are drawn at random (the seed
+is printed with every assertion that uses it).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketq import ClientConfig, ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, Producer, PushConsumer
+from rocketq.admin import Admin
+from rocketq.dashboard import BackgroundServer, DashboardConfig, create_app
+from rocketq.models import MessageQueue
+from tests import browserkit
+from tests.integration.clientkit import ClusterThread, Received, wait_until
+
+pytestmark = pytest.mark.integration
+
+OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "dashboard"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
+    c = ClusterThread(tmp_path_factory.mktemp("dash-ops"))
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def dashboard(cluster: ClusterThread) -> Iterator[BackgroundServer]:
+    config = DashboardConfig(namesrv=cluster.namesrv, poll_interval=0.3, sample_interval=0.5)
+    with BackgroundServer(create_app(config)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: ClusterThread) -> Iterator[Admin]:
+    with Admin(cluster.namesrv) as a:
+        yield a
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for the module (no test here runs asyncio on the main thread)."""
+    why = browserkit.missing()
+    if why is not None:
+        pytest.skip(why)
+    with browserkit.launch() as b:
+        yield b
+
+
+class Page:
+    """A browser page that records script errors and console errors (a 404 is one)."""
+
+    def __init__(self, browser: Any, width: int = 1280) -> None:
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+
+    def __enter__(self) -> Any:
+        return self.page
+
+    def __exit__(self, *exc: object) -> None:
+        self.page.close()
+
+
+def get(url: str) -> tuple[int, str, dict[str, str]]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return answer.status, answer.read().decode(), dict(answer.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), dict(exc.headers)
+
+
+def producer(cluster: ClusterThread, name: str) -> Producer:
+    config = ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=name)
+    return Producer(f"{name}_group", client_config=config)
+
+
+# ------------------------------------------------------------------------------------ the bugs
+
+
+def test_favicon_uptime_and_a_green_badge_only_when_everything_answers(
+    cluster: ClusterThread, dashboard: BackgroundServer, browser: Any
+) -> None:
+    status, body, headers = get(dashboard.url + "favicon.ico")
+    assert status == 200
+    assert headers["content-type"].startswith("image/svg+xml")
+    assert body.startswith("<svg")
+    holder = Page(browser)
+    with holder as page:
+        # the sampler asks the name server and the broker every 0.5 s: green once both answered
+        assert wait_until(
+            lambda: (
+                page.goto(dashboard.url) is not None and page.get_attribute("#health", "data-level") == "ok"
+            ),
+            timeout=10,
+        )
+        assert "live: 1 name server(s) and 1 broker(s) answer" in page.inner_text("#health")
+        uptime = page.inner_text("#brokers td.uptime")
+        assert re.fullmatch(r"\d+ s|\d+ min \d+ s", uptime), uptime
+        assert "days" in (page.get_attribute("#brokers td.uptime", "title") or "")
+    assert holder.errors == []
+
+
+def test_key_search_counts_every_match_pages_them_and_takes_a_time_range(
+    cluster: ClusterThread, dashboard: BackgroundServer, browser: Any
+) -> None:
+    """Before: "64 message(s) for key k1" whatever the count, a card per message."""
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    topic = "KeySearch"
+    cluster.create_topic(topic, rng.randint(2, 4))
+    early, late = rng.randint(70, 130), rng.randint(5, 40)
+    with producer(cluster, "dash-keys") as p:
+        for i in range(early):
+            p.send(Message(topic, f"early-{i}", keys=rng.choice(["k1 other", "k1"])))
+        p.send(Message(topic, "noise", keys="k2"))
+        mid = int(time.time() * 1000) + 1
+        while int(time.time() * 1000) <= mid:  # the late ones are stored after mid, to the ms
+            pass
+        for i in range(late):
+            p.send(Message(topic, f"late-{i}", keys="k1"))
+    total = early + late
+    holder = Page(browser)
+    with holder as page:
+        page.goto(dashboard.url + f"messages?topic={topic}&key=k1")
+        assert f"{total} message(s) for key k1 in {topic}" in page.inner_text("#found"), seed
+        assert page.eval_on_selector_all("#results tbody tr", "e => e.length") == 50, seed
+        assert page.eval_on_selector_all("section.message", "e => e.length") == 0  # no cards
+        assert page.evaluate("document.documentElement.scrollHeight") < 3000, seed
+        assert browserkit.layout_problems(page, 1280) == []
+        # newest first: the late ones lead
+        assert page.inner_text("#results tbody tr:first-child td.body").startswith("late-"), seed
+        pages = -(-total // 50)
+        seen = page.eval_on_selector_all("#results tbody td.body", "e => e.map((x) => x.innerText)")
+        for _ in range(pages - 1):
+            page.click("#next")
+            page.wait_for_selector("#pager")
+            seen += page.eval_on_selector_all("#results tbody td.body", "e => e.map((x) => x.innerText)")
+        assert sorted(seen) == sorted(
+            [f"early-{i}" for i in range(early)] + [f"late-{i}" for i in range(late)]
+        )
+        assert page.query_selector("#next") is None
+        # a time range: only the late ones
+        page.goto(dashboard.url + f"messages?topic={topic}&key=k1&begin={mid}")
+        assert f"{late} message(s) for key k1 in {topic}" in page.inner_text("#found"), seed
+        # the topic and a time range alone: every message stored since mid
+        page.goto(dashboard.url + f"messages?topic={topic}&begin={mid}")
+        assert f"{late} message(s) for {topic}" in page.inner_text("#found"), seed
+        page.screenshot(path=str(SHOTS / "messages-search.png")) if SHOTS.is_dir() else None
+    assert holder.errors == [], seed
+
+
+def test_a_queue_that_does_not_exist_and_offset_minus_one_get_sentences(
+    cluster: ClusterThread, dashboard: BackgroundServer
+) -> None:
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    topic = "QueueWords"
+    queues = rng.randint(1, 6)
+    cluster.create_topic(topic, queues)
+    held = rng.randint(1, 5)
+    with producer(cluster, "dash-words") as p:
+        for i in range(held):
+            p.send(Message(topic, f"m{i}"), queue=MessageQueue(topic, "broker-a", 0))
+    missing = rng.randint(queues, 99)
+    status, body, _ = get(dashboard.url + f"messages?topic={topic}&queue=broker-a:{missing}&offset=0")
+    assert status == 400, seed
+    assert "CODE:" not in body, seed
+    want = f"queue {missing} does not exist: topic {topic} has queues 0..{queues - 1} on broker-a"
+    assert want in body, (seed, body[-2000:])
+    status, body, _ = get(dashboard.url + f"messages?topic={topic}&queue=broker-a:0&offset=-1")
+    assert status == 400, seed
+    assert "offset must be a number" not in body
+    assert (
+        f"offset -1 is not an offset of queue broker-a:0: offsets count up from 0 "
+        f"(it holds offsets 0..{held - 1}, the newest is {held - 1})"
+    ) in body, (seed, body[-2000:])
+
+
+class SilentServer:
+    """Accepts connections on 127.0.0.1 and never answers (nor closes them) until closed."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.addr = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.held:
+            c.close()
+        self.thread.join(5)
+
+
+def test_a_name_server_that_never_answers_is_shown_red_within_the_page_budget(browser: Any) -> None:
+    """Before: every page waited the 3 s request timeout and the group page said "live"."""
+    silent = SilentServer()
+    budget = round(random.uniform(0.5, 1.0), 2)
+    config = DashboardConfig(
+        namesrv=silent.addr, page_budget=budget, request_timeout=3.0, sample_interval=0.5
+    )
+    try:
+        with BackgroundServer(create_app(config)) as server:
+            for path in ("", "topics/T", "groups/g", "api/groups/g"):
+                started = time.monotonic()
+                status, body, _ = get(server.url + path)
+                took = time.monotonic() - started
+                assert took < budget + 1.0, (path, took, budget)
+                assert status in (502, 504) or path.startswith("api/"), (path, status)
+                assert silent.addr in body, (path, body[-1500:])
+            holder = Page(browser)
+            with holder as page:
+                page.goto(server.url)
+                assert page.get_attribute("#health", "data-level") == "down"
+                assert f"no answer: name server {silent.addr}" in page.inner_text("#health")
+                page.goto(server.url + "groups/g")
+                page.wait_for_selector("#live.stale")
+                assert page.inner_text("#live") == "no answer"
+                assert silent.addr in (page.get_attribute("#live", "title") or "")
+    finally:
+        silent.close()
+
+
+def test_client_ids_are_whole_in_the_tiles_and_the_members_table(
+    cluster: ClusterThread, dashboard: BackgroundServer, browser: Any
+) -> None:
+    """Before: ``14484#6724…`` in every tile (cut with an ellipsis)."""
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    topic, group = "TileTopic", "tile_group"
+    cluster.create_topic(topic, 4)
+    instance = f"{rng.randint(1000, 99999)}#{rng.randint(10**15, 10**16)}"
+    c = PushConsumer(
+        group,
+        client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name=instance),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    got = Received()
+    c.subscribe(topic)
+    c.register_listener(lambda msgs: (got.add("c", msgs), OK)[1])
+    c.start()
+    try:
+        holder = Page(browser)
+        with holder as page:
+            page.goto(dashboard.url + f"groups/{group}")
+            page.wait_for_selector(f"#ownership .cell[data-queue^='{topic}@']", timeout=30_000)
+            cells = page.eval_on_selector_all(
+                f"#ownership .cell[data-queue^='{topic}@'] span",
+                "els => els.map((e) => [e.innerText, e.scrollWidth <= e.clientWidth + 1,"
+                " e.parentElement.title])",
+            )
+            assert len(cells) == 4, seed
+            for text, fits, title in cells:
+                assert text == instance, (seed, text)
+                assert fits, (seed, text)
+                assert f"127.0.0.1@{instance}" in title, seed
+            assert f"127.0.0.1@{instance}" in page.inner_text("#members tbody"), seed
+            assert browserkit.layout_problems(page, 1280) == []
+            page.set_viewport_size({"width": 390, "height": 800})
+            assert browserkit.layout_problems(page, 390) == []
+        assert holder.errors == [], seed
+    finally:
+        c.shutdown()
+
+
+def _quote(s: str) -> str:
+    return urllib.parse.quote(s, safe="")
