@@ -10,6 +10,7 @@ is printed with every assertion that uses it).
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import socket
@@ -34,7 +35,13 @@ from tests.integration.clientkit import ClusterThread, Received, wait_until
 pytestmark = pytest.mark.integration
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "dashboard"
+SHOTS = os.environ.get("ROCKETQ_DASHBOARD_SHOTS")
+"""A folder to write each page's screenshot to (``docs/dashboard`` holds the committed ones)."""
+
+
+def shot(page: Any, name: str) -> None:
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +176,8 @@ def test_key_search_counts_every_match_pages_them_and_takes_a_time_range(
         # the topic and a time range alone: every message stored since mid
         page.goto(dashboard.url + f"messages?topic={topic}&begin={mid}")
         assert f"{late} message(s) for {topic}" in page.inner_text("#found"), seed
-        page.screenshot(path=str(SHOTS / "messages-search.png")) if SHOTS.is_dir() else None
+        page.goto(dashboard.url + f"messages?topic={topic}&key=k1")
+        shot(page, "messages-search")
     assert holder.errors == [], seed
 
 
@@ -298,3 +306,287 @@ def test_client_ids_are_whole_in_the_tiles_and_the_members_table(
 
 def _quote(s: str) -> str:
     return urllib.parse.quote(s, safe="")
+
+
+# ------------------------------------------------------------------------------------ actions
+
+
+def token_of(url: str) -> str:
+    _, body, _ = get(url)
+    m = re.search(r'name="token" value="([^"]+)"', body)
+    assert m is not None
+    return m.group(1)
+
+
+def post(url: str, fields: list[tuple[str, str]]) -> tuple[int, str]:
+    data = urllib.parse.urlencode(fields).encode()
+    request = urllib.request.Request(url, data=data, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_send_and_delete_a_topic_ask_first_and_do_exactly_what_they_said(
+    cluster: ClusterThread, admin: Admin, dashboard: BackgroundServer, browser: Any
+) -> None:
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    doomed, kept = f"Doomed{rng.randint(0, 999)}", "KeptTopic"
+    cluster.create_topic(doomed, rng.randint(1, 4))
+    cluster.create_topic(kept, 2)
+    body = f"test-{rng.randrange(10**9)}"
+    holder = Page(browser)
+    with holder as page:
+        page.goto(dashboard.url + f"topics/{doomed}")
+        page.fill("#send input[name=body]", body)
+        page.fill("#send input[name=key]", "probe")
+        page.click("#send button")
+        effects = page.inner_text("#effects")
+        assert f"sends one message of {len(body)} bytes to {doomed}, key probe" in effects, seed
+        shot(page, "confirm")
+        page.click("#cancel")  # cancelled: nothing sent
+        page.wait_for_url(f"**/topics/{doomed}")
+        assert admin.topic_stats(doomed).total_messages == 0, seed
+        page.fill("#send input[name=body]", body)
+        page.fill("#send input[name=key]", "probe")
+        page.click("#send button")
+        page.click("#confirm-button")
+        page.wait_for_selector(".banner.notice")
+        assert "sent message" in page.inner_text(".banner.notice"), seed
+        assert body in page.inner_text("main"), seed  # the message, looked up by its id
+        assert admin.topic_stats(doomed).total_messages == 1, seed
+        assert [m.body.decode() for m in admin.query_message(doomed, "probe")] == [body], seed
+        # the producers page lists the dashboard's own producer
+        page.goto(dashboard.url + "producers?group=rocketq_dashboard_producer")
+        assert "1 connection(s) of rocketq_dashboard_producer" in page.inner_text("#found")
+        assert "rocketq-dashboard-" in page.inner_text("#producers")
+        shot(page, "producers")
+
+        # delete: a mistyped name changes nothing, the right one deletes that topic only
+        page.goto(dashboard.url + f"topics/{doomed}")
+        page.click("#delete button")
+        assert "1 message(s) on broker-a can no longer be read" in page.inner_text("#effects"), seed
+        page.fill("input[name=confirm_name]", doomed + "x")
+        page.click("#confirm-button")
+        assert f"type {doomed} to confirm: nothing was changed" in page.inner_text("#banner"), seed
+        assert doomed in admin.topic_list(), seed
+        page.fill("input[name=confirm_name]", doomed)
+        page.click("#confirm-button")
+        page.wait_for_url("**/topics?**")
+        assert f"topic {doomed} deleted from broker-a" in page.inner_text(".banner.notice"), seed
+        topics = admin.topic_list()
+        assert doomed not in topics, seed
+        assert kept in topics, seed
+    assert holder.errors == [], seed
+    # without the form's token nothing happens (another site cannot post it)
+    status, text = post(dashboard.url + f"topics/{kept}/delete", [("confirmed", "1"), ("confirm_name", kept)])
+    assert status == 303 or "form has expired" in text
+    assert kept in admin.topic_list()
+
+
+def test_group_settings_are_created_updated_and_deleted_after_asking(
+    cluster: ClusterThread, admin: Admin, dashboard: BackgroundServer, browser: Any
+) -> None:
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    group = f"cfg_group_{rng.randint(0, 999)}"
+    retries = rng.randint(0, 15)
+    holder = Page(browser)
+    with holder as page:
+        page.goto(dashboard.url + "groups")
+        page.fill("#group-settings input[name=group]", group)
+        page.click("#group-settings button")
+        page.wait_for_selector("#absent")
+        page.fill("#update input[name=retry_max_times]", str(retries))
+        page.uncheck("#update input[name=consume_broadcast_enable]")
+        page.click("#update button")
+        effects = page.inner_text("#effects")
+        assert f"creates the group with: retry times: 16 -> {retries}" in effects, seed
+        assert "broadcast allowed: yes -> no" in effects, seed
+        assert group not in admin.group_configs(cluster.broker_addr), seed  # asked, not written
+        page.click("#confirm-button")
+        page.wait_for_selector(".banner.notice")
+        config = admin.group_configs(cluster.broker_addr)[group]
+        assert (config.retry_max_times, config.consume_broadcast_enable) == (retries, False), seed
+        assert (config.retry_queue_nums, config.consume_from_min_enable) == (1, True), seed
+        assert page.inner_text("#settings tr[data-field=retry_max_times]").split()[-1] == str(retries)
+        shot(page, "group-settings")
+        # the same settings again: nothing to change, nothing asked
+        page.click("#update button")
+        assert "nothing to change" in page.inner_text(".banner.notice"), seed
+        # delete: the group's name typed wrong changes nothing
+        page.click("#delete button")
+        page.fill("input[name=confirm_name]", "nope")
+        page.click("#confirm-button")
+        assert group in admin.group_configs(cluster.broker_addr), seed
+        page.fill("input[name=confirm_name]", group)
+        page.click("#confirm-button")
+        page.wait_for_url("**/groups?**")
+        assert group not in admin.group_configs(cluster.broker_addr), seed
+    assert holder.errors == [], seed
+
+
+def test_skip_the_backlog_and_consumed_or_not_per_group(
+    cluster: ClusterThread, admin: Admin, dashboard: BackgroundServer
+) -> None:
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    topic, group = "SkipTopic", "skip_group"
+    cluster.create_topic(topic, 2)
+    done, backlog = rng.randint(2, 6), rng.randint(3, 12)
+    with producer(cluster, "dash-skip") as p:
+        first = [p.send(Message(topic, f"old-{i}")) for i in range(done)]
+        got = Received()
+        c = PushConsumer(
+            group,
+            client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="skip"),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        c.subscribe(topic)
+        c.register_listener(lambda msgs: (got.add("c", msgs), OK)[1])
+        c.start()
+        try:
+            assert wait_until(lambda: got.distinct() == done), seed
+        finally:
+            c.shutdown()  # commits its offsets
+        later = [p.send(Message(topic, f"new-{i}")) for i in range(backlog)]
+    _, body, _ = get(dashboard.url + f"messages?topic={topic}&id={first[0].msg_id}")
+    assert f"{group}: consumed" in body, seed
+    _, body, _ = get(dashboard.url + f"messages?topic={topic}&id={later[0].msg_id}")
+    assert f"{group}: not yet" in body, seed
+    token = token_of(dashboard.url + "topics")
+    url = dashboard.url + f"groups/{group}/skip"
+    status, body = post(url, [("token", token), ("topic", topic)])
+    assert status == 200, seed
+    assert f"{backlog} message(s) of lag will never be consumed" in body, (seed, body[-800:])
+    status, body = post(url, [("token", token), ("topic", topic), ("confirmed", "1"), ("confirm_name", "x")])
+    assert f"type {group} to confirm: nothing was changed" in body, seed
+    assert sum(q.lag for q in admin.group_progress(group).queues if q.queue.topic == topic) == backlog, seed
+    status, body = post(
+        url, [("token", token), ("topic", topic), ("confirmed", "1"), ("confirm_name", group)]
+    )
+    progress = [q for q in admin.group_progress(group).queues if q.queue.topic == topic]
+    assert sum(q.lag for q in progress) == 0, seed
+    assert all(q.consumer_offset == q.broker_offset for q in progress), seed
+    _, body, _ = get(dashboard.url + f"messages?topic={topic}&id={later[-1].msg_id}")
+    assert f"{group}: consumed" in body, seed
+
+
+def test_dead_letters_are_browsed_exported_and_sent_back_to_their_group(
+    cluster: ClusterThread, admin: Admin, dashboard: BackgroundServer, browser: Any
+) -> None:
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    topic, group = "DeadTopic", "dead_group"
+    cluster.create_topic(topic, 2)
+    bad = rng.randint(2, 5)
+    failing = threading.Event()
+    failing.set()
+    got = Received()
+
+    def listen(msgs: list[Any]) -> ConsumeConcurrentlyStatus:
+        if failing.is_set() and any(m.body.startswith(b"bad-") for m in msgs):
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        got.add("c", msgs)
+        return OK
+
+    c = PushConsumer(
+        group,
+        client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="dead"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        max_reconsume_times=0,  # the first failure goes to the dead-letter queue
+        consume_message_batch_max_size=1,
+    )
+    c.subscribe(topic)
+    c.register_listener(listen)
+    c.start()
+    try:
+        with producer(cluster, "dash-dead") as p:
+            for i in range(bad):
+                p.send(Message(topic, f"bad-{i}", keys=f"bad-{i}"))
+        dlq = f"%DLQ%{group}"
+        assert wait_until(
+            lambda: dlq in admin.topic_list() and admin.topic_stats(dlq).total_messages == bad, 30
+        ), seed
+        status, text, headers = get(dashboard.url + f"dlq/export?group={group}")
+        assert status == 200
+        assert "jsonl" in headers["content-disposition"]
+        lines = [x for x in text.splitlines() if x]
+        assert sorted(json_body(x) for x in lines) == sorted(f"bad-{i}" for i in range(bad)), seed
+        failing.clear()
+        holder = Page(browser)
+        with holder as page:
+            page.goto(dashboard.url + f"dlq?group={group}")
+            assert f"{bad} dead letter(s) of {group}" in page.inner_text("#found"), seed
+            shot(page, "dead-letters")
+            page.check("#results tbody tr:first-child input[name=id]")
+            chosen = page.inner_text("#results tbody tr:first-child td.body")
+            page.click("#resend button")
+            assert f"Send 1 dead letter(s) back to {group}?" in page.inner_text("h1")
+            page.click("#cancel")
+            page.wait_for_selector("#results")
+            assert got.distinct() == 0, seed
+            page.check("#results tbody tr:first-child input[name=id]")
+            page.click("#resend button")
+            page.click("#confirm-button")
+            page.wait_for_selector(".banner.notice")
+            assert "1 dead letter(s) sent back" in page.inner_text(".banner.notice"), seed
+            assert wait_until(lambda: got.distinct() == 1, 30), seed
+            assert [m.body.decode() for m in got.messages] == [chosen], seed
+            assert admin.topic_stats(dlq).total_messages == bad, seed  # the dead letters stay
+        assert holder.errors == [], seed
+    finally:
+        c.shutdown()
+
+
+def json_body(line: str) -> str:
+    import json
+
+    return str(json.loads(line)["body"])
+
+
+PAGES = (
+    ("cluster", ""),
+    ("topics", "topics"),
+    ("topic", "topics/KeySearch"),
+    ("groups", "groups"),
+    ("group", "groups/skip_group"),
+    ("messages-by-id", None),
+    ("planner", "planner"),
+    ("producers-empty", "producers"),
+    ("dead-letters-empty", "dlq"),
+    ("broker-config", None),
+)
+
+
+def test_every_page_loads_clean_and_fits_1280_and_390(
+    cluster: ClusterThread, admin: Admin, dashboard: BackgroundServer, browser: Any
+) -> None:
+    """Runs last in the module: the pages hold what the tests before made."""
+    cluster.create_topic("KeySearch", 2)
+    with producer(cluster, "dash-pages") as p:
+        sent = p.send(Message("KeySearch", "page-body", keys="k1"))
+    special = {
+        "messages-by-id": f"messages?topic=KeySearch&id={sent.msg_id}",
+        "broker-config": f"brokers/{urllib.parse.quote(cluster.broker_addr, safe='')}/config",
+    }
+    for name, given in PAGES:
+        path = given if given is not None else special[name]
+        for width in (1280, 390):
+            holder = Page(browser, width)
+            with holder as page:
+                answer = page.goto(dashboard.url + path)
+                assert answer is not None, name
+                assert answer.status == 200, (name, answer.status)
+                if name == "cluster":
+                    page.wait_for_selector("#tps figure.chart")
+                    assert int(page.get_attribute("#tps figure.chart", "data-points") or 0) >= 2
+                if name == "broker-config":
+                    assert "brokerName" in page.inner_text("#config")
+                problems = browserkit.layout_problems(page, width)
+                assert problems == [], (name, width, problems)
+                if width == 1280:
+                    shot(page, name)
+            assert holder.errors == [], (name, width, holder.errors)

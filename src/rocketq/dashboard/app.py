@@ -42,9 +42,10 @@ from starlette.staticfiles import StaticFiles
 
 from rocketq import __version__
 from rocketq.admin import parse_reset_target
+from rocketq.client.message import Message
 from rocketq.dashboard import metrics, views
 from rocketq.dashboard.config import DashboardConfig
-from rocketq.dashboard.monitor import Monitor, describe_error
+from rocketq.dashboard.monitor import PRODUCER_GROUP, Monitor, describe_error
 from rocketq.errors import (
     ConfigError,
     RemotingError,
@@ -54,6 +55,7 @@ from rocketq.errors import (
     UnknownGroupError,
     UnknownTopicError,
 )
+from rocketq.protocol.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 __all__ = ["create_app", "create_exporter_app"]
 
@@ -74,6 +76,8 @@ _NAV = (
     ("/topics", "Topics"),
     ("/groups", "Groups"),
     ("/messages", "Messages"),
+    ("/producers", "Producers"),
+    ("/dlq", "Dead letters"),
     ("/planner", "Planner"),
     ("/metrics", "Metrics"),
 )
@@ -219,6 +223,7 @@ class _Pages:
             )
         except RocketQError as exc:
             return await self.topics_page(request, _status_of(exc), form_error=describe_error(exc))
+        self.monitor.forget_cache()
         done = "updated to" if update else "created with"
         return _redirect(f"/topics/{quote(topic, safe='')}", f"topic {topic} {done} {queues} queues")
 
@@ -249,6 +254,7 @@ class _Pages:
                 topic=topic,
                 form_error=error,
             )
+        self.monitor.forget_cache()
         return _redirect(f"/topics/{quote(topic, safe='')}", f"topic {topic} updated")
 
     async def groups(self, request: Request) -> Response:
@@ -286,6 +292,319 @@ class _Pages:
         if not done:
             watch = self.monitor.watch(group)
             watch.error = watch.error or self.silence(budget)
+
+    # ------------------------------------------------------------------ confirmations
+
+    def confirmation(
+        self,
+        request: Request,
+        form: Mapping[str, str],
+        *,
+        title: str,
+        lines: list[str],
+        back: str,
+        type_name: str | None = None,
+        pairs: list[tuple[str, str]] | None = None,
+    ) -> HTMLResponse | None:
+        """``None`` when the form was confirmed (and, with ``type_name``, that name typed);
+        else the page that says what the action would do and asks, with Confirm and Cancel.
+        Nothing changes until it is confirmed."""
+        confirmed = form.get("confirmed") == "1"
+        typed = form.get("confirm_name", "").strip()
+        if confirmed and (type_name is None or typed == type_name):
+            return None
+        error = None
+        if confirmed:
+            error = f"type {type_name} to confirm: nothing was changed"
+        keep = [
+            (k, v)
+            for k, v in (pairs if pairs is not None else list(form.items()))
+            if k not in ("token", "confirmed", "confirm_name")
+        ]
+        return self.render(
+            request,
+            "confirm.html",
+            error=error,  # asked again (HTTP 200): a confirmation page, not a failure
+            title=title,
+            lines=lines,
+            back=back,
+            action=request.url.path,
+            fields=keep,
+            type_name=type_name,
+        )
+
+    async def _pairs(self, request: Request) -> list[tuple[str, str]]:
+        """The posted form's fields in order, repeated names kept (the token checked first)."""
+        await self._checked_form(request)
+        return parse_qsl((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
+
+    # ------------------------------------------------------------------ topics: delete, send
+
+    async def delete_topic(self, request: Request) -> Response:
+        topic = request.path_params["topic"]
+        back = f"/topics/{quote(topic, safe='')}"
+        try:
+            form = await self._checked_form(request)
+            force = form.get("force_system_topic", "").strip() or None
+            try:
+                stats = await self.monitor.admin.topic_stats(topic)
+                names = ", ".join(sorted({q.queue.broker_name for q in stats.queues})) or "no broker"
+                held = f"{stats.total_messages:,} message(s) on {names}"
+            except RocketQError as exc:
+                held = f"messages unknown ({describe_error(exc)})"
+            asked = self.confirmation(
+                request,
+                form,
+                title=f"Delete topic {topic}?",
+                lines=[
+                    f"deletes {topic} from every broker that holds it and from every name server",
+                    f"its {held} can no longer be read; producers sending to it fail "
+                    "(or create it again where brokers create topics on demand)",
+                    "the groups' committed offsets of it stay on the brokers",
+                ],
+                back=back,
+                type_name=topic,
+            )
+            if asked is not None:
+                return asked
+            deleted = await self.monitor.admin.delete_topic(topic, force_system_topic=force)
+        except SystemTopicError as exc:
+            return _redirect(back, None, error=exc.refusal)
+        except RocketQError as exc:
+            return _redirect(back, None, error=describe_error(exc))
+        self.monitor.forget_cache()
+        return _redirect("/topics", f"topic {topic} deleted from {', '.join(sorted(deleted)) or 'no broker'}")
+
+    async def send_message(self, request: Request) -> Response:
+        topic = request.path_params["topic"]
+        back = f"/topics/{quote(topic, safe='')}"
+        try:
+            form = await self._checked_form(request)
+            body = form.get("body", "")
+            tag = form.get("tag", "").strip() or None
+            key = form.get("key", "").strip() or None
+            if not body:
+                raise ConfigError("a test message needs a body")
+            asked = self.confirmation(
+                request,
+                form,
+                title=f"Send a message to {topic}?",
+                lines=[
+                    f"sends one message of {len(body.encode()):,} bytes to {topic}"
+                    + (f", tag {tag}" if tag else "")
+                    + (f", key {key}" if key else ""),
+                    f"as producer group {PRODUCER_GROUP}; every group consuming {topic} will receive it",
+                ],
+                back=back,
+            )
+            if asked is not None:
+                return asked
+            sent = await self.monitor.send(Message(topic, body, tags=tag, keys=key))
+        except RocketQError as exc:
+            return _redirect(back, None, error=describe_error(exc))
+        mq = sent.message_queue
+        where = f"{mq.broker_name}:{mq.queue_id} offset {sent.queue_offset}" if mq else "?"
+        return _redirect(
+            f"/messages?topic={quote(topic, safe='')}&id={sent.msg_id}",
+            f"sent message {sent.msg_id} to {where} ({sent.status.name})",
+        )
+
+    # ------------------------------------------------------------------ producers, brokers, TPS
+
+    async def producers(self, request: Request) -> Response:
+        group = request.query_params.get("group", "").strip()
+        return await self.guarded(
+            request, "producers.html", lambda: views.producers_view(self.monitor, group), group=group
+        )
+
+    async def broker_config(self, request: Request) -> Response:
+        addr = request.path_params["addr"]
+        return await self.guarded(
+            request, "broker.html", lambda: views.broker_config_view(self.monitor, addr), addr=addr
+        )
+
+    # ------------------------------------------------------------------ group settings, skip
+
+    async def group_config(self, request: Request) -> Response:
+        group = request.path_params["group"]
+        return await self.guarded(
+            request, "group_config.html", lambda: views.group_config_view(self.monitor, group), group=group
+        )
+
+    async def group_config_named(self, request: Request) -> Response:
+        group = request.query_params.get("group", "").strip()
+        if not group:
+            return _redirect("/groups", None, error="give the group's name")
+        return RedirectResponse(f"/groups/{quote(group, safe='')}/config", status_code=303)
+
+    async def update_group_config(self, request: Request) -> Response:
+        group = request.path_params["group"]
+        back = f"/groups/{quote(group, safe='')}/config"
+        try:
+            form = await self._checked_form(request)
+            config = views.group_config_of(group, form)
+            now = await views.group_config_view(self.monitor, group)
+            changes = views.group_config_changes(now["start"], config)
+            if now["exists"] and not changes:
+                return _redirect(back, "nothing to change: the settings are already these")
+            doing = "changes" if now["exists"] else "creates the group with"
+            asked = self.confirmation(
+                request,
+                form,
+                title=f"{'Update' if now['exists'] else 'Create'} group {group} on "
+                f"{', '.join(now['brokers'])}?",
+                lines=[f"{doing}: {c}" for c in changes]
+                or [f"creates {group} with RocketMQ's default settings"],
+                back=back,
+            )
+            if asked is not None:
+                return asked
+            brokers = await self.monitor.admin.update_group_config(config)
+        except RocketQError as exc:
+            return await self.guarded(
+                request,
+                "group_config.html",
+                lambda: views.group_config_view(self.monitor, group),
+                group=group,
+                form_error=describe_error(exc),
+            )
+        self.monitor.forget_cache()
+        return _redirect(back, f"settings of {group} written on {', '.join(brokers)}")
+
+    async def delete_group_config(self, request: Request) -> Response:
+        group = request.path_params["group"]
+        back = f"/groups/{quote(group, safe='')}/config"
+        try:
+            form = await self._checked_form(request)
+            offsets = form.get("remove_offsets") == "on"
+            asked = self.confirmation(
+                request,
+                form,
+                title=f"Delete group {group}?",
+                lines=[
+                    f"deletes the settings of {group} on every master broker",
+                    "and its committed offsets: it starts again as a new group"
+                    if offsets
+                    else "its committed offsets stay (a group of that name resumes from them)",
+                    "members still online make the broker create it again at their next heartbeat "
+                    "(where brokers create groups on demand)",
+                ],
+                back=back,
+                type_name=group,
+            )
+            if asked is not None:
+                return asked
+            brokers = await self.monitor.admin.delete_group_config(group, remove_offsets=offsets)
+        except RocketQError as exc:
+            return _redirect(back, None, error=describe_error(exc))
+        self.monitor.forget(group)
+        return _redirect("/groups", f"group {group} deleted on {', '.join(brokers)}")
+
+    async def skip(self, request: Request) -> Response:
+        """Skip accumulated messages: the group's offsets of a topic set to each queue's end."""
+        group = request.path_params["group"]
+        back = f"/groups/{quote(group, safe='')}"
+        try:
+            form = await self._checked_form(request)
+            topic = form.get("topic", "").strip()
+            if not topic:
+                raise ConfigError("say which topic's backlog to skip")
+            lag = "its backlog"
+            try:
+                progress = await self.monitor.admin.group_progress(group)
+                total = sum(q.lag for q in progress.queues if q.queue.topic == topic)
+                lag = f"{total:,} message(s) of lag"
+            except RocketQError:
+                pass
+            asked = self.confirmation(
+                request,
+                form,
+                title=f"Skip the backlog of {group} on {topic}?",
+                lines=[
+                    f"sets the offsets of {group} on {topic} to each queue's end: {lag} will never "
+                    "be consumed by this group",
+                ],
+                back=back,
+                type_name=group,
+            )
+            if asked is not None:
+                return asked
+            result = await self.monitor.admin.reset_offsets(group, topic, "last")
+        except RocketQError as exc:
+            return _redirect(back, None, error=describe_error(exc))
+        return _redirect(
+            back, f"backlog of {group} on {topic} skipped: {len(result.offsets)} queues at their end"
+        )
+
+    # ------------------------------------------------------------------ dead letters
+
+    async def dlq(self, request: Request) -> Response:
+        group = request.query_params.get("group", "").strip()
+        page_text = request.query_params.get("page", "1")
+        page = int(page_text) if page_text.isdigit() else 1
+        return await self.guarded(
+            request,
+            "dlq.html",
+            lambda: views.dlq_view(self.monitor, group, page),
+            budget=self.monitor.config.page_budget * 5,
+            group=group,
+        )
+
+    async def dlq_export(self, request: Request) -> Response:
+        group = request.query_params.get("group", "").strip()
+        try:
+            if not group:
+                raise ConfigError("give the group whose dead letters to export")
+            lines = await views.dlq_lines(self.monitor, group)
+        except UnknownTopicError:
+            lines = []
+        except RocketQError as exc:
+            return PlainTextResponse(describe_error(exc) + "\n", status_code=_status_of(exc))
+        name = "".join(c if c.isalnum() or c in "-_" else "_" for c in group)
+        return Response(
+            "".join(line + "\n" for line in lines),
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="dlq-{name}.jsonl"'},
+        )
+
+    async def dlq_resend(self, request: Request) -> Response:
+        """Send chosen dead letters back to their group: a copy to ``%RETRY%group`` with the
+        original topic, which the group's members consume as a retry (RocketMQ Dashboard asks
+        one online member to consume it directly, a request rocketq's broker does not relay)."""
+        try:
+            pairs = await self._pairs(request)
+            form = dict(pairs)
+            group = form.get("group", "").strip()
+            ids = [v.strip() for k, v in pairs if k == "id" and v.strip()]
+            back = f"/dlq?group={quote(group, safe='')}"
+            if not group or not ids:
+                raise ConfigError("choose the dead letters to send back")
+            asked = self.confirmation(
+                request,
+                form,
+                title=f"Send {len(ids)} dead letter(s) back to {group}?",
+                lines=[
+                    f"sends a copy of each to {RETRY_GROUP_TOPIC_PREFIX}{group}; the members of {group} "
+                    "consume it as a retry of its original topic",
+                    "the dead letters stay in the dead-letter queue",
+                    *(f"message {i}" for i in ids[:20]),
+                ],
+                back=back,
+                pairs=pairs,
+            )
+            if asked is not None:
+                return asked
+            dlq_topic = DLQ_GROUP_TOPIC_PREFIX + group
+            sent = 0
+            for msg_id in ids:
+                found = await self.monitor.admin.view_message(msg_id, topic=dlq_topic)
+                if not found:
+                    raise ConfigError(f"dead letter {msg_id} was not found in {dlq_topic}")
+                await self.monitor.send(views.resend_copy(found[0], group))
+                sent += 1
+        except RocketQError as exc:
+            return _redirect("/dlq", None, error=describe_error(exc))
+        return _redirect(back, f"{sent} dead letter(s) sent back to {group}")
 
     async def favicon(self, request: Request) -> Response:
         return Response(_FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
@@ -371,7 +690,8 @@ def _perm(text: str) -> int:
 
 def _redirect(url: str, notice: str | None, *, error: str | None = None) -> RedirectResponse:
     query = {k: v for k, v in (("notice", notice), ("error", error)) if v}
-    return RedirectResponse(f"{url}?{urlencode(query)}" if query else url, status_code=303)
+    joint = "&" if "?" in url else "?"
+    return RedirectResponse(f"{url}{joint}{urlencode(query)}" if query else url, status_code=303)
 
 
 def _static_dir() -> str:
@@ -396,13 +716,25 @@ def create_app(config: DashboardConfig | None = None, *, monitor: Monitor | None
         Route("/favicon.ico", pages.favicon),
         Route("/topics", pages.topics, methods=["GET"]),
         Route("/topics", pages.create_topic, methods=["POST"]),
+        Route("/topics/{topic:path}/delete", pages.delete_topic, methods=["POST"]),
+        Route("/topics/{topic:path}/send", pages.send_message, methods=["POST"]),
         Route("/topics/{topic:path}", pages.topic, methods=["GET"]),
         Route("/topics/{topic:path}", pages.update_topic, methods=["POST"]),
         Route("/groups", pages.groups),
+        Route("/group-config", pages.group_config_named, methods=["GET"]),
         Route("/groups/{group:path}/reset", pages.reset, methods=["POST"]),
+        Route("/groups/{group:path}/skip", pages.skip, methods=["POST"]),
+        Route("/groups/{group:path}/delete", pages.delete_group_config, methods=["POST"]),
+        Route("/groups/{group:path}/config", pages.group_config, methods=["GET"]),
+        Route("/groups/{group:path}/config", pages.update_group_config, methods=["POST"]),
         Route("/groups/{group:path}", pages.group),
         Route("/api/groups/{group:path}", pages.group_api),
         Route("/messages", pages.messages),
+        Route("/producers", pages.producers),
+        Route("/brokers/{addr}/config", pages.broker_config),
+        Route("/dlq", pages.dlq, methods=["GET"]),
+        Route("/dlq/export", pages.dlq_export, methods=["GET"]),
+        Route("/dlq/resend", pages.dlq_resend, methods=["POST"]),
         Route("/planner", pages.planner),
         Route("/metrics", pages.metrics),
         Mount("/static", StaticFiles(directory=_static_dir()), name="static"),

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
@@ -25,17 +26,21 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rocketq.admin import AsyncAdmin, BrokerRuntime, GroupMembers, GroupProgress, QueueRead
+from rocketq.client.config import ClientConfig
+from rocketq.client.producer.facade import Producer
 from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.dashboard.config import DashboardConfig
 from rocketq.dashboard.timeline import GroupTimeline, RebalanceNote
 from rocketq.errors import RocketQError, UnknownGroupError, UnknownTopicError
-from rocketq.models import MessageQueue
+from rocketq.models import MessageQueue, SendResult
 from rocketq.protocol.bodies import ClusterInfo
+from rocketq.protocol.message import Message
 from rocketq.protocol.topics import BUILTIN_SUBSCRIPTION_GROUPS, CID_RMQ_SYS_PREFIX
 from rocketq.tasks import cancel_and_wait
 
 __all__ = [
     "BROKER_GROUPS",
+    "PRODUCER_GROUP",
     "GroupWatch",
     "Health",
     "Monitor",
@@ -48,6 +53,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+PRODUCER_GROUP = "rocketq_dashboard_producer"
+"""The producer group of the messages the dashboard sends (RocketMQ Dashboard's is
+``self_test_P_G``-like: a group of its own, so its sends are told apart)."""
 
 BROKER_GROUPS = frozenset(BUILTIN_SUBSCRIPTION_GROUPS)
 """Groups a broker makes for itself at start (RocketMQ's ``MixAll`` names)."""
@@ -161,6 +170,8 @@ class Monitor:
         self.tps: dict[str, deque[TpsPoint]] = {}
         """Per broker (``name addr``): its TPS samples of the last ``tps_window`` seconds."""
         self._sampler: asyncio.Task[None] | None = None
+        self._producer: Producer | None = None
+        self._producer_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -175,6 +186,9 @@ class Monitor:
         await cancel_and_wait(task)
         sampler, self._sampler = self._sampler, None
         await cancel_and_wait(sampler)
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await asyncio.to_thread(producer.shutdown)
         await self.admin.close()
 
     def now_ms(self) -> int:
@@ -216,6 +230,26 @@ class Monitor:
                     del self._cache[k]
         self._cache[key] = (now, value)
         return value
+
+    async def send(self, msg: Message) -> SendResult:
+        """Send ``msg`` with the dashboard's own producer (group :data:`PRODUCER_GROUP`, started
+        on first use: a test message, a dead letter sent back to its group)."""
+        async with self._producer_lock:
+            if self._producer is None:
+                c = self.config
+                client = ClientConfig(
+                    namesrv=";".join(self.admin.namesrv_addrs),
+                    client_ip="127.0.0.1" if c.host in ("127.0.0.1", "localhost") else None,
+                    instance_name=f"rocketq-dashboard-{os.getpid()}",
+                    access_key=c.access_key,
+                    secret_key=c.secret_key,
+                    tls=c.tls,
+                )
+                producer = Producer(PRODUCER_GROUP, client_config=client)
+                await asyncio.to_thread(producer.start)
+                self._producer = producer
+            producer = self._producer
+        return await asyncio.to_thread(producer.send, msg, self.config.request_timeout)
 
     # ------------------------------------------------------------------ health and TPS history
 
@@ -318,6 +352,10 @@ class Monitor:
             return Health("slow", first + (f" (and {more} more)" if more else ""), tuple(problems + slow))
         brokers = sum(1 for k in self.servers if k[0] == "broker")
         return Health("ok", f"live: {namesrv_ok} name server(s) and {brokers} broker(s) answer")
+
+    def forget_cache(self) -> None:
+        """Drop every cached answer (after a change the next page must not show the old state)."""
+        self._cache.clear()
 
     # ------------------------------------------------------------------ watching
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -22,17 +23,20 @@ from rocketq.admin import (
     SlaveLag,
     TraceEvent,
     is_protected_topic,
+    message_dict,
     parse_time,
     system_topic_role,
 )
 from rocketq.allocate import AllocationStrategy, Balance, get_strategy, strategy_names
 from rocketq.allocate.examples import broker_names, client_ids, plan_change
-from rocketq.dashboard.monitor import GroupWatch, Monitor, is_user_group
-from rocketq.errors import ConfigError, RocketQError
+from rocketq.client.message import Message
+from rocketq.dashboard.monitor import GroupWatch, Monitor, TpsPoint, is_user_group
+from rocketq.errors import ConfigError, RocketQError, UnknownTopicError
 from rocketq.models import MessageQueue
-from rocketq.protocol.bodies import TopicConfig
-from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from rocketq.protocol.codes import MASTER_ID, version_name
 from rocketq.protocol.message import MessageExt
+from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -207,6 +211,9 @@ async def cluster_view(m: Monitor) -> dict[str, Any]:
         "topics": [t for t in topics if t["kind"] == "normal"],
         "other_topics": len([t for t in topics if t["kind"] != "normal"]),
         "errors": errors,
+        "tps": tps_charts(m),
+        "sample_interval": m.config.sample_interval,
+        "tps_window": m.config.tps_window,
     }
 
 
@@ -625,7 +632,12 @@ async def message_view(m: Monitor, params: Mapping[str, str]) -> dict[str, Any]:
         return out
     else:
         return out
-    out["messages"] = [_message_row(x) for x in found]
+    rows = []
+    for x in found[:8]:  # whether each group consumed it: a few requests per message
+        row = _message_row(x)
+        row["consumed"] = await consumed_by(m, x)
+        rows.append(row)
+    out["messages"] = rows + [_message_row(x) for x in found[8:]]
     return out
 
 
@@ -725,3 +737,241 @@ def plan_summary(view: Mapping[str, Any]) -> str:
     if view.get("sticky_moves") is not None:
         text += f" (STICKY would move {view['sticky_moves']})"
     return text
+
+
+# ------------------------------------------------------------------------------------ operations
+
+
+async def producers_view(m: Monitor, group: str) -> dict[str, Any]:
+    """A producer group's online connections on every master (GET_PRODUCER_CONNECTION_LIST:
+    RocketMQ Dashboard's producer page, which asks by group too)."""
+    if not group:
+        return {"group": "", "connections": None}
+    found = await m.admin.producer_connections(group)
+    names = {addr: name for name, addr in (await m.admin.master_addrs()).items()}
+    rows = [
+        {
+            "broker": names.get(addr, addr),
+            "client_id": c.client_id or "",
+            "addr": c.client_addr or "",
+            "language": c.language or "",
+            "version": version_name(c.version),
+        }
+        for addr, conn in sorted(found.items())
+        for c in sorted(conn.connection_set, key=lambda x: x.client_id or "")
+    ]
+    return {"group": group, "connections": rows}
+
+
+GROUP_FIELDS = (
+    ("consume_enable", "consume enabled", "bool"),
+    ("consume_broadcast_enable", "broadcast allowed", "bool"),
+    ("consume_from_min_enable", "consume from min", "bool"),
+    ("retry_max_times", "retry times", "int"),
+    ("retry_queue_nums", "retry queues", "int"),
+    ("broker_id", "read from broker id", "int"),
+    ("which_broker_when_consume_slowly", "broker id when slow", "int"),
+    ("notify_consumer_ids_changed_enable", "notify members of changes", "bool"),
+)
+"""A consumer group's settings the config page shows and edits (``SubscriptionGroupConfig``)."""
+
+
+async def group_config_view(m: Monitor, group: str) -> dict[str, Any]:
+    """A consumer group's settings on every master (GET_ALL_SUBSCRIPTIONGROUP_CONFIG): one column
+    per broker; the form starts from the first broker's (or RocketMQ's defaults for a new one)."""
+    masters = await m.admin.master_addrs()
+    answers = await m.gather_settled(masters, lambda name: m.admin.group_configs(masters[name]))
+    per: dict[str, SubscriptionGroupConfig | None] = {}
+    errors: dict[str, str] = {}
+    for name, answer in answers.items():
+        if isinstance(answer, RocketQError):
+            errors[name] = str(answer)
+        else:
+            per[name] = answer.get(group)
+    first = next((c for c in per.values() if c is not None), None)
+    start = first or SubscriptionGroupConfig(group_name=group)
+    return {
+        "group": group,
+        "exists": first is not None,
+        "brokers": sorted(per),
+        "rows": [
+            {"field": f, "label": label, "kind": kind, "values": [_cfg(per[b], f) for b in sorted(per)]}
+            for f, label, kind in GROUP_FIELDS
+        ],
+        "start": {f: getattr(start, f) for f, _, _ in GROUP_FIELDS},
+        "errors": errors,
+        "fields": GROUP_FIELDS,
+    }
+
+
+def _cfg(config: SubscriptionGroupConfig | None, field: str) -> str:
+    if config is None:
+        return "-"
+    value = getattr(config, field)
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+def group_config_of(group: str, form: Mapping[str, str]) -> SubscriptionGroupConfig:
+    """The settings a form asks for (checkboxes absent: off), checked; ConfigError otherwise."""
+    values: dict[str, Any] = {}
+    for f, label, kind in GROUP_FIELDS:
+        if kind == "bool":
+            values[f] = form.get(f) == "on"
+            continue
+        text = (form.get(f) or "").strip()
+        if not text.isdigit() or int(text) > 10_000:
+            raise ConfigError(f"{label} must be a whole number 0..10000, got {text!r}")
+        values[f] = int(text)
+    if values["retry_queue_nums"] > 1024:
+        raise ConfigError(f"retry queues must be 0..1024, got {values['retry_queue_nums']}")
+    return SubscriptionGroupConfig(group_name=group, **values)
+
+
+def group_config_changes(old: Mapping[str, Any], new: SubscriptionGroupConfig) -> list[str]:
+    """What an update changes, one line per setting (``retry times 16 -> 3``)."""
+    out = []
+    for f, label, _ in GROUP_FIELDS:
+        before, after = old.get(f), getattr(new, f)
+        if before != after:
+            out.append(f"{label}: {_show(before)} -> {_show(after)}")
+    return out
+
+
+def _show(value: Any) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+async def broker_config_view(m: Monitor, addr: str) -> dict[str, Any]:
+    """A broker's settings (GET_BROKER_CONFIG), as ``mqadmin getBrokerConfig`` prints them."""
+    info = await m.cached("cluster", 2.0, m.admin.cluster_info)
+    known = {a: name for name, bd in info.broker_addr_table.items() for a in bd.broker_addrs.values()}
+    if addr not in known:
+        raise ConfigError(f"no broker at {addr} is registered with the name server")
+    return {"addr": addr, "name": known[addr], "config": await m.admin.broker_config(addr)}
+
+
+async def dlq_view(m: Monitor, group: str, page: int) -> dict[str, Any]:
+    """The group's dead letters (``%DLQ%group``), newest first, a page at a time."""
+    if not group:
+        return {"group": "", "search": None}
+    topic = DLQ_GROUP_TOPIC_PREFIX + group
+    try:
+        found = await search_messages(m, topic, None, 0, None, page)
+    except UnknownTopicError:
+        return {"group": group, "topic": topic, "search": None, "none": True}
+    return {"group": group, "topic": topic, "search": found, "none": False}
+
+
+async def dlq_lines(m: Monitor, group: str) -> list[str]:
+    """Every dead letter of ``group`` (at most :data:`SCAN_LIMIT`) as JSON lines: the fields of
+    ``rocketq message`` (:func:`rocketq.admin.message_dict`), body as text."""
+    topic = DLQ_GROUP_TOPIC_PREFIX + group
+    stats = await m.admin.topic_stats(topic)
+    lines: list[str] = []
+    for q in stats.queues:
+        offset = q.min_offset
+        while offset < q.max_offset and len(lines) < SCAN_LIMIT:
+            read = await m.admin.read_queue(q.queue, offset, 32)
+            if not read.messages:
+                break
+            lines.extend(json.dumps(message_dict(x), ensure_ascii=False) for x in read.messages)
+            offset = read.next_offset if read.next_offset > offset else offset + len(read.messages)
+    return lines
+
+
+async def consumed_by(m: Monitor, msg: MessageExt) -> list[dict[str, Any]]:
+    """For each group that consumes the message's topic: whether its committed offset of the
+    message's queue is past the message (RocketMQ Dashboard's "track": consumed, not yet, or
+    no offset committed on that queue)."""
+    info = await m.cached("cluster", 2.0, m.admin.cluster_info)
+    host = str(msg.store_host)
+    broker = next(
+        (name for name, bd in info.broker_addr_table.items() if host in bd.broker_addrs.values()), None
+    )
+    try:
+        groups = await m.admin.topic_consumers(msg.topic)
+    except RocketQError:
+        return []
+    out = []
+    for g in sorted(groups):
+        try:
+            committed = await m.admin.committed_offsets(g, msg.topic)
+        except RocketQError as exc:
+            out.append({"group": g, "status": "unknown", "detail": str(exc)})
+            continue
+        at = committed.get(MessageQueue(msg.topic, broker or "", msg.queue_id))
+        if at is None:
+            out.append({"group": g, "status": "not yet", "detail": "no offset committed on its queue"})
+        elif at > msg.queue_offset:
+            out.append({"group": g, "status": "consumed", "detail": f"committed offset {at}"})
+        else:
+            out.append({"group": g, "status": "not yet", "detail": f"committed offset {at}"})
+    return out
+
+
+def tps_charts(m: Monitor) -> list[dict[str, Any]]:
+    """Each broker's TPS history (the samples the dashboard keeps) as SVG polylines, in and out."""
+    width, height, pad = 560, 140, 28
+    charts = []
+    for broker, points in sorted(m.tps.items()):
+        pts = list(points)
+        if not pts:
+            continue
+        t0, t1 = pts[0].at_ms, max(pts[-1].at_ms, pts[0].at_ms + 1)
+        top = max([p.put or 0.0 for p in pts] + [p.get or 0.0 for p in pts] + [1.0])
+
+        charts.append(
+            {
+                "broker": broker,
+                "width": width,
+                "height": height,
+                "put_line": _polyline(pts, [p.put for p in pts], top, (width, height, pad)),
+                "get_line": _polyline(pts, [p.get for p in pts], top, (width, height, pad)),
+                "top": top,
+                "from": _fmt_ms(t0)[11:],
+                "to": _fmt_ms(t1)[11:],
+                "points": len(pts),
+                "last_put": pts[-1].put,
+                "last_get": pts[-1].get,
+            }
+        )
+    return charts
+
+
+def _polyline(
+    pts: Sequence[TpsPoint], values: Sequence[float | None], top: float, box: tuple[int, int, int]
+) -> str:
+    """SVG ``points`` of ``values`` over the samples' times, in a ``(width, height, pad)`` box."""
+    width, height, pad = box
+    t0, t1 = pts[0].at_ms, max(pts[-1].at_ms, pts[0].at_ms + 1)
+    return " ".join(
+        f"{pad + (p.at_ms - t0) / (t1 - t0) * (width - pad - 8):.1f},"
+        f"{height - 18 - (v or 0.0) / top * (height - 30):.1f}"
+        for p, v in zip(pts, values, strict=True)
+    )
+
+
+def resend_copy(dead: MessageExt, group: str) -> Message:
+    """A dead letter's copy for ``%RETRY%group``: body, tags, keys and the user's properties,
+    with ``RETRY_TOPIC`` (set when it was first retried) naming the topic it was sent to: the
+    group's members restore it; ``ORIGIN_MESSAGE_ID`` names the dead letter."""
+    props = {k: v for k, v in dead.properties.items() if k not in _BROKER_PROPERTIES}
+    props[MessageConst.ORIGIN_MESSAGE_ID] = dead.msg_id
+    return Message(RETRY_GROUP_TOPIC_PREFIX + group, dead.body, properties=props)
+
+
+_BROKER_PROPERTIES = frozenset(
+    {
+        MessageConst.UNIQ_KEY,
+        MessageConst.MIN_OFFSET,
+        MessageConst.MAX_OFFSET,
+        MessageConst.REAL_TOPIC,
+        MessageConst.REAL_QID,
+        MessageConst.DELAY,
+        MessageConst.TRAN_MSG,
+        MessageConst.PGROUP,
+        MessageConst.CONSUME_START_TIME,
+        MessageConst.RECONSUME_TIME,
+    }
+)
+"""Properties a broker or a client writes, not carried over to a copy."""
