@@ -40,8 +40,11 @@ SHOTS = os.environ.get("ROCKETQ_DASHBOARD_SHOTS")
 
 
 def shot(page: Any, name: str) -> None:
+    """The page's top 1,000 px at 1280 px wide, when ``ROCKETQ_DASHBOARD_SHOTS`` names a folder."""
     if SHOTS:
-        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+        height = min(int(page.evaluate("document.documentElement.scrollHeight")), 1000)
+        clip = {"x": 0, "y": 0, "width": 1280, "height": height}
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True, clip=clip)
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +57,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]
 
 
 @pytest.fixture(scope="module")
-def dashboard(cluster: ClusterThread) -> Iterator[BackgroundServer]:
-    config = DashboardConfig(namesrv=cluster.namesrv, poll_interval=0.3, sample_interval=0.5)
-    with BackgroundServer(create_app(config)) as server:
+def dash_app(cluster: ClusterThread) -> Any:
+    config = DashboardConfig(
+        namesrv=cluster.namesrv, poll_interval=0.3, sample_interval=0.5, topic_sample_interval=0.5
+    )
+    return create_app(config)
+
+
+@pytest.fixture(scope="module")
+def dashboard(dash_app: Any) -> Iterator[BackgroundServer]:
+    with BackgroundServer(dash_app) as server:
         yield server
 
 
@@ -472,6 +482,19 @@ def test_skip_the_backlog_and_consumed_or_not_per_group(
     assert all(q.consumer_offset == q.broker_offset for q in progress), seed
     _, body, _ = get(dashboard.url + f"messages?topic={topic}&id={later[-1].msg_id}")
     assert f"{group}: consumed" in body, seed
+    # one message sent to the group again: one copy in its retry topic, asked first
+    retry = f"%RETRY%{group}"
+    copies = admin.topic_stats(retry).total_messages if retry in admin.topic_list() else 0
+    fields = [("token", token), ("topic", topic), ("id", later[0].msg_id), ("group", group)]
+    status, body = post(dashboard.url + "messages/resend", fields)
+    assert f"sends a copy to {retry}" in body, seed
+    assert (admin.topic_stats(retry).total_messages if retry in admin.topic_list() else 0) == copies
+    status, body = post(dashboard.url + "messages/resend", [*fields, ("confirmed", "1")])
+    assert f"message {later[0].msg_id} sent to {group} again" in body, seed
+    assert admin.topic_stats(retry).total_messages == copies + 1, seed
+    copy = admin.read_queue(MessageQueue(retry, "broker-a", 0), copies, 1).messages[0]
+    assert copy.body == b"new-0", seed
+    assert copy.properties["ORIGIN_MESSAGE_ID"] == later[0].msg_id, seed
 
 
 def test_dead_letters_are_browsed_exported_and_sent_back_to_their_group(
@@ -550,9 +573,9 @@ def json_body(line: str) -> str:
 PAGES = (
     ("cluster", ""),
     ("topics", "topics"),
-    ("topic", "topics/KeySearch"),
+    ("topic", "topics/PagesTopic"),
     ("groups", "groups"),
-    ("group", "groups/skip_group"),
+    ("group", "groups/pages_group"),
     ("messages-by-id", None),
     ("planner", "planner"),
     ("producers-empty", "producers"),
@@ -562,14 +585,36 @@ PAGES = (
 
 
 def test_every_page_loads_clean_and_fits_1280_and_390(
-    cluster: ClusterThread, admin: Admin, dashboard: BackgroundServer, browser: Any
+    cluster: ClusterThread, dash_app: Any, dashboard: BackgroundServer, browser: Any
 ) -> None:
     """Runs last in the module: the pages hold what the tests before made."""
-    cluster.create_topic("KeySearch", 2)
+    cluster.create_topic("PagesTopic", 2)
+    # its traffic counts from its first reading (a topic's TPS is the change between two)
+    assert wait_until(lambda: "PagesTopic" in dash_app.state.monitor.topic_totals, 10)
     with producer(cluster, "dash-pages") as p:
-        sent = p.send(Message("KeySearch", "page-body", keys="k1"))
+        sent = p.send(Message("PagesTopic", "page-body", keys="k1"))
+        # traffic the busiest topics' chart sees (it reads every 0.5 s): more than any test before
+        for i in range(200):
+            p.send(Message("PagesTopic", f"traffic-{i}"))
+    got = Received()
+    c = PushConsumer(
+        "pages_group",
+        client_config=ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="pages"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+    )
+    c.subscribe("PagesTopic")
+    c.register_listener(lambda msgs: (got.add("c", msgs), OK)[1])
+    c.start()
+    try:
+        assert wait_until(lambda: got.distinct() == 201)
+        _every_page(cluster, dashboard, browser, sent.msg_id)
+    finally:
+        c.shutdown()
+
+
+def _every_page(cluster: ClusterThread, dashboard: BackgroundServer, browser: Any, msg_id: str) -> None:
     special = {
-        "messages-by-id": f"messages?topic=KeySearch&id={sent.msg_id}",
+        "messages-by-id": f"messages?topic=PagesTopic&id={msg_id}",
         "broker-config": f"brokers/{urllib.parse.quote(cluster.broker_addr, safe='')}/config",
     }
     for name, given in PAGES:
@@ -583,10 +628,20 @@ def test_every_page_loads_clean_and_fits_1280_and_390(
                 if name == "cluster":
                     page.wait_for_selector("#tps figure.chart")
                     assert int(page.get_attribute("#tps figure.chart", "data-points") or 0) >= 2
+                    # the most traffic of the window, once the sampler (every 0.5 s) has seen it
+                    assert wait_until(
+                        lambda: (
+                            page.reload() is not None
+                            and page.get_attribute("#topic-tps figure", "data-topic") == "PagesTopic"
+                        ),
+                        timeout=10,
+                    ), page.get_attribute("#topic-tps figure", "data-topic")
                 if name == "broker-config":
                     assert "brokerName" in page.inner_text("#config")
                 problems = browserkit.layout_problems(page, width)
                 assert problems == [], (name, width, problems)
-                if width == 1280:
+                if name == "group":
+                    page.wait_for_selector("#ownership .cell")
+                if width == 1280 and not name.endswith("-empty"):
                     shot(page, name)
             assert holder.errors == [], (name, width, holder.errors)

@@ -1,16 +1,30 @@
 """The web application: Starlette routes over the views, Jinja2 pages, JSON for the live parts.
 
-=====================  ======================================================================
-``/``                  cluster: name servers, brokers (version, TPS in/out, disk), topics
-``/topics``            every topic with queue counts; create (POST)
-``/topics/{topic}``    queues per broker with min/max offsets, consuming groups; update (POST)
-``/groups``            consumer groups: online connections, lag, TPS
-``/groups/{group}``    the live ownership map, timeline, lag, members, duplicates; reset (POST)
-``/api/groups/{g}``    the group page's live state as JSON (polled by the page every second)
-``/messages``          look-up by message id, key, or queue and offset
-``/planner``           ``rocketq allocate`` in the browser
-``/metrics``           Prometheus exposition (see :mod:`rocketq.dashboard.metrics`)
-=====================  ======================================================================
+==========================  ==================================================================
+``/``                       cluster: name servers, brokers (version, TPS, disk, uptime), TPS
+                            history of the brokers and the busiest topics, topics
+``/brokers/{addr}/config``  a broker's settings
+``/topics``                 every topic with queue counts; create (POST)
+``/topics/{topic}``         queues per broker with offsets, consuming groups; update, send a test
+                            message, delete (POST, each asking first)
+``/groups``                 consumer groups: online connections, lag, TPS
+``/groups/{group}``         the live ownership map, timeline, lag, members, duplicates; reset and
+                            skip the backlog (POST)
+``/groups/{group}/config``  the group's settings on every master; create/update, delete (POST)
+``/api/groups/{g}``         the group page's live state as JSON (polled by the page every second)
+``/producers``              a producer group's connections
+``/messages``               look-up by id, by key or time range (paged, the true count), by queue
+                            and offset; consumed-or-not per group; send again to a group (POST)
+``/dlq``                    a group's dead letters; send back (POST), export as JSON lines
+``/planner``                ``rocketq allocate`` in the browser
+``/metrics``                Prometheus exposition (see :mod:`rocketq.dashboard.metrics`)
+==========================  ==================================================================
+
+Every action that changes something answers first with a confirmation page saying what it would
+do (:meth:`_Pages.confirmation`); only the confirmed form (``confirmed=1``, and for a delete or a
+skip the name typed) acts. A page waits for the cluster no longer than ``page_budget`` and then
+says what did not answer; the header's badge is the sampler's view of every server
+(:meth:`rocketq.dashboard.monitor.Monitor.health`).
 
 Every asset (templates, CSS, JavaScript) ships in the package; nothing is fetched from
 elsewhere. A failure to reach a name server or broker, an unknown topic or group, or a bad form
@@ -606,6 +620,36 @@ class _Pages:
             return _redirect("/dlq", None, error=describe_error(exc))
         return _redirect(back, f"{sent} dead letter(s) sent back to {group}")
 
+    async def resend_message(self, request: Request) -> Response:
+        """A stored message sent again to one group: a copy to ``%RETRY%group`` (RocketMQ
+        Dashboard asks an online member to consume it directly: CONSUME_MESSAGE_DIRECTLY, which
+        rocketq's broker does not relay; a retry reaches whichever member owns the queue)."""
+        try:
+            form = await self._checked_form(request)
+            topic, msg_id, group = (form.get(k, "").strip() for k in ("topic", "id", "group"))
+            back = f"/messages?topic={quote(topic, safe='')}&id={quote(msg_id, safe='')}"
+            if not (topic and msg_id and group):
+                raise ConfigError("say which message (topic and id) to send to which group")
+            found = await self.monitor.admin.view_message(msg_id, topic=topic)
+            if not found:
+                raise ConfigError(f"message {msg_id} was not found in {topic}")
+            asked = self.confirmation(
+                request,
+                form,
+                title=f"Send message {msg_id} to {group} again?",
+                lines=[
+                    f"sends a copy to {RETRY_GROUP_TOPIC_PREFIX}{group}: the members of {group} consume it "
+                    f"again as a retry of {topic}; no other group receives it",
+                ],
+                back=back,
+            )
+            if asked is not None:
+                return asked
+            sent = await self.monitor.send(views.resend_copy(found[0], group))
+        except RocketQError as exc:
+            return _redirect("/messages", None, error=describe_error(exc))
+        return _redirect(back, f"message {msg_id} sent to {group} again ({sent.msg_id})")
+
     async def favicon(self, request: Request) -> Response:
         return Response(_FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
@@ -729,7 +773,8 @@ def create_app(config: DashboardConfig | None = None, *, monitor: Monitor | None
         Route("/groups/{group:path}/config", pages.update_group_config, methods=["POST"]),
         Route("/groups/{group:path}", pages.group),
         Route("/api/groups/{group:path}", pages.group_api),
-        Route("/messages", pages.messages),
+        Route("/messages", pages.messages, methods=["GET"]),
+        Route("/messages/resend", pages.resend_message, methods=["POST"]),
         Route("/producers", pages.producers),
         Route("/brokers/{addr}/config", pages.broker_config),
         Route("/dlq", pages.dlq, methods=["GET"]),

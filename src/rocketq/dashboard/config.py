@@ -47,6 +47,9 @@ class DashboardConfig:
     sample_interval: float = 5.0
     """How often the name servers and brokers are asked how they are (the status badge) and each
     broker's TPS is sampled (the TPS history)."""
+    topic_sample_interval: float = 60.0
+    """How often every topic's stored-message count is read, for the busiest topics' TPS history
+    (one GET_TOPIC_STATS_INFO per topic and broker; RocketMQ Dashboard collects every minute)."""
     tps_window: float = 3600.0
     """How much TPS history the dashboard keeps (in its own memory: lost on restart)."""
     concurrency: int = 16
@@ -66,6 +69,7 @@ class DashboardConfig:
             "request_timeout",
             "page_budget",
             "sample_interval",
+            "topic_sample_interval",
             "tps_window",
         ):
             value = getattr(self, name)

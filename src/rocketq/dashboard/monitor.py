@@ -9,6 +9,13 @@ when its consumers trace, the new rebalance records on ``RQ_SYS_REBALANCE_TOPIC`
 into the group's :class:`~rocketq.dashboard.timeline.GroupTimeline`. A failed poll keeps the last
 good state and records the error, which the page shows in its banner.
 
+A second task, the sampler (:meth:`Monitor.sample`, every ``sample_interval``), asks each name
+server for the cluster and each broker for its runtime table: how each answered (or did not) is
+the badge every page shows (:meth:`Monitor.health`), the brokers' TPS and, every
+``topic_sample_interval``, each user topic's stored-message count are the TPS history
+(:attr:`Monitor.tps`, :attr:`Monitor.topic_totals`, ``tps_window`` of it kept). The monitor also
+owns the dashboard's one producer (:meth:`Monitor.send`), started on first use.
+
 Nothing here raises at a page: name servers and brokers that do not answer become error text.
 """
 
@@ -35,7 +42,12 @@ from rocketq.errors import RocketQError, UnknownGroupError, UnknownTopicError
 from rocketq.models import MessageQueue, SendResult
 from rocketq.protocol.bodies import ClusterInfo
 from rocketq.protocol.message import Message
-from rocketq.protocol.topics import BUILTIN_SUBSCRIPTION_GROUPS, CID_RMQ_SYS_PREFIX
+from rocketq.protocol.topics import (
+    BUILTIN_SUBSCRIPTION_GROUPS,
+    CID_RMQ_SYS_PREFIX,
+    is_retry_or_dlq_topic,
+    is_system_topic,
+)
 from rocketq.tasks import cancel_and_wait
 
 __all__ = [
@@ -169,6 +181,9 @@ class Monitor:
         self.servers: dict[tuple[str, str], ServerHealth] = {}
         self.tps: dict[str, deque[TpsPoint]] = {}
         """Per broker (``name addr``): its TPS samples of the last ``tps_window`` seconds."""
+        self.topic_totals: dict[str, deque[tuple[int, int]]] = {}
+        """Per user topic: ``(ms, messages ever stored)`` samples of the last ``tps_window``."""
+        self._topics_sampled = -float("inf")
         self._sampler: asyncio.Task[None] | None = None
         self._producer: Producer | None = None
         self._producer_lock = asyncio.Lock()
@@ -313,6 +328,9 @@ class Monitor:
         )
         now_ms = self.now_ms()
         horizon = now_ms - int(self.config.tps_window * 1000)
+        if self._monotonic() - self._topics_sampled >= self.config.topic_sample_interval:
+            self._topics_sampled = self._monotonic()
+            await self._sample_topics(horizon, set(info.cluster_addr_table) | set(info.broker_addr_table))
         for (addr, name), rt in zip(brokers.items(), runtimes, strict=True):
             if rt is None:
                 continue
@@ -320,6 +338,33 @@ class Monitor:
             points.append(TpsPoint(now_ms, rt.put_tps, rt.get_tps))
             while points and points[0].at_ms < horizon:
                 points.popleft()
+
+    async def _sample_topics(self, horizon: int, reserved: set[str]) -> None:
+        """Every user topic's count of messages ever stored (the sum of its queues' max offsets);
+        ``reserved``: the cluster and broker names (topics a broker makes for itself)."""
+        try:
+            topics = [
+                t
+                for t in await self.admin.topic_list()
+                if t not in reserved
+                and not is_system_topic(t)
+                and not is_retry_or_dlq_topic(t)
+                and not t.startswith("RQ_SYS_")
+            ]
+        except RocketQError as exc:
+            logger.debug("listing topics for the TPS history: %s", exc)
+            return
+        stats = await self.gather_settled(topics, self.admin.topic_stats)
+        now_ms = self.now_ms()
+        for topic, answer in stats.items():
+            if isinstance(answer, RocketQError):
+                continue
+            points = self.topic_totals.setdefault(topic, deque())
+            points.append((now_ms, sum(q.max_offset for q in answer.queues)))
+            while points and points[0][0] < horizon:
+                points.popleft()
+        for gone in set(self.topic_totals) - set(topics):
+            del self.topic_totals[gone]
 
     def health(self) -> Health:
         """The badge (see :class:`Health`): a question unanswered for longer than a page's

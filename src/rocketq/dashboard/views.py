@@ -212,6 +212,8 @@ async def cluster_view(m: Monitor) -> dict[str, Any]:
         "other_topics": len([t for t in topics if t["kind"] != "normal"]),
         "errors": errors,
         "tps": tps_charts(m),
+        "topic_tps": topic_tps_charts(m),
+        "topic_sample_interval": m.config.topic_sample_interval,
         "sample_interval": m.config.sample_interval,
         "tps_window": m.config.tps_window,
     }
@@ -520,11 +522,12 @@ async def search_messages(
 
     async def run() -> tuple[list[dict[str, Any]], bool, int, str]:
         if key is not None:
-            # the index keeps store times to the second: ask whole seconds, then keep the range
+            # the index keeps store times to the second, counted from its file's first message:
+            # ask a second more on each side, then keep the range to the millisecond
             found = await m.admin.query_message(
                 topic,
                 key,
-                begin=begin_ms - begin_ms % 1000,
+                begin=max(begin_ms - begin_ms % 1000 - 1000, 0),
                 end=None if end_ms is None else end_ms - end_ms % 1000 + 1000,
                 max_num=_INDEX_MAX,
             )
@@ -933,6 +936,44 @@ def tps_charts(m: Monitor) -> list[dict[str, Any]]:
                 "points": len(pts),
                 "last_put": pts[-1].put,
                 "last_get": pts[-1].get,
+            }
+        )
+    return charts
+
+
+TOP_TOPICS = 5
+"""Topics the TPS history draws: the busiest over the window kept."""
+
+
+def topic_tps_charts(m: Monitor) -> list[dict[str, Any]]:
+    """The :data:`TOP_TOPICS` busiest topics (the most messages stored within the window kept),
+    each one's TPS: messages stored per second between two readings."""
+    width, height, pad = 560, 140, 28
+    series: list[tuple[float, str, list[TpsPoint]]] = []
+    for topic, samples in m.topic_totals.items():
+        pts = [
+            TpsPoint(b[0], (b[1] - a[1]) * 1000 / max(b[0] - a[0], 1), None)
+            for a, b in zip(list(samples), list(samples)[1:], strict=False)
+        ]
+        if pts:  # busiest: the most messages stored within the window
+            series.append((float(samples[-1][1] - samples[0][1]), topic, pts))
+    charts = []
+    for total, topic, pts in sorted(series, key=lambda x: (-x[0], x[1]))[:TOP_TOPICS]:
+        top = max([p.put or 0.0 for p in pts] + [1.0])
+        charts.append(
+            {
+                "broker": topic,
+                "width": width,
+                "height": height,
+                "put_line": _polyline(pts, [p.put for p in pts], top, (width, height, pad)),
+                "get_line": "",
+                "top": top,
+                "from": _fmt_ms(pts[0].at_ms)[11:],
+                "to": _fmt_ms(pts[-1].at_ms)[11:],
+                "points": len(pts),
+                "last_put": pts[-1].put,
+                "last_get": None,
+                "stored": total,
             }
         )
     return charts
