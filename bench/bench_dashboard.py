@@ -95,7 +95,7 @@ def main() -> int:
                     for i in range(5):
                         p.send(Message(f"Bench{g:04d}", f"m{i}"))
                 for i in range(args.keyed):
-                    p.send_oneway(Message("Bench0001", f"keyed-{i}", keys="hot"))
+                    p.send(Message("Bench0001", f"keyed-{i}", keys="hot"))
             consumer = PushConsumer(
                 LIVE_GROUP,
                 client_config=config,

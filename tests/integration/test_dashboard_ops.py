@@ -10,6 +10,7 @@ is printed with every assertion that uses it).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -309,6 +310,17 @@ def test_client_ids_are_whole_in_the_tiles_and_the_members_table(
             assert browserkit.layout_problems(page, 1280) == []
             page.set_viewport_size({"width": 390, "height": 800})
             assert browserkit.layout_problems(page, 390) == []
+            # the member's own report, one click away: the whole id, its queues and subscriptions
+            page.click(f"#members tbody a:has-text('{instance}')")
+            page.wait_for_selector("#queues")
+            assert f"127.0.0.1@{instance}" in page.inner_text("h1"), seed
+            held = page.eval_on_selector_all("#queues tbody td:first-child", "e => e.map((x) => x.innerText)")
+            assert {q for q in held if q.startswith(topic)} == {f"{topic}@broker-a:{i}" for i in range(4)}
+            assert f"{topic} [*]" in page.inner_text("#subscriptions"), seed
+            assert browserkit.layout_problems(page, 390) == []
+            page.set_viewport_size({"width": 1280, "height": 900})
+            assert browserkit.layout_problems(page, 1280) == []
+            shot(page, "client")
         assert holder.errors == [], seed
     finally:
         c.shutdown()
@@ -538,6 +550,9 @@ def test_dead_letters_are_browsed_exported_and_sent_back_to_their_group(
         assert "jsonl" in headers["content-disposition"]
         lines = [x for x in text.splitlines() if x]
         assert sorted(json_body(x) for x in lines) == sorted(f"bad-{i}" for i in range(bad)), seed
+        one = json.loads(rng.choice(lines))
+        _, text, _ = get(dashboard.url + f"dlq/export?group={group}&id={one['msg_id']}")
+        assert [json_body(x) for x in text.splitlines() if x] == [one["body"]], seed
         failing.clear()
         holder = Page(browser)
         with holder as page:
@@ -565,8 +580,6 @@ def test_dead_letters_are_browsed_exported_and_sent_back_to_their_group(
 
 
 def json_body(line: str) -> str:
-    import json
-
     return str(json.loads(line)["body"])
 
 
@@ -636,6 +649,15 @@ def _every_page(cluster: ClusterThread, dashboard: BackgroundServer, browser: An
                         ),
                         timeout=10,
                     ), page.get_attribute("#topic-tps figure", "data-topic")
+                if name == "topic":
+                    assert int(page.get_attribute("figure#tps", "data-points") or 0) >= 1
+                if name == "topics" and width == 1280:  # sorted by a click on a header, both ways
+                    names = "els => els.filter((e) => !e.hidden).map((e) => e.cells[0].innerText)"
+                    page.click("#topics th:has-text('topic')")
+                    up = page.eval_on_selector_all("#topics tbody tr", names)
+                    assert up == sorted(up, key=str.lower), up
+                    page.click("#topics th:has-text('topic')")
+                    assert page.eval_on_selector_all("#topics tbody tr", names) == up[::-1]
                 if name == "broker-config":
                     assert "brokerName" in page.inner_text("#config")
                 problems = browserkit.layout_problems(page, width)

@@ -11,6 +11,7 @@
 ``/groups/{group}``         the live ownership map, timeline, lag, members, duplicates; reset and
                             skip the backlog (POST)
 ``/groups/{group}/config``  the group's settings on every master; create/update, delete (POST)
+``/groups/{g}/clients/{c}`` a member's own report (subscriptions, queues, rates, properties)
 ``/api/groups/{g}``         the group page's live state as JSON (polled by the page every second)
 ``/producers``              a producer group's connections
 ``/messages``               look-up by id, by key or time range (paged, the true count), by queue
@@ -445,6 +446,16 @@ class _Pages:
             request, "group_config.html", lambda: views.group_config_view(self.monitor, group), group=group
         )
 
+    async def client(self, request: Request) -> Response:
+        group, client_id = request.path_params["group"], request.path_params["client"]
+        return await self.guarded(
+            request,
+            "client.html",
+            lambda: views.client_view(self.monitor, group, client_id),
+            group=group,
+            client_id=client_id,
+        )
+
     async def group_config_named(self, request: Request) -> Response:
         group = request.query_params.get("group", "").strip()
         if not group:
@@ -569,7 +580,8 @@ class _Pages:
         try:
             if not group:
                 raise ConfigError("give the group whose dead letters to export")
-            lines = await views.dlq_lines(self.monitor, group)
+            chosen = {v.strip().upper() for k, v in request.query_params.multi_items() if k == "id"}
+            lines = await views.dlq_lines(self.monitor, group, chosen or None)
         except UnknownTopicError:
             lines = []
         except RocketQError as exc:
@@ -769,6 +781,7 @@ def create_app(config: DashboardConfig | None = None, *, monitor: Monitor | None
         Route("/groups/{group:path}/reset", pages.reset, methods=["POST"]),
         Route("/groups/{group:path}/skip", pages.skip, methods=["POST"]),
         Route("/groups/{group:path}/delete", pages.delete_group_config, methods=["POST"]),
+        Route("/groups/{group}/clients/{client}", pages.client, methods=["GET"]),
         Route("/groups/{group:path}/config", pages.group_config, methods=["GET"]),
         Route("/groups/{group:path}/config", pages.update_group_config, methods=["POST"]),
         Route("/groups/{group:path}", pages.group),

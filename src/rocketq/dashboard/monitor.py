@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rocketq.admin import AsyncAdmin, BrokerRuntime, GroupMembers, GroupProgress, QueueRead
+from rocketq.admin import AsyncAdmin, BrokerRuntime, GroupMembers, GroupProgress, QueueRead, TopicStats
 from rocketq.client.config import ClientConfig
 from rocketq.client.producer.facade import Producer
 from rocketq.client.trace import REBALANCE_TOPIC
@@ -72,6 +72,7 @@ PRODUCER_GROUP = "rocketq_dashboard_producer"
 
 BROKER_GROUPS = frozenset(BUILTIN_SUBSCRIPTION_GROUPS)
 """Groups a broker makes for itself at start (RocketMQ's ``MixAll`` names)."""
+_SWEEP_CONCURRENCY = 4  # topic stats in flight at once while the sampler reads every topic
 _REBALANCE_TAIL = 512  # records read back from each rebalance-topic queue when a watch starts
 
 
@@ -354,10 +355,19 @@ class Monitor:
         except RocketQError as exc:
             logger.debug("listing topics for the TPS history: %s", exc)
             return
-        stats = await self.gather_settled(topics, self.admin.topic_stats)
+        sweep = asyncio.Semaphore(_SWEEP_CONCURRENCY)  # its own few: pages keep the monitor's limit
+
+        async def one(topic: str) -> TopicStats | None:
+            async with sweep:
+                try:
+                    return await self.admin.topic_stats(topic)
+                except RocketQError:
+                    return None
+
+        answers = await asyncio.gather(*(one(t) for t in topics))
         now_ms = self.now_ms()
-        for topic, answer in stats.items():
-            if isinstance(answer, RocketQError):
+        for topic, answer in zip(topics, answers, strict=True):
+            if answer is None:
                 continue
             points = self.topic_totals.setdefault(topic, deque())
             points.append((now_ms, sum(q.max_offset for q in answer.queues)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import re
 import zlib
@@ -278,6 +279,8 @@ async def topic_view(m: Monitor, topic: str) -> dict[str, Any]:
         "total_messages": stats.total_messages,
         "groups": groups,
         "groups_error": groups_error,
+        "tps": topic_tps_chart(m, topic),
+        "topic_sample_interval": m.config.topic_sample_interval,
     }
 
 
@@ -865,9 +868,10 @@ async def dlq_view(m: Monitor, group: str, page: int) -> dict[str, Any]:
     return {"group": group, "topic": topic, "search": found, "none": False}
 
 
-async def dlq_lines(m: Monitor, group: str) -> list[str]:
-    """Every dead letter of ``group`` (at most :data:`SCAN_LIMIT`) as JSON lines: the fields of
-    ``rocketq message`` (:func:`rocketq.admin.message_dict`), body as text."""
+async def dlq_lines(m: Monitor, group: str, chosen: set[str] | None = None) -> list[str]:
+    """Every dead letter of ``group`` (at most :data:`SCAN_LIMIT`; only the message ids
+    ``chosen``, when given) as JSON lines: the fields of ``rocketq message``
+    (:func:`rocketq.admin.message_dict`), body as text."""
     topic = DLQ_GROUP_TOPIC_PREFIX + group
     stats = await m.admin.topic_stats(topic)
     lines: list[str] = []
@@ -877,7 +881,11 @@ async def dlq_lines(m: Monitor, group: str) -> list[str]:
             read = await m.admin.read_queue(q.queue, offset, 32)
             if not read.messages:
                 break
-            lines.extend(json.dumps(message_dict(x), ensure_ascii=False) for x in read.messages)
+            lines.extend(
+                json.dumps(message_dict(x), ensure_ascii=False)
+                for x in read.messages
+                if chosen is None or x.msg_id.upper() in chosen
+            )
             offset = read.next_offset if read.next_offset > offset else offset + len(read.messages)
     return lines
 
@@ -948,35 +956,42 @@ TOP_TOPICS = 5
 def topic_tps_charts(m: Monitor) -> list[dict[str, Any]]:
     """The :data:`TOP_TOPICS` busiest topics (the most messages stored within the window kept),
     each one's TPS: messages stored per second between two readings."""
+    busiest = sorted(
+        (
+            (samples[-1][1] - samples[0][1], topic)
+            for topic, samples in m.topic_totals.items()
+            if len(samples) > 1
+        ),
+        key=lambda x: (-x[0], x[1]),
+    )
+    return [c for _, topic in busiest[:TOP_TOPICS] if (c := topic_tps_chart(m, topic)) is not None]
+
+
+def topic_tps_chart(m: Monitor, topic: str) -> dict[str, Any] | None:
+    """One topic's TPS history (``None`` before its second reading)."""
+    samples = list(m.topic_totals.get(topic, ()))
+    pts = [
+        TpsPoint(b[0], (b[1] - a[1]) * 1000 / max(b[0] - a[0], 1), None)
+        for a, b in itertools.pairwise(samples)
+    ]
+    if not pts:
+        return None
     width, height, pad = 560, 140, 28
-    series: list[tuple[float, str, list[TpsPoint]]] = []
-    for topic, samples in m.topic_totals.items():
-        pts = [
-            TpsPoint(b[0], (b[1] - a[1]) * 1000 / max(b[0] - a[0], 1), None)
-            for a, b in zip(list(samples), list(samples)[1:], strict=False)
-        ]
-        if pts:  # busiest: the most messages stored within the window
-            series.append((float(samples[-1][1] - samples[0][1]), topic, pts))
-    charts = []
-    for total, topic, pts in sorted(series, key=lambda x: (-x[0], x[1]))[:TOP_TOPICS]:
-        top = max([p.put or 0.0 for p in pts] + [1.0])
-        charts.append(
-            {
-                "broker": topic,
-                "width": width,
-                "height": height,
-                "put_line": _polyline(pts, [p.put for p in pts], top, (width, height, pad)),
-                "get_line": "",
-                "top": top,
-                "from": _fmt_ms(pts[0].at_ms)[11:],
-                "to": _fmt_ms(pts[-1].at_ms)[11:],
-                "points": len(pts),
-                "last_put": pts[-1].put,
-                "last_get": None,
-                "stored": total,
-            }
-        )
-    return charts
+    top = max([p.put or 0.0 for p in pts] + [1.0])
+    return {
+        "broker": topic,
+        "width": width,
+        "height": height,
+        "put_line": _polyline(pts, [p.put for p in pts], top, (width, height, pad)),
+        "get_line": "",
+        "top": top,
+        "from": _fmt_ms(pts[0].at_ms)[11:],
+        "to": _fmt_ms(pts[-1].at_ms)[11:],
+        "points": len(pts),
+        "last_put": pts[-1].put,
+        "last_get": None,
+        "stored": samples[-1][1] - samples[0][1],
+    }
 
 
 def _polyline(
@@ -1016,3 +1031,47 @@ _BROKER_PROPERTIES = frozenset(
     }
 )
 """Properties a broker or a client writes, not carried over to a copy."""
+
+
+async def client_view(m: Monitor, group: str, client_id: str) -> dict[str, Any]:
+    """A consumer's own report (GET_CONSUMER_RUNNING_INFO relayed by a broker, as RocketMQ
+    Dashboard's "client" dialog): its properties, subscriptions, per queue what it holds and when
+    it last pulled and consumed, and its rates per topic."""
+    info = await m.admin.running_info(group, client_id)
+    queues = [
+        {
+            "key": queue_key(mq),
+            "commit_offset": pq.commit_offset,
+            "cached": pq.cached_msg_count,
+            "cached_range": f"{pq.cached_msg_min_offset}..{pq.cached_msg_max_offset}"
+            if pq.cached_msg_count
+            else "-",
+            "locked": pq.locked,
+            "dropped": pq.droped,
+            "last_pull": _fmt_ms(pq.last_pull_timestamp),
+            "last_consume": _fmt_ms(pq.last_consume_timestamp),
+        }
+        for mq, pq in sorted(info.mq_table.items())
+    ]
+    rates = [
+        {
+            "topic": topic,
+            "pull_tps": st.pull_tps,
+            "pull_rt": st.pull_rt,
+            "consume_ok_tps": st.consume_ok_tps,
+            "consume_failed_tps": st.consume_failed_tps,
+            "consume_rt": st.consume_rt,
+            "failed": st.consume_failed_msgs,
+        }
+        for topic, st in sorted(info.status_table.items())
+    ]
+    return {
+        "group": group,
+        "client_id": client_id,
+        "properties": dict(sorted(info.properties.items())),
+        "subscriptions": [
+            {"topic": sd.topic or "", "expression": sd.sub_string or "*"} for sd in info.subscription_set
+        ],
+        "queues": queues,
+        "rates": rates,
+    }

@@ -129,7 +129,10 @@ function renderMembers() {
   body.replaceChildren(...state.members.map((m) => {
     const row = el("tr", { "data-client": m.client_id });
     const id = el("td", {});
-    id.append(el("span", { class: "swatch", style: `--c: ${m.colour}` }, m.client_id));
+    const link = el("a", { href: `/groups/${encodeURIComponent(state.group)}/clients/${encodeURIComponent(m.client_id)}`,
+                           title: "its own report: subscriptions, queues, rates, properties" });
+    link.append(el("span", { class: "swatch", style: `--c: ${m.colour}` }, m.client_id));
+    id.append(link);
     if (m.duplicate) id.append(el("span", { class: "dup" }, " DUPLICATE"));
     row.append(id, el("td", {}, m.addresses.join(" ")), el("td", {}, m.language), el("td", {}, m.version),
       el("td", {}, m.strategy), el("td", { class: "n" }, m.queue_count),
