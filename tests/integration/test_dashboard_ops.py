@@ -594,11 +594,12 @@ PAGES = (
     ("producers-empty", "producers"),
     ("dead-letters-empty", "dlq"),
     ("broker-config", None),
+    ("message-trace", None),
 )
 
 
 def test_every_page_loads_clean_and_fits_1280_and_390(
-    cluster: ClusterThread, dash_app: Any, dashboard: BackgroundServer, browser: Any
+    cluster: ClusterThread, admin: Admin, dash_app: Any, dashboard: BackgroundServer, browser: Any
 ) -> None:
     """Runs last in the module: the pages hold what the tests before made."""
     cluster.create_topic("PagesTopic", 2)
@@ -609,6 +610,9 @@ def test_every_page_loads_clean_and_fits_1280_and_390(
         # traffic the busiest topics' chart sees (it reads every 0.5 s): more than any test before
         for i in range(200):
             p.send(Message("PagesTopic", f"traffic-{i}"))
+    config = ClientConfig(namesrv=cluster.namesrv, client_ip="127.0.0.1", instance_name="dash-traced")
+    with Producer("dash_traced", client_config=config, trace=True) as traced_producer:
+        traced = traced_producer.send(Message("PagesTopic", "traced-body"))
     got = Received()
     c = PushConsumer(
         "pages_group",
@@ -619,14 +623,18 @@ def test_every_page_loads_clean_and_fits_1280_and_390(
     c.register_listener(lambda msgs: (got.add("c", msgs), OK)[1])
     c.start()
     try:
-        assert wait_until(lambda: got.distinct() == 201)
-        _every_page(cluster, dashboard, browser, sent.msg_id)
+        assert wait_until(lambda: got.distinct() == 202)
+        assert wait_until(lambda: len(admin.message_trace(traced.msg_id, topic="PagesTopic").events) >= 1, 15)
+        _every_page(cluster, dashboard, browser, sent.msg_id, traced.msg_id)
     finally:
         c.shutdown()
 
 
-def _every_page(cluster: ClusterThread, dashboard: BackgroundServer, browser: Any, msg_id: str) -> None:
+def _every_page(
+    cluster: ClusterThread, dashboard: BackgroundServer, browser: Any, msg_id: str, traced: str
+) -> None:
     special = {
+        "message-trace": f"messages?trace={traced}&topic=PagesTopic",
         "messages-by-id": f"messages?topic=PagesTopic&id={msg_id}",
         "broker-config": f"brokers/{urllib.parse.quote(cluster.broker_addr, safe='')}/config",
     }
@@ -658,6 +666,9 @@ def _every_page(cluster: ClusterThread, dashboard: BackgroundServer, browser: An
                     assert up == sorted(up, key=str.lower), up
                     page.click("#topics th:has-text('topic')")
                     assert page.eval_on_selector_all("#topics tbody tr", names) == up[::-1]
+                if name == "message-trace":  # a bar per event, on one time axis
+                    rows = page.eval_on_selector_all("#trace tbody tr", "e => e.length")
+                    assert page.eval_on_selector_all("#trace-graph rect", "e => e.length") == rows >= 1
                 if name == "broker-config":
                     assert "brokerName" in page.inner_text("#config")
                 problems = browserkit.layout_problems(page, width)
