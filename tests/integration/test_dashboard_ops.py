@@ -435,6 +435,15 @@ def test_group_settings_are_created_updated_and_deleted_after_asking(
         assert (config.retry_queue_nums, config.consume_from_min_enable) == (1, True), seed
         assert page.inner_text("#settings tr[data-field=retry_max_times]").split()[-1] == str(retries)
         shot(page, "group-settings")
+        # no broker ticked, or a broker that is not there: refused, nothing written
+        token = token_of(dashboard.url + "topics")
+        form = [("token", token), ("retry_max_times", "7"), ("retry_queue_nums", "1"), ("broker_id", "0")]
+        form += [("which_broker_when_consume_slowly", "1"), ("confirmed", "1")]
+        for brokers in ([], [("broker", "broker-zz")]):
+            status, text = post(dashboard.url + f"groups/{group}/config", form + brokers)
+            assert status == 400, seed
+            assert "choose at least one broker" in text or "no master broker named broker-zz" in text
+            assert admin.group_configs(cluster.broker_addr)[group].retry_max_times == retries, seed
         # the same settings again: nothing to change, nothing asked
         page.click("#update button")
         assert "nothing to change" in page.inner_text(".banner.notice"), seed

@@ -99,16 +99,33 @@ class BrokerAdmin(AdminTransport):
         request = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG)
         return dict(sorted((await self._call(addr, Call(request, parse, "broker config"))).items()))
 
-    async def update_group_config(self, config: SubscriptionGroupConfig) -> list[str]:
+    async def _chosen_masters(self, brokers: Collection[str] | None) -> dict[str, str]:
+        """Every master (``None``), or the masters of the broker names given (an unknown name is
+        a ConfigError before anything is sent)."""
+        masters = await self.master_addrs()
+        if brokers is None:
+            return masters
+        unknown = sorted(set(brokers) - set(masters))
+        if unknown or not brokers:
+            known = ", ".join(masters) or "none"
+            raise ConfigError(
+                f"no master broker named {', '.join(unknown) or '(none given)'} (known: {known})"
+            )
+        return {name: addr for name, addr in masters.items() if name in brokers}
+
+    async def update_group_config(
+        self, config: SubscriptionGroupConfig, *, brokers: Collection[str] | None = None
+    ) -> list[str]:
         """Create or replace a consumer group's settings (retry queues and times, broadcast,
-        consume from min, ...) on every master broker (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, as
-        ``mqadmin updateSubGroup -c``); the brokers' names, sorted."""
+        consume from min, ...) on every master broker, or on the masters of ``brokers`` (names)
+        (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, as ``mqadmin updateSubGroup -c`` / ``-b``); the
+        brokers' names, sorted."""
         if not config.group_name:
             raise ConfigError("a group's settings need its name")
         check_group(config.group_name)
         if not 0 <= config.retry_max_times <= 10_000 or not 0 <= config.retry_queue_nums <= 1024:
             raise ConfigError("retry times must be 0..10000 and retry queues 0..1024")
-        masters = await self.master_addrs()
+        masters = await self._chosen_masters(brokers)
         for addr in masters.values():
             request = RemotingCommand.request(
                 RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode()
@@ -116,14 +133,17 @@ class BrokerAdmin(AdminTransport):
             await self._call(addr, Call(request, _ok, f"update of group {config.group_name}"))
         return sorted(masters)
 
-    async def delete_group_config(self, group: str, *, remove_offsets: bool = False) -> list[str]:
+    async def delete_group_config(
+        self, group: str, *, remove_offsets: bool = False, brokers: Collection[str] | None = None
+    ) -> list[str]:
         """Delete a consumer group's settings (and, with ``remove_offsets``, its committed
-        offsets) on every master broker (DELETE_SUBSCRIPTIONGROUP, ``mqadmin deleteSubGroup``);
-        the brokers' names. A group that still has members gets its settings back at their next
-        heartbeat when the broker creates groups on demand."""
+        offsets) on every master broker, or on the masters of ``brokers`` (names)
+        (DELETE_SUBSCRIPTIONGROUP, ``mqadmin deleteSubGroup``); the brokers' names. A group that
+        still has members gets its settings back at their next heartbeat when the broker creates
+        groups on demand."""
         check_group(group)
         header = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offsets)
-        masters = await self.master_addrs()
+        masters = await self._chosen_masters(brokers)
         for addr in masters.values():
             request = RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, header.to_ext_fields())
             await self._call(addr, Call(request, _ok, f"delete of group {group}"))

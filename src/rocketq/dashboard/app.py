@@ -466,9 +466,13 @@ class _Pages:
         group = request.path_params["group"]
         back = f"/groups/{quote(group, safe='')}/config"
         try:
-            form = await self._checked_form(request)
+            pairs = await self._pairs(request)
+            form = dict(pairs)
+            chosen = sorted({v for k, v in pairs if k == "broker"})
             config = views.group_config_of(group, form)
             now = await views.group_config_view(self.monitor, group)
+            if not chosen:
+                raise ConfigError("choose at least one broker to write the settings on")
             changes = views.group_config_changes(now["start"], config)
             if now["exists"] and not changes:
                 return _redirect(back, "nothing to change: the settings are already these")
@@ -476,23 +480,26 @@ class _Pages:
             asked = self.confirmation(
                 request,
                 form,
-                title=f"{'Update' if now['exists'] else 'Create'} group {group} on "
-                f"{', '.join(now['brokers'])}?",
+                title=f"{'Update' if now['exists'] else 'Create'} group {group} on {', '.join(chosen)}?",
                 lines=[f"{doing}: {c}" for c in changes]
                 or [f"creates {group} with RocketMQ's default settings"],
                 back=back,
+                pairs=pairs,
             )
             if asked is not None:
                 return asked
-            brokers = await self.monitor.admin.update_group_config(config)
+            brokers = await self.monitor.admin.update_group_config(config, brokers=chosen)
         except RocketQError as exc:
-            return await self.guarded(
+            page = await self.guarded(
                 request,
                 "group_config.html",
                 lambda: views.group_config_view(self.monitor, group),
                 group=group,
                 form_error=describe_error(exc),
             )
+            if page.status_code == 200:  # the form was refused: nothing written
+                page.status_code = _status_of(exc)
+            return page
         self.monitor.forget_cache()
         return _redirect(back, f"settings of {group} written on {', '.join(brokers)}")
 
@@ -500,14 +507,19 @@ class _Pages:
         group = request.path_params["group"]
         back = f"/groups/{quote(group, safe='')}/config"
         try:
-            form = await self._checked_form(request)
+            pairs = await self._pairs(request)
+            form = dict(pairs)
             offsets = form.get("remove_offsets") == "on"
+            chosen = sorted({v for k, v in pairs if k == "broker"})
+            if not chosen:
+                raise ConfigError("choose at least one broker to delete the group on")
             asked = self.confirmation(
                 request,
                 form,
                 title=f"Delete group {group}?",
+                pairs=pairs,
                 lines=[
-                    f"deletes the settings of {group} on every master broker",
+                    f"deletes the settings of {group} on {', '.join(chosen)}",
                     "and its committed offsets: it starts again as a new group"
                     if offsets
                     else "its committed offsets stay (a group of that name resumes from them)",
@@ -519,7 +531,9 @@ class _Pages:
             )
             if asked is not None:
                 return asked
-            brokers = await self.monitor.admin.delete_group_config(group, remove_offsets=offsets)
+            brokers = await self.monitor.admin.delete_group_config(
+                group, remove_offsets=offsets, brokers=chosen
+            )
         except RocketQError as exc:
             return _redirect(back, None, error=describe_error(exc))
         self.monitor.forget(group)
