@@ -255,7 +255,6 @@ class Monitor:
                 c = self.config
                 client = ClientConfig(
                     namesrv=";".join(self.admin.namesrv_addrs),
-                    client_ip="127.0.0.1" if c.host in ("127.0.0.1", "localhost") else None,
                     instance_name=f"rocketq-dashboard-{os.getpid()}",
                     access_key=c.access_key,
                     secret_key=c.secret_key,
