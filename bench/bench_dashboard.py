@@ -9,6 +9,11 @@ each page is fetched over HTTP: the first fetch (nothing cached) and the median 
 ``--runs`` more. The **baseline** is a static file from the same server in the same run (what a
 request costs with no cluster work), so each page prints its time as a ratio of it. ``--browser``
 also loads the heaviest pages in headless Chromium (Playwright) to the ``load`` event.
+
+A key held by ``--keyed`` messages (more than the 64 a broker's index answers) is searched too:
+the page reads the topic's queues for the true count; its rate (messages read per second) is
+printed beside the same reads done with ``AsyncAdmin.read_queue`` alone in the same run. And one
+sweep of the sampler over every topic (the busiest topics' TPS, every 60 s by default) is timed.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ def main() -> int:
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--keyed", type=int, default=5000, help="messages carrying the searched key")
     parser.add_argument("--browser", action="store_true", help="also time page loads in headless Chromium")
     args = parser.parse_args()
 
@@ -88,6 +94,8 @@ def main() -> int:
                 for g in range(args.groups):
                     for i in range(5):
                         p.send(Message(f"Bench{g:04d}", f"m{i}"))
+                for i in range(args.keyed):
+                    p.send(Message("Bench0001", f"keyed-{i}", keys="hot"))
             consumer = PushConsumer(
                 LIVE_GROUP,
                 client_config=config,
@@ -115,6 +123,11 @@ def main() -> int:
                     ("group state /api/groups/..", f"api/groups/{LIVE_GROUP}"),
                     ("metrics /metrics", "metrics"),
                     ("planner /planner", "planner?queues=64&before=8&after=9"),
+                    ("producers /producers?group=", "producers?group=bench_producer"),
+                    ("group settings ../config", "groups/bench_group_000/config"),
+                    ("dead letters /dlq?group=", "dlq?group=bench_group_000"),
+                    ("broker settings", f"brokers/{server.broker_addr}/config"),
+                    ("messages ?key= (64 or fewer)", "messages?topic=Bench0002&key=none"),
                 ]
                 for label, path in pages:
                     first = fetch(web.url + path)
@@ -124,6 +137,9 @@ def main() -> int:
                         f"{label[:27]:<28}{first * 1000:>8.0f}ms{median * 1000:>8.0f}ms"
                         f"{max(times) * 1000:>8.0f}ms{median / baseline:>11.0f}x"
                     )
+                search(web.url, server.namesrv_addr, args.keyed)
+                sweep = asyncio.run(sweep_topics(server.namesrv_addr))
+                print(f"sampler: one sweep of every topic's stats took {sweep * 1000:.0f} ms")
                 if args.browser:
                     browse(web.url)
         finally:
@@ -131,6 +147,51 @@ def main() -> int:
                 consumer.shutdown()
             server.stop()
     return 0
+
+
+def search(url: str, namesrv: str, keyed: int) -> None:
+    """The key search that reads the queues (the key is on more messages than the index answers),
+    against the same reads through the admin alone (the baseline of this line)."""
+    began = time.perf_counter()
+    with urllib.request.urlopen(url + "messages?topic=Bench0001&key=hot", timeout=300) as answer:
+        text = answer.read().decode()
+    took = time.perf_counter() - began
+    assert f"{keyed:,} message(s) for key hot" in text, text[-500:]
+    page = fetch(url + "messages?topic=Bench0001&key=hot&page=2")  # cached: paging reads nothing
+    plain = asyncio.run(read_all(namesrv, "Bench0001"))
+    print(
+        f"key search, true count of {keyed:,} (reads the queues): {took * 1000:.0f} ms; the same "
+        f"reads through the admin alone {plain * 1000:.0f} ms ({took / plain:.2f}x); "
+        f"a further page {page * 1000:.0f} ms"
+    )
+
+
+async def read_all(namesrv: str, topic: str) -> float:
+    from rocketq.admin import AsyncAdmin
+
+    async with AsyncAdmin(namesrv) as admin:
+        stats = await admin.topic_stats(topic)
+        began = time.perf_counter()
+        for q in stats.queues:
+            offset = q.min_offset
+            while offset < q.max_offset:
+                read = await admin.read_queue(q.queue, offset, 32)
+                if not read.messages:
+                    break
+                offset = read.next_offset
+        return time.perf_counter() - began
+
+
+async def sweep_topics(namesrv: str) -> float:
+    from rocketq.dashboard.monitor import Monitor
+
+    monitor = Monitor(DashboardConfig(namesrv=namesrv))
+    try:
+        began = time.perf_counter()
+        await monitor.sample()  # the first sample reads every topic
+        return time.perf_counter() - began
+    finally:
+        await monitor.close()
 
 
 def browse(url: str) -> None:

@@ -9,18 +9,27 @@ from collections.abc import Collection
 
 from rocketq.admin.monitoring import BrokerRuntime, SlaveLag
 from rocketq.admin.transport import AdminTransport
+from rocketq.client.validators import check_group
 from rocketq.errors import ConfigError, RocketQError
 from rocketq.models import DuplicateClientId
 from rocketq.protocol import calls
 from rocketq.protocol.acl import ClusterAclConfig, get_broker_cluster_acl_config
 from rocketq.protocol.bodies import (
+    ClusterInfo,
     ProducerConnection,
     SubscriptionGroupConfig,
     TopicConfig,
 )
-from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.calls import Call, check
+from rocketq.protocol.codes import MASTER_ID, RequestCode
+from rocketq.protocol.command import RemotingCommand
+from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
 
 __all__ = ["BrokerAdmin"]
+
+
+def _ok(response: RemotingCommand) -> None:
+    check(response)
 
 
 class BrokerAdmin(AdminTransport):
@@ -72,6 +81,73 @@ class BrokerAdmin(AdminTransport):
         a group first connects), GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
         wrapper = await self._call(addr, calls.get_all_subscription_group_config())
         return dict(sorted(wrapper.subscription_group_table.items()))
+
+    async def cluster_info_from(self, addr: str) -> ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO of the one name server at ``addr`` (the dashboard asks each in
+        turn to say which of them answers)."""
+        return await self._call(addr, calls.get_broker_cluster_info(), "name server")
+
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        """The settings of the broker at ``addr``, name to text, as ``mqadmin getBrokerConfig``
+        prints them (GET_BROKER_CONFIG: ``name=value`` lines)."""
+
+        def parse(response: RemotingCommand) -> dict[str, str]:
+            text = check(response).body.decode("utf-8", "replace")
+            pairs = (line.partition("=") for line in text.splitlines() if "=" in line)
+            return {k.strip(): v.strip() for k, _, v in pairs}
+
+        request = RemotingCommand.request(RequestCode.GET_BROKER_CONFIG)
+        return dict(sorted((await self._call(addr, Call(request, parse, "broker config"))).items()))
+
+    async def _chosen_masters(self, brokers: Collection[str] | None) -> dict[str, str]:
+        """Every master (``None``), or the masters of the broker names given (an unknown name is
+        a ConfigError before anything is sent)."""
+        masters = await self.master_addrs()
+        if brokers is None:
+            return masters
+        unknown = sorted(set(brokers) - set(masters))
+        if unknown or not brokers:
+            known = ", ".join(masters) or "none"
+            raise ConfigError(
+                f"no master broker named {', '.join(unknown) or '(none given)'} (known: {known})"
+            )
+        return {name: addr for name, addr in masters.items() if name in brokers}
+
+    async def update_group_config(
+        self, config: SubscriptionGroupConfig, *, brokers: Collection[str] | None = None
+    ) -> list[str]:
+        """Create or replace a consumer group's settings (retry queues and times, broadcast,
+        consume from min, ...) on every master broker, or on the masters of ``brokers`` (names)
+        (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, as ``mqadmin updateSubGroup -c`` / ``-b``); the
+        brokers' names, sorted."""
+        if not config.group_name:
+            raise ConfigError("a group's settings need its name")
+        check_group(config.group_name)
+        if not 0 <= config.retry_max_times <= 10_000 or not 0 <= config.retry_queue_nums <= 1024:
+            raise ConfigError("retry times must be 0..10000 and retry queues 0..1024")
+        masters = await self._chosen_masters(brokers)
+        for addr in masters.values():
+            request = RemotingCommand.request(
+                RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode()
+            )
+            await self._call(addr, Call(request, _ok, f"update of group {config.group_name}"))
+        return sorted(masters)
+
+    async def delete_group_config(
+        self, group: str, *, remove_offsets: bool = False, brokers: Collection[str] | None = None
+    ) -> list[str]:
+        """Delete a consumer group's settings (and, with ``remove_offsets``, its committed
+        offsets) on every master broker, or on the masters of ``brokers`` (names)
+        (DELETE_SUBSCRIPTIONGROUP, ``mqadmin deleteSubGroup``); the brokers' names. A group that
+        still has members gets its settings back at their next heartbeat when the broker creates
+        groups on demand."""
+        check_group(group)
+        header = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offsets)
+        masters = await self._chosen_masters(brokers)
+        for addr in masters.values():
+            request = RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, header.to_ext_fields())
+            await self._call(addr, Call(request, _ok, f"delete of group {group}"))
+        return sorted(masters)
 
     async def consumer_groups(self) -> list[str]:
         """Every consumer group any master broker knows, sorted (built-in groups included)."""

@@ -219,13 +219,7 @@ class MessageAdmin(BrokerAdmin):
     async def read_queue(self, mq: MessageQueue, offset: int, max_nums: int = 32) -> QueueRead:
         """Up to ``max_nums`` messages of queue ``mq`` from ``offset`` (a pull as the tools' group
         ``TOOLS_CONSUMER``, which commits nothing), with where to read next and the queue's bounds."""
-        route = await self.topic_route(mq.topic)
-        addr = next(
-            (bd.broker_addrs.get(MASTER_ID) for bd in route.broker_datas if bd.broker_name == mq.broker_name),
-            None,
-        )
-        if addr is None:
-            raise ConfigError(f"topic {mq.topic} has no queue on broker {mq.broker_name}")
+        addr = await self._queue_master(mq)
         header = PullMessageRequestHeader(
             consumer_group=TOOLS_CONSUMER_GROUP,
             topic=mq.topic,
@@ -248,6 +242,34 @@ class MessageAdmin(BrokerAdmin):
             result.max_offset,
             in_range=result.status is not PullStatus.OFFSET_ILLEGAL and offset >= result.min_offset,
         )
+
+    async def offset_at_time(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset in queue ``mq`` of the message stored at ``timestamp_ms`` or nearest to it
+        (SEARCH_OFFSET_BY_TIMESTAMP, RocketMQ's ``searchOffset``; 0 for an empty queue)."""
+        addr = await self._queue_master(mq)
+        return await self._call(addr, calls.search_offset(mq, timestamp_ms))
+
+    async def _queue_master(self, mq: MessageQueue) -> str:
+        """The master of ``mq``'s broker; a queue id the route does not have is a ConfigError."""
+        route = await self.topic_route(mq.topic)
+        qd = next((q for q in route.queue_datas if q.broker_name == mq.broker_name), None)
+        addr = next(
+            (bd.broker_addrs.get(MASTER_ID) for bd in route.broker_datas if bd.broker_name == mq.broker_name),
+            None,
+        )
+        if qd is None or addr is None:
+            names = sorted(q.broker_name for q in route.queue_datas if q.broker_name)
+            raise ConfigError(
+                f"topic {mq.topic} has no queue on broker {mq.broker_name} "
+                f"(its brokers: {', '.join(names) or 'none'})"
+            )
+        count = max(qd.read_queue_nums, qd.write_queue_nums)
+        if not 0 <= mq.queue_id < count:
+            held = f"queues 0..{count - 1}" if count else "no queue"
+            raise ConfigError(
+                f"queue {mq.queue_id} does not exist: topic {mq.topic} has {held} on {mq.broker_name}"
+            )
+        return addr
 
     async def message_at(self, mq: MessageQueue, offset: int) -> MessageExt | None:
         """The message at ``offset`` of queue ``mq`` (a pull of one message); ``None`` past the

@@ -455,7 +455,8 @@ class LoginGate:
             else:
                 await _unauthorized(send, basic=self.users is not None)
             return
-        if self.users is None or path.startswith("/static/"):  # a token for /metrics only; assets
+        # a token for /metrics only; assets and the tab's icon (asked for by the login page too)
+        if self.users is None or path.startswith("/static/") or path == "/favicon.ico":
             await self.app(scope, receive, send)
             return
         if path == "/login":

@@ -41,6 +41,17 @@ class DashboardConfig:
     """A group nobody has looked at for this long is no longer polled (unless for metrics)."""
     request_timeout: float = 3.0
     """Wait for one admin request (``mqadmin``'s is 5 s; a page should not hang that long)."""
+    page_budget: float = 2.0
+    """How long a page waits for the cluster before it answers anyway, saying what did not answer
+    (a name server that accepts connections and never replies must not hold a page for long)."""
+    sample_interval: float = 5.0
+    """How often the name servers and brokers are asked how they are (the status badge) and each
+    broker's TPS is sampled (the TPS history)."""
+    topic_sample_interval: float = 60.0
+    """How often every topic's stored-message count is read, for the busiest topics' TPS history
+    (one GET_TOPIC_STATS_INFO per topic and broker; RocketMQ Dashboard collects every minute)."""
+    tps_window: float = 3600.0
+    """How much TPS history the dashboard keeps (in its own memory: lost on restart)."""
     concurrency: int = 16
     """Admin requests in flight at once when a page asks about many topics or groups."""
     tls: TlsClientConfig = field(default_factory=TlsClientConfig)
@@ -50,7 +61,17 @@ class DashboardConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be 0..65535, got {self.port}")
-        for name in ("poll_interval", "metrics_interval", "history", "idle", "request_timeout"):
+        for name in (
+            "poll_interval",
+            "metrics_interval",
+            "history",
+            "idle",
+            "request_timeout",
+            "page_budget",
+            "sample_interval",
+            "topic_sample_interval",
+            "tps_window",
+        ):
             value = getattr(self, name)
             if not value > 0:
                 raise ConfigError(f"{name} must be positive, got {value}")

@@ -9,6 +9,13 @@ when its consumers trace, the new rebalance records on ``RQ_SYS_REBALANCE_TOPIC`
 into the group's :class:`~rocketq.dashboard.timeline.GroupTimeline`. A failed poll keeps the last
 good state and records the error, which the page shows in its banner.
 
+A second task, the sampler (:meth:`Monitor.sample`, every ``sample_interval``), asks each name
+server for the cluster and each broker for its runtime table: how each answered (or did not) is
+the badge every page shows (:meth:`Monitor.health`), the brokers' TPS and, every
+``topic_sample_interval``, each user topic's stored-message count are the TPS history
+(:attr:`Monitor.tps`, :attr:`Monitor.topic_totals`, ``tps_window`` of it kept). The monitor also
+owns the dashboard's one producer (:meth:`Monitor.send`), started on first use.
+
 Nothing here raises at a page: name servers and brokers that do not answer become error text.
 """
 
@@ -18,28 +25,54 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rocketq.admin import AsyncAdmin, GroupMembers, GroupProgress, QueueRead
+from rocketq.admin import AsyncAdmin, BrokerRuntime, GroupMembers, GroupProgress, QueueRead, TopicStats
+from rocketq.client.config import ClientConfig
+from rocketq.client.producer.facade import Producer
 from rocketq.client.trace import REBALANCE_TOPIC
 from rocketq.dashboard.config import DashboardConfig
 from rocketq.dashboard.timeline import GroupTimeline, RebalanceNote
 from rocketq.errors import RocketQError, UnknownGroupError, UnknownTopicError
-from rocketq.models import MessageQueue
-from rocketq.protocol.topics import BUILTIN_SUBSCRIPTION_GROUPS, CID_RMQ_SYS_PREFIX
+from rocketq.models import MessageQueue, SendResult
+from rocketq.protocol.bodies import ClusterInfo
+from rocketq.protocol.message import Message
+from rocketq.protocol.topics import (
+    BUILTIN_SUBSCRIPTION_GROUPS,
+    CID_RMQ_SYS_PREFIX,
+    is_retry_or_dlq_topic,
+    is_system_topic,
+)
 from rocketq.tasks import cancel_and_wait
 
-__all__ = ["BROKER_GROUPS", "GroupWatch", "Monitor", "describe_error", "is_user_group"]
+__all__ = [
+    "BROKER_GROUPS",
+    "PRODUCER_GROUP",
+    "GroupWatch",
+    "Health",
+    "Monitor",
+    "ServerHealth",
+    "TpsPoint",
+    "describe_error",
+    "is_user_group",
+]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+PRODUCER_GROUP = "rocketq_dashboard_producer"
+"""The producer group of the messages the dashboard sends (RocketMQ Dashboard's is
+``self_test_P_G``-like: a group of its own, so its sends are told apart)."""
+
 BROKER_GROUPS = frozenset(BUILTIN_SUBSCRIPTION_GROUPS)
 """Groups a broker makes for itself at start (RocketMQ's ``MixAll`` names)."""
+_SWEEP_CONCURRENCY = 4  # topic stats in flight at once while the sampler reads every topic
 _REBALANCE_TAIL = 512  # records read back from each rebalance-topic queue when a watch starts
 
 
@@ -54,6 +87,47 @@ def describe_error(exc: BaseException) -> str:
 def is_user_group(group: str) -> bool:
     """Not one of the groups a broker makes for itself (``TOOLS_CONSUMER``, ``CID_RMQ_SYS_*``, ...)."""
     return group not in BROKER_GROUPS and not group.startswith(CID_RMQ_SYS_PREFIX)
+
+
+@dataclass(slots=True)
+class ServerHealth:
+    """How one name server or broker answered the monitor's last question (the status badge)."""
+
+    kind: str  # "name server" or "broker"
+    addr: str
+    name: str = ""
+    answered_ms: int = 0  # wall-clock ms of the last answer; 0: never answered
+    took: float | None = None  # seconds the last answer took
+    error: str | None = None  # the last question's failure, cleared by an answer
+    failing_since_ms: int = 0
+    asking_since: float | None = None  # monotonic start of a question still unanswered
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name + ' ' if self.name else ''}{self.addr}"
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The badge every page shows: ``ok`` (green), ``slow`` (amber: something answered slowly or
+    not at all, but a name server answers), ``down`` (red: no name server answers), ``unknown``
+    (not asked yet); ``problems``: what did not answer, one line each."""
+
+    level: str
+    text: str
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "text": self.text, "problems": list(self.problems)}
+
+
+@dataclass(frozen=True, slots=True)
+class TpsPoint:
+    """One sample of a broker's runtime table: messages per second in (put) and out (get)."""
+
+    at_ms: int
+    put: float | None
+    get: float | None
 
 
 @dataclass(slots=True)
@@ -105,16 +179,32 @@ class Monitor:
         self._limit = asyncio.Semaphore(config.concurrency)
         self._cache: dict[str, tuple[float, Any]] = {}
         self._groups_checked = 0.0
+        self.servers: dict[tuple[str, str], ServerHealth] = {}
+        self.tps: dict[str, deque[TpsPoint]] = {}
+        """Per broker (``name addr``): its TPS samples of the last ``tps_window`` seconds."""
+        self.topic_totals: dict[str, deque[tuple[int, int]]] = {}
+        """Per user topic: ``(ms, messages ever stored)`` samples of the last ``tps_window``."""
+        self._topics_sampled = -float("inf")
+        self._sampler: asyncio.Task[None] | None = None
+        self._producer: Producer | None = None
+        self._producer_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="rocketq-dashboard-monitor")
+        if self._sampler is None:
+            self._sampler = asyncio.create_task(self._sample_loop(), name="rocketq-dashboard-sampler")
 
     async def close(self) -> None:
         task, self._task = self._task, None
         await cancel_and_wait(task)
+        sampler, self._sampler = self._sampler, None
+        await cancel_and_wait(sampler)
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await asyncio.to_thread(producer.shutdown)
         await self.admin.close()
 
     def now_ms(self) -> int:
@@ -150,8 +240,176 @@ class Monitor:
             value: T = hit[1]
             return value
         value = await make()
+        if len(self._cache) >= 256:  # drop what has expired (searches are cached too)
+            for k, (at, _) in list(self._cache.items()):
+                if now - at >= 60.0:
+                    del self._cache[k]
         self._cache[key] = (now, value)
         return value
+
+    async def send(self, msg: Message) -> SendResult:
+        """Send ``msg`` with the dashboard's own producer (group :data:`PRODUCER_GROUP`, started
+        on first use: a test message, a dead letter sent back to its group)."""
+        async with self._producer_lock:
+            if self._producer is None:
+                c = self.config
+                client = ClientConfig(
+                    namesrv=";".join(self.admin.namesrv_addrs),
+                    instance_name=f"rocketq-dashboard-{os.getpid()}",
+                    access_key=c.access_key,
+                    secret_key=c.secret_key,
+                    tls=c.tls,
+                )
+                producer = Producer(PRODUCER_GROUP, client_config=client)
+                await asyncio.to_thread(producer.start)
+                self._producer = producer
+            producer = self._producer
+        return await asyncio.to_thread(producer.send, msg, self.config.request_timeout)
+
+    # ------------------------------------------------------------------ health and TPS history
+
+    async def _sample_loop(self) -> None:
+        while True:
+            try:
+                await self.sample()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never let one bad sample stop the sampling
+                logger.exception("dashboard sample failed")
+            await asyncio.sleep(self.config.sample_interval)
+
+    async def _ask(self, kind: str, addr: str, name: str, make: Callable[[], Awaitable[T]]) -> T | None:
+        """``make()``, its answer (or failure, or silence) recorded as ``addr``'s health."""
+        h = self.servers.get((kind, addr))
+        if h is None:
+            h = self.servers[(kind, addr)] = ServerHealth(kind, addr, name)
+        h.name = name or h.name
+        started = h.asking_since = self._monotonic()
+        try:
+            value = await make()
+        except RocketQError as exc:
+            h.error = describe_error(exc)
+            h.failing_since_ms = h.failing_since_ms or self.now_ms()
+            return None
+        finally:
+            h.asking_since = None
+        h.took, h.answered_ms, h.error, h.failing_since_ms = (
+            self._monotonic() - started,
+            self.now_ms(),
+            None,
+            0,
+        )
+        return value
+
+    async def sample(self) -> None:
+        """Ask every name server for the cluster, and every broker it lists for its runtime
+        table: their answers (or silence) are the badge; the brokers' TPS goes to :attr:`tps`."""
+        addrs = self.admin.namesrv_addrs
+
+        def info_of(addr: str) -> Callable[[], Awaitable[ClusterInfo]]:
+            return lambda: self.admin.cluster_info_from(addr)
+
+        def runtime_of(addr: str) -> Callable[[], Awaitable[BrokerRuntime]]:
+            return lambda: self.limited(lambda: self.admin.broker_runtime(addr))
+
+        infos = await asyncio.gather(*(self._ask("name server", a, "", info_of(a)) for a in addrs))
+        info = next((i for i in infos if i is not None), None)
+        if info is None:
+            return
+        brokers = {
+            addr: f"{name}" if bid == 0 else f"{name} (slave {bid})"
+            for name, bd in sorted(info.broker_addr_table.items())
+            for bid, addr in sorted(bd.broker_addrs.items())
+        }
+        for key in [k for k in self.servers if k[0] == "broker" and k[1] not in brokers]:
+            del self.servers[key]  # a broker the name servers no longer list
+        runtimes = await asyncio.gather(
+            *(self._ask("broker", a, n, runtime_of(a)) for a, n in brokers.items())
+        )
+        now_ms = self.now_ms()
+        horizon = now_ms - int(self.config.tps_window * 1000)
+        if self._monotonic() - self._topics_sampled >= self.config.topic_sample_interval:
+            self._topics_sampled = self._monotonic()
+            await self._sample_topics(horizon, set(info.cluster_addr_table) | set(info.broker_addr_table))
+        for (addr, name), rt in zip(brokers.items(), runtimes, strict=True):
+            if rt is None:
+                continue
+            points = self.tps.setdefault(f"{name} {addr}", deque())
+            points.append(TpsPoint(now_ms, rt.put_tps, rt.get_tps))
+            while points and points[0].at_ms < horizon:
+                points.popleft()
+
+    async def _sample_topics(self, horizon: int, reserved: set[str]) -> None:
+        """Every user topic's count of messages ever stored (the sum of its queues' max offsets);
+        ``reserved``: the cluster and broker names (topics a broker makes for itself)."""
+        try:
+            topics = [
+                t
+                for t in await self.admin.topic_list()
+                if t not in reserved
+                and not is_system_topic(t)
+                and not is_retry_or_dlq_topic(t)
+                and not t.startswith("RQ_SYS_")
+            ]
+        except RocketQError as exc:
+            logger.debug("listing topics for the TPS history: %s", exc)
+            return
+        sweep = asyncio.Semaphore(_SWEEP_CONCURRENCY)  # its own few: pages keep the monitor's limit
+
+        async def one(topic: str) -> TopicStats | None:
+            async with sweep:
+                try:
+                    return await self.admin.topic_stats(topic)
+                except RocketQError:
+                    return None
+
+        answers = await asyncio.gather(*(one(t) for t in topics))
+        now_ms = self.now_ms()
+        for topic, answer in zip(topics, answers, strict=True):
+            if answer is None:
+                continue
+            points = self.topic_totals.setdefault(topic, deque())
+            points.append((now_ms, sum(q.max_offset for q in answer.queues)))
+            while points and points[0][0] < horizon:
+                points.popleft()
+        for gone in set(self.topic_totals) - set(topics):
+            del self.topic_totals[gone]
+
+    def health(self) -> Health:
+        """The badge (see :class:`Health`): a question unanswered for longer than a page's
+        budget counts as silence, an answer that took more than half of it as slow."""
+        now = self._monotonic()
+        budget = self.config.page_budget
+        problems: list[str] = []
+        slow: list[str] = []
+        namesrv_ok = 0
+        namesrv_seen = 0
+        for h in sorted(self.servers.values(), key=lambda x: (x.kind != "name server", x.addr)):
+            silent = h.asking_since is not None and now - h.asking_since > budget
+            failed = h.error is not None or silent
+            if h.kind == "name server":
+                namesrv_seen += 1 if (h.answered_ms or failed) else 0
+                namesrv_ok += 0 if failed or not h.answered_ms else 1
+            if silent:
+                problems.append(f"{h.label} has not answered for {now - (h.asking_since or now):.1f} s")
+            elif h.error is not None:
+                problems.append(f"{h.label}: {h.error}")
+            elif h.took is not None and h.took > budget / 2:
+                slow.append(f"{h.label} took {h.took:.1f} s to answer")
+        if not namesrv_seen:
+            return Health("unknown", "checking the cluster", tuple(problems + slow))
+        if not namesrv_ok:
+            return Health("down", "no answer: " + problems[0], tuple(problems + slow))
+        if problems or slow:
+            first = (problems + slow)[0]
+            more = len(problems) + len(slow) - 1
+            return Health("slow", first + (f" (and {more} more)" if more else ""), tuple(problems + slow))
+        brokers = sum(1 for k in self.servers if k[0] == "broker")
+        return Health("ok", f"live: {namesrv_ok} name server(s) and {brokers} broker(s) answer")
+
+    def forget_cache(self) -> None:
+        """Drop every cached answer (after a change the next page must not show the old state)."""
+        self._cache.clear()
 
     # ------------------------------------------------------------------ watching
 

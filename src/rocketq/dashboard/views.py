@@ -8,6 +8,11 @@ templates render (and the JSON endpoints return). A broker that does not answer 
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import itertools
+import json
+import re
 import zlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -19,16 +24,20 @@ from rocketq.admin import (
     SlaveLag,
     TraceEvent,
     is_protected_topic,
+    message_dict,
+    parse_time,
     system_topic_role,
 )
 from rocketq.allocate import AllocationStrategy, Balance, get_strategy, strategy_names
 from rocketq.allocate.examples import broker_names, client_ids, plan_change
-from rocketq.dashboard.monitor import GroupWatch, Monitor, is_user_group
-from rocketq.errors import ConfigError, RocketQError
+from rocketq.client.message import Message
+from rocketq.dashboard.monitor import GroupWatch, Monitor, TpsPoint, is_user_group
+from rocketq.errors import ConfigError, RocketQError, UnknownTopicError
 from rocketq.models import MessageQueue
-from rocketq.protocol.bodies import TopicConfig
-from rocketq.protocol.codes import MASTER_ID
+from rocketq.protocol.bodies import SubscriptionGroupConfig, TopicConfig
+from rocketq.protocol.codes import MASTER_ID, version_name
 from rocketq.protocol.message import MessageExt
+from rocketq.protocol.properties import MessageConst
 from rocketq.protocol.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -92,6 +101,25 @@ def _fmt_ms(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
+_RUNTIME = re.compile(r"(\d+)\s*days?,\s*(\d+)\s*hours?,\s*(\d+)\s*minutes?,\s*(\d+)\s*seconds?")
+
+
+def uptime_text(runtime: str) -> str:
+    """A broker's ``runtime`` (``[ 0 days, 0 hours, 3 minutes, 18 seconds ]``) as a person says
+    it: ``3 min 18 s``, ``2 h 5 min``, ``4 d 7 h``; the text as given when it is not that form."""
+    m = _RUNTIME.search(runtime)
+    if m is None:
+        return runtime.strip(" []") or "-"
+    d, h, mi, sec = (int(x) for x in m.groups())
+    if d:
+        return f"{d} d {h} h"
+    if h:
+        return f"{h} h {mi} min"
+    if mi:
+        return f"{mi} min {sec} s"
+    return f"{sec} s"
+
+
 # ------------------------------------------------------------------------------------ cluster
 
 
@@ -119,6 +147,7 @@ async def _brokers(m: Monitor) -> tuple[list[dict[str, Any]], dict[str, str]]:
         if isinstance(rt, BrokerRuntime):
             row.update(rt.to_dict())
             row["table"] = dict(sorted(rt.table.items()))
+            row["uptime"] = uptime_text(rt.table.get("runtime", ""))
             row["error"] = None
         else:
             row["error"] = str(rt)
@@ -183,6 +212,11 @@ async def cluster_view(m: Monitor) -> dict[str, Any]:
         "topics": [t for t in topics if t["kind"] == "normal"],
         "other_topics": len([t for t in topics if t["kind"] != "normal"]),
         "errors": errors,
+        "tps": tps_charts(m),
+        "topic_tps": topic_tps_charts(m),
+        "topic_sample_interval": m.config.topic_sample_interval,
+        "sample_interval": m.config.sample_interval,
+        "tps_window": m.config.tps_window,
     }
 
 
@@ -245,6 +279,8 @@ async def topic_view(m: Monitor, topic: str) -> dict[str, Any]:
         "total_messages": stats.total_messages,
         "groups": groups,
         "groups_error": groups_error,
+        "tps": topic_tps_chart(m, topic),
+        "topic_sample_interval": m.config.topic_sample_interval,
     }
 
 
@@ -409,44 +445,235 @@ def _trace_row(e: TraceEvent) -> dict[str, Any]:
     }
 
 
+def trace_graph(events: Sequence[TraceEvent]) -> dict[str, Any] | None:
+    """RocketMQ Dashboard's trace graph as SVG geometry: one row per event (sent, each group's
+    consume, transaction ends), a bar from when it began for as long as it took, on one time axis
+    from the send; ``None`` without events."""
+    if not events:
+        return None
+    left, width, row = 230, 820, 30
+    starts = [e.timestamp for e in events]
+    ends = [e.timestamp + (e.cost_ms or 0) for e in events]
+    t0, t1 = min(starts), max(*ends, min(starts) + 1)
+    scale = (width - left - 20) / (t1 - t0)
+    bars = []
+    for i, e in enumerate(events):
+        x = left + (e.timestamp - t0) * scale
+        bars.append(
+            {
+                "y": 10 + i * row,
+                "x": round(x, 1),
+                "w": round(max((e.cost_ms or 0) * scale, 3.0), 1),
+                "label": f"{e.kind} {e.group}"[:34],
+                "text": f"+{e.timestamp - t0} ms"
+                + (f", took {e.cost_ms} ms" if e.cost_ms is not None else ""),
+                "ok": e.success is not False,
+                "colour": {"sent": "#4e79a7", "consumed": "#59a14f"}.get(e.kind, "#b07aa1"),
+            }
+        )
+    return {"width": width, "height": 20 + len(events) * row, "left": left, "bars": bars, "span": t1 - t0}
+
+
+PAGE_SIZE = 50
+"""Messages per page of a search."""
+SCAN_LIMIT = 20_000
+"""Messages a search reads at most when the brokers' index cannot answer it (a key held by more
+than the 64 messages a broker's index returns, or a search by time range): beyond, the count is
+"at least" and the page says to narrow the range."""
+_INDEX_MAX = 64  # messages a broker's index answers per QUERY_MESSAGE (RocketMQ's maxMsgsNumBatch)
+
+
+def _summary_row(msg: MessageExt) -> dict[str, Any]:
+    body = msg.body.decode("utf-8", "replace")
+    return {
+        "msg_id": msg.msg_id,
+        "topic": msg.topic,
+        "queue": str(msg.queue_id),
+        "host": str(msg.store_host),
+        "queue_offset": msg.queue_offset,
+        "store_ms": msg.store_timestamp,
+        "stored": _fmt_ms(msg.store_timestamp),
+        "tags": msg.tags or "",
+        "keys": msg.keys or "",
+        "size": len(msg.body),
+        "preview": body if len(body) <= 80 else body[:80] + "…",
+    }
+
+
+async def _scan(
+    m: Monitor, topic: str, key: str | None, begin_ms: int, end_ms: int | None
+) -> tuple[list[dict[str, Any]], bool, int]:
+    """Every message of ``topic`` stored in ``[begin_ms, end_ms]`` (with ``key`` among its keys),
+    read queue by queue (at most :data:`SCAN_LIMIT` messages); the rows, whether the scan read
+    everything, and how many messages it read."""
+    stats = await m.admin.topic_stats(topic)
+    budget = [SCAN_LIMIT]
+    rows: list[dict[str, Any]] = []
+    complete = [True]
+
+    async def one(q: Any) -> None:
+        mq = q.queue
+        lo, hi = q.min_offset, q.max_offset
+        if hi <= lo:
+            return
+        if begin_ms > 0:
+            lo = max(lo, await m.limited(lambda: m.admin.offset_at_time(mq, begin_ms)) - 1)
+        if end_ms is not None:
+            hi = min(hi, await m.limited(lambda: m.admin.offset_at_time(mq, end_ms)) + 2)
+        offset = lo
+        while offset < hi:
+            if budget[0] <= 0:
+                complete[0] = False
+                return
+            read = await m.limited(functools.partial(m.admin.read_queue, mq, offset, 32))
+            if not read.messages:
+                break
+            budget[0] -= len(read.messages)
+            for msg in read.messages:
+                if msg.queue_offset >= hi:
+                    break
+                if msg.store_timestamp < begin_ms or (end_ms is not None and msg.store_timestamp > end_ms):
+                    continue
+                if key is not None and key not in (msg.keys or "").split():
+                    continue
+                rows.append(_summary_row(msg))
+            offset = read.next_offset if read.next_offset > offset else offset + len(read.messages)
+
+    await asyncio.gather(*(one(q) for q in stats.queues))
+    return rows, complete[0], SCAN_LIMIT - budget[0]
+
+
+async def search_messages(
+    m: Monitor, topic: str, key: str | None, begin_ms: int, end_ms: int | None, page: int
+) -> dict[str, Any]:
+    """A search by key and/or time range, newest first, one page of :data:`PAGE_SIZE` rows with
+    the true count. A key is looked up in the brokers' index first; when the index holds as many
+    as it answers (64 per broker), the count is not known from it, and the topic's messages of the
+    range are read instead (as they are for a search by time range alone)."""
+    cache = f"search:{topic}\0{key}\0{begin_ms}\0{end_ms}"
+
+    async def run() -> tuple[list[dict[str, Any]], bool, int, str]:
+        if key is not None:
+            # the index keeps store times to the second, counted from its file's first message:
+            # ask a second more on each side, then keep the range to the millisecond
+            found = await m.admin.query_message(
+                topic,
+                key,
+                begin=max(begin_ms - begin_ms % 1000 - 1000, 0),
+                end=None if end_ms is None else end_ms - end_ms % 1000 + 1000,
+                max_num=_INDEX_MAX,
+            )
+            if len(found) < _INDEX_MAX:
+                kept = [
+                    msg
+                    for msg in found
+                    if begin_ms <= msg.store_timestamp and (end_ms is None or msg.store_timestamp <= end_ms)
+                ]
+                return [_summary_row(msg) for msg in kept], True, 0, "index"
+        rows, done, read = await _scan(m, topic, key, begin_ms, end_ms)
+        return rows, done, read, "scan"
+
+    rows, complete, scanned, how = await m.cached(cache, 30.0, run)
+    rows = sorted(rows, key=lambda r: (-r["store_ms"], r["host"], r["queue"], -r["queue_offset"]))
+    pages = max(1, -(-len(rows) // PAGE_SIZE))
+    page = min(max(page, 1), pages)
+    first = (page - 1) * PAGE_SIZE
+    return {
+        "rows": rows[first : first + PAGE_SIZE],
+        "count": len(rows),
+        "exact": complete,
+        "scanned": scanned,
+        "how": how,
+        "page": page,
+        "pages": pages,
+        "first": first + 1 if rows else 0,
+        "last": min(first + PAGE_SIZE, len(rows)),
+    }
+
+
+async def _offset_refusal(m: Monitor, mq: MessageQueue, text: str) -> ConfigError:
+    """The refusal of an offset that is not one: negative (-1 is no offset: queue offsets count up
+    from 0, and RocketMQ's tools take none below the queue's min), with the queue's offsets."""
+    read = await m.admin.read_queue(mq, 0, 1)
+    held = (
+        f"it holds offsets {read.min_offset}..{read.max_offset - 1}, the newest is {read.max_offset - 1}"
+        if read.max_offset > read.min_offset
+        else "it holds no message"
+    )
+    return ConfigError(
+        f"offset {text} is not an offset of queue {mq.broker_name}:{mq.queue_id}: offsets count up "
+        f"from 0 ({held})"
+    )
+
+
+def _time_param(params: Mapping[str, str], name: str) -> int | None:
+    text = (params.get(name) or "").strip()
+    return parse_time(text) if text else None
+
+
 async def message_view(m: Monitor, params: Mapping[str, str]) -> dict[str, Any]:
-    """Look-ups by message id (in a topic, or an offset id alone), by key, or by queue and offset;
-    a message's trace (``trace=<msg id>``: its trace records, as RocketMQ's dashboard shows them)."""
+    """Look-ups by message id (in a topic, or an offset id alone), by key (paged, with the true
+    count, in a time range), by topic and time range (paged), or by queue and offset; a
+    message's trace (``trace=<msg id>``: its trace records, as RocketMQ's dashboard shows them)."""
     topic = (params.get("topic") or "").strip()
     msg_id = (params.get("id") or "").strip()
     key = (params.get("key") or "").strip()
     queue = (params.get("queue") or "").strip()
     offset = (params.get("offset") or "").strip()
     traced = (params.get("trace") or "").strip()
-    out: dict[str, Any] = {"form": dict(params), "messages": None, "asked": None, "trace": None}
+    begin = _time_param(params, "begin")
+    end = _time_param(params, "end")
+    page_text = (params.get("page") or "1").strip()
+    page = int(page_text) if page_text.isdigit() else 1
+    out: dict[str, Any] = {
+        "form": dict(params),
+        "messages": None,
+        "asked": None,
+        "trace": None,
+        "search": None,
+    }
     if traced:
         trace = await m.admin.message_trace(traced, topic=topic or None)
         out["asked"] = trace.msg_id
         out["trace"] = [_trace_row(e) for e in trace.events]
+        out["graph"] = trace_graph(trace.events)
         out["messages"] = [_message_row(trace.message)] if trace.message is not None else []
         return out
     if msg_id:
         out["asked"] = f"message id {msg_id}" + (f" in {topic}" if topic else "")
         found = await m.admin.view_message(msg_id, topic=topic or None)
-    elif key:
-        if not topic:
-            raise ConfigError("a look-up by key needs the topic")
-        out["asked"] = f"key {key} in {topic}"
-        found = await m.admin.query_message(topic, key)
     elif queue or offset:
         if not (topic and queue and offset):
             raise ConfigError(
                 "a look-up by queue and offset needs the topic, the queue (broker-a:3) and the offset"
             )
-        if not offset.isdigit():
+        if not re.fullmatch(r"-?\d+", offset):
             raise ConfigError(f"offset must be a number, got {offset!r}")
         mq = _parse_queue(queue, topic)
+        if int(offset) < 0:
+            raise await _offset_refusal(m, mq, offset)
         out["asked"] = f"offset {offset} of {queue_key(mq)}"
         one = await m.admin.message_at(mq, int(offset))
         found = [one] if one is not None else []
+    elif key or begin is not None or end is not None:
+        if not topic:
+            raise ConfigError("a search by key or time range needs the topic")
+        if begin is not None and end is not None and end < begin:
+            raise ConfigError("the time range is empty: its end is before its begin")
+        span = " between " + _fmt_ms(begin or 0) + " and " + (_fmt_ms(end) if end else "now")
+        out["asked"] = (f"key {key} in {topic}" if key else f"{topic}") + (
+            span if begin is not None or end is not None else ""
+        )
+        out["search"] = await search_messages(m, topic, key or None, begin or 0, end, page)
+        return out
     else:
         return out
-    out["messages"] = [_message_row(x) for x in found]
+    rows = []
+    for x in found[:8]:  # whether each group consumed it: a few requests per message
+        row = _message_row(x)
+        row["consumed"] = await consumed_by(m, x)
+        rows.append(row)
+    out["messages"] = rows + [_message_row(x) for x in found[8:]]
     return out
 
 
@@ -546,3 +773,335 @@ def plan_summary(view: Mapping[str, Any]) -> str:
     if view.get("sticky_moves") is not None:
         text += f" (STICKY would move {view['sticky_moves']})"
     return text
+
+
+# ------------------------------------------------------------------------------------ operations
+
+
+async def producers_view(m: Monitor, group: str) -> dict[str, Any]:
+    """A producer group's online connections on every master (GET_PRODUCER_CONNECTION_LIST:
+    RocketMQ Dashboard's producer page, which asks by group too)."""
+    if not group:
+        return {"group": "", "connections": None}
+    found = await m.admin.producer_connections(group)
+    names = {addr: name for name, addr in (await m.admin.master_addrs()).items()}
+    rows = [
+        {
+            "broker": names.get(addr, addr),
+            "client_id": c.client_id or "",
+            "addr": c.client_addr or "",
+            "language": c.language or "",
+            "version": version_name(c.version),
+        }
+        for addr, conn in sorted(found.items())
+        for c in sorted(conn.connection_set, key=lambda x: x.client_id or "")
+    ]
+    return {"group": group, "connections": rows}
+
+
+GROUP_FIELDS = (
+    ("consume_enable", "consume enabled", "bool"),
+    ("consume_broadcast_enable", "broadcast allowed", "bool"),
+    ("consume_from_min_enable", "consume from min", "bool"),
+    ("retry_max_times", "retry times", "int"),
+    ("retry_queue_nums", "retry queues", "int"),
+    ("broker_id", "read from broker id", "int"),
+    ("which_broker_when_consume_slowly", "broker id when slow", "int"),
+    ("notify_consumer_ids_changed_enable", "notify members of changes", "bool"),
+)
+"""A consumer group's settings the config page shows and edits (``SubscriptionGroupConfig``)."""
+
+
+async def group_config_view(m: Monitor, group: str) -> dict[str, Any]:
+    """A consumer group's settings on every master (GET_ALL_SUBSCRIPTIONGROUP_CONFIG): one column
+    per broker; the form starts from the first broker's (or RocketMQ's defaults for a new one)."""
+    masters = await m.admin.master_addrs()
+    answers = await m.gather_settled(masters, lambda name: m.admin.group_configs(masters[name]))
+    per: dict[str, SubscriptionGroupConfig | None] = {}
+    errors: dict[str, str] = {}
+    for name, answer in answers.items():
+        if isinstance(answer, RocketQError):
+            errors[name] = str(answer)
+        else:
+            per[name] = answer.get(group)
+    first = next((c for c in per.values() if c is not None), None)
+    start = first or SubscriptionGroupConfig(group_name=group)
+    return {
+        "group": group,
+        "exists": first is not None,
+        "brokers": sorted(per),
+        "rows": [
+            {"field": f, "label": label, "kind": kind, "values": [_cfg(per[b], f) for b in sorted(per)]}
+            for f, label, kind in GROUP_FIELDS
+        ],
+        "start": {f: getattr(start, f) for f, _, _ in GROUP_FIELDS},
+        "errors": errors,
+        "fields": GROUP_FIELDS,
+    }
+
+
+def _cfg(config: SubscriptionGroupConfig | None, field: str) -> str:
+    if config is None:
+        return "-"
+    value = getattr(config, field)
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+def group_config_of(group: str, form: Mapping[str, str]) -> SubscriptionGroupConfig:
+    """The settings a form asks for (checkboxes absent: off), checked; ConfigError otherwise."""
+    values: dict[str, Any] = {}
+    for f, label, kind in GROUP_FIELDS:
+        if kind == "bool":
+            values[f] = form.get(f) == "on"
+            continue
+        text = (form.get(f) or "").strip()
+        if not text.isdigit() or int(text) > 10_000:
+            raise ConfigError(f"{label} must be a whole number 0..10000, got {text!r}")
+        values[f] = int(text)
+    if values["retry_queue_nums"] > 1024:
+        raise ConfigError(f"retry queues must be 0..1024, got {values['retry_queue_nums']}")
+    return SubscriptionGroupConfig(group_name=group, **values)
+
+
+def group_config_changes(old: Mapping[str, Any], new: SubscriptionGroupConfig) -> list[str]:
+    """What an update changes, one line per setting (``retry times 16 -> 3``)."""
+    out = []
+    for f, label, _ in GROUP_FIELDS:
+        before, after = old.get(f), getattr(new, f)
+        if before != after:
+            out.append(f"{label}: {_show(before)} -> {_show(after)}")
+    return out
+
+
+def _show(value: Any) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+async def broker_config_view(m: Monitor, addr: str) -> dict[str, Any]:
+    """A broker's settings (GET_BROKER_CONFIG), as ``mqadmin getBrokerConfig`` prints them."""
+    info = await m.cached("cluster", 2.0, m.admin.cluster_info)
+    known = {a: name for name, bd in info.broker_addr_table.items() for a in bd.broker_addrs.values()}
+    if addr not in known:
+        raise ConfigError(f"no broker at {addr} is registered with the name server")
+    return {"addr": addr, "name": known[addr], "config": await m.admin.broker_config(addr)}
+
+
+async def dlq_view(m: Monitor, group: str, page: int) -> dict[str, Any]:
+    """The group's dead letters (``%DLQ%group``), newest first, a page at a time."""
+    if not group:
+        return {"group": "", "search": None}
+    topic = DLQ_GROUP_TOPIC_PREFIX + group
+    try:
+        found = await search_messages(m, topic, None, 0, None, page)
+    except UnknownTopicError:
+        return {"group": group, "topic": topic, "search": None, "none": True}
+    return {"group": group, "topic": topic, "search": found, "none": False}
+
+
+async def dlq_lines(m: Monitor, group: str, chosen: set[str] | None = None) -> list[str]:
+    """Every dead letter of ``group`` (at most :data:`SCAN_LIMIT`; only the message ids
+    ``chosen``, when given) as JSON lines: the fields of ``rocketq message``
+    (:func:`rocketq.admin.message_dict`), body as text."""
+    topic = DLQ_GROUP_TOPIC_PREFIX + group
+    stats = await m.admin.topic_stats(topic)
+    lines: list[str] = []
+    for q in stats.queues:
+        offset = q.min_offset
+        while offset < q.max_offset and len(lines) < SCAN_LIMIT:
+            read = await m.admin.read_queue(q.queue, offset, 32)
+            if not read.messages:
+                break
+            lines.extend(
+                json.dumps(message_dict(x), ensure_ascii=False)
+                for x in read.messages
+                if chosen is None or x.msg_id.upper() in chosen
+            )
+            offset = read.next_offset if read.next_offset > offset else offset + len(read.messages)
+    return lines
+
+
+async def consumed_by(m: Monitor, msg: MessageExt) -> list[dict[str, Any]]:
+    """For each group that consumes the message's topic: whether its committed offset of the
+    message's queue is past the message (RocketMQ Dashboard's "track": consumed, not yet, or
+    no offset committed on that queue)."""
+    info = await m.cached("cluster", 2.0, m.admin.cluster_info)
+    host = str(msg.store_host)
+    broker = next(
+        (name for name, bd in info.broker_addr_table.items() if host in bd.broker_addrs.values()), None
+    )
+    try:
+        groups = await m.admin.topic_consumers(msg.topic)
+    except RocketQError:
+        return []
+    out = []
+    for g in sorted(groups):
+        try:
+            committed = await m.admin.committed_offsets(g, msg.topic)
+        except RocketQError as exc:
+            out.append({"group": g, "status": "unknown", "detail": str(exc)})
+            continue
+        at = committed.get(MessageQueue(msg.topic, broker or "", msg.queue_id))
+        if at is None:
+            out.append({"group": g, "status": "not yet", "detail": "no offset committed on its queue"})
+        elif at > msg.queue_offset:
+            out.append({"group": g, "status": "consumed", "detail": f"committed offset {at}"})
+        else:
+            out.append({"group": g, "status": "not yet", "detail": f"committed offset {at}"})
+    return out
+
+
+def tps_charts(m: Monitor) -> list[dict[str, Any]]:
+    """Each broker's TPS history (the samples the dashboard keeps) as SVG polylines, in and out."""
+    width, height, pad = 560, 140, 28
+    charts = []
+    for broker, points in sorted(m.tps.items()):
+        pts = list(points)
+        if not pts:
+            continue
+        t0, t1 = pts[0].at_ms, max(pts[-1].at_ms, pts[0].at_ms + 1)
+        top = max([p.put or 0.0 for p in pts] + [p.get or 0.0 for p in pts] + [1.0])
+
+        charts.append(
+            {
+                "broker": broker,
+                "width": width,
+                "height": height,
+                "put_line": _polyline(pts, [p.put for p in pts], top, (width, height, pad)),
+                "get_line": _polyline(pts, [p.get for p in pts], top, (width, height, pad)),
+                "top": top,
+                "from": _fmt_ms(t0)[11:],
+                "to": _fmt_ms(t1)[11:],
+                "points": len(pts),
+                "last_put": pts[-1].put,
+                "last_get": pts[-1].get,
+            }
+        )
+    return charts
+
+
+TOP_TOPICS = 5
+"""Topics the TPS history draws: the busiest over the window kept."""
+
+
+def topic_tps_charts(m: Monitor) -> list[dict[str, Any]]:
+    """The :data:`TOP_TOPICS` busiest topics (the most messages stored within the window kept),
+    each one's TPS: messages stored per second between two readings."""
+    busiest = sorted(
+        (
+            (samples[-1][1] - samples[0][1], topic)
+            for topic, samples in m.topic_totals.items()
+            if len(samples) > 1
+        ),
+        key=lambda x: (-x[0], x[1]),
+    )
+    return [c for _, topic in busiest[:TOP_TOPICS] if (c := topic_tps_chart(m, topic)) is not None]
+
+
+def topic_tps_chart(m: Monitor, topic: str) -> dict[str, Any] | None:
+    """One topic's TPS history (``None`` before its second reading)."""
+    samples = list(m.topic_totals.get(topic, ()))
+    pts = [
+        TpsPoint(b[0], (b[1] - a[1]) * 1000 / max(b[0] - a[0], 1), None)
+        for a, b in itertools.pairwise(samples)
+    ]
+    if not pts:
+        return None
+    width, height, pad = 560, 140, 28
+    top = max([p.put or 0.0 for p in pts] + [1.0])
+    return {
+        "broker": topic,
+        "width": width,
+        "height": height,
+        "put_line": _polyline(pts, [p.put for p in pts], top, (width, height, pad)),
+        "get_line": "",
+        "top": top,
+        "from": _fmt_ms(pts[0].at_ms)[11:],
+        "to": _fmt_ms(pts[-1].at_ms)[11:],
+        "points": len(pts),
+        "last_put": pts[-1].put,
+        "last_get": None,
+        "stored": samples[-1][1] - samples[0][1],
+    }
+
+
+def _polyline(
+    pts: Sequence[TpsPoint], values: Sequence[float | None], top: float, box: tuple[int, int, int]
+) -> str:
+    """SVG ``points`` of ``values`` over the samples' times, in a ``(width, height, pad)`` box."""
+    width, height, pad = box
+    t0, t1 = pts[0].at_ms, max(pts[-1].at_ms, pts[0].at_ms + 1)
+    return " ".join(
+        f"{pad + (p.at_ms - t0) / (t1 - t0) * (width - pad - 8):.1f},"
+        f"{height - 18 - (v or 0.0) / top * (height - 30):.1f}"
+        for p, v in zip(pts, values, strict=True)
+    )
+
+
+def resend_copy(dead: MessageExt, group: str) -> Message:
+    """A dead letter's copy for ``%RETRY%group``: body, tags, keys and the user's properties,
+    with ``RETRY_TOPIC`` (set when it was first retried) naming the topic it was sent to: the
+    group's members restore it; ``ORIGIN_MESSAGE_ID`` names the dead letter."""
+    props = {k: v for k, v in dead.properties.items() if k not in _BROKER_PROPERTIES}
+    props[MessageConst.ORIGIN_MESSAGE_ID] = dead.msg_id
+    return Message(RETRY_GROUP_TOPIC_PREFIX + group, dead.body, properties=props)
+
+
+_BROKER_PROPERTIES = frozenset(
+    {
+        MessageConst.UNIQ_KEY,
+        MessageConst.MIN_OFFSET,
+        MessageConst.MAX_OFFSET,
+        MessageConst.REAL_TOPIC,
+        MessageConst.REAL_QID,
+        MessageConst.DELAY,
+        MessageConst.TRAN_MSG,
+        MessageConst.PGROUP,
+        MessageConst.CONSUME_START_TIME,
+        MessageConst.RECONSUME_TIME,
+    }
+)
+"""Properties a broker or a client writes, not carried over to a copy."""
+
+
+async def client_view(m: Monitor, group: str, client_id: str) -> dict[str, Any]:
+    """A consumer's own report (GET_CONSUMER_RUNNING_INFO relayed by a broker, as RocketMQ
+    Dashboard's "client" dialog): its properties, subscriptions, per queue what it holds and when
+    it last pulled and consumed, and its rates per topic."""
+    info = await m.admin.running_info(group, client_id)
+    queues = [
+        {
+            "key": queue_key(mq),
+            "commit_offset": pq.commit_offset,
+            "cached": pq.cached_msg_count,
+            "cached_range": f"{pq.cached_msg_min_offset}..{pq.cached_msg_max_offset}"
+            if pq.cached_msg_count
+            else "-",
+            "locked": pq.locked,
+            "dropped": pq.droped,
+            "last_pull": _fmt_ms(pq.last_pull_timestamp),
+            "last_consume": _fmt_ms(pq.last_consume_timestamp),
+        }
+        for mq, pq in sorted(info.mq_table.items())
+    ]
+    rates = [
+        {
+            "topic": topic,
+            "pull_tps": st.pull_tps,
+            "pull_rt": st.pull_rt,
+            "consume_ok_tps": st.consume_ok_tps,
+            "consume_failed_tps": st.consume_failed_tps,
+            "consume_rt": st.consume_rt,
+            "failed": st.consume_failed_msgs,
+        }
+        for topic, st in sorted(info.status_table.items())
+    ]
+    return {
+        "group": group,
+        "client_id": client_id,
+        "properties": dict(sorted(info.properties.items())),
+        "subscriptions": [
+            {"topic": sd.topic or "", "expression": sd.sub_string or "*"} for sd in info.subscription_set
+        ],
+        "queues": queues,
+        "rates": rates,
+    }

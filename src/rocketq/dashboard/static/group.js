@@ -129,7 +129,10 @@ function renderMembers() {
   body.replaceChildren(...state.members.map((m) => {
     const row = el("tr", { "data-client": m.client_id });
     const id = el("td", {});
-    id.append(el("span", { class: "swatch", style: `--c: ${m.colour}` }, m.client_id));
+    const link = el("a", { href: `/groups/${encodeURIComponent(state.group)}/clients/${encodeURIComponent(m.client_id)}`,
+                           title: "its own report: subscriptions, queues, rates, properties" });
+    link.append(el("span", { class: "swatch", style: `--c: ${m.colour}` }, m.client_id));
+    id.append(link);
     if (m.duplicate) id.append(el("span", { class: "dup" }, " DUPLICATE"));
     row.append(id, el("td", {}, m.addresses.join(" ")), el("td", {}, m.language), el("td", {}, m.version),
       el("td", {}, m.strategy), el("td", { class: "n" }, m.queue_count),
@@ -293,6 +296,7 @@ function render() {
   renderTimeline();
   renderChanges();
   renderLag();
+  renderLive();
 }
 
 async function poll() {
@@ -301,14 +305,32 @@ async function poll() {
     const answer = await fetch(apiUrl, { cache: "no-store" });
     if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
     state = await answer.json();
-    live.classList.remove("stale");
-    live.textContent = "live";
     render();
   } catch (err) {
-    live.classList.add("stale");
+    live.className = "live stale";
     live.textContent = "dashboard unreachable";
+    live.title = String(err);
   }
   setTimeout(poll, 1000);
+}
+
+function renderLive() {
+  // green only while the cluster answers: a failed or an old poll says so (what did not answer)
+  const live = document.getElementById("live");
+  const age = state.polled_ms ? (Date.now() - state.polled_ms) / 1000 : null;
+  if (state.error) {
+    live.className = "live stale";
+    live.textContent = "no answer";
+    live.title = state.error;
+  } else if (age === null || age > 5) {
+    live.className = "live slow";
+    live.textContent = age === null ? "not polled yet" : `last answer ${Math.round(age)} s ago`;
+    live.title = "the cluster has not answered the last polls";
+  } else {
+    live.className = "live";
+    live.textContent = "live";
+    live.title = "updated every second without reloading";
+  }
 }
 
 document.getElementById("reset").addEventListener("submit", (event) => {
