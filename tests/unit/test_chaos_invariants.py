@@ -457,6 +457,15 @@ def test_orderly_finds_interleaved_consumers_and_offsets_going_back() -> None:
     assert all(r.ok for r in orderly(calm, DEFAULT))
 
 
+def test_orderly_a_queue_handed_over_and_back_within_the_gap_is_not_interleaving() -> None:
+    prints = (recv("c1", A0, 0, 1.0, 1), recv("c2", A0, 1, 1.2, 2), recv("c1", A0, 2, 1.5, 3))
+    back = Rebalance("c1", 1.4, "ip@c1", "T", (A0,), (A0,), ())
+    exclusive, _ = orderly(timeline(recvs=prints, rebalances=(back,)), DEFAULT)
+    assert (exclusive.ok, exclusive.figure) == (True, 0)
+    exclusive, _ = orderly(timeline(recvs=prints), DEFAULT)
+    assert (exclusive.ok, exclusive.figure) == (False, 1)
+
+
 def test_orderly_a_queue_got_back_is_a_new_run_not_disorder() -> None:
     """A consumer that lost A0 and got it back replays from the committed offset (4 < 6): in
     order within the new run. Going back without getting the queue back is still disorder."""

@@ -696,6 +696,10 @@ def _lines_exact(tl: Timeline, t: float) -> bool:
 def orderly(tl: Timeline, exp: Expectations) -> list[InvariantResult]:
     """No two consumers printing one queue interleaved; each run of a queue in offset order.
 
+    Interleaved: a consumer printed a queue, another printed it, and the first printed it again
+    within ``gap`` in the same run (it never gave the queue up in between). A queue handed over
+    and back within the gap - each side releasing before the other locked - is not interleaving.
+
     A consumer's run of a queue begins when its REBALANCE line adds the queue, or when it pulls
     the queue again from below where its pulls had got to: a consumer that lost a queue (or its
     lock, when a broker restarted) and got it back resumes from the group's committed offset,
@@ -724,11 +728,11 @@ def orderly(tl: Timeline, exp: Expectations) -> list[InvariantResult]:
             prev = last_by.get(r.consumer)
             if prev is not None:
                 between = {x.consumer for x in recvs[recvs.index(prev) + 1 : i]} - {r.consumer}
-                if between and r.t - prev.t <= exp.gap:
+                new_run = any(prev.t < t <= r.t for t in acquired.get((r.consumer, q), ()))
+                if between and not new_run and r.t - prev.t <= exp.gap:
                     interleaved += 1
                     if len(examples) < 3:
                         examples.append(f"{format_queue(q)}: {r.consumer} and {','.join(sorted(between))}")
-                new_run = any(prev.t < t <= r.t for t in acquired.get((r.consumer, q), ()))
                 if not between and not new_run and r.offset <= prev.offset:
                     disorder += 1
             last_by[r.consumer] = r
