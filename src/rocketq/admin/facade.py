@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypedDict, TypeVar, Unpack
 
 from rocketq.client.loop_thread import LoopThread
 from rocketq.lifecycle import Closing
@@ -35,21 +35,21 @@ def _blocking(
 # ------------------------------------------------------------------------------------ the facade
 
 
+class AdminOptions(TypedDict, total=False):
+    """:class:`AsyncAdmin`'s keyword options, which :class:`Admin` passes on."""
+
+    timeout: float
+    access_key: str | None
+    secret_key: str | None
+    tls: TlsClientConfig | None
+
+
 class Admin(Closing):
     """The synchronous facade of :class:`AsyncAdmin`: the same calls, blocking, on a loop thread."""
 
-    def __init__(
-        self,
-        namesrv: str | None = None,
-        *,
-        timeout: float = 5.0,
-        access_key: str | None = None,
-        secret_key: str | None = None,
-        tls: TlsClientConfig | None = None,
-    ) -> None:
-        self.core = AsyncAdmin(
-            namesrv, timeout=timeout, access_key=access_key, secret_key=secret_key, tls=tls
-        )
+    def __init__(self, namesrv: str | None = None, **options: Unpack[AdminOptions]) -> None:
+        """``options``: :class:`AsyncAdmin`'s (``timeout``, ``access_key``, ``secret_key``, ``tls``)."""
+        self.core = AsyncAdmin(namesrv, **options)
         self._thread: LoopThread | None = None
 
     @property

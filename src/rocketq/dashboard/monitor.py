@@ -270,12 +270,7 @@ class Monitor:
 
     async def _sample_loop(self) -> None:
         while True:
-            try:
-                await self.sample()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # never let one bad sample stop the sampling
-                logger.exception("dashboard sample failed")
+            await _surviving(self.sample(), "dashboard sample")
             await asyncio.sleep(self.config.sample_interval)
 
     async def _ask(self, kind: str, addr: str, name: str, make: Callable[[], Awaitable[T]]) -> T | None:
@@ -445,12 +440,7 @@ class Monitor:
 
     async def _run(self) -> None:
         while True:
-            try:
-                await self._cycle()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # never let one bad poll stop the watching
-                logger.exception("dashboard monitor cycle failed")
+            await _surviving(self._cycle(), "dashboard monitor cycle")
             self._wake.clear()
             delay = self._next_delay()
             with contextlib.suppress(TimeoutError):
@@ -573,3 +563,12 @@ class Monitor:
             return
         if note.end_ms >= self.now_ms() - int(self.config.history * 1000):
             w.timeline.record(note)
+
+
+async def _surviving(step: Awaitable[None], what: str) -> None:
+    """Await one step of a background loop, logging (not raising) its failure: one bad sample or
+    poll never stops the loop (cancellation still does)."""
+    try:
+        await step
+    except Exception:
+        logger.exception("%s failed", what)

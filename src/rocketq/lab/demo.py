@@ -29,7 +29,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -369,18 +369,10 @@ class _Progress:
                         state["printed"] = now
                         plain(f"still running after {now - began:.0f} s{latest}")
 
-        if self.live:
-            with self.console.status(what) as status:
-                ticker = threading.Thread(target=heartbeat, args=(status,), daemon=True)
-                ticker.start()
-                try:
-                    yield tell
-                finally:
-                    done.set()
-                    ticker.join()
-        else:
+        if not self.live:
             self.console.print(f"{what} ...", markup=False, highlight=False)
-            ticker = threading.Thread(target=heartbeat, args=(None,), daemon=True)
+        with self.console.status(what) if self.live else nullcontext() as status:
+            ticker = threading.Thread(target=heartbeat, args=(status,), daemon=True)
             ticker.start()
             try:
                 yield tell

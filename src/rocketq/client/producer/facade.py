@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from rocketq.client._facade import SyncFacade, client_config_for
 from rocketq.client.config import ClientConfig, ProducerConfig
@@ -47,7 +47,7 @@ from rocketq.models import MessageQueue
 from rocketq.protocol.message import Message as ProtocolMessage
 from rocketq.protocol.message import MessageExt
 
-__all__ = ["Producer", "SendCallback", "start_tracing", "trace_dispatcher"]
+__all__ = ["Producer", "ProducerOptions", "SendCallback", "start_tracing", "trace_dispatcher"]
 
 logger = logging.getLogger(__name__)
 _callback_warnings = LogSummary(logger)  # failed callback sends: one line per kind per 10 s
@@ -101,6 +101,19 @@ def start_tracing(
         group, "PRODUCER", client_id=client_id, client_config=client_config, trace_topic=trace_topic
     )
     return ProducerTracing(dispatcher.start())
+
+
+class ProducerOptions(TypedDict, total=False):
+    """:class:`Producer`'s keyword options after ``group`` and ``namesrv``, as a class that passes
+    them on (:class:`~rocketq.client.producer.transaction.TransactionProducer`) takes them."""
+
+    instance_name: str | None
+    client_ip: str | None
+    config: ProducerConfig | None
+    client_config: ClientConfig | None
+    trace: bool | None
+    access_key: str | None
+    secret_key: str | None
 
 
 class Producer(SyncFacade[ProducerCore]):

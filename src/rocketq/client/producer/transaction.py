@@ -46,14 +46,14 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
-from rocketq.client.config import ClientConfig, ProducerConfig
+from rocketq.client.config import ProducerConfig
 from rocketq.client.ids import next_uniq_id
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import EndedTransaction, SendResult, SendStatus
 from rocketq.client.producer.core import ProducerContext, ProducerCore
-from rocketq.client.producer.facade import Producer, start_tracing
+from rocketq.client.producer.facade import Producer, ProducerOptions, start_tracing
 from rocketq.errors import ClientStateError, ConfigError, RemoteProtocolError, RocketQError
 from rocketq.models import LocalTransactionState, TransactionSendResult, from_fields
 from rocketq.protocol import calls
@@ -304,26 +304,17 @@ class TransactionProducer(Producer):
     ``check_thread_pool_size`` (1) and ``check_request_hold_max`` (2,000).
     """
 
-    def __init__(  # noqa: PLR0913  (Producer's, and the checker)
+    def __init__(
         self,
         group: str,
         namesrv: str | None = None,
         *,
         checker: TransactionChecker,
-        instance_name: str | None = None,
-        client_ip: str | None = None,
-        config: ProducerConfig | None = None,
-        client_config: ClientConfig | None = None,
-        trace: bool | None = None,
-        access_key: str | None = None,
-        secret_key: str | None = None,
+        **options: Unpack[ProducerOptions],
     ) -> None:
         if not callable(checker):
             raise ConfigError(f"checker must be a function of the half message, got {checker!r}")
-        super().__init__(
-            group, namesrv, instance_name=instance_name, client_ip=client_ip, config=config,
-            client_config=client_config, trace=trace, access_key=access_key, secret_key=secret_key,
-        )  # fmt: skip
+        super().__init__(group, namesrv, **options)
         self.checker = checker
 
     def _start_core(self, instance: ClientInstance) -> TransactionProducerCore:
