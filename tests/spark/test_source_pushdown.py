@@ -117,6 +117,10 @@ def test_position_columns_are_answered_from_offsets_without_a_pull(
     assert count == 0
     assert rows == sorted(tuple(r) for r in full().collect())
     assert len(rows) == n
+    # rows from offsets are cheap: one task for every range, unless minPartitions asks for more
+    assert full().rdd.getNumPartitions() > 1
+    assert load(position).rdd.getNumPartitions() == 1
+    assert load(position, minPartitions="5").rdd.getNumPartitions() >= 5
     narrowed = (F.col("queue_offset") >= low) & (F.col("queue_offset") < high) & (F.col("queue_id") != 1)
     count, total = pulled(lambda: load("queue_offset long, queue_id int").where(narrowed).count())
     assert count == 0

@@ -86,6 +86,7 @@ __all__ = [
     "ColumnBuilder",
     "Pushdown",
     "QueueRange",
+    "QueueRanges",
     "RocketMQBatchReader",
     "RocketMQStreamReader",
     "answered_by_offsets",
@@ -155,6 +156,18 @@ class QueueRange(InputPartition):
         return (
             f"QueueRange({self.topic} {self.broker}:{self.queue_id} [{self.start}, {self.end}) @ {self.addr})"
         )
+
+
+class QueueRanges(InputPartition):
+    """One input partition of several :class:`QueueRange`, read one after the other (a read
+    answered from offsets, see :func:`read_positions`)."""
+
+    def __init__(self, ranges: Sequence[QueueRange]) -> None:
+        super().__init__(tuple(r.value for r in ranges))
+        self.ranges = tuple(ranges)
+
+    def __repr__(self) -> str:
+        return f"QueueRanges({', '.join(map(repr, self.ranges))})"
 
 
 class ColumnBuilder:
@@ -471,6 +484,8 @@ def _read(
     part: InputPartition, options: SourceOptions, columns: Sequence[str] | None = None
 ) -> Iterator[Any]:
     """``part``'s rows, only ``columns`` of them when given (a user schema naming fewer)."""
+    if isinstance(part, QueueRanges):
+        return (batch for one in part.ranges for batch in _read(one, options, columns))
     if not isinstance(part, QueueRange):  # pragma: no cover - Spark hands back our partitions
         raise TypeError(f"unexpected partition {part!r}")
     if part.start >= part.end:
@@ -868,6 +883,16 @@ class RocketMQBatchReader(DataSourceReader):
         if not parts:
             # Spark wants at least one partition; an empty range reads nothing
             return [QueueRange(options.topics[0] if options.topics else "", "", 0, "", 0, 0)]
+        if (
+            len(parts) > 1
+            and self.columns is not None
+            and options.min_partitions is None
+            and options.arrow_batches
+            and answered_by_offsets(self.columns, options)
+        ):
+            # rows made from offsets cost next to nothing: one task for them all spares Spark a
+            # task (and a Python worker's round) per range
+            return [QueueRanges(parts)]
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
