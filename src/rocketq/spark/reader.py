@@ -5,7 +5,9 @@ Planning happens on the driver: routes from a name server, offsets from the brok
 ``maxMessagesPerPartition`` offsets). Each executor task pulls its range straight from the
 queue's broker (:meth:`~rocketq.client.blocking.BlockingClient.pull_range`, pipelined) and turns the
 stored records into Arrow record batches column by column (:class:`ColumnBuilder`), whose Arrow
-schema is exactly Spark's for :data:`~rocketq.spark.source.SCHEMA_DDL`.
+schema is exactly Spark's for :data:`~rocketq.spark.source.SCHEMA_DDL`. A user schema's columns
+are the only ones decoded, and one of :data:`POSITION_COLUMNS` only is answered from the queues'
+offsets without a pull (:func:`read_positions`, all ranges in one task).
 
 Streaming offsets are :mod:`rocketq.spark.offsets` JSON; see there for why the first offset is
 symbolic. A queue added to a topic while a query runs shows up in the next ``latestOffset`` and is
