@@ -186,3 +186,32 @@ def _agrees_or_declines(pairs: list[list[tuple[str, str]]]) -> None:
     batch = decode_columns(body, topic="T", broker="b", end=10**9, tag_set=None)
     if batch is not None:
         assert batch.equals(codec_batch(body))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.permutations(ARROW_SCHEMA.names).flatmap(
+        lambda names: st.integers(1, len(names)).map(lambda k: names[:k])
+    ),
+    st.lists(st.sampled_from(["plain", "no unique key", "other tag"]), min_size=1, max_size=8),
+    st.integers(0, 9),
+    st.sampled_from([None, frozenset({"A"}), frozenset({"B", "Z"})]),
+)
+def test_a_projection_decodes_only_its_columns_and_agrees_with_the_codec(
+    names: list[str], kinds: list[str], end: int, tags: frozenset[str] | None
+) -> None:
+    props = {
+        "plain": lambda i: None,
+        "no unique key": lambda i: {"TAGS": "A", "KEYS": f"k{i}"},
+        "other tag": lambda i: {"TAGS": "B", "UNIQ_KEY": f"U{i}"},
+    }
+    body = b"".join(record(i, props=props[kind](i)) for i, kind in enumerate(kinds))
+    full = decode_columns(body, topic="T", broker="b", end=end, tag_set=tags)
+    part = decode_columns(body, topic="T", broker="b", end=end, tag_set=tags, columns=names)
+    if full is not None:
+        assert part is not None
+    if part is not None:
+        assert part.schema.names == names
+        assert part.equals(codec_batch(body, end, tags).select(names))
+    if "msg_id" not in names:
+        assert part is not None  # only the offset message id needs the codec here

@@ -12,7 +12,7 @@ import pytest
 from rocketq.broker import BrokerConfig
 from rocketq.errors import DataLossError
 from rocketq.protocol import calls
-from rocketq.spark.reader import QueueRange, read_range
+from rocketq.spark.reader import QueueRange, read_positions, read_range
 from rocketq.spark.source import parse_options
 from rocketq.store.config import StoreConfig
 
@@ -102,3 +102,26 @@ def test_fail_on_data_loss_both_ways(spark: Any, strict: ClusterThread) -> None:
     lenient = parse_options({"namesrv": strict.namesrv, "topic": "Retained", "failOnDataLoss": "false"})
     got = [o for batch in read_range(part, lenient) for o in batch.column("queue_offset").to_pylist()]
     assert got == list(range(low, 200))
+    # the same from the offsets alone (a schema of position columns: nothing pulled)
+    strict_opts = parse_options({"namesrv": strict.namesrv, "topic": "Retained"})
+    with pytest.raises(DataLossError, match=rf"offsets 0\.\.{low - 1}"):
+        list(read_positions(part, strict_opts, ["queue_offset"]))
+    got = [o for b in read_positions(part, lenient, ["queue_offset"]) for o in b.column(0).to_pylist()]
+    assert got == list(range(low, 200))
+    longer = QueueRange("Retained", "broker-a", 0, routes[0].addr, low, 250)  # planned past the end
+    with pytest.raises(DataLossError, match=r"offsets 200\.\.249 were planned but the queue now ends at 200"):
+        list(read_positions(longer, strict_opts, ["queue_offset"]))
+    got = [o for b in read_positions(longer, lenient, ["queue_offset"]) for o in b.column(0).to_pylist()]
+    assert got == list(range(low, 200))
+    for fail in ("true", "false"):  # and through Spark, with the planner's own check
+        slim = (
+            spark.read.format("rocketmq")
+            .schema("queue_offset long")
+            .options(namesrv=strict.namesrv, topic="Retained", startingOffsets=start, failOnDataLoss=fail)
+            .load()
+        )
+        if fail == "true":
+            with pytest.raises(Exception, match=rf"offsets 0\.\.{low - 1} \({low} messages\)"):
+                slim.count()
+        else:
+            assert sorted(r[0] for r in slim.collect()) == list(range(low, 200))

@@ -77,3 +77,66 @@ def test_filters_choose_what_is_pulled(spark: Any, cluster: ClusterThread) -> No
     count, rows = pulled(lambda: df.where(F.col("broker") == "broker-z").count())
     assert rows == 0
     assert count == 0
+
+
+def test_position_columns_are_answered_from_offsets_without_a_pull(
+    spark: Any, cluster: ClusterThread
+) -> None:
+    """A schema of position columns only (topic, broker, queue_id, queue_offset) is read from the
+    queues' offsets: the same rows as a read that pulls, none pulled; a tag filter still pulls."""
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    cluster.create_topic("Positions", 3)
+    n = rng.randrange(100, 300)
+    cluster.produce("Positions", n, tags=("TagA", "TagB"), batch=rng.randrange(1, 9))
+    broker = cluster.cluster.broker
+    assert broker is not None
+    low, high = sorted(rng.sample(range(n // 3 + 1), 2))
+    opts = {
+        "namesrv": cluster.namesrv,
+        "topic": "Positions",
+        "maxMessagesPerPartition": str(rng.randrange(20, 100)),
+    }
+
+    def load(schema: str | None = None, **more: str) -> Any:
+        reader = spark.read.format("rocketmq").options(**opts, **more)
+        return (reader.schema(schema) if schema else reader).load()
+
+    def pulled(query: Any) -> tuple[int, Any]:
+        before = broker.stats.get_total
+        result = query()
+        return broker.stats.get_total - before, result
+
+    position = "topic string, broker string, queue_id int, queue_offset long"
+
+    def full() -> Any:  # a new load() each time: Spark reuses a pushed-down scan (docs/spark.md)
+        return load().select("topic", "broker", "queue_id", "queue_offset")
+
+    count, rows = pulled(lambda: sorted(tuple(r) for r in load(position).collect()))
+    assert count == 0
+    assert rows == sorted(tuple(r) for r in full().collect())
+    assert len(rows) == n
+    # rows from offsets are cheap: one task for every range, unless minPartitions asks for more
+    assert full().rdd.getNumPartitions() > 1
+    assert load(position).rdd.getNumPartitions() == 1
+    assert load(position, minPartitions="5").rdd.getNumPartitions() >= 5
+    narrowed = (F.col("queue_offset") >= low) & (F.col("queue_offset") < high) & (F.col("queue_id") != 1)
+    count, total = pulled(lambda: load("queue_offset long, queue_id int").where(narrowed).count())
+    assert count == 0
+    assert total == full().where(narrowed).count()
+    count, total = pulled(lambda: load("queue_id int").groupBy("queue_id").count().collect())
+    assert count == 0
+    assert sorted(tuple(r) for r in total) == sorted(
+        tuple(r) for r in full().groupBy("queue_id").count().collect()
+    )
+    # a tag filter needs the messages: the option, or a filter on the tags column, pulls
+    tagged = sum(1 for i in range(n) if i % 2 == 1)
+    count, total = pulled(lambda: load("queue_offset long", tags="TagB").count())
+    assert total == tagged
+    assert count >= tagged > 0  # pulled (a pull may run past a small partition's end)
+    count, total = pulled(
+        lambda: load("queue_offset long, tags string").where(F.col("tags") == "TagB").count()
+    )
+    assert total == tagged
+    assert count >= tagged > 0  # pulled (a pull may run past a small partition's end)

@@ -17,6 +17,7 @@ the codec's errors. The record layout is documented there.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -27,7 +28,7 @@ from rocketq.protocol.message import MESSAGE_MAGIC_CODE, MessageSysFlag
 from rocketq.protocol.message_id import HostPort
 from rocketq.protocol.properties import MessageConst
 
-__all__ = ["ARROW_SCHEMA", "TIMESTAMP", "decode_columns"]
+__all__ = ["ARROW_SCHEMA", "PROPERTY_COLUMNS", "TIMESTAMP", "decode_columns"]
 
 TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
 ARROW_SCHEMA: Final = pa.schema(
@@ -123,11 +124,28 @@ def _first_place_last_value(
     return first[order], groups["i_max"].to_numpy()[order]
 
 
+PROPERTY_COLUMNS: Final = frozenset({"msg_id", "tags", "keys", "properties"})
+"""The columns cut out of a record's properties (splitting them is most of the decoding)."""
+
+
 def decode_columns(
-    buf: bytes, *, topic: str, broker: str, end: int, tag_set: frozenset[str] | None
+    buf: bytes,
+    *,
+    topic: str,
+    broker: str,
+    end: int,
+    tag_set: frozenset[str] | None,
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch | None:
     """The messages of ``buf`` below queue offset ``end`` whose tag is in ``tag_set`` (all when
-    ``None``), as a record batch; ``None`` when ``buf`` holds a record this path does not handle."""
+    ``None``), as a record batch of ``columns`` in that order (``None``: every column of
+    :data:`ARROW_SCHEMA`); ``None`` when ``buf`` holds a record this path does not handle.
+
+    Only what ``columns`` (and ``tag_set``) need is decoded: without ``body`` no body is copied,
+    without the property columns and a tag filter the properties are not split (nor checked
+    beyond their length)."""
+    names = ARROW_SCHEMA.names if columns is None else list(columns)
+    need = set(names)
     size_all = len(buf)
     if size_all >= 1 << 31:
         return None  # Arrow's 32-bit offsets index the buffer
@@ -165,7 +183,62 @@ def decode_columns(
     if (props_len <= 0).any() or (topic_end + 2 + props_len != rec_end).any():
         return None
     data = pa.py_buffer(buf)
-    props_text = _slices(data, topic_end + 2, rec_end, pa.string())
+    made: dict[str, pa.Array] = {}
+    tags: pa.Array | None = None
+    if need & PROPERTY_COLUMNS or tag_set is not None:
+        props = _properties(data, topic_end + 2, rec_end, rows, need)
+        if props is None:
+            return None
+        made.update(props)
+        tags = props["tags"]
+    queue_offset = _gather(u8, at + 20, 8)
+    for name in names:
+        if name in made:
+            continue
+        if name == "topic":
+            made[name] = pa.repeat(pa.scalar(topic, pa.string()), rows)
+        elif name == "broker":
+            made[name] = pa.repeat(pa.scalar(broker, pa.string()), rows)
+        elif name == "queue_id":
+            made[name] = pa.array(_gather(u8, at + 12, 4).astype(np.int32))
+        elif name == "queue_offset":
+            made[name] = pa.array(queue_offset)
+        elif name == "body":
+            made[name] = _slices(data, body_begin, body_end, pa.binary())
+        elif name == "born_timestamp":
+            made[name] = pa.array(_gather(u8, at + 40, 8) * 1000).cast(TIMESTAMP)
+        elif name == "store_timestamp":
+            made[name] = pa.array(_gather(u8, at + 56, 8) * 1000).cast(TIMESTAMP)
+        elif name == "born_host":
+            hosts = u8[(at + 48)[:, None] + np.arange(8)].reshape(-1).view(">u8")
+            unique, inverse = np.unique(hosts, return_inverse=True)
+            host_text = pa.array(
+                [str(HostPort.from_packed(int(h).to_bytes(8, "big"))) for h in unique], pa.string()
+            )
+            made[name] = host_text.take(pa.array(inverse.reshape(-1).astype(np.int64)))
+        elif name == "reconsume_times":
+            made[name] = pa.array(_gather(u8, at + 72, 4).astype(np.int32))
+        else:  # pragma: no cover - the reader checks user schemas against ARROW_SCHEMA
+            raise KeyError(name)
+    schema = ARROW_SCHEMA if columns is None else pa.schema([ARROW_SCHEMA.field(n) for n in names])
+    batch = pa.RecordBatch.from_arrays([made[n] for n in names], schema=schema)
+    keep = queue_offset < end
+    if tag_set is not None:
+        assert tags is not None
+        in_set = pc.fill_null(pc.is_in(tags, value_set=pa.array(sorted(tag_set), pa.string())), False)
+        keep &= in_set.to_numpy(zero_copy_only=False)
+    if keep.all():
+        return batch
+    return batch.filter(pa.array(keep))
+
+
+def _properties(
+    data: pa.Buffer, begins: np.ndarray, ends: np.ndarray, rows: int, need: set[str]
+) -> dict[str, pa.Array] | None:
+    """The ``msg_id``, ``tags``, ``keys`` and ``properties`` columns from the property strings at
+    ``data[begins[i]:ends[i]]`` (``msg_id`` only when in ``need``); ``None`` when one of them is
+    malformed, or a message needed for ``msg_id`` has no unique key (the codec's cases)."""
+    props_text = _slices(data, begins, ends, pa.string())
     try:
         props_text.validate(full=True)  # UTF-8
     except pa.ArrowInvalid:
@@ -195,39 +268,15 @@ def decode_columns(
         names, values, parents = names.take(pa.array(first)), values.take(pa.array(last)), parents[first]
         counts = np.bincount(parents, minlength=rows)
         map_offsets = pa.array(np.concatenate(([0], np.cumsum(counts))).astype(np.int32))
-    msg_id = _lookup(names, values, parents, rows, MessageConst.UNIQ_KEY)
-    if msg_id.null_count:
-        return None  # the offset message id is the codec's job
-    tags = _lookup(names, values, parents, rows, MessageConst.TAGS)
-    keys = _lookup(names, values, parents, rows, MessageConst.KEYS)
-    properties = pa.MapArray.from_arrays(map_offsets, names, values)
-
-    hosts = u8[(at + 48)[:, None] + np.arange(8)].reshape(-1).view(">u8")
-    unique, inverse = np.unique(hosts, return_inverse=True)
-    host_text = pa.array([str(HostPort.from_packed(int(h).to_bytes(8, "big"))) for h in unique], pa.string())
-    queue_offset = _gather(u8, at + 20, 8)
-    batch = pa.RecordBatch.from_arrays(
-        [
-            pa.repeat(pa.scalar(topic, pa.string()), rows),
-            pa.repeat(pa.scalar(broker, pa.string()), rows),
-            pa.array(_gather(u8, at + 12, 4).astype(np.int32)),
-            pa.array(queue_offset),
-            msg_id,
-            tags,
-            keys,
-            _slices(data, body_begin, body_end, pa.binary()),
-            pa.array(_gather(u8, at + 40, 8) * 1000).cast(TIMESTAMP),
-            pa.array(_gather(u8, at + 56, 8) * 1000).cast(TIMESTAMP),
-            host_text.take(pa.array(inverse.reshape(-1).astype(np.int64))),
-            pa.array(_gather(u8, at + 72, 4).astype(np.int32)),
-            properties,
-        ],
-        schema=ARROW_SCHEMA,
-    )
-    keep = queue_offset < end
-    if tag_set is not None:
-        in_set = pc.fill_null(pc.is_in(tags, value_set=pa.array(sorted(tag_set), pa.string())), False)
-        keep &= in_set.to_numpy(zero_copy_only=False)
-    if keep.all():
-        return batch
-    return batch.filter(pa.array(keep))
+    out: dict[str, pa.Array] = {}
+    if "msg_id" in need:
+        msg_id = _lookup(names, values, parents, rows, MessageConst.UNIQ_KEY)
+        if msg_id.null_count:
+            return None  # the offset message id is the codec's job
+        out["msg_id"] = msg_id
+    out["tags"] = _lookup(names, values, parents, rows, MessageConst.TAGS)
+    if "keys" in need:
+        out["keys"] = _lookup(names, values, parents, rows, MessageConst.KEYS)
+    if "properties" in need:
+        out["properties"] = pa.MapArray.from_arrays(map_offsets, names, values)
+    return out

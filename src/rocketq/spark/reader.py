@@ -5,7 +5,9 @@ Planning happens on the driver: routes from a name server, offsets from the brok
 ``maxMessagesPerPartition`` offsets). Each executor task pulls its range straight from the
 queue's broker (:meth:`~rocketq.client.blocking.BlockingClient.pull_range`, pipelined) and turns the
 stored records into Arrow record batches column by column (:class:`ColumnBuilder`), whose Arrow
-schema is exactly Spark's for :data:`~rocketq.spark.source.SCHEMA_DDL`.
+schema is exactly Spark's for :data:`~rocketq.spark.source.SCHEMA_DDL`. A user schema's columns
+are the only ones decoded, and one of :data:`POSITION_COLUMNS` only is answered from the queues'
+offsets without a pull (:func:`read_positions`, all ranges in one task).
 
 Streaming offsets are :mod:`rocketq.spark.offsets` JSON; see there for why the first offset is
 symbolic. A queue added to a topic while a query runs shows up in the next ``latestOffset`` and is
@@ -23,6 +25,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSourceReader,
@@ -81,12 +84,16 @@ if TYPE_CHECKING:
 __all__ = [
     "ARROW_SCHEMA",
     "METRICS_KEY",
+    "POSITION_COLUMNS",
     "ColumnBuilder",
     "Pushdown",
     "QueueRange",
+    "QueueRanges",
     "RocketMQBatchReader",
     "RocketMQStreamReader",
+    "answered_by_offsets",
     "projection",
+    "read_positions",
     "read_range",
 ]
 
@@ -100,6 +107,10 @@ BYTES_PER_BATCH: Final = 8 << 20
 """Pull answers are decoded together once they hold this many bytes, whatever their count."""
 PULL_DEPTH: Final = 4
 """Pulls in flight per input partition (each of up to ``pullBatchBytes``)."""
+POSITION_COLUMNS: Final = frozenset({"topic", "broker", "queue_id", "queue_offset"})
+"""The columns a queue's offsets give without a pull (see :func:`read_positions`)."""
+OFFSET_ROWS_PER_BATCH: Final = 1 << 16
+"""Rows per record batch of :func:`read_positions` (no message behind them: cheap rows)."""
 
 # A stored record with the V1 magic and IPv4 hosts, up to its body length (see rocketq.protocol.message).
 _PLAIN: Final = struct.Struct(">iiiiiqqiq8sq8siqi")
@@ -147,6 +158,18 @@ class QueueRange(InputPartition):
         return (
             f"QueueRange({self.topic} {self.broker}:{self.queue_id} [{self.start}, {self.end}) @ {self.addr})"
         )
+
+
+class QueueRanges(InputPartition):
+    """One input partition of several :class:`QueueRange`, read one after the other (a read
+    answered from offsets, see :func:`read_positions`)."""
+
+    def __init__(self, ranges: Sequence[QueueRange]) -> None:
+        super().__init__(tuple(r.value for r in ranges))
+        self.ranges = tuple(ranges)
+
+    def __repr__(self) -> str:
+        return f"QueueRanges({', '.join(map(repr, self.ranges))})"
 
 
 class ColumnBuilder:
@@ -340,9 +363,12 @@ class ColumnBuilder:
         return rows
 
 
-def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
-    """Pull ``part``'s range and yield it as record batches (executor side), or as tuples one by
-    one when the ``arrowBatches`` option is false.
+def read_range(
+    part: QueueRange, options: SourceOptions, columns: Sequence[str] | None = None
+) -> Iterator[Any]:
+    """Pull ``part``'s range and yield it as record batches of ``columns`` (executor side; all
+    columns when ``None``), or as tuples of every column one by one when the ``arrowBatches``
+    option is false.
 
     Pull answers are gathered until they hold about :data:`ROWS_PER_BATCH` messages, then decoded
     together by :func:`~rocketq.spark.columns.decode_columns` (vectorised), or by
@@ -350,7 +376,7 @@ def read_range(part: QueueRange, options: SourceOptions) -> Iterator[Any]:
     by retention are handled by ``failOnDataLoss``; a queue that ends before ``end`` (its data was
     truncated) is data loss too.
     """
-    reader = _RangeReader(part, options)
+    reader = _RangeReader(part, options, columns)
     with options.client() as io:
         while reader.pos < reader.end:
             last = None
@@ -375,9 +401,10 @@ class _RangeReader:
     """The state of one :func:`read_range`: where it is, the pull answers gathered and not yet
     decoded, and what to do when the queue does not go on."""
 
-    def __init__(self, part: QueueRange, options: SourceOptions) -> None:
+    def __init__(self, part: QueueRange, options: SourceOptions, columns: Sequence[str] | None) -> None:
         self.part = part
         self.options = options
+        self.columns = columns
         self.pos, self.end = part.start, part.end
         self.chunks: list[bytes] = []
         self.pending = 0  # offsets spanned by the gathered answers
@@ -431,7 +458,12 @@ class _RangeReader:
         batch = None
         if options.arrow_batches:
             batch = decode_columns(
-                b"".join(chunks), topic=part.topic, broker=part.broker, end=self.end, tag_set=options.tag_set
+                b"".join(chunks),
+                topic=part.topic,
+                broker=part.broker,
+                end=self.end,
+                tag_set=options.tag_set,
+                columns=self.columns,
             )
         if batch is None:
             builder = ColumnBuilder()
@@ -439,6 +471,8 @@ class _RangeReader:
                 builder.add_body(chunk, self.end, options.tag_set)
             if options.arrow_batches:
                 batch = builder.record_batch(part.topic, part.broker, part.queue_id)
+                if self.columns is not None:
+                    batch = batch.select(list(self.columns))
             else:
                 chunks.clear()
                 yield from builder.tuples(part.topic, part.broker, part.queue_id)
@@ -452,17 +486,71 @@ def _read(
     part: InputPartition, options: SourceOptions, columns: Sequence[str] | None = None
 ) -> Iterator[Any]:
     """``part``'s rows, only ``columns`` of them when given (a user schema naming fewer)."""
+    if isinstance(part, QueueRanges):
+        return (batch for one in part.ranges for batch in _read(one, options, columns))
     if not isinstance(part, QueueRange):  # pragma: no cover - Spark hands back our partitions
         raise TypeError(f"unexpected partition {part!r}")
     if part.start >= part.end:
         return iter(())
-    rows = read_range(part, options)
-    if columns is None:
-        return rows
+    if columns is not None and options.arrow_batches and answered_by_offsets(columns, options):
+        return read_positions(part, options, columns)
     if not options.arrow_batches:
+        rows = read_range(part, options)
+        if columns is None:
+            return rows
         index = [ARROW_SCHEMA.names.index(c) for c in columns]
         return (tuple(row[i] for i in index) for row in rows)
-    return (batch.select(list(columns)) for batch in rows)
+    return read_range(part, options, columns)
+
+
+def answered_by_offsets(columns: Iterable[str], options: SourceOptions) -> bool:
+    """Whether a read of ``columns`` is answered from the queues' offsets alone: only
+    :data:`POSITION_COLUMNS` and no tag filter (``tags`` option or a pushed ``tags`` filter)."""
+    return options.tag_set is None and POSITION_COLUMNS.issuperset(columns)
+
+
+def read_positions(part: QueueRange, options: SourceOptions, columns: Sequence[str]) -> Iterator[Any]:
+    """``part``'s rows of position columns only (:data:`POSITION_COLUMNS`), without pulling.
+
+    A queue's offsets are dense: every offset from the broker's min to its max offset is one
+    stored message (the store's message count is their difference), and without a tag filter
+    a pull of ``[start, end)`` answers each of them once. So the rows are the offsets of the
+    range still on the broker, asked now (``GET_MIN_OFFSET`` / ``GET_MAX_OFFSET``): what
+    retention removed since planning is data loss exactly as for a pull (``failOnDataLoss``
+    fails, or skips with a warning), and a queue now ending before the range's end too.
+    """
+    q = part.route.queue
+    with options.client() as io:
+        low = io.call(part.addr, calls.get_min_offset(q))
+        high = io.call(part.addr, calls.get_max_offset(q))
+    start = check_data_loss(q, part.start, low, fail=options.fail_on_data_loss)
+    end = part.end
+    if high < end and start < end:
+        text = (
+            f"{part.topic} {part.broker}:{part.queue_id}: offsets {max(start, high)}..{end - 1} were "
+            f"planned but the queue now ends at {high}"
+        )
+        if options.fail_on_data_loss:
+            raise DataLossError(text + "; set failOnDataLoss to false to skip them")
+        logger.warning("%s; skipping them (failOnDataLoss is false)", text)
+        end = high
+    schema = pa.schema([ARROW_SCHEMA.field(c) for c in columns])
+    for a in range(start, end, OFFSET_ROWS_PER_BATCH):
+        n = min(end, a + OFFSET_ROWS_PER_BATCH) - a
+        yield pa.RecordBatch.from_arrays([_position_column(part, c, a, n) for c in columns], schema=schema)
+
+
+def _position_column(part: QueueRange, column: str, start: int, rows: int) -> pa.Array:
+    """Column ``column`` of the ``rows`` messages of ``part``'s queue from offset ``start``."""
+    if column == "topic":
+        return pa.repeat(pa.scalar(part.topic, pa.string()), rows)
+    if column == "broker":
+        return pa.repeat(pa.scalar(part.broker, pa.string()), rows)
+    if column == "queue_id":
+        return pa.repeat(pa.scalar(part.queue_id, pa.int32()), rows)
+    if column == "queue_offset":
+        return pa.array(np.arange(start, start + rows, dtype=np.int64))
+    raise KeyError(column)  # pragma: no cover - answered_by_offsets chose these columns
 
 
 def projection(schema: StructType) -> tuple[str, ...] | None:
@@ -797,6 +885,16 @@ class RocketMQBatchReader(DataSourceReader):
         if not parts:
             # Spark wants at least one partition; an empty range reads nothing
             return [QueueRange(options.topics[0] if options.topics else "", "", 0, "", 0, 0)]
+        if (
+            len(parts) > 1
+            and self.columns is not None
+            and options.min_partitions is None
+            and options.arrow_batches
+            and answered_by_offsets(self.columns, options)
+        ):
+            # rows made from offsets cost next to nothing: one task for them all spares Spark a
+            # task (and a Python worker's round) per range
+            return [QueueRanges(parts)]
         return parts
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

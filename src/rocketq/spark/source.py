@@ -50,7 +50,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -63,7 +63,6 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.types import StructType
 
-from rocketq.client.blocking import BlockingClient
 from rocketq.client.config import TlsClientConfig, credentials_of, resolve_namesrv
 from rocketq.errors import ConfigError
 from rocketq.models import MessageQueue
@@ -76,8 +75,13 @@ from rocketq.spark.offsets import (
     parse_offsets_option,
     queue_name,
 )
-from rocketq.spark.reader import RocketMQBatchReader, RocketMQStreamReader
-from rocketq.spark.writer import RocketMQStreamWriter, RocketMQWriter
+
+if TYPE_CHECKING:
+    from rocketq.client.blocking import BlockingClient
+
+# The reader, the writer and the blocking client (pyarrow, numpy, the remoting client) are
+# imported when Spark asks for them: Spark creates the source in a Python worker of its own at
+# load(), where only the options are checked.
 
 __all__ = [
     "DEFAULT_PRODUCER_GROUP",
@@ -213,6 +217,8 @@ class SourceOptions:
 
     def client(self) -> BlockingClient:
         """A blocking client of these name servers, with this timeout, account and TLS."""
+        from rocketq.client.blocking import BlockingClient  # noqa: PLC0415 - on demand (see the imports)
+
         return BlockingClient(
             list(self.namesrv), timeout=self.timeout, credentials=self.credentials, tls=self.tls
         )
@@ -643,9 +649,13 @@ class RocketMQDataSource(DataSource):
         return SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from rocketq.spark.reader import RocketMQBatchReader  # noqa: PLC0415 - on demand (see the imports)
+
         return RocketMQBatchReader(_checked(self.options, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from rocketq.spark.reader import RocketMQStreamReader  # noqa: PLC0415 - on demand (see the imports)
+
         try:
             return RocketMQStreamReader(parse_options(self.options, streaming=True), schema)
         except ConfigError as exc:
@@ -653,10 +663,14 @@ class RocketMQDataSource(DataSource):
             return _RefusedStreamReader(str(exc))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from rocketq.spark.writer import RocketMQWriter  # noqa: PLC0415 - on demand (see the imports)
+
         _no_overwrite(overwrite)
         return RocketMQWriter(_checked(self.options, writing=True), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from rocketq.spark.writer import RocketMQStreamWriter  # noqa: PLC0415 - on demand (see the imports)
+
         _no_overwrite(overwrite)
         return RocketMQStreamWriter(_checked(self.options, writing=True), schema)
 
