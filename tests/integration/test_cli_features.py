@@ -70,7 +70,7 @@ def test_transactions_filters_lookups_and_traces_from_the_shell(server: ServerPr
     assert sorted(txs.values()) == ["UNKNOW", "UNKNOW"]
     assert _tx_lines(unknown.stdout, "CHECK") == dict.fromkeys(txs, "COMMIT_MESSAGE")
     assert "in transactions (2 UNKNOW; 2 checks answered 2 COMMIT_MESSAGE)" in unknown.stdout
-    assert "waiting for the broker to check 2 transaction(s)" in unknown.stderr
+    assert "waiting for the broker to check 2 transactions left UNKNOW" in unknown.stderr
     # one rolled back, and plain messages that the filter below does not select
     rolled = rocketq("produce", TOPIC, "--transaction", "rollback", "--property", "region=eu",
                      "--property", "amount=500", "--body", "rolled", *ns)  # fmt: skip
