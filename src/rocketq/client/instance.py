@@ -192,15 +192,10 @@ class ClientInstance(BrokerCalls, BrokerRequests):
 
 
 class _Reconnects(ConnectionListener):
-    """Tells the instance of every new connection (a reconnect to a broker gets a heartbeat at once)
-    and of every connection the peer or the network closed (it is tried again soon)."""
+    """Tells the instance of every new connection (a reconnect to a broker gets a heartbeat at once)."""
 
     def __init__(self, instance: ClientInstance) -> None:
         self.instance = instance
 
     def on_connect(self, conn: RemotingConnection) -> None:
         self.instance._connected(conn.remote_address)
-
-    def on_close(self, conn: RemotingConnection) -> None:
-        if not conn.closed_here:
-            self.instance._lost(conn.remote_address)

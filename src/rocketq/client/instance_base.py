@@ -110,8 +110,6 @@ class InstanceBase:
         self._urgent_logged: set[str] = set()
         #: broker addresses this client has been connected to (a new connection to one is a reconnect)
         self._connected_once: set[str] = set()
-        #: brokers whose connection the peer or the network closed, being tried again (:meth:`_lost`)
-        self._relinking: set[str] = set()
         #: failures of our own code already logged at ERROR (logged once each)
         self._bugs_logged: set[str] = set()
         self.inner_producer: ProducerCore | None = None

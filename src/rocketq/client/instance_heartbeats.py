@@ -119,45 +119,6 @@ class Heartbeats(InstanceBase):
 
         self._spawn(beat())
 
-    def _lost(self, addr: str) -> None:
-        """The peer or the network closed the connection to broker ``addr``: while this client has
-        a consumer, its heartbeat is tried again soon (0.25 s, doubling to at most 1 s or the
-        heartbeat interval), until one gets through or a reconnect made elsewhere takes over.
-
-        Without it, a consumer whose queues are all on other brokers, or that gave up the broker's
-        queues while it could not reach it, would be a stranger to that broker after a partition
-        healed until its next heartbeat (30 s) or rebalance (20 s) happened to connect: the
-        broker's members would share the queues without it, and an orderly queue it had locked
-        would rest. RocketMQ's client waits for those timers; one connection attempt a second
-        to one broker is the cost."""
-        if self._closed or self.api is None or addr in self._relinking or not self.consumers:
-            return
-        if not any(addr in addrs.values() for addrs in self.broker_addr_table.values()):
-            return
-        self._relinking.add(addr)
-        cap = min(1.0, self.config.heartbeat_broker_interval)
-
-        async def relink() -> None:
-            assert self.api is not None
-            delay = min(0.25, cap)
-            try:
-                while not self._closed and self.consumers:
-                    await asyncio.sleep(delay)
-                    if not any(addr in addrs.values() for addrs in self.broker_addr_table.values()):
-                        return  # no route names it any more
-                    if self.api.remoting.open_connection(addr) is not None:
-                        return  # reconnected meanwhile: that reconnect sends the heartbeat
-                    try:
-                        await self.api.call(addr, calls.send_heartbeat(self.heartbeat_data()))
-                        return
-                    except (RocketQError, OSError) as exc:
-                        logger.debug("heartbeat of %s to %s, still lost: %s", self.client_id, addr, exc)
-                    delay = min(delay * 2, cap)
-            finally:
-                self._relinking.discard(addr)
-
-        self._spawn(relink())
-
     def _connected(self, addr: str) -> None:
         """A connection to ``addr`` opened: to a broker we were connected to before, a reconnect."""
         known = any(addr in addrs.values() for addrs in self.broker_addr_table.values())

@@ -141,9 +141,6 @@ class RemotingConnection(asyncio.Protocol):
         self.local_address = "?"
         #: Why the connection closed (``None`` while open): a sentence for logs and errors.
         self.close_reason: str | None = None
-        #: this side closed the connection (:meth:`close`, :meth:`abort`: idleness, a timeout, a
-        #: shutdown), not the peer or the network
-        self.closed_here = False
         self.loop = asyncio.get_running_loop()
         self._settings = settings
         self._server = server
@@ -706,8 +703,6 @@ class RemotingConnection(asyncio.Protocol):
             self._set_reason(reason)
         self._set_reason(f"connection to {self.remote_address} closed locally")
         if not self._core.closed:
-            self.closed_here = True
-        if not self._core.closed:
             self._outbox.flush()
         self._mark_closed()
         if self.transport is not None:
@@ -718,8 +713,6 @@ class RemotingConnection(asyncio.Protocol):
         if reason is not None:
             self._set_reason(reason)
         self._set_reason(f"connection to {self.remote_address} aborted locally")
-        if not self._core.closed:
-            self.closed_here = True
         self._mark_closed()
         if self.transport is not None:
             self.transport.abort()
